@@ -1,0 +1,308 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from novaberg.common.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class StoreOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    STORE_OUTCOME_UNSPECIFIED: _ClassVar[StoreOutcome]
+    STORE_OUTCOME_STORED: _ClassVar[StoreOutcome]
+    STORE_OUTCOME_REJECTED_BELOW_GATE: _ClassVar[StoreOutcome]
+
+class Tier(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TIER_UNSPECIFIED: _ClassVar[Tier]
+    TIER_MINIMUM: _ClassVar[Tier]
+    TIER_MID: _ClassVar[Tier]
+    TIER_HIGH: _ClassVar[Tier]
+STORE_OUTCOME_UNSPECIFIED: StoreOutcome
+STORE_OUTCOME_STORED: StoreOutcome
+STORE_OUTCOME_REJECTED_BELOW_GATE: StoreOutcome
+TIER_UNSPECIFIED: Tier
+TIER_MINIMUM: Tier
+TIER_MID: Tier
+TIER_HIGH: Tier
+
+class SessionTurn(_message.Message):
+    __slots__ = ("role", "text", "turn_id", "created_at", "intention", "emotion", "modus", "arousal", "emotions_vektor")
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    INTENTION_FIELD_NUMBER: _ClassVar[int]
+    EMOTION_FIELD_NUMBER: _ClassVar[int]
+    MODUS_FIELD_NUMBER: _ClassVar[int]
+    AROUSAL_FIELD_NUMBER: _ClassVar[int]
+    EMOTIONS_VEKTOR_FIELD_NUMBER: _ClassVar[int]
+    role: str
+    text: str
+    turn_id: str
+    created_at: _timestamp_pb2.Timestamp
+    intention: str
+    emotion: str
+    modus: str
+    arousal: float
+    emotions_vektor: str
+    def __init__(self, role: _Optional[str] = ..., text: _Optional[str] = ..., turn_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., intention: _Optional[str] = ..., emotion: _Optional[str] = ..., modus: _Optional[str] = ..., arousal: _Optional[float] = ..., emotions_vektor: _Optional[str] = ...) -> None: ...
+
+class AppendSessionTurnRequest(_message.Message):
+    __slots__ = ("pair", "turn", "as_of")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    turn: SessionTurn
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., turn: _Optional[_Union[SessionTurn, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class AppendSessionTurnResponse(_message.Message):
+    __slots__ = ("turn_count", "summarized", "trimmed")
+    TURN_COUNT_FIELD_NUMBER: _ClassVar[int]
+    SUMMARIZED_FIELD_NUMBER: _ClassVar[int]
+    TRIMMED_FIELD_NUMBER: _ClassVar[int]
+    turn_count: int
+    summarized: bool
+    trimmed: bool
+    def __init__(self, turn_count: _Optional[int] = ..., summarized: _Optional[bool] = ..., trimmed: _Optional[bool] = ...) -> None: ...
+
+class GetSessionRequest(_message.Message):
+    __slots__ = ("pair",)
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ...) -> None: ...
+
+class GetSessionResponse(_message.Message):
+    __slots__ = ("turns", "summary", "ttl_seconds")
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    turns: _containers.RepeatedCompositeFieldContainer[SessionTurn]
+    summary: str
+    ttl_seconds: int
+    def __init__(self, turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., summary: _Optional[str] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
+
+class StoreEntryRequest(_message.Message):
+    __slots__ = ("pair", "beobachter", "inhalt", "salience", "ei", "magnets", "turn", "embedding", "entry_id", "as_of", "writer")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    BEOBACHTER_FIELD_NUMBER: _ClassVar[int]
+    INHALT_FIELD_NUMBER: _ClassVar[int]
+    SALIENCE_FIELD_NUMBER: _ClassVar[int]
+    EI_FIELD_NUMBER: _ClassVar[int]
+    MAGNETS_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
+    WRITER_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    beobachter: _common_pb2.Beobachter
+    inhalt: str
+    salience: _common_pb2.SalienceResult
+    ei: _common_pb2.EiFields
+    magnets: _common_pb2.Magnets
+    turn: _common_pb2.TurnContext
+    embedding: _containers.RepeatedScalarFieldContainer[float]
+    entry_id: str
+    as_of: _timestamp_pb2.Timestamp
+    writer: str
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., salience: _Optional[_Union[_common_pb2.SalienceResult, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ..., entry_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., writer: _Optional[str] = ...) -> None: ...
+
+class StoreEntryResponse(_message.Message):
+    __slots__ = ("outcome", "kzg_key", "tier", "salienz", "ttl_seconds", "queued_for_promotion", "reinforced_count", "reinforced_queued_count", "canon_rejections")
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    KZG_KEY_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
+    SALIENZ_FIELD_NUMBER: _ClassVar[int]
+    TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_FOR_PROMOTION_FIELD_NUMBER: _ClassVar[int]
+    REINFORCED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    REINFORCED_QUEUED_COUNT_FIELD_NUMBER: _ClassVar[int]
+    CANON_REJECTIONS_FIELD_NUMBER: _ClassVar[int]
+    outcome: StoreOutcome
+    kzg_key: str
+    tier: Tier
+    salienz: float
+    ttl_seconds: int
+    queued_for_promotion: bool
+    reinforced_count: int
+    reinforced_queued_count: int
+    canon_rejections: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, outcome: _Optional[_Union[StoreOutcome, str]] = ..., kzg_key: _Optional[str] = ..., tier: _Optional[_Union[Tier, str]] = ..., salienz: _Optional[float] = ..., ttl_seconds: _Optional[int] = ..., queued_for_promotion: _Optional[bool] = ..., reinforced_count: _Optional[int] = ..., reinforced_queued_count: _Optional[int] = ..., canon_rejections: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RetrieveFilters(_message.Message):
+    __slots__ = ("emotion", "modus", "entitaet_ids", "themen", "timeline_id", "min_salienz")
+    EMOTION_FIELD_NUMBER: _ClassVar[int]
+    MODUS_FIELD_NUMBER: _ClassVar[int]
+    ENTITAET_IDS_FIELD_NUMBER: _ClassVar[int]
+    THEMEN_FIELD_NUMBER: _ClassVar[int]
+    TIMELINE_ID_FIELD_NUMBER: _ClassVar[int]
+    MIN_SALIENZ_FIELD_NUMBER: _ClassVar[int]
+    emotion: _containers.RepeatedScalarFieldContainer[str]
+    modus: _containers.RepeatedScalarFieldContainer[str]
+    entitaet_ids: _containers.RepeatedScalarFieldContainer[int]
+    themen: _containers.RepeatedScalarFieldContainer[str]
+    timeline_id: int
+    min_salienz: float
+    def __init__(self, emotion: _Optional[_Iterable[str]] = ..., modus: _Optional[_Iterable[str]] = ..., entitaet_ids: _Optional[_Iterable[int]] = ..., themen: _Optional[_Iterable[str]] = ..., timeline_id: _Optional[int] = ..., min_salienz: _Optional[float] = ...) -> None: ...
+
+class RetrieveRequest(_message.Message):
+    __slots__ = ("pair", "query_text", "query_vector", "beobachter", "filters", "top_k", "turn")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
+    QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
+    BEOBACHTER_FIELD_NUMBER: _ClassVar[int]
+    FILTERS_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    query_text: str
+    query_vector: QueryVector
+    beobachter: _common_pb2.Beobachter
+    filters: RetrieveFilters
+    top_k: int
+    turn: _common_pb2.TurnContext
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., filters: _Optional[_Union[RetrieveFilters, _Mapping]] = ..., top_k: _Optional[int] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ...) -> None: ...
+
+class QueryVector(_message.Message):
+    __slots__ = ("values",)
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.RepeatedScalarFieldContainer[float]
+    def __init__(self, values: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class RetrieveHit(_message.Message):
+    __slots__ = ("entry", "similarity")
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    SIMILARITY_FIELD_NUMBER: _ClassVar[int]
+    entry: _common_pb2.KzgEntry
+    similarity: float
+    def __init__(self, entry: _Optional[_Union[_common_pb2.KzgEntry, _Mapping]] = ..., similarity: _Optional[float] = ...) -> None: ...
+
+class RetrieveResponse(_message.Message):
+    __slots__ = ("hits", "threshold", "model_id", "dropped_below_threshold")
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_BELOW_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[RetrieveHit]
+    threshold: float
+    model_id: str
+    dropped_below_threshold: int
+    def __init__(self, hits: _Optional[_Iterable[_Union[RetrieveHit, _Mapping]]] = ..., threshold: _Optional[float] = ..., model_id: _Optional[str] = ..., dropped_below_threshold: _Optional[int] = ...) -> None: ...
+
+class GetEntryRequest(_message.Message):
+    __slots__ = ("pair", "kzg_key", "include_embedding")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    KZG_KEY_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_EMBEDDING_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    kzg_key: str
+    include_embedding: bool
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., kzg_key: _Optional[str] = ..., include_embedding: _Optional[bool] = ...) -> None: ...
+
+class GetEntryResponse(_message.Message):
+    __slots__ = ("entry",)
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    entry: _common_pb2.KzgEntry
+    def __init__(self, entry: _Optional[_Union[_common_pb2.KzgEntry, _Mapping]] = ...) -> None: ...
+
+class DeleteEntryRequest(_message.Message):
+    __slots__ = ("pair", "kzg_key", "turn")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    KZG_KEY_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    kzg_key: str
+    turn: _common_pb2.TurnContext
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., kzg_key: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ...) -> None: ...
+
+class DeleteEntryResponse(_message.Message):
+    __slots__ = ("deleted", "verified_gone")
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    VERIFIED_GONE_FIELD_NUMBER: _ClassVar[int]
+    deleted: bool
+    verified_gone: bool
+    def __init__(self, deleted: _Optional[bool] = ..., verified_gone: _Optional[bool] = ...) -> None: ...
+
+class MarkHashDirtyRequest(_message.Message):
+    __slots__ = ("pair", "reason", "as_of")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    reason: str
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., reason: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class MarkHashDirtyResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class PromotionJob(_message.Message):
+    __slots__ = ("job_id", "kzg_key", "ausloeser_turn_id", "pair", "delivery_count")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    KZG_KEY_FIELD_NUMBER: _ClassVar[int]
+    AUSLOESER_TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    kzg_key: str
+    ausloeser_turn_id: str
+    pair: _common_pb2.Pair
+    delivery_count: int
+    def __init__(self, job_id: _Optional[str] = ..., kzg_key: _Optional[str] = ..., ausloeser_turn_id: _Optional[str] = ..., pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., delivery_count: _Optional[int] = ...) -> None: ...
+
+class ReadPromotionJobsRequest(_message.Message):
+    __slots__ = ("consumer", "count", "block_ms", "reclaim_idle_ms")
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_MS_FIELD_NUMBER: _ClassVar[int]
+    RECLAIM_IDLE_MS_FIELD_NUMBER: _ClassVar[int]
+    consumer: str
+    count: int
+    block_ms: int
+    reclaim_idle_ms: int
+    def __init__(self, consumer: _Optional[str] = ..., count: _Optional[int] = ..., block_ms: _Optional[int] = ..., reclaim_idle_ms: _Optional[int] = ...) -> None: ...
+
+class ReadPromotionJobsResponse(_message.Message):
+    __slots__ = ("jobs",)
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[PromotionJob]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[PromotionJob, _Mapping]]] = ...) -> None: ...
+
+class AckPromotionJobsRequest(_message.Message):
+    __slots__ = ("job_ids",)
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    job_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class AckPromotionJobsResponse(_message.Message):
+    __slots__ = ("acked",)
+    ACKED_FIELD_NUMBER: _ClassVar[int]
+    acked: int
+    def __init__(self, acked: _Optional[int] = ...) -> None: ...
+
+class InspectPromotionQueueRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+
+class InspectPromotionQueueResponse(_message.Message):
+    __slots__ = ("length", "pending", "consumers", "pending_jobs")
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    CONSUMERS_FIELD_NUMBER: _ClassVar[int]
+    PENDING_JOBS_FIELD_NUMBER: _ClassVar[int]
+    length: int
+    pending: int
+    consumers: _containers.RepeatedScalarFieldContainer[str]
+    pending_jobs: _containers.RepeatedCompositeFieldContainer[PromotionJob]
+    def __init__(self, length: _Optional[int] = ..., pending: _Optional[int] = ..., consumers: _Optional[_Iterable[str]] = ..., pending_jobs: _Optional[_Iterable[_Union[PromotionJob, _Mapping]]] = ...) -> None: ...
