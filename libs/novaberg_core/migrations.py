@@ -1,0 +1,105 @@
+"""Ordered SQL migrations and named queries (STYLE rule 4, after procrastinate).
+
+Migrations are files ``NNN_description.sql`` applied in numeric order, each in its own
+transaction, recorded in ``<schema>.schema_migrations``; an advisory lock makes concurrent
+replicas wait instead of racing. A file may use ``{{name}}`` placeholders (e.g. the vector
+dimension) that the caller fills in — values are validated integers/identifiers, never user input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import asyncpg
+
+_MIGRATION_FILE = re.compile(r"^(\d{3,})_[a-z0-9_]+\.sql$")
+_QUERY_HEADER = re.compile(r"^--\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$", re.MULTILINE)
+
+
+def migration_files(migrations_dir: Path) -> list[tuple[int, Path]]:
+    """The migration files of a directory in order; a malformed name is an error, not skipped."""
+    found: list[tuple[int, Path]] = []
+    for path in sorted(migrations_dir.glob("*.sql")):
+        match = _MIGRATION_FILE.match(path.name)
+        if not match:
+            raise ValueError(f"migration file {path.name} must be named NNN_description.sql")
+        found.append((int(match.group(1)), path))
+    versions = [v for v, _ in found]
+    if len(versions) != len(set(versions)):
+        raise ValueError(f"duplicate migration versions in {migrations_dir}")
+    return found
+
+
+def render(sql: str, params: Mapping[str, str | int]) -> str:
+    """Fills ``{{name}}`` placeholders; an unfilled placeholder is an error."""
+    for key, value in params.items():
+        sql = sql.replace("{{" + key + "}}", str(value))
+    left = re.findall(r"\{\{(\w+)\}\}", sql)
+    if left:
+        raise ValueError(f"migration placeholders without a value: {sorted(set(left))}")
+    return sql
+
+
+async def apply_migrations(
+    pool: asyncpg.Pool | asyncpg.Connection,
+    schema: str,
+    migrations_dir: Path,
+    params: Mapping[str, str | int] | None = None,
+) -> list[int]:
+    """Applies the pending migrations of ``migrations_dir`` to ``schema``; returns their versions."""
+    applied_now: list[int] = []
+    lock_key = int.from_bytes(hashlib.sha256(f"migrate:{schema}".encode()).digest()[:8], "big", signed=True)
+
+    async def run(conn: asyncpg.Connection) -> None:
+        await conn.execute("SELECT pg_advisory_lock($1)", lock_key)
+        try:
+            await conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {schema}.schema_migrations ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            done = {r["version"] for r in await conn.fetch(f"SELECT version FROM {schema}.schema_migrations")}
+            for version, path in migration_files(migrations_dir):
+                if version in done:
+                    continue
+                sql = render(path.read_text(encoding="utf-8"), params or {})
+                async with conn.transaction():
+                    await conn.execute(f"SET LOCAL search_path = {schema}, public")
+                    await conn.execute(sql)
+                    await conn.execute(
+                        f"INSERT INTO {schema}.schema_migrations (version, name) VALUES ($1, $2)",
+                        version,
+                        path.name,
+                    )
+                applied_now.append(version)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", lock_key)
+
+    if isinstance(pool, asyncpg.Pool):
+        async with pool.acquire() as conn:
+            await run(conn)
+    else:
+        await run(pool)
+    return applied_now
+
+
+def load_queries(path: Path) -> dict[str, str]:
+    """Named queries from one .sql file: each block starts with ``-- name: <name>``."""
+    text = path.read_text(encoding="utf-8")
+    headers = list(_QUERY_HEADER.finditer(text))
+    if not headers:
+        raise ValueError(f"{path} holds no '-- name: ...' query")
+    queries: dict[str, str] = {}
+    for i, header in enumerate(headers):
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(text)
+        body = text[header.end() : end].strip().rstrip(";").strip()
+        name = header.group(1)
+        if name in queries:
+            raise ValueError(f"{path}: query {name!r} defined twice")
+        if not body:
+            raise ValueError(f"{path}: query {name!r} is empty")
+        queries[name] = body
+    return queries

@@ -1,0 +1,71 @@
+"""PostgreSQL access shared by the services that own tables (lzg, log, pixie).
+
+Each service keeps its tables in its own schema of the database given by URL; the pool sets
+``search_path`` to that schema and registers pgvector on every connection (STYLE: RedisVL +
+pgvector-python).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import asyncpg
+from pgvector.asyncpg import register_vector
+
+from novaberg_core.errors import Unavailable
+
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def _checked_schema(schema: str) -> str:
+    if not _SCHEMA_NAME.match(schema):
+        raise ValueError(f"schema name must match {_SCHEMA_NAME.pattern}, got {schema!r}")
+    return schema
+
+
+async def ensure_schema(url: str, schema: str) -> None:
+    """Creates the service's schema and the vector extension once (DDL at start-up only)."""
+    conn = await _connect(url)
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_checked_schema(schema)}")
+    except asyncpg.UniqueViolationError:
+        pass  # two replicas raced on CREATE ... IF NOT EXISTS; the object exists now
+    finally:
+        await conn.close()
+
+
+async def create_pool(
+    url: str, schema: str, *, min_size: int = 1, max_size: int = 10, vector: bool = True
+) -> asyncpg.Pool:
+    """A pool whose connections use ``schema`` (then public, where pgvector lives)."""
+    await ensure_schema(url, schema)
+
+    async def init(conn: asyncpg.Connection) -> None:
+        if vector:
+            await register_vector(conn)
+
+    try:
+        pool = await asyncpg.create_pool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            init=init,
+            server_settings={"search_path": f"{_checked_schema(schema)},public"},
+        )
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise Unavailable(f"PostgreSQL at {_redact(url)} is not reachable: {exc}") from exc
+    assert pool is not None
+    return pool
+
+
+async def _connect(url: str) -> Any:
+    try:
+        return await asyncpg.connect(url)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise Unavailable(f"PostgreSQL at {_redact(url)} is not reachable: {exc}") from exc
+
+
+def _redact(url: str) -> str:
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
