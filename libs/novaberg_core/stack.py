@@ -1,0 +1,165 @@
+"""The whole memory core on one machine: embedded stores plus the five services as processes.
+
+Used by ``make run`` (``novaberg up``), the end-to-end tests and the benchmarks. Every service
+runs as its own process on its own port, as on Kubernetes, configured only through the same
+environment variables the Helm chart sets (README, configuration table).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from novaberg_core.embedded import StoreUrls, start_stores
+from novaberg_core.errors import Unavailable
+from novaberg_core.server import wait_for_serving
+
+# Start order: what others call comes first (log ← all, kzg/lzg ← pixie/pipeline).
+SERVICES: tuple[str, ...] = ("log", "kzg", "lzg", "pixie", "pipeline")
+HEALTH_NAMES: Mapping[str, str] = {
+    "log": "novaberg.log.v1.LogService",
+    "kzg": "novaberg.kzg.v1.KzgService",
+    "lzg": "novaberg.lzg.v1.LzgService",
+    "pixie": "novaberg.pixie.v1.PixieService",
+    "pipeline": "novaberg.pipeline.v1.PipelineService",
+}
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+_LOG = logging.getLogger(__name__)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Stack:
+    """Running service processes and where to reach them."""
+
+    data_dir: Path
+    urls: StoreUrls
+    addresses: dict[str, str]
+    env: dict[str, str]
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def log_path(self, service: str) -> Path:
+        return self.data_dir / "logs" / f"{service}.log"
+
+    def start_service(self, service: str) -> None:
+        """Starts (or restarts) one service process with the stack's environment."""
+        self.log_path(service).parent.mkdir(parents=True, exist_ok=True)
+        log_file = self.log_path(service).open("ab")
+        self.processes[service] = subprocess.Popen(
+            [sys.executable, "-m", f"services.{service}"],
+            cwd=REPO_ROOT,
+            env=self.env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log_file.close()
+
+    async def wait_serving(self, service: str, timeout: float = 60.0) -> None:  # noqa: ASYNC109
+        """Waits for SERVING; a process that died meanwhile is reported with its log tail."""
+        process = self.processes[service]
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            if process.poll() is not None:
+                raise Unavailable(
+                    f"service {service} exited with code {process.returncode}:\n{self.log_tail(service)}"
+                )
+            try:
+                await wait_for_serving(self.addresses[service], HEALTH_NAMES[service], timeout=1.0)
+                return
+            except Unavailable:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise Unavailable(
+                        f"service {service} not SERVING after {timeout:.0f} s:\n{self.log_tail(service)}"
+                    ) from None
+
+    async def stop_service(self, service: str, grace: float = 10.0) -> int | None:
+        """SIGTERM (graceful: NOT_SERVING, drain, flush), then SIGKILL after ``grace`` s."""
+        process = self.processes.pop(service, None)
+        if process is None or process.poll() is not None:
+            return None if process is None else process.returncode
+        process.send_signal(signal.SIGTERM)
+        try:
+            return await asyncio.to_thread(process.wait, grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return await asyncio.to_thread(process.wait)
+
+    def kill_service(self, service: str) -> None:
+        """SIGKILL without any shutdown steps (crash tests)."""
+        process = self.processes.pop(service, None)
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+
+    async def stop(self, grace: float = 10.0) -> None:
+        for service in reversed(SERVICES):
+            if service in self.processes:
+                await self.stop_service(service, grace)
+
+    def log_tail(self, service: str, lines: int = 30) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log_path(service).read_text(errors="replace").splitlines()[-lines:])
+        return "(no log)"
+
+
+def stack_env(
+    urls: StoreUrls, addresses: Mapping[str, str], extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment every service process gets (ports, peers, stores)."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "NOVABERG_POSTGRES_URL": urls.postgres_url,
+            "NOVABERG_REDIS_URL": urls.redis_url,
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    for service, address in addresses.items():
+        env[f"NOVABERG_{service.upper()}_ADDR"] = address
+        env[f"NOVABERG_{service.upper()}_PORT"] = address.rsplit(":", 1)[1]
+        env[f"NOVABERG_{service.upper()}_HOST"] = "127.0.0.1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+async def start_stack(
+    data_dir: Path | str,
+    *,
+    urls: StoreUrls | None = None,
+    services: Sequence[str] = SERVICES,
+    extra_env: Mapping[str, str] | None = None,
+    timeout: float = 90.0,  # noqa: ASYNC109
+) -> Stack:
+    """Starts the stores (unless ``urls`` are given) and ``services``; returns once all are SERVING."""
+    root = Path(data_dir).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    if urls is None:
+        urls = await asyncio.to_thread(start_stores, root / "stores")
+    addresses = {service: f"127.0.0.1:{free_port()}" for service in SERVICES}
+    stack = Stack(data_dir=root, urls=urls, addresses=addresses, env=stack_env(urls, addresses, extra_env))
+    try:
+        for service in services:
+            stack.start_service(service)
+        for service in services:
+            await stack.wait_serving(service, timeout)
+    except BaseException:
+        await stack.stop(grace=2.0)
+        raise
+    return stack
