@@ -1,0 +1,240 @@
+"""Configuration from the environment, loaded once at start-up and failing fast (STYLE rule 2).
+
+Every service has a frozen dataclass config with a ``from_env()`` built from the ``env_*`` helpers
+below; it embeds :class:`CommonConfig` for what all servers share. A bad or missing variable raises
+:class:`ConfigError` naming the variable, so a misconfigured pod dies at start with a message that
+says what to fix instead of failing on the first request.
+
+An empty value counts as unset (deployment templates often render absent values as ``""``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, TypeVar
+
+__all__ = [
+    "LOG_LEVELS",
+    "OTEL_EXPORTERS",
+    "REQUIRED",
+    "CommonConfig",
+    "ConfigError",
+    "env_bool",
+    "env_choice",
+    "env_float",
+    "env_int",
+    "env_prefix",
+    "env_str",
+]
+
+
+class ConfigError(ValueError):
+    """A configuration variable is missing or malformed; ``variable`` names it."""
+
+    def __init__(self, variable: str, message: str) -> None:
+        super().__init__(message)
+        self.variable = variable
+
+
+class _Required:
+    """Marker type for "no default: the variable must be set"."""
+
+    _instance: _Required | None = None
+
+    def __new__(cls) -> _Required:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Final = _Required()
+"""Default meaning "this variable must be set"."""
+
+_T = TypeVar("_T")
+_N = TypeVar("_N", int, float)
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+OTEL_EXPORTERS: Final = ("none", "console", "otlp")
+"""Accepted values of :attr:`CommonConfig.otel_exporter`."""
+
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+"""Accepted values of :attr:`CommonConfig.log_level`."""
+
+
+def _raw(name: str, env: Mapping[str, str] | None) -> str | None:
+    value = (os.environ if env is None else env).get(name)
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
+
+
+def _missing(name: str, default: _T | _Required) -> _T:
+    if isinstance(default, _Required):
+        raise ConfigError(name, f"{name} must be set")
+    return default
+
+
+def env_str(name: str, default: str | _Required = REQUIRED, *, env: Mapping[str, str] | None = None) -> str:
+    """The variable's value (stripped); ``default`` when unset, or :class:`ConfigError` if required."""
+    raw = _raw(name, env)
+    if raw is None:
+        return _missing(name, default)
+    return raw
+
+
+def env_int(
+    name: str,
+    default: int | _Required = REQUIRED,
+    *,
+    min_value: int | None = None,
+    max_value: int | None = None,
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """The variable as an integer within ``[min_value, max_value]`` (bounds also checked on the default)."""
+    raw = _raw(name, env)
+    if raw is None:
+        value = _missing(name, default)
+    else:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(name, f"{name} must be an integer, got {raw!r}") from None
+    return _in_range(name, value, min_value, max_value)
+
+
+def env_float(
+    name: str,
+    default: float | _Required = REQUIRED,
+    *,
+    min_value: float | None = None,
+    max_value: float | None = None,
+    env: Mapping[str, str] | None = None,
+) -> float:
+    """The variable as a finite float within ``[min_value, max_value]``."""
+    raw = _raw(name, env)
+    if raw is None:
+        value = _missing(name, default)
+    else:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ConfigError(name, f"{name} must be a number, got {raw!r}") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ConfigError(name, f"{name} must be a finite number, got {raw!r}")
+    return _in_range(name, value, min_value, max_value)
+
+
+def env_bool(
+    name: str, default: bool | _Required = REQUIRED, *, env: Mapping[str, str] | None = None
+) -> bool:
+    """The variable as a boolean: 1/true/yes/on or 0/false/no/off, any case."""
+    raw = _raw(name, env)
+    if raw is None:
+        return _missing(name, default)
+    lowered = raw.lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ConfigError(name, f"{name} must be a boolean (true/false, 1/0, yes/no, on/off), got {raw!r}")
+
+
+def env_choice(
+    name: str,
+    choices: Sequence[str],
+    default: str | _Required = REQUIRED,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """The variable as one of ``choices`` (matched ignoring case, returned as spelled in ``choices``)."""
+    raw = _raw(name, env)
+    if raw is None:
+        return _missing(name, default)
+    for choice in choices:
+        if choice.lower() == raw.lower():
+            return choice
+    raise ConfigError(name, f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+
+
+def _in_range(name: str, value: _N, min_value: _N | None, max_value: _N | None) -> _N:
+    if min_value is not None and value < min_value:
+        raise ConfigError(name, f"{name} must be >= {min_value}, got {value}")
+    if max_value is not None and value > max_value:
+        raise ConfigError(name, f"{name} must be <= {max_value}, got {value}")
+    return value
+
+
+def env_prefix(service_name: str) -> str:
+    """The variable prefix of a service: ``"kzg"`` → ``"NOVABERG_KZG_"``."""
+    return f"NOVABERG_{service_name.upper().replace('-', '_').replace('.', '_')}_"
+
+
+@dataclass(frozen=True, slots=True)
+class CommonConfig:
+    """Settings every server has; each service's config embeds one (STYLE rules 2 and 3)."""
+
+    service_name: str
+    """Short service name (``kzg``, ``lzg``, ``log``, ``pixie``, ``pipeline``); names logs and traces."""
+
+    host: str = "[::]"
+    """Address to bind; ``[::]`` listens on all interfaces (IPv4 too on dual-stack hosts)."""
+
+    port: int = 0
+    """TCP port to bind; 0 picks a free port (tests), the bound port is reported by the server."""
+
+    grace_seconds: float = 5.0
+    """How long a stopping server lets in-flight calls finish before cancelling them."""
+
+    otel_exporter: str = "none"
+    """Where spans go: ``none``, ``console`` or ``otlp`` (endpoint from ``OTEL_EXPORTER_OTLP_ENDPOINT``)."""
+
+    log_level: str = "INFO"
+    """Root log level: DEBUG, INFO, WARNING, ERROR or CRITICAL."""
+
+    @classmethod
+    def from_env(
+        cls,
+        service_name: str,
+        prefix: str | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+    ) -> CommonConfig:
+        """Read ``<prefix>HOST``, ``PORT``, ``GRACE_SECONDS``, ``OTEL_EXPORTER``, ``LOG_LEVEL``.
+
+        ``prefix`` defaults to ``NOVABERG_<SERVICE>_``. Without ``<prefix>OTEL_EXPORTER`` the
+        standard ``OTEL_TRACES_EXPORTER`` is honoured, else ``otlp`` is chosen when
+        ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or its traces variant) is set, else ``none``. Without
+        ``<prefix>LOG_LEVEL`` the process-wide ``NOVABERG_LOG_LEVEL`` applies, else INFO.
+        """
+        p = env_prefix(service_name) if prefix is None else prefix
+        if _raw(f"{p}OTEL_EXPORTER", env) is not None:
+            exporter = env_choice(f"{p}OTEL_EXPORTER", OTEL_EXPORTERS, env=env)
+        elif _raw("OTEL_TRACES_EXPORTER", env) is not None:
+            exporter = env_choice("OTEL_TRACES_EXPORTER", OTEL_EXPORTERS, env=env)
+        elif (
+            _raw("OTEL_EXPORTER_OTLP_ENDPOINT", env) is not None
+            or _raw("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", env) is not None
+        ):
+            exporter = "otlp"
+        else:
+            exporter = "none"
+        if _raw(f"{p}LOG_LEVEL", env) is not None:
+            log_level = env_choice(f"{p}LOG_LEVEL", LOG_LEVELS, env=env)
+        else:
+            log_level = env_choice("NOVABERG_LOG_LEVEL", LOG_LEVELS, "INFO", env=env)
+        return cls(
+            service_name=service_name,
+            host=env_str(f"{p}HOST", "[::]", env=env),
+            port=env_int(f"{p}PORT", 0, min_value=0, max_value=65535, env=env),
+            grace_seconds=env_float(f"{p}GRACE_SECONDS", 5.0, min_value=0.0, env=env),
+            otel_exporter=exporter,
+            log_level=log_level,
+        )

@@ -1,0 +1,398 @@
+"""gRPC server bootstrap shared by all five services (STYLE rules 3 and 5).
+
+One place wires every server the same way: ``grpc.aio``, OpenTelemetry server spans (health and
+reflection calls left out), domain errors → gRPC status, health and reflection, and the shutdown
+order SIGTERM → health NOT_SERVING → ``server.stop(grace)`` (drains in-flight calls) → the
+service's own shutdown steps (flush buffers, close pools) → flush spans.
+
+A service's entry point, sketched::
+
+    async def main() -> None:
+        cfg = KzgConfig.from_env()
+        store = await KzgStore.open(cfg)
+        await run_server(
+            cfg.common,
+            lambda server: kzg_pb2_grpc.add_KzgServiceServicer_to_server(KzgServicer(store), server),
+            [kzg_pb2.DESCRIPTOR.services_by_name["KzgService"].full_name],
+            on_shutdown=[store.close],
+        )
+
+    if __name__ == "__main__":
+        run_service(main)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import signal
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import grpc
+import grpc.aio
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+from opentelemetry import trace
+from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor, filters
+
+from novaberg_core.config import CommonConfig, ConfigError
+from novaberg_core.errors import NovabergError, Unavailable, status_code_for
+from novaberg_core.telemetry import (
+    configure_logging,
+    current_trace_id_hex,
+    flush_telemetry,
+    setup_telemetry,
+    tracer_provider,
+)
+
+__all__ = [
+    "ErrorMappingInterceptor",
+    "RunningServer",
+    "create_server",
+    "insecure_channel",
+    "run_server",
+    "run_service",
+    "serve",
+    "wait_for_serving",
+]
+
+_LOG = logging.getLogger(__name__)
+
+ShutdownStep = Callable[[], Awaitable[None]]
+
+# Downstream failures a caller can retry keep their code; anything else from a downstream call is
+# our own bug (we sent a bad request) and becomes INTERNAL like any unexpected exception.
+_PASS_THROUGH_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+
+_TELEMETRY_FLUSH_TIMEOUT_S = 3.0
+
+
+# Span filter (True = trace the call): health probes and reflection are tooling noise.
+_TRACED = filters.negate(
+    filters.any_of(filters.health_check(), filters.service_name(reflection.SERVICE_NAME))
+)
+
+
+async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method: str) -> NoReturn:
+    """End the call with the status for ``error`` (STYLE rule 5); never returns."""
+    if isinstance(error, grpc.aio.AbortError):
+        raise error  # the handler already aborted with its own status
+    if isinstance(error, NovabergError):
+        code = status_code_for(error)
+        message = str(error) or type(error).__name__
+        _LOG.info("%s -> %s: %s", method, code.name, message)
+    elif isinstance(error, grpc.aio.AioRpcError) and error.code() in _PASS_THROUGH_CODES:
+        code = error.code()
+        message = f"a dependency failed ({code.name}): {error.details()}"
+        _LOG.warning("%s -> %s: %s", method, code.name, message)
+    else:
+        code = grpc.StatusCode.INTERNAL
+        trace_id = current_trace_id_hex()
+        message = "internal error" + (f" (trace {trace_id})" if trace_id else "")
+        _LOG.error("unexpected error in %s", method, exc_info=error)
+        # The tracing interceptor outside only sees the abort; keep the real cause on the span.
+        trace.get_current_span().record_exception(error)
+    await context.abort(code, message)
+    raise AssertionError("context.abort returned")  # pragma: no cover - abort always raises
+
+
+def _wrap_unary_response(behavior: Callable[..., Any], method: str) -> Callable[..., Awaitable[Any]]:
+    async def call(request_or_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            result = behavior(request_or_iterator, context)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        except Exception as error:
+            await _abort_for(error, context, method)
+
+    return call
+
+
+def _wrap_stream_response(behavior: Callable[..., Any], method: str) -> Callable[..., AsyncIterator[Any]]:
+    async def call(request_or_iterator: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        try:
+            result = behavior(request_or_iterator, context)
+            if hasattr(result, "__aiter__"):  # async generator handler
+                async for response in result:
+                    yield response
+            elif inspect.isawaitable(result):  # coroutine handler writing with context.write()
+                await result
+            elif result is not None:  # plain iterable
+                for response in result:
+                    yield response
+        except Exception as error:
+            await _abort_for(error, context, method)
+
+    return call
+
+
+class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
+    """Maps exceptions escaping a handler to a status (STYLE rule 5), for all four call shapes.
+
+    A :class:`NovabergError` aborts with its ``status_code`` and message; a downstream
+    ``UNAVAILABLE``/``DEADLINE_EXCEEDED`` keeps its code; anything else is logged with its
+    traceback and answered ``INTERNAL`` with only a trace id, never the exception text.
+    Handlers must be ``async`` (coroutines or async generators), as everywhere in ``grpc.aio``.
+    """
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        method: str = handler_call_details.method
+        if handler.request_streaming and handler.response_streaming:
+            return grpc.stream_stream_rpc_method_handler(
+                _wrap_stream_response(handler.stream_stream, method),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.request_streaming:
+            return grpc.stream_unary_rpc_method_handler(
+                _wrap_unary_response(handler.stream_unary, method),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.response_streaming:
+            return grpc.unary_stream_rpc_method_handler(
+                _wrap_stream_response(handler.unary_stream, method),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return grpc.unary_unary_rpc_method_handler(
+            _wrap_unary_response(handler.unary_unary, method),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+@dataclass(eq=False)
+class RunningServer:
+    """A started server: the ``grpc.aio`` server, its bound port, its health servicer."""
+
+    server: grpc.aio.Server
+    port: int
+    health: health.aio.HealthServicer
+    service_name: str
+    service_names: tuple[str, ...]
+    host: str
+    on_shutdown: tuple[ShutdownStep, ...] = ()
+    _stop_task: asyncio.Future[None] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def target(self) -> str:
+        """An address a client on this host can dial, e.g. ``localhost:50051``."""
+        if self.host in ("[::]", "::", "0.0.0.0", ""):
+            return f"localhost:{self.port}"
+        return f"{self.host}:{self.port}"
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` has begun."""
+        return self._stop_task is not None
+
+    async def stop(self, grace: float | None) -> None:
+        """Health NOT_SERVING → drain for up to ``grace`` s → shutdown steps in order → flush spans.
+
+        Idempotent: a second call waits for the first. ``grace=None`` cancels in-flight calls at once.
+        Failing shutdown steps are logged, not raised, so later steps still run.
+        """
+        if self._stop_task is None:
+            self._stop_task = asyncio.ensure_future(self._stop(grace))
+        await asyncio.shield(self._stop_task)
+
+    async def _stop(self, grace: float | None) -> None:
+        _LOG.info("%s: stopping (grace %s s)", self.service_name, grace)
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+        for step in self.on_shutdown:
+            try:
+                await step()
+            except Exception:
+                _LOG.exception("%s: shutdown step %s failed", self.service_name, _step_name(step))
+        try:
+            await asyncio.to_thread(flush_telemetry, _TELEMETRY_FLUSH_TIMEOUT_S)
+        except Exception:
+            _LOG.exception("%s: flushing spans failed", self.service_name)
+        _LOG.info("%s: stopped", self.service_name)
+
+
+def _step_name(step: ShutdownStep) -> str:
+    return getattr(step, "__qualname__", None) or repr(step)
+
+
+def _bind(server: grpc.aio.Server, cfg: CommonConfig) -> tuple[str, int]:
+    """Bind ``host:port``; all-interfaces IPv6 falls back to IPv4 on hosts without IPv6."""
+    hosts = [cfg.host, "0.0.0.0"] if cfg.host in ("[::]", "::") else [cfg.host]
+    for host in hosts:
+        address = f"{host}:{cfg.port}"
+        try:
+            port = server.add_insecure_port(address)
+        except RuntimeError:
+            port = 0
+        if port:
+            return host, int(port)
+    raise OSError(
+        f"{cfg.service_name}: cannot listen on {cfg.host}:{cfg.port} "
+        "(port in use, or not an address of this host)"
+    )
+
+
+async def create_server(
+    cfg: CommonConfig,
+    register: Callable[[grpc.aio.Server], None],
+    service_names: Sequence[str],
+    *,
+    on_shutdown: Sequence[ShutdownStep] = (),
+    extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+) -> RunningServer:
+    """Build, bind and start a server; its health reports SERVING for ``""`` and ``service_names``.
+
+    ``register`` adds the service's servicers (``add_XServicer_to_server``); ``service_names``
+    are their full proto names (``novaberg.kzg.v1.KzgService``) for health and reflection.
+    ``extra_interceptors`` run inside the error mapping, so their exceptions are mapped too.
+    """
+    provider = setup_telemetry(cfg.service_name, cfg.otel_exporter)
+    interceptors: list[grpc.aio.ServerInterceptor] = [
+        aio_server_interceptor(tracer_provider=provider, filter_=_TRACED),
+        ErrorMappingInterceptor(),
+        *extra_interceptors,
+    ]
+    # SO_REUSEPORT off: a second process on the same port must fail, not silently share it.
+    server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0)])
+    register(server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = tuple(service_names)
+    reflection.enable_server_reflection((*names, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    host, port = _bind(server, cfg)
+    await server.start()
+    for name in ("", *names):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    _LOG.debug("%s: started on %s:%d", cfg.service_name, host, port)
+    return RunningServer(
+        server=server,
+        port=port,
+        health=health_servicer,
+        service_name=cfg.service_name,
+        service_names=names,
+        host=host,
+        on_shutdown=tuple(on_shutdown),
+    )
+
+
+async def serve(running: RunningServer, grace: float) -> None:
+    """Run until SIGTERM/SIGINT (→ ``running.stop(grace)``) or until the server stops otherwise.
+
+    A second signal during the drain cancels the remaining calls at once. Returns after the
+    shutdown steps ran.
+    """
+    loop = asyncio.get_running_loop()
+    pending: set[asyncio.Future[None]] = set()
+
+    def on_signal(signum: signal.Signals) -> None:
+        if not running.stopping:
+            _LOG.info("%s: %s received", running.service_name, signum.name)
+            task = asyncio.ensure_future(running.stop(grace))
+        else:
+            _LOG.warning("%s: %s again, cancelling in-flight calls", running.service_name, signum.name)
+            task = asyncio.ensure_future(running.server.stop(None))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    installed: list[signal.Signals] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(signum, on_signal, signum)
+        except (NotImplementedError, RuntimeError, ValueError):
+            continue  # not the main thread / no signal support: rely on stop() being called
+        installed.append(signum)
+    # Announced only now, so a supervisor that signals right after this line gets a graceful stop.
+    _LOG.info(
+        "%s: serving %s on %s:%d",
+        running.service_name,
+        ", ".join(running.service_names) or "(no services)",
+        running.host,
+        running.port,
+    )
+    try:
+        await running.server.wait_for_termination()
+        await running.stop(grace)  # runs the shutdown steps if the server stopped some other way
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+
+
+async def run_server(
+    cfg: CommonConfig,
+    register: Callable[[grpc.aio.Server], None],
+    service_names: Sequence[str],
+    *,
+    on_shutdown: Sequence[ShutdownStep] = (),
+    extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+) -> None:
+    """:func:`create_server` then :func:`serve` with ``cfg.grace_seconds``, at ``cfg.log_level``."""
+    configure_logging(cfg.log_level)
+    running = await create_server(
+        cfg, register, service_names, on_shutdown=on_shutdown, extra_interceptors=extra_interceptors
+    )
+    await serve(running, cfg.grace_seconds)
+
+
+def run_service(main: Callable[[], Awaitable[None]], *, log_level: str = "INFO") -> None:
+    """Entry point for ``python -m services.<svc>``: logging, then ``asyncio.run(main())``.
+
+    A :class:`ConfigError` ends the process with exit code 2 and the message alone (it names
+    the variable); Ctrl-C before the server is up exits 130 without a traceback.
+    """
+    configure_logging(log_level)
+
+    async def runner() -> None:
+        await main()
+
+    try:
+        asyncio.run(runner())
+    except ConfigError as error:
+        _LOG.error("configuration error: %s", error)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def insecure_channel(target: str, *, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
+    """A client channel whose calls carry the current trace context (client spans, health excluded)."""
+    interceptors = aio_client_interceptors(tracer_provider=tracer_provider(), filter_=_TRACED)
+    return grpc.aio.insecure_channel(target, options=list(options), interceptors=interceptors)
+
+
+async def wait_for_serving(target: str, service: str = "", timeout: float = 10.0) -> None:  # noqa: ASYNC109
+    """Poll ``target``'s health Check until ``service`` is SERVING; :class:`Unavailable` after ``timeout`` s."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    last = "no answer"
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        request = health_pb2.HealthCheckRequest(service=service)
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise Unavailable(
+                    f"{target} did not report SERVING for service {service!r} within {timeout} s ({last})"
+                )
+            try:
+                response = await stub.Check(request, timeout=min(remaining, 1.0))
+            except grpc.aio.AioRpcError as error:
+                last = f"{error.code().name}: {error.details()}"
+            else:
+                if response.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+                last = health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+            await asyncio.sleep(min(0.05, max(deadline - loop.time(), 0)))

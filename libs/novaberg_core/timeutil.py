@@ -1,0 +1,52 @@
+"""Time helpers: aware UTC everywhere, and the optional ``as_of`` every time-dependent RPC carries.
+
+A request's ``as_of`` lets tests and replays pin "now" (decay, TTLs, timeline distances); unset
+means the server clock. Naive datetimes are refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+__all__ = ["SECONDS_PER_DAY", "as_of_or_now", "days_between", "from_timestamp", "to_timestamp", "utc_now"]
+
+SECONDS_PER_DAY = 86_400.0
+
+
+def utc_now() -> datetime:
+    """The current time as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+def from_timestamp(ts: Timestamp) -> datetime:
+    """A protobuf Timestamp as an aware UTC datetime (microsecond precision)."""
+    return ts.ToDatetime(tzinfo=UTC)
+
+
+def as_of_or_now(ts: Timestamp | None) -> datetime:
+    """The request's ``as_of`` as aware UTC, or :func:`utc_now` when it is absent or all-zero (unset)."""
+    if ts is None or (ts.seconds == 0 and ts.nanos == 0):
+        return utc_now()
+    return from_timestamp(ts)
+
+
+def to_timestamp(dt: datetime) -> Timestamp:
+    """An aware datetime as a protobuf Timestamp; a naive one raises ValueError."""
+    _require_aware(dt, "to_timestamp")
+    ts = Timestamp()
+    ts.FromDatetime(dt.astimezone(UTC))
+    return ts
+
+
+def days_between(a: datetime, b: datetime) -> float:
+    """Days from ``a`` to ``b`` as a float (negative when ``b`` is earlier); both must be aware."""
+    _require_aware(a, "days_between")
+    _require_aware(b, "days_between")
+    return (b - a).total_seconds() / SECONDS_PER_DAY
+
+
+def _require_aware(dt: datetime, where: str) -> None:
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError(f"{where} needs a timezone-aware datetime, got naive {dt.isoformat()}")
