@@ -1,0 +1,121 @@
+"""Pixie configuration from the environment (prefix ``NOVABERG_PIXIE_``), failing fast (STYLE rule 2)."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import time
+
+from novaberg_core.config import CommonConfig, ConfigError, env_float, env_int, env_str
+
+PREFIX = "NOVABERG_PIXIE_"
+
+_HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+
+
+def parse_hhmm(name: str, raw: str) -> time:
+    """``"03:30"`` → ``time(3, 30)``; anything else is a :class:`ConfigError` naming ``name``."""
+    match = _HHMM.match(raw.strip())
+    if not match:
+        raise ConfigError(name, f"{name} must be a UTC time HH:MM (00:00–23:59), got {raw!r}")
+    return time(int(match.group(1)), int(match.group(2)))
+
+
+def _default_replica_id() -> str:
+    return f"pixie-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(frozen=True, slots=True)
+class PixieConfig:
+    """Everything Pixie needs; one instance per process (SPEC §9)."""
+
+    common: CommonConfig
+    """Server settings shared by all services (host, port, grace, telemetry)."""
+
+    postgres_url: str
+    """PostgreSQL holding Pixie's own schema ``pixie`` (runs, task state, job attempts, parked jobs)."""
+
+    kzg_addr: str
+    """host:port of the KZG service (promotion queue, entries, hash_dirty)."""
+
+    lzg_addr: str
+    """host:port of the LZG service (Promote, RunDecay)."""
+
+    log_addr: str
+    """host:port of the log service (retention Purge); empty → the purge step of the daily run fails."""
+
+    replica_id: str
+    """This replica's name: the stream consumer name and the ``replica`` of its runs. Must be unique."""
+
+    decay_at: time = time(3, 30)
+    """UTC time of day from which ``synapsen_decay`` is due (``NOVABERG_PIXIE_DECAY_AT``, HH:MM)."""
+
+    scheduler_interval_s: float = 30.0
+    """How often the scheduler checks whether the daily task is due."""
+
+    max_attempts: int = 5
+    """A promotion job that failed this many times is parked and acked (never blocks the rest)."""
+
+    backoff_base_s: float = 2.0
+    """Retry delay after the first failure; doubles per further failure."""
+
+    backoff_max_s: float = 300.0
+    """Upper bound of the retry delay."""
+
+    batch_size: int = 64
+    """Jobs read from the stream per ReadPromotionJobs call."""
+
+    block_ms: int = 1000
+    """How long one read blocks for new jobs."""
+
+    reclaim_idle_ms: int = 30_000
+    """Pending jobs (of a crashed worker, or left for later) idle this long are reclaimed."""
+
+    concurrency: int = 8
+    """Pairs promoted in parallel by one replica (same pair: always serial)."""
+
+    run_window_s: float = 60.0
+    """A continuous promotion run is closed and recorded after this long (or when the queue is empty)."""
+
+    stale_run_s: float = 900.0
+    """A daily claim whose replica stopped heart-beating this long ago may be taken over."""
+
+    daily_retry_s: float = 900.0
+    """After a failed daily run, the scheduler retries the same day after this long."""
+
+    rpc_timeout_s: float = 30.0
+    """Deadline of each call to the KZG, LZG and log services (RunDecay/Purge get 20× this)."""
+
+    log_retention_days: int = 0
+    """Retention horizon passed to Purge; 0 → the log service's default (365 days, SPEC §8)."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> PixieConfig:
+        """Read ``NOVABERG_PIXIE_*`` plus the shared ``NOVABERG_POSTGRES_URL`` and service addresses."""
+        p = PREFIX
+        return cls(
+            common=CommonConfig.from_env("pixie", p, env=env),
+            postgres_url=env_str("NOVABERG_POSTGRES_URL", env=env),
+            kzg_addr=env_str("NOVABERG_KZG_ADDR", env=env),
+            lzg_addr=env_str("NOVABERG_LZG_ADDR", env=env),
+            log_addr=env_str("NOVABERG_LOG_ADDR", "", env=env),
+            replica_id=env_str(f"{p}REPLICA_ID", _default_replica_id(), env=env),
+            decay_at=parse_hhmm(f"{p}DECAY_AT", env_str(f"{p}DECAY_AT", "03:30", env=env)),
+            scheduler_interval_s=env_float(f"{p}SCHEDULER_INTERVAL_S", 30.0, min_value=0.01, env=env),
+            max_attempts=env_int(f"{p}MAX_ATTEMPTS", 5, min_value=1, env=env),
+            backoff_base_s=env_float(f"{p}BACKOFF_BASE_S", 2.0, min_value=0.0, env=env),
+            backoff_max_s=env_float(f"{p}BACKOFF_MAX_S", 300.0, min_value=0.0, env=env),
+            batch_size=env_int(f"{p}BATCH_SIZE", 64, min_value=1, max_value=10_000, env=env),
+            block_ms=env_int(f"{p}BLOCK_MS", 1000, min_value=0, env=env),
+            reclaim_idle_ms=env_int(f"{p}RECLAIM_IDLE_MS", 30_000, min_value=1, env=env),
+            concurrency=env_int(f"{p}CONCURRENCY", 8, min_value=1, max_value=256, env=env),
+            run_window_s=env_float(f"{p}RUN_WINDOW_S", 60.0, min_value=0.0, env=env),
+            stale_run_s=env_float(f"{p}STALE_RUN_S", 900.0, min_value=1.0, env=env),
+            daily_retry_s=env_float(f"{p}DAILY_RETRY_S", 900.0, min_value=0.0, env=env),
+            rpc_timeout_s=env_float(f"{p}RPC_TIMEOUT_S", 30.0, min_value=0.1, env=env),
+            log_retention_days=env_int(f"{p}LOG_RETENTION_DAYS", 0, min_value=0, env=env),
+        )

@@ -1,0 +1,457 @@
+"""The promotion worker: consumes the KZG promotion queue (SPEC §4.6) and promotes each entry (§5.3).
+
+Per job: read the entry fresh from the KZG (gone → ``verfallen``), let the LZG promote it, and —
+only after a new node — set the pair's ``hash_dirty`` and delete the KZG key, then ack the job.
+Delivery is at-least-once; every effect is idempotent (LZG Promote is idempotent on
+``kzg_quell_key``), so a crash at any step loses no entry and creates no second node.
+
+One actor per pair (SPEC §9): a pair's jobs run serially inside a PostgreSQL advisory lock; a pair
+locked by another replica is left pending for later, and different pairs proceed in parallel.
+A job that keeps failing is retried with exponential backoff and parked after N attempts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import grpc
+import grpc.aio
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.timeutil import utc_now
+from services.pixie.config import PixieConfig
+from services.pixie.runlog import RunSpan, log_single_run, new_turn_id
+from services.pixie.store import JobRef, JobState, PixieStore, RunRecord
+from services.pixie.tasks import (
+    OUTCOME_FAILED,
+    OUTCOME_OK,
+    OUTCOME_SKIPPED,
+    TASK_PROMOTION,
+    group_by_key,
+    next_attempt_at,
+    should_park,
+)
+
+_LOG = logging.getLogger(__name__)
+
+NODE = "promotion"
+"""pipeline_log node name of every promotion record (SPEC §5.3)."""
+
+
+
+class Tally(collections.Counter[str]):
+    """Counts of one run, plus the last job error seen (reported in the run's ``error``)."""
+
+    last_error: str = ""
+
+StepHook = Callable[[str, kzg_pb2.PromotionJob], Awaitable[None]]
+"""Called after the steps ``promoted``, ``deleted`` and ``acked`` of a job (fault injection in tests)."""
+
+COUNT_KEYS = (
+    "jobs", "promoted_new", "already_promoted", "duplicates", "half_reactivations", "expired",
+    "kzg_deleted", "failed", "parked", "deferred_locked", "deferred_backoff", "acked",
+)
+"""Counts of a promotion run (all present, zero when nothing happened)."""
+
+_OUTCOME_COUNT = {
+    common_pb2.PROMOTION_OUTCOME_DUPLICATE: ("duplicates", "dublette"),
+    common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION: ("half_reactivations", "halbreaktivierung"),
+}
+
+
+class JobFailed(Exception):
+    """One step of a job failed; the job is retried later (or parked)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """The worker's knobs (see :class:`PixieConfig` for each field's meaning)."""
+
+    batch_size: int = 64
+    block_ms: int = 1000
+    reclaim_idle_ms: int = 30_000
+    concurrency: int = 8
+    max_attempts: int = 5
+    backoff_base_s: float = 2.0
+    backoff_max_s: float = 300.0
+    run_window_s: float = 60.0
+    rpc_timeout_s: float = 30.0
+
+    @classmethod
+    def from_config(cls, cfg: PixieConfig) -> WorkerSettings:
+        return cls(
+            batch_size=cfg.batch_size,
+            block_ms=cfg.block_ms,
+            reclaim_idle_ms=cfg.reclaim_idle_ms,
+            concurrency=cfg.concurrency,
+            max_attempts=cfg.max_attempts,
+            backoff_base_s=cfg.backoff_base_s,
+            backoff_max_s=cfg.backoff_max_s,
+            run_window_s=cfg.run_window_s,
+            rpc_timeout_s=cfg.rpc_timeout_s,
+        )
+
+
+def new_tally() -> Tally:
+    return Tally(dict.fromkeys(COUNT_KEYS, 0))
+
+
+def _job_ref(job: kzg_pb2.PromotionJob) -> JobRef:
+    return JobRef(
+        job_id=job.job_id,
+        kzg_key=job.kzg_key,
+        ausloeser_turn_id=job.ausloeser_turn_id,
+        user_id=job.pair.user_id,
+        character_id=job.pair.character_id,
+    )
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, grpc.aio.AioRpcError):
+        return f"{error.code().name}: {error.details()}"
+    return str(error) or type(error).__name__
+
+
+class PromotionWorker:
+    """Reads promotion jobs as consumer ``replica_id`` and processes them (SPEC §4.6, §5.3, §9)."""
+
+    def __init__(
+        self,
+        *,
+        kzg: kzg_pb2_grpc.KzgServiceStub,
+        lzg: lzg_pb2_grpc.LzgServiceStub,
+        store: PixieStore,
+        plog: PipelineLog,
+        replica_id: str,
+        settings: WorkerSettings,
+        clock: Callable[[], datetime] = utc_now,
+        step_hook: StepHook | None = None,
+    ) -> None:
+        self.kzg = kzg
+        self.lzg = lzg
+        self.store = store
+        self.plog = plog
+        self.replica_id = replica_id
+        self.settings = settings
+        self.clock = clock
+        self.step_hook = step_hook
+
+    # --- reading ------------------------------------------------------------------------
+
+    async def read_jobs(self, block_ms: int) -> list[kzg_pb2.PromotionJob]:
+        """One read of the consumer group (reclaims idle pending jobs of any consumer first)."""
+        response = await self.kzg.ReadPromotionJobs(
+            kzg_pb2.ReadPromotionJobsRequest(
+                consumer=self.replica_id,
+                count=self.settings.batch_size,
+                block_ms=block_ms,
+                reclaim_idle_ms=self.settings.reclaim_idle_ms,
+            ),
+            timeout=self.settings.rpc_timeout_s + block_ms / 1000.0,
+        )
+        return list(response.jobs)
+
+    # --- one batch ----------------------------------------------------------------------
+
+    async def process_batch(self, jobs: Sequence[kzg_pb2.PromotionJob], tally: Tally) -> None:
+        """Processes a batch: pairs in parallel (bounded), each pair's jobs serially under its lock."""
+        tally["jobs"] += len(jobs)
+        states = await self.store.job_states([j.job_id for j in jobs])
+        now = self.clock()
+        ready: list[kzg_pb2.PromotionJob] = []
+        already_parked: list[str] = []
+        for job in jobs:
+            state = states.get(job.job_id)
+            if state is not None and state.parked:
+                already_parked.append(job.job_id)  # parked earlier, its ack got lost
+            elif state is not None and state.next_attempt_at is not None and state.next_attempt_at > now:
+                tally["deferred_backoff"] += 1
+            else:
+                ready.append(job)
+        if already_parked:
+            await self._ack(already_parked, tally)
+        groups = group_by_key(((j.pair.user_id, j.pair.character_id), j) for j in ready)
+        semaphore = asyncio.Semaphore(self.settings.concurrency)
+
+        async def run_pair(pair_jobs: list[kzg_pb2.PromotionJob]) -> None:
+            async with semaphore:
+                await self._process_pair(pair_jobs, states, tally)
+
+        results = await asyncio.gather(*(run_pair(g) for g in groups.values()), return_exceptions=True)
+        for result in results:
+            if isinstance(result, asyncio.CancelledError):
+                raise result
+            if isinstance(result, BaseException):
+                # The pair's jobs stay pending and are reclaimed later; nothing is lost.
+                tally.last_error = _describe(result)
+                _LOG.warning("promotion: a pair group failed: %s", tally.last_error, exc_info=result)
+
+    async def _process_pair(
+        self, jobs: list[kzg_pb2.PromotionJob], states: dict[str, JobState], tally: Tally
+    ) -> None:
+        first = jobs[0]
+        async with self.store.pair_lock(first.pair.user_id, first.pair.character_id) as lock:
+            if not lock.held:
+                # Another replica promotes this pair right now: leave the jobs pending for later.
+                tally["deferred_locked"] += len(jobs)
+                return
+            done: list[str] = []
+            for job in jobs:
+                try:
+                    result = await self._promote_one(job, tally)
+                except Exception as error:
+                    await self._on_failure(job, error, tally)
+                    continue
+                tally[result] += 1
+                done.append(job.job_id)
+            if done:
+                await self._ack(done, tally)
+                for job in jobs:
+                    if job.job_id in done and self.step_hook is not None:
+                        await self.step_hook("acked", job)
+                await self.store.clear_attempts([i for i in done if i in states])
+
+    async def _ack(self, job_ids: list[str], tally: Tally) -> None:
+        response = await self.kzg.AckPromotionJobs(
+            kzg_pb2.AckPromotionJobsRequest(job_ids=job_ids), timeout=self.settings.rpc_timeout_s
+        )
+        tally["acked"] += response.acked
+
+    # --- one job ------------------------------------------------------------------------
+
+    async def _promote_one(self, job: kzg_pb2.PromotionJob, tally: Tally) -> str:
+        """The job's steps (SPEC §5.3); returns the count key of its outcome."""
+        pair = job.pair
+        turn_id = job.ausloeser_turn_id or f"pixie-job-{job.job_id}"
+        where = {"user_id": pair.user_id, "character_id": pair.character_id}
+        timeout = self.settings.rpc_timeout_s
+        async with self.plog.span(turn_id=turn_id, node=NODE, **where) as span_id:
+            logged = {"span_id": span_id, **where}
+            job_info = {"job_id": job.job_id, "kzg_key": job.kzg_key, "delivery_count": job.delivery_count}
+            entry = await self._read_entry(job)
+            self.plog.db_read(turn_id=turn_id, node=NODE, tabelle="kzg", treffer=0 if entry is None else 1,
+                              kzg_key=job.kzg_key, **logged)
+            if entry is None:
+                self.plog.decision(
+                    turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang="verfallen",
+                    eingang=job_info, massstab="KZG-Eintrag beim frischen Lesen nicht mehr vorhanden",
+                    **logged,
+                )
+                return "expired"
+            promoted = await self.lzg.Promote(
+                lzg_pb2.PromoteRequest(
+                    entry=entry,
+                    turn=common_pb2.TurnContext(turn_id=turn_id, span_id=span_id),
+                    ausloeser_turn_id=job.ausloeser_turn_id,
+                ),
+                timeout=timeout,
+            )
+            if self.step_hook is not None:
+                await self.step_hook("promoted", job)
+            massstab = {
+                "node_id": promoted.node_id, "best_cosine": promoted.best_cosine,
+                "edges_created": promoted.edges_created, "candidates": promoted.candidates,
+                "already_promoted": promoted.already_promoted, "salienz": entry.salienz,
+            }
+            if promoted.outcome == common_pb2.PROMOTION_OUTCOME_NEW_NODE:
+                # A replay after a crash finds the node already there (already_promoted) and still
+                # owes the delete; the LZG allows it for a new node only (SPEC §5.3 step 6).
+                if promoted.kzg_delete_allowed or promoted.already_promoted:
+                    await self._retire_entry(job, turn_id, span_id, promoted.node_id, tally)
+                key, ausgang = ("already_promoted", "bereits_befoerdert") if promoted.already_promoted \
+                    else ("promoted_new", "neuer_knoten")
+            elif promoted.outcome in _OUTCOME_COUNT:
+                key, ausgang = _OUTCOME_COUNT[promoted.outcome]
+            else:
+                raise JobFailed(f"LZG Promote answered an unknown outcome {promoted.outcome}")
+            self.plog.decision(
+                turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang=ausgang,
+                eingang=job_info, massstab=massstab, **logged,
+            )
+            return key
+
+    async def _read_entry(self, job: kzg_pb2.PromotionJob) -> common_pb2.KzgEntry | None:
+        try:
+            response = await self.kzg.GetEntry(
+                kzg_pb2.GetEntryRequest(pair=job.pair, kzg_key=job.kzg_key),
+                timeout=self.settings.rpc_timeout_s,
+            )
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.NOT_FOUND:
+                return None
+            raise JobFailed(f"KZG GetEntry: {_describe(error)}") from error
+        return response.entry
+
+    async def _retire_entry(
+        self, job: kzg_pb2.PromotionJob, turn_id: str, span_id: str, node_id: int, tally: Tally
+    ) -> None:
+        """hash_dirty, then DEL the KZG key verified by EXISTS (SPEC §5.3 step 6)."""
+        timeout = self.settings.rpc_timeout_s
+        turn = common_pb2.TurnContext(turn_id=turn_id, span_id=span_id)
+        logged = {"span_id": span_id, "user_id": job.pair.user_id, "character_id": job.pair.character_id}
+        try:
+            await self.kzg.MarkHashDirty(
+                kzg_pb2.MarkHashDirtyRequest(pair=job.pair, reason=f"promotion {job.kzg_key} -> node {node_id}"),
+                timeout=timeout,
+            )
+            deleted = await self.kzg.DeleteEntry(
+                kzg_pb2.DeleteEntryRequest(pair=job.pair, kzg_key=job.kzg_key, turn=turn), timeout=timeout
+            )
+        except grpc.aio.AioRpcError as error:
+            raise JobFailed(f"KZG retire after new node {node_id}: {_describe(error)}") from error
+        if not deleted.verified_gone:
+            # Loud, and retried: the replay finds the node (already_promoted) and deletes again.
+            self.plog.error(turn_id=turn_id, node=NODE, typ="kzg_delete",
+                            message=f"{job.kzg_key} still exists after DEL (node {node_id})", **logged)
+            raise JobFailed(f"KZG DeleteEntry: {job.kzg_key} still exists after DEL")
+        self.plog.db_write(turn_id=turn_id, node=NODE, tabelle="kzg", operation="delete",
+                           kzg_key=job.kzg_key, deleted=deleted.deleted, lzg_id=node_id, **logged)
+        tally["kzg_deleted"] += 1
+        if self.step_hook is not None:
+            await self.step_hook("deleted", job)
+
+    async def _on_failure(self, job: kzg_pb2.PromotionJob, error: Exception, tally: Tally) -> None:
+        """Counts the attempt; backs off, or parks and acks the job after ``max_attempts``."""
+        message = _describe(error)
+        tally.last_error = f"{job.job_id}: {message}"
+        ref = _job_ref(job)
+        now = self.clock()
+        s = self.settings
+        attempts = await self.store.record_failure(
+            ref, message, now=now,
+            retry_at=lambda n: next_attempt_at(now, n, s.backoff_base_s, s.backoff_max_s),
+        )
+        turn_id = job.ausloeser_turn_id or f"pixie-job-{job.job_id}"
+        where = {"user_id": job.pair.user_id, "character_id": job.pair.character_id}
+        self.plog.error(turn_id=turn_id, node=NODE, typ="promotion_job",
+                        message=f"job {job.job_id} ({job.kzg_key}) attempt {attempts}: {message}", **where)
+        if should_park(attempts, s.max_attempts):
+            await self.store.park_job(ref, attempts=attempts, error=message, now=now, replica=self.replica_id)
+            await self._ack([job.job_id], tally)
+            tally["parked"] += 1
+            self.plog.decision(
+                turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang="geparkt",
+                eingang={"job_id": job.job_id, "kzg_key": job.kzg_key},
+                massstab={"attempts": attempts, "max_attempts": s.max_attempts, "error": message}, **where,
+            )
+            _LOG.error("promotion: parked job %s (%s) after %d attempts: %s",
+                       job.job_id, job.kzg_key, attempts, message)
+        else:
+            tally["failed"] += 1
+            _LOG.warning("promotion: job %s attempt %d failed: %s", job.job_id, attempts, message)
+
+    # --- runs ---------------------------------------------------------------------------
+
+    async def drain(self, tally: Tally) -> None:
+        """Processes the currently available jobs once (new and reclaimable), without blocking."""
+        seen: set[str] = set()
+        while True:
+            jobs = [j for j in await self.read_jobs(0) if j.job_id not in seen]
+            if not jobs:
+                return
+            seen.update(j.job_id for j in jobs)
+            await self.process_batch(jobs, tally)
+
+    async def drain_run(self, *, trigger: str, forced: bool = False) -> RunRecord:
+        """TriggerTask for the promotion task: drain once and record it as one run."""
+        run = await self.store.insert_run(
+            TASK_PROMOTION, trigger=trigger, turn_id=new_turn_id(), replica=self.replica_id,
+            now=self.clock(), forced=forced,
+        )
+        span = RunSpan(self.plog, NODE, run)
+        tally = new_tally()
+        outcome, error = OUTCOME_OK, ""
+        try:
+            await self.drain(tally)
+        except Exception as exc:
+            outcome, error = OUTCOME_FAILED, f"reading or acking the queue failed: {_describe(exc)}"
+        finished = await self.store.finish_run(
+            run.id, outcome=outcome, counts=tally, error=error or _job_error(tally), now=self.clock()
+        )
+        span.end(finished)
+        return finished
+
+    async def skipped_run(self, *, trigger: str, reason: str, forced: bool = False) -> RunRecord:
+        """A trigger that did not run (task paused): recorded as ``skipped`` with the reason."""
+        run = await self.store.insert_run(
+            TASK_PROMOTION, trigger=trigger, turn_id=new_turn_id(), replica=self.replica_id,
+            now=self.clock(), outcome=OUTCOME_SKIPPED, error=reason, forced=forced,
+            counts=new_tally(),
+        )
+        log_single_run(self.plog, NODE, run)
+        return run
+
+    async def run_forever(self, stop: asyncio.Event, is_paused: Callable[[], Awaitable[bool]]) -> None:
+        """The continuous task: read, process, record one run per active window (SPEC §9)."""
+        run: RunRecord | None = None
+        span: RunSpan | None = None
+        tally = new_tally()
+        window_start = 0.0
+        loop = asyncio.get_running_loop()
+        failures = 0
+
+        async def close(outcome: str, error: str) -> None:
+            nonlocal run, span, tally
+            if run is None:
+                return
+            try:
+                finished = await self.store.finish_run(
+                    run.id, outcome=outcome, counts=tally, error=error or _job_error(tally), now=self.clock()
+                )
+                if span is not None:
+                    span.end(finished)
+            except Exception:
+                _LOG.exception("promotion: recording run %s failed", run.id)
+            run, span, tally = None, None, new_tally()
+
+        try:
+            while not stop.is_set():
+                try:
+                    if await is_paused():
+                        await close(OUTCOME_OK, "")
+                        await _wait(stop, 1.0)
+                        continue
+                    jobs = await self.read_jobs(self.settings.block_ms)
+                    if not jobs:
+                        await close(OUTCOME_OK, "")
+                        failures = 0
+                        continue
+                    if run is None:
+                        run = await self.store.insert_run(
+                            TASK_PROMOTION, trigger="worker", turn_id=new_turn_id(),
+                            replica=self.replica_id, now=self.clock(),
+                        )
+                        span = RunSpan(self.plog, NODE, run)
+                        window_start = loop.time()
+                    await self.process_batch(jobs, tally)
+                    failures = 0
+                    if loop.time() - window_start >= self.settings.run_window_s:
+                        await close(OUTCOME_OK, "")
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    failures += 1
+                    _LOG.warning("promotion worker: %s (retrying)", _describe(exc))
+                    await close(OUTCOME_FAILED, f"promotion loop failed: {_describe(exc)}")
+                    await _wait(stop, min(30.0, 0.5 * 2 ** min(failures, 6)))
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(close(OUTCOME_OK, ""))
+
+
+def _job_error(tally: Tally) -> str:
+    return f"last job error: {tally.last_error}" if tally.last_error else ""
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)

@@ -1,0 +1,303 @@
+"""The scheduler: task registry, daily decay once per day across replicas, triggers, pause (SPEC §9).
+
+``synapsen_decay`` = LZG ``RunDecay`` (SPEC §5.7) then log ``Purge`` (SPEC §8), once per UTC day
+from ``decay_at``. The replica whose claim row wins the unique index runs it; the others skip.
+``synapsen_promotion`` runs continuously in :class:`PromotionWorker`; both honour pause/resume,
+which is persisted so every replica sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, time
+
+import grpc.aio
+
+from novaberg.common.v1 import common_pb2
+from novaberg.log.v1 import log_pb2, log_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.timeutil import to_timestamp, utc_now
+from services.pixie.promotion import PromotionWorker
+from services.pixie.runlog import RunSpan, log_single_run, new_turn_id
+from services.pixie.store import PixieStore, RunRecord
+from services.pixie.tasks import (
+    KIND_DAILY,
+    OUTCOME_FAILED,
+    OUTCOME_OK,
+    OUTCOME_SKIPPED,
+    TASK_DECAY,
+    TASK_PROMOTION,
+    TaskSpec,
+    due_day,
+    require_task,
+    run_day_of,
+    task_registry,
+)
+
+_LOG = logging.getLogger(__name__)
+
+DECAY_NODE = "synapsen_decay"
+"""pipeline_log node of the daily run (syn §10, SPEC §8)."""
+
+PAUSED_CACHE_S = 1.0
+"""How long the worker trusts a read of the paused set (pause takes effect within this)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSettings:
+    """Knobs of the daily task (see :class:`PixieConfig`)."""
+
+    decay_at: time = time(3, 30)
+    scheduler_interval_s: float = 30.0
+    stale_run_s: float = 900.0
+    daily_retry_s: float = 900.0
+    rpc_timeout_s: float = 30.0
+    log_retention_days: int = 0
+
+    @property
+    def long_rpc_timeout_s(self) -> float:
+        """RunDecay and Purge are set-based over all pairs and may take long (SPEC §5.7)."""
+        return self.rpc_timeout_s * 20
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    """A task as shown over the API."""
+
+    spec: TaskSpec
+    paused: bool
+    last_run: RunRecord | None
+
+
+class Scheduler:
+    """Runs Pixie's tasks on this replica; all coordination with other replicas goes through the store."""
+
+    def __init__(
+        self,
+        *,
+        store: PixieStore,
+        worker: PromotionWorker,
+        lzg: lzg_pb2_grpc.LzgServiceStub,
+        log: log_pb2_grpc.LogServiceStub | None,
+        plog: PipelineLog,
+        replica_id: str,
+        settings: SchedulerSettings,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.store = store
+        self.worker = worker
+        self.lzg = lzg
+        self.log = log
+        self.plog = plog
+        self.replica_id = replica_id
+        self.settings = settings
+        self.clock = clock
+        self.registry = task_registry(settings.decay_at)
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._paused_cache: tuple[float, set[str]] | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Starts the promotion worker and the daily loop as background tasks."""
+        if self._tasks:
+            return
+        self._stop.clear()
+        self._tasks = [
+            asyncio.create_task(self.worker.run_forever(self._stop, self._promotion_paused), name="pixie-promotion"),
+            asyncio.create_task(self._daily_loop(), name="pixie-daily"),
+        ]
+
+    async def stop(self) -> None:
+        """Lets the current batch / daily run finish, then ends the loops."""
+        self._stop.set()
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+            except Exception:
+                _LOG.exception("pixie: background task %s ended with an error", task.get_name())
+
+    async def _daily_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                _LOG.exception("pixie: daily scheduler tick failed (retrying next tick)")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=self.settings.scheduler_interval_s)
+
+    async def _promotion_paused(self) -> bool:
+        loop = asyncio.get_running_loop()
+        cached = self._paused_cache
+        if cached is None or loop.time() - cached[0] > PAUSED_CACHE_S:
+            cached = (loop.time(), await self.store.paused_tasks())
+            self._paused_cache = cached
+        return TASK_PROMOTION in cached[1]
+
+    # --- the daily task -----------------------------------------------------------------
+
+    async def tick(self, now: datetime | None = None) -> RunRecord | None:
+        """One scheduler check: runs ``synapsen_decay`` when due and no replica has it for today."""
+        now = now or self.clock()
+        spec = self.registry[TASK_DECAY]
+        assert spec.daily_at is not None
+        day = due_day(now, spec.daily_at)
+        if day is None or TASK_DECAY in await self.store.paused_tasks():
+            return None
+        existing = await self.store.day_run(TASK_DECAY, day)
+        if existing is not None and existing.outcome != "running":
+            return None  # done today (a running claim may be stale: the claim below checks)
+        failed = await self.store.last_failed_day_run(TASK_DECAY, day)
+        if (
+            failed is not None
+            and failed.ended_at is not None
+            and (now - failed.ended_at).total_seconds() < self.settings.daily_retry_s
+        ):
+            return None
+        run = await self.store.claim_daily_run(
+            TASK_DECAY, day, trigger="schedule", turn_id=new_turn_id(), replica=self.replica_id,
+            now=now, stale_after_s=self.settings.stale_run_s,
+        )
+        if run is None:
+            return None  # another replica runs it today
+        return await self._execute_decay(run, as_of=now)
+
+    async def _execute_decay(self, run: RunRecord, *, as_of: datetime) -> RunRecord:
+        """LZG decay, then log retention; both are attempted and reported honestly."""
+        counts: dict[str, int] = {}
+        errors: list[str] = []
+        span = RunSpan(self.plog, DECAY_NODE, run)
+        turn = common_pb2.TurnContext(turn_id=run.turn_id, span_id=span.span_id)
+        heartbeat = asyncio.create_task(self._heartbeat(run.id, counts))
+        timeout = self.settings.long_rpc_timeout_s
+        try:
+            try:
+                decayed = await self.lzg.RunDecay(
+                    lzg_pb2.RunDecayRequest(as_of=to_timestamp(as_of), turn=turn), timeout=timeout
+                )
+            except grpc.aio.AioRpcError as error:
+                errors.append(f"LZG RunDecay failed: {error.code().name}: {error.details()}")
+            else:
+                counts["nodes_decayed"] = decayed.nodes_decayed
+                counts["nodes_deactivated"] = decayed.nodes_deactivated
+                self.plog.db_write(
+                    turn_id=run.turn_id, node=DECAY_NODE, tabelle="lzg_knoten", operation="decay",
+                    span_id=span.span_id, nodes_decayed=decayed.nodes_decayed,
+                    nodes_deactivated=decayed.nodes_deactivated, duration_ms=decayed.duration_ms,
+                )
+            if self.log is None:
+                errors.append("log Purge not run: no log service address (NOVABERG_LOG_ADDR) is set")
+            else:
+                try:
+                    purged = await self.log.Purge(
+                        log_pb2.PurgeRequest(
+                            as_of=to_timestamp(as_of), retention_days=self.settings.log_retention_days
+                        ),
+                        timeout=timeout,
+                    )
+                except grpc.aio.AioRpcError as error:
+                    errors.append(f"log Purge failed: {error.code().name}: {error.details()}")
+                else:
+                    counts["log_rows_deleted"] = purged.deleted
+                    counts["kept_turn_roh"] = purged.kept_turn_roh
+                    self.plog.db_write(
+                        turn_id=run.turn_id, node=DECAY_NODE, tabelle="pipeline_log", operation="purge",
+                        span_id=span.span_id, deleted=purged.deleted, kept_turn_roh=purged.kept_turn_roh,
+                    )
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+        for message in errors:
+            self.plog.error(turn_id=run.turn_id, node=DECAY_NODE, typ="synapsen_decay", message=message,
+                            span_id=span.span_id)
+        outcome = OUTCOME_FAILED if errors else OUTCOME_OK
+        finished = await self.store.finish_run(
+            run.id, outcome=outcome, counts=counts, error="; ".join(errors), now=self.clock()
+        )
+        span.end(finished)
+        return finished
+
+    async def _heartbeat(self, run_id: int, counts: dict[str, int]) -> None:
+        interval = max(0.5, min(60.0, self.settings.stale_run_s / 4))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.store.heartbeat(run_id, self.clock(), counts)
+            except Exception:
+                _LOG.warning("pixie: heartbeat of run %s failed", run_id, exc_info=True)
+
+    # --- API operations -----------------------------------------------------------------
+
+    async def trigger(self, task: str, *, as_of: datetime | None, force: bool) -> RunRecord:
+        """Runs ``task`` now and returns the finished run (TriggerTask).
+
+        A paused task is not run (recorded ``skipped``) unless forced; a daily task runs at most
+        once per ``as_of`` day unless forced (a second trigger is recorded ``skipped``).
+        """
+        spec = require_task(self.registry, task)
+        paused = spec.name in await self.store.paused_tasks()
+        if paused and not force:
+            reason = f"{spec.name} is paused; resume it or trigger with force=true"
+            if spec.name == TASK_PROMOTION:
+                return await self.worker.skipped_run(trigger="manual", reason=reason)
+            return await self._skipped_daily(spec.name, run_day_of(as_of or self.clock()), reason)
+        if spec.name == TASK_PROMOTION:
+            return await self.worker.drain_run(trigger="manual", forced=force)
+        assert spec.kind == KIND_DAILY
+        moment = as_of or self.clock()
+        day = run_day_of(moment)
+        now = self.clock()
+        if force:
+            run = await self.store.insert_run(
+                spec.name, trigger="manual", turn_id=new_turn_id(), replica=self.replica_id, now=now,
+                run_day=day, forced=True,
+            )
+        else:
+            claimed = await self.store.claim_daily_run(
+                spec.name, day, trigger="manual", turn_id=new_turn_id(), replica=self.replica_id,
+                now=now, stale_after_s=self.settings.stale_run_s,
+            )
+            if claimed is None:
+                holder = await self.store.day_run(spec.name, day)
+                held = f" (run {holder.id}, {holder.outcome}, replica {holder.replica})" if holder else ""
+                return await self._skipped_daily(
+                    spec.name, day, f"{spec.name} already ran for {day.isoformat()}{held}; force=true runs it again"
+                )
+            run = claimed
+        return await self._execute_decay(run, as_of=moment)
+
+    async def _skipped_daily(self, task: str, day: date, reason: str) -> RunRecord:
+        run = await self.store.insert_run(
+            task, trigger="manual", turn_id=new_turn_id(), replica=self.replica_id, now=self.clock(),
+            run_day=day, outcome=OUTCOME_SKIPPED, error=reason,
+        )
+        log_single_run(self.plog, DECAY_NODE, run)
+        return run
+
+    async def set_paused(self, task: str, paused: bool) -> TaskView:
+        spec = require_task(self.registry, task)
+        await self.store.set_paused(spec.name, paused, replica=self.replica_id, now=self.clock())
+        self._paused_cache = None
+        last = await self.store.last_runs([spec.name])
+        return TaskView(spec, paused, last.get(spec.name))
+
+    async def list_tasks(self) -> list[TaskView]:
+        paused = await self.store.paused_tasks()
+        last = await self.store.last_runs(list(self.registry))
+        return [TaskView(spec, spec.name in paused, last.get(spec.name)) for spec in self.registry.values()]
+
+    async def list_runs(self, task: str, limit: int) -> list[RunRecord]:
+        name = require_task(self.registry, task).name if task else None
+        return await self.store.list_runs(name, limit)

@@ -1,0 +1,101 @@
+"""PixieService over gRPC: proto ↔ domain translation only (SPEC §9)."""
+
+from __future__ import annotations
+
+import grpc.aio
+
+from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
+from novaberg_core.errors import InvalidArgument
+from novaberg_core.timeutil import from_timestamp, to_timestamp
+from services.pixie.scheduler import Scheduler, TaskView
+from services.pixie.store import ParkedJobRecord, RunRecord
+
+DEFAULT_RUNS_LIMIT = 20
+DEFAULT_PARKED_LIMIT = 50
+MAX_LIMIT = 1000
+
+
+def _limit(value: int, default: int, field: str) -> int:
+    if value < 0:
+        raise InvalidArgument(f"{field} must be >= 0 (0 means the default {default}), got {value}")
+    return min(value or default, MAX_LIMIT)
+
+
+def run_to_proto(run: RunRecord) -> pixie_pb2.Run:
+    message = pixie_pb2.Run(
+        id=run.id,
+        task=run.task,
+        started_at=to_timestamp(run.started_at),
+        outcome=run.outcome,
+        counts=run.counts,
+        error=run.error,
+        replica=run.replica,
+        run_day=run.run_day.isoformat() if run.run_day else "",
+    )
+    if run.ended_at is not None:
+        message.ended_at.CopyFrom(to_timestamp(run.ended_at))
+    return message
+
+
+def task_to_proto(view: TaskView) -> pixie_pb2.Task:
+    message = pixie_pb2.Task(
+        name=view.spec.name, schedule=view.spec.schedule, priority=view.spec.priority, paused=view.paused
+    )
+    if view.last_run is not None:
+        message.last_run.CopyFrom(run_to_proto(view.last_run))
+    return message
+
+
+def parked_to_proto(job: ParkedJobRecord) -> pixie_pb2.ParkedJob:
+    return pixie_pb2.ParkedJob(
+        job_id=job.job_id,
+        kzg_key=job.kzg_key,
+        user_id=job.user_id,
+        character_id=job.character_id,
+        attempts=job.attempts,
+        last_error=job.last_error,
+        parked_at=to_timestamp(job.parked_at),
+    )
+
+
+class PixieServicer(pixie_pb2_grpc.PixieServiceServicer):
+    """Thin translation onto :class:`Scheduler`; errors are mapped by the server bootstrap."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+
+    async def ListTasks(
+        self, request: pixie_pb2.ListTasksRequest, context: grpc.aio.ServicerContext
+    ) -> pixie_pb2.ListTasksResponse:
+        views = await self.scheduler.list_tasks()
+        return pixie_pb2.ListTasksResponse(tasks=[task_to_proto(v) for v in views])
+
+    async def TriggerTask(
+        self, request: pixie_pb2.TriggerTaskRequest, context: grpc.aio.ServicerContext
+    ) -> pixie_pb2.TriggerTaskResponse:
+        as_of = from_timestamp(request.as_of) if request.HasField("as_of") else None
+        run = await self.scheduler.trigger(request.task, as_of=as_of, force=request.force)
+        return pixie_pb2.TriggerTaskResponse(run=run_to_proto(run))
+
+    async def PauseTask(self, request: pixie_pb2.PauseTaskRequest, context: grpc.aio.ServicerContext) -> pixie_pb2.Task:
+        return task_to_proto(await self.scheduler.set_paused(request.task, True))
+
+    async def ResumeTask(
+        self, request: pixie_pb2.ResumeTaskRequest, context: grpc.aio.ServicerContext
+    ) -> pixie_pb2.Task:
+        return task_to_proto(await self.scheduler.set_paused(request.task, False))
+
+    async def ListRuns(
+        self, request: pixie_pb2.ListRunsRequest, context: grpc.aio.ServicerContext
+    ) -> pixie_pb2.ListRunsResponse:
+        limit = _limit(request.limit, DEFAULT_RUNS_LIMIT, "limit")
+        runs = await self.scheduler.list_runs(request.task, limit)
+        return pixie_pb2.ListRunsResponse(runs=[run_to_proto(r) for r in runs])
+
+    async def ListParkedJobs(
+        self, request: pixie_pb2.ListParkedJobsRequest, context: grpc.aio.ServicerContext
+    ) -> pixie_pb2.ListParkedJobsResponse:
+        limit = _limit(request.limit, DEFAULT_PARKED_LIMIT, "limit")
+        jobs = await self.scheduler.store.list_parked(limit)
+        return pixie_pb2.ListParkedJobsResponse(jobs=[parked_to_proto(j) for j in jobs])
+

@@ -1,0 +1,291 @@
+"""Pixie's store (all its I/O with PostgreSQL): runs, task state, job attempts, parked jobs, pair locks.
+
+Schema ``pixie`` of the database given by ``NOVABERG_POSTGRES_URL`` (SPEC §1: Pixie owns its run
+history and leases). Coordination between replicas uses PostgreSQL only — a unique claim row per
+daily task and day, and transaction-level advisory locks per pair — no home-made consensus.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+
+from novaberg_core.migrations import apply_migrations, load_queries
+from novaberg_core.pg import create_pool
+from services.pixie.tasks import OUTCOMES, pair_lock_key
+
+SCHEMA = "pixie"
+_SQL_DIR = Path(__file__).parent / "sql"
+_QUERIES = load_queries(_SQL_DIR / "queries.sql")
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One row of ``pixie.runs``."""
+
+    id: int
+    task: str
+    run_day: date | None
+    forced: bool
+    trigger: str
+    turn_id: str
+    started_at: datetime
+    ended_at: datetime | None
+    outcome: str
+    counts: dict[str, int]
+    error: str
+    replica: str
+    day_claim: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobState:
+    """What Pixie knows about a job still in the stream: failures so far, when to retry, parked."""
+
+    job_id: str
+    attempts: int
+    next_attempt_at: datetime | None
+    parked: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedJobRecord:
+    """One row of ``pixie.parked_jobs``."""
+
+    job_id: str
+    kzg_key: str
+    ausloeser_turn_id: str
+    user_id: str
+    character_id: str
+    attempts: int
+    last_error: str
+    parked_at: datetime
+    replica: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobRef:
+    """The identity of a promotion job as the store needs it."""
+
+    job_id: str
+    kzg_key: str
+    ausloeser_turn_id: str
+    user_id: str
+    character_id: str
+
+
+@dataclass(slots=True)
+class PairLock:
+    """A held (or refused) pair lock; ``held`` is False when another actor has the pair."""
+
+    held: bool
+    key: int
+
+
+def _run(row: asyncpg.Record) -> RunRecord:
+    counts = row["counts"]
+    if isinstance(counts, str):
+        counts = json.loads(counts)
+    return RunRecord(
+        id=row["id"],
+        task=row["task"],
+        run_day=row["run_day"],
+        forced=row["forced"],
+        trigger=row["trigger"],
+        turn_id=row["turn_id"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        outcome=row["outcome"],
+        counts={str(k): int(v) for k, v in (counts or {}).items()},
+        error=row["error"],
+        replica=row["replica"],
+        day_claim=row["day_claim"],
+    )
+
+
+def _counts_json(counts: Mapping[str, int]) -> str:
+    return json.dumps({k: int(v) for k, v in sorted(counts.items())})
+
+
+class PixieStore:
+    """Async access to the ``pixie`` schema; one per process, shared by worker, scheduler and API."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    @classmethod
+    async def open(cls, url: str, *, max_size: int = 10) -> PixieStore:
+        """Pool on schema ``pixie`` with migrations applied (idempotent, safe with several replicas)."""
+        pool = await create_pool(url, SCHEMA, min_size=1, max_size=max_size, vector=False)
+        try:
+            await apply_migrations(pool, SCHEMA, _SQL_DIR / "migrations")
+        except BaseException:
+            await pool.close()
+            raise
+        return cls(pool)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    # --- runs ---------------------------------------------------------------------------
+
+    async def claim_daily_run(
+        self,
+        task: str,
+        run_day: date,
+        *,
+        trigger: str,
+        turn_id: str,
+        replica: str,
+        now: datetime,
+        stale_after_s: float,
+    ) -> RunRecord | None:
+        """Claims ``task`` for ``run_day``; None when another run holds the day (SPEC §9, one actor).
+
+        A claim whose replica stopped heart-beating ``stale_after_s`` ago is closed as failed
+        first, so a crashed replica cannot block the day for ever.
+        """
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                _QUERIES["expire_stale_claim"], task, run_day, now, now - timedelta(seconds=stale_after_s)
+            )
+            row = await conn.fetchrow(_QUERIES["claim_daily_run"], task, run_day, trigger, turn_id, now, replica)
+        return None if row is None else _run(row)
+
+    async def insert_run(
+        self,
+        task: str,
+        *,
+        trigger: str,
+        turn_id: str,
+        replica: str,
+        now: datetime,
+        run_day: date | None = None,
+        forced: bool = False,
+        outcome: str = "running",
+        counts: Mapping[str, int] | None = None,
+        error: str = "",
+    ) -> RunRecord:
+        """A run row that claims no day (continuous work, forced or skipped runs)."""
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
+        ended_at = None if outcome == "running" else now
+        row = await self.pool.fetchrow(
+            _QUERIES["insert_run"], task, run_day, forced, trigger, turn_id, now, outcome,
+            _counts_json(counts or {}), error, replica, ended_at,
+        )
+        assert row is not None
+        return _run(row)
+
+    async def heartbeat(self, run_id: int, now: datetime, counts: Mapping[str, int]) -> None:
+        await self.pool.execute(_QUERIES["heartbeat_run"], run_id, now, _counts_json(counts))
+
+    async def finish_run(
+        self, run_id: int, *, outcome: str, counts: Mapping[str, int], error: str, now: datetime
+    ) -> RunRecord:
+        """Closes a run; a failed daily run releases its day for a later retry."""
+        if outcome not in OUTCOMES or outcome == "running":
+            raise ValueError(f"a finished run's outcome must be ok, failed or skipped, got {outcome!r}")
+        row = await self.pool.fetchrow(_QUERIES["finish_run"], run_id, now, outcome, _counts_json(counts), error)
+        if row is None:
+            raise LookupError(f"run {run_id} does not exist")
+        return _run(row)
+
+    async def get_run(self, run_id: int) -> RunRecord | None:
+        row = await self.pool.fetchrow(_QUERIES["get_run"], run_id)
+        return None if row is None else _run(row)
+
+    async def day_run(self, task: str, run_day: date) -> RunRecord | None:
+        """The run holding ``task``'s claim on ``run_day`` (running or ok), if any."""
+        row = await self.pool.fetchrow(_QUERIES["day_run"], task, run_day)
+        return None if row is None else _run(row)
+
+    async def last_failed_day_run(self, task: str, run_day: date) -> RunRecord | None:
+        row = await self.pool.fetchrow(_QUERIES["last_failed_day_run"], task, run_day)
+        return None if row is None else _run(row)
+
+    async def list_runs(self, task: str | None, limit: int) -> list[RunRecord]:
+        """Newest first; ``task`` None → all tasks."""
+        rows = await self.pool.fetch(_QUERIES["list_runs"], task, limit)
+        return [_run(r) for r in rows]
+
+    async def last_runs(self, tasks: Sequence[str]) -> dict[str, RunRecord]:
+        rows = await self.pool.fetch(_QUERIES["last_runs"], list(tasks))
+        return {r["task"]: _run(r) for r in rows}
+
+    # --- task state ---------------------------------------------------------------------
+
+    async def set_paused(self, task: str, paused: bool, *, replica: str, now: datetime) -> None:
+        """Persists pause/resume so every replica honours it."""
+        await self.pool.execute(_QUERIES["set_paused"], task, paused, now, replica)
+
+    async def paused_tasks(self) -> set[str]:
+        return {r["task"] for r in await self.pool.fetch(_QUERIES["paused_tasks"])}
+
+    # --- promotion jobs -----------------------------------------------------------------
+
+    async def job_states(self, job_ids: Sequence[str]) -> dict[str, JobState]:
+        """States of those jobs that failed before or were parked (one query per batch)."""
+        if not job_ids:
+            return {}
+        rows = await self.pool.fetch(_QUERIES["job_states"], list(job_ids))
+        return {
+            r["job_id"]: JobState(r["job_id"], r["attempts"] or 0, r["next_attempt_at"], r["parked"])
+            for r in rows
+        }
+
+    async def record_failure(
+        self, job: JobRef, error: str, *, now: datetime, retry_at: Callable[[int], datetime]
+    ) -> int:
+        """Counts one more failed attempt; returns the attempts so far and sets the next retry time."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            attempts: int = await conn.fetchval(
+                _QUERIES["record_failure"], job.job_id, job.kzg_key, job.user_id, job.character_id,
+                error, now, now,
+            )
+            await conn.execute(_QUERIES["set_next_attempt"], job.job_id, retry_at(attempts))
+        return attempts
+
+    async def clear_attempts(self, job_ids: Sequence[str]) -> None:
+        if job_ids:
+            await self.pool.execute(_QUERIES["clear_attempts"], list(job_ids))
+
+    async def park_job(self, job: JobRef, *, attempts: int, error: str, now: datetime, replica: str) -> None:
+        """Moves the job from the attempt table to the parked jobs (idempotent)."""
+        await self.pool.execute(
+            _QUERIES["park_job"], job.job_id, job.kzg_key, job.ausloeser_turn_id, job.user_id,
+            job.character_id, attempts, error, now, replica,
+        )
+
+    async def list_parked(self, limit: int) -> list[ParkedJobRecord]:
+        rows = await self.pool.fetch(_QUERIES["list_parked"], limit)
+        return [
+            ParkedJobRecord(
+                job_id=r["job_id"], kzg_key=r["kzg_key"], ausloeser_turn_id=r["ausloeser_turn_id"],
+                user_id=r["user_id"], character_id=r["character_id"], attempts=r["attempts"],
+                last_error=r["last_error"], parked_at=r["parked_at"], replica=r["replica"],
+            )
+            for r in rows
+        ]
+
+    # --- pair exclusivity ---------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def pair_lock(self, user_id: str, character_id: str) -> AsyncIterator[PairLock]:
+        """Try-locks the pair for the duration of the block (SPEC §9: one actor per pair).
+
+        A transaction-level advisory lock on a connection of its own: it is released when the
+        block ends, and also when this process dies (the session ends). Never waits: when
+        another replica holds the pair, ``held`` is False and the caller leaves the job for later.
+        """
+        key = pair_lock_key(user_id, character_id)
+        async with self.pool.acquire() as conn, conn.transaction():
+            held = bool(await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", key))
+            yield PairLock(held=held, key=key)
+
