@@ -1,0 +1,1 @@
+"""Log service: the forensic pipeline_log (SPEC §8, syn §10)."""

@@ -1,0 +1,42 @@
+"""Configuration of the log service, read once at start-up (STYLE rule 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from novaberg_core.config import CommonConfig, env_int, env_prefix, env_str
+
+SERVICE_NAME = "log"
+DEFAULT_RETENTION_DAYS = 365
+"""LZG_PIPELINE_LOG_VORHALTUNG_TAGE (syn §10.5)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Settings of the log service; env prefix ``NOVABERG_LOG_``."""
+
+    common: CommonConfig
+    """Host, port, grace, tracing and log level (``NOVABERG_LOG_HOST`` …)."""
+
+    postgres_url: str
+    """Database holding the ``log`` schema (``NOVABERG_POSTGRES_URL``)."""
+
+    retention_days: int = DEFAULT_RETENTION_DAYS
+    """Default horizon of ``Purge`` in days (``NOVABERG_LOG_VORHALTUNG_TAGE``, or the seed's
+    ``LZG_PIPELINE_LOG_VORHALTUNG_TAGE``; 365)."""
+
+    pool_max_size: int = 8
+    """Most PostgreSQL connections (``NOVABERG_LOG_POOL_MAX``)."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> LogConfig:
+        """Read the configuration; a missing or malformed variable raises ConfigError naming it."""
+        prefix = env_prefix(SERVICE_NAME)
+        seed_days = env_int("LZG_PIPELINE_LOG_VORHALTUNG_TAGE", DEFAULT_RETENTION_DAYS, min_value=1, env=env)
+        return cls(
+            common=CommonConfig.from_env(SERVICE_NAME, env=env),
+            postgres_url=env_str("NOVABERG_POSTGRES_URL", env=env),
+            retention_days=env_int(f"{prefix}VORHALTUNG_TAGE", seed_days, min_value=1, env=env),
+            pool_max_size=env_int(f"{prefix}POOL_MAX", 8, min_value=1, max_value=100, env=env),
+        )

@@ -1,0 +1,170 @@
+"""All I/O of the log service: the ``log.pipeline_log`` table in PostgreSQL (SPEC §8, syn §10)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+import asyncpg
+
+from novaberg_core.errors import InvalidArgument, Unavailable
+from novaberg_core.migrations import apply_migrations, load_queries
+from novaberg_core.pg import create_pool
+from services.log.domain import COPY_COLUMNS, LogQuery, NewRow
+
+SCHEMA: Final = "log"
+TABLE: Final = "pipeline_log"
+SQL_DIR: Final = Path(__file__).resolve().parent / "sql"
+
+# Errors that mean "the database is not there right now": the caller may retry.
+_UNREACHABLE = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRow:
+    """One pipeline_log row as read back."""
+
+    id: int
+    erstellt_am: datetime
+    turn_id: str
+    span_id: str | None
+    quelle: str
+    node: str
+    art: str
+    inhalt_json: str
+    user_id: str | None
+    character_id: str | None
+    trace_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAnswer:
+    text: str
+    erstellt_am: datetime
+    turn_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TokenTotals:
+    input_tokens: int
+    output_tokens: int
+    kosten_usd: float
+    calls: int
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeResult:
+    deleted: int
+    kept_turn_roh: int
+
+
+class LogStore:
+    """The pipeline_log table: batched COPY ingest, filter queries, syn §10.4 reports, retention."""
+
+    def __init__(self, pool: asyncpg.Pool, queries: dict[str, str]) -> None:
+        self._pool = pool
+        self._q = queries
+
+    @classmethod
+    async def open(cls, postgres_url: str, *, max_size: int = 8) -> LogStore:
+        """Connect (schema ``log``), apply pending migrations, load the named queries."""
+        pool = await create_pool(postgres_url, SCHEMA, min_size=1, max_size=max_size, vector=False)
+        try:
+            await apply_migrations(pool, SCHEMA, SQL_DIR / "migrations")
+        except BaseException:
+            await pool.close()
+            raise
+        return cls(pool, load_queries(SQL_DIR / "queries.sql"))
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def write(self, batches: AsyncIterator[list[NewRow]]) -> int:
+        """COPY every batch inside one transaction: all rows of the stream or none (syn §10.3)."""
+        inserted = 0
+        try:
+            async with self._pool.acquire() as conn, conn.transaction():
+                async for rows in batches:
+                    if rows:
+                        await conn.copy_records_to_table(
+                            TABLE, records=rows, columns=COPY_COLUMNS, schema_name=SCHEMA
+                        )
+                        inserted += len(rows)
+        except (asyncpg.DataError, asyncpg.IntegrityConstraintViolationError) as exc:
+            raise InvalidArgument(f"the database refused the batch: {exc}") from exc
+        except _UNREACHABLE as exc:
+            raise Unavailable(f"pipeline_log database not reachable: {exc}") from exc
+        return inserted
+
+    async def query(self, q: LogQuery) -> list[StoredRow]:
+        """Rows matching every given filter, ordered by (erstellt_am, id), at most ``q.limit``."""
+        sql = self._q["query_desc" if q.descending else "query_asc"]
+        rows = await self._fetch_custom_plan(
+            sql,
+            q.turn_id,
+            q.span_id,
+            q.node,
+            q.art,
+            q.user_id,
+            q.character_id,
+            q.since,
+            q.until,
+            q.trace_id,
+            q.quelle,
+            q.limit,
+        )
+        return [StoredRow(**dict(r)) for r in rows]
+
+    async def last_answers(self, quelle: str, node: str | None, limit: int) -> list[StoredAnswer]:
+        """syn §10.4: the newest ``ausgabe`` texts of ``quelle``."""
+        rows = await self._fetch(self._q["last_answers"], quelle, node, limit)
+        return [
+            StoredAnswer(text=r["text"], erstellt_am=r["erstellt_am"], turn_id=r["turn_id"]) for r in rows
+        ]
+
+    async def cluster_counts(
+        self, since: datetime, until: datetime, user_id: str | None, character_id: str | None
+    ) -> list[tuple[str, int]]:
+        """syn §10.4: how often each cluster was chosen in [since, until), most frequent first."""
+        rows = await self._fetch_custom_plan(self._q["cluster_counts"], since, until, user_id, character_id)
+        return [(r["cluster"], r["anzahl"]) for r in rows]
+
+    async def token_usage(self, since: datetime, until: datetime) -> TokenTotals:
+        """syn §10.4: summed tokens and cost of the ``token`` rows in [since, until)."""
+        rows = await self._fetch(self._q["token_usage"], since, until)
+        r = rows[0]
+        return TokenTotals(
+            input_tokens=r["input_tokens"],
+            output_tokens=r["output_tokens"],
+            kosten_usd=r["kosten_usd"],
+            calls=r["calls"],
+        )
+
+    async def purge(self, horizon: datetime) -> PurgeResult:
+        """syn §10.5: delete rows created before ``horizon`` except ``turn_roh``."""
+        rows = await self._fetch(self._q["purge"], horizon)
+        return PurgeResult(deleted=rows[0]["deleted"], kept_turn_roh=rows[0]["kept_turn_roh"])
+
+    async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+        try:
+            async with self._pool.acquire() as conn:
+                return list(await conn.fetch(sql, *args))
+        except _UNREACHABLE as exc:
+            raise Unavailable(f"pipeline_log database not reachable: {exc}") from exc
+
+    async def _fetch_custom_plan(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+        """Fetch with a plan made for these arguments: the optional filters then use their indexes."""
+        try:
+            async with self._pool.acquire() as conn, conn.transaction(readonly=True):
+                await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+                return list(await conn.fetch(sql, *args))
+        except _UNREACHABLE as exc:
+            raise Unavailable(f"pipeline_log database not reachable: {exc}") from exc
