@@ -1,0 +1,295 @@
+"""The four connection layers of an edge and their depth factors (SPEC §5.4, syn §7.3–§7.6) — pure.
+
+A layer *fires* between two nodes (entitaet, embedding, themen, timeline); all four are always
+evaluated. The winner is the firing layer with the highest Schicht-Faktor; it sets the anchor
+factor and the depth (Tiefe) of the edge. Canonical choices made here (the seeds leave them open):
+
+- Themes match after trimming and case folding (as the KZG does, SPEC §4.4); a node's theme
+  count is the number of distinct folded themes; ``geteilte_themen`` carries the older node's
+  spelling, in its order.
+- ``geteilte_entitaet_ids`` is sorted ascending; ``verbindungs_gruende`` is in factor order
+  (entitaet, embedding, themen, timeline).
+- Timeline distances are taken in UTC: minute/stunde in fractional days, tag in calendar days,
+  woche in ISO weeks (Monday to Monday), monat/quartal/jahr in calendar units. A distance equal
+  to the tolerance still fires, with depth 0 (syn §7.6.3). ``timeline_naehe_tage`` stores the
+  calendar-day distance when the layer fires.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+
+from novaberg_core.errors import InvalidArgument
+
+__all__ = [
+    "LZG_SCHICHT_FAKTOR",
+    "LZG_TIMELINE_TOLERANZ",
+    "SCHICHT_ORDER",
+    "EdgeLayers",
+    "Praezision",
+    "Schicht",
+    "TimelineRef",
+    "embedding_tiefe",
+    "evaluate_layers",
+    "fold_theme",
+    "folded_themes",
+    "parse_praezision",
+    "shared_entities",
+    "shared_themes",
+    "themen_tiefe",
+    "timeline_distance",
+    "timeline_tiefe",
+    "winner_of",
+]
+
+
+class Schicht(StrEnum):
+    """A reason two nodes connect (SPEC §0, §5.4); the value is what ``verbindungs_gruende`` stores."""
+
+    ENTITAET = "entitaet"
+    EMBEDDING = "embedding"
+    THEMEN = "themen"
+    TIMELINE = "timeline"
+
+
+LZG_SCHICHT_FAKTOR: dict[Schicht, float] = {
+    Schicht.ENTITAET: 1.0,
+    Schicht.EMBEDDING: 0.8,
+    Schicht.THEMEN: 0.5,
+    Schicht.TIMELINE: 0.4,
+}
+"""Schicht-Faktor per layer (SPEC §5.4, syn §6)."""
+
+SCHICHT_ORDER: tuple[Schicht, ...] = (Schicht.ENTITAET, Schicht.EMBEDDING, Schicht.THEMEN, Schicht.TIMELINE)
+"""Layers by descending factor: the canonical order of ``verbindungs_gruende``; the first firing one wins."""
+
+
+class Praezision(StrEnum):
+    """Precision of a timeline reference (SPEC §5.4)."""
+
+    MINUTE = "minute"
+    STUNDE = "stunde"
+    TAG = "tag"
+    WOCHE = "woche"
+    MONAT = "monat"
+    QUARTAL = "quartal"
+    JAHR = "jahr"
+
+
+LZG_TIMELINE_TOLERANZ: dict[Praezision, int] = {
+    Praezision.MINUTE: 7,  # days: sub-day precisions are measured in days
+    Praezision.STUNDE: 7,  # days
+    Praezision.TAG: 21,  # days
+    Praezision.WOCHE: 8,  # weeks
+    Praezision.MONAT: 6,  # months
+    Praezision.QUARTAL: 4,  # quarters
+    Praezision.JAHR: 2,  # years
+}
+"""All seven tolerances, each ± in its own unit (SPEC §5.4; the seed code read only two)."""
+
+
+def parse_praezision(value: str, field: str = "praezision") -> Praezision:
+    """A precision name (any case); InvalidArgument naming the field and the choices otherwise."""
+    try:
+        return Praezision(value.strip().lower())
+    except ValueError:
+        raise InvalidArgument(
+            f"{field} {value!r} is not a timeline precision; choose one of {', '.join(p.value for p in Praezision)}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class TimelineRef:
+    """The timeline row a node refers to: when, and how precisely."""
+
+    zeitpunkt: datetime
+    praezision: Praezision
+
+
+@dataclass(frozen=True)
+class EdgeLayers:
+    """Which layers fire between two nodes and the frozen characterisation of their edge (syn §4.2)."""
+
+    gruende: tuple[Schicht, ...]
+    """Firing layers in :data:`SCHICHT_ORDER`; never empty."""
+    tiefe: float
+    """Depth of the winning layer, in [0, 1]."""
+    geteilte_entitaet_ids: tuple[int, ...] = ()
+    geteilte_themen: tuple[str, ...] = ()
+    timeline_naehe_tage: int | None = None
+    embedding_cosine: float | None = None
+
+    @property
+    def winner(self) -> Schicht:
+        """The firing layer with the highest factor."""
+        return self.gruende[0]
+
+    @property
+    def faktor(self) -> float:
+        """Schicht-Faktor of the winner."""
+        return LZG_SCHICHT_FAKTOR[self.winner]
+
+    @property
+    def anzahl(self) -> int:
+        """Number of firing layers (``anzahl_schichten``)."""
+        return len(self.gruende)
+
+
+def winner_of(gruende: Iterable[str]) -> Schicht:
+    """The winning layer of a stored ``verbindungs_gruende``; an unknown or empty list is an error."""
+    present = {Schicht(g) for g in gruende}
+    for schicht in SCHICHT_ORDER:
+        if schicht in present:
+            return schicht
+    raise ValueError("an edge needs at least one layer")
+
+
+# --- themes ---------------------------------------------------------------------------------
+
+
+def fold_theme(theme: str) -> str:
+    """The matching key of a theme: trimmed and case-folded (SPEC §4.4)."""
+    return theme.strip().casefold()
+
+
+def folded_themes(themen: Iterable[str]) -> frozenset[str]:
+    """The distinct non-empty theme keys of a node."""
+    return frozenset(key for key in (fold_theme(t) for t in themen) if key)
+
+
+def shared_themes(themen_older: Sequence[str], keys_newer: frozenset[str]) -> tuple[str, ...]:
+    """Themes of the older node whose key the newer node also has: older spelling, older order, no repeats."""
+    seen: set[str] = set()
+    shared: list[str] = []
+    for theme in themen_older:
+        key = fold_theme(theme)
+        if key and key in keys_newer and key not in seen:
+            seen.add(key)
+            shared.append(theme)
+    return tuple(shared)
+
+
+def themen_tiefe(n_shared: int, n_themen_a: int, n_themen_b: int) -> float:
+    """``shared / max(|themen_a|, |themen_b|)`` — breadth dilutes (syn §7.4: max, not min)."""
+    widest = max(n_themen_a, n_themen_b)
+    return n_shared / widest if widest > 0 else 0.0
+
+
+# --- entities and embedding -------------------------------------------------------------------
+
+
+def shared_entities(ids_a: Iterable[int], ids_b: Iterable[int]) -> tuple[int, ...]:
+    """Entity ids both nodes carry, ascending."""
+    return tuple(sorted(set(ids_a) & set(ids_b)))
+
+
+def embedding_tiefe(cosine: float, schwelle: float) -> float | None:
+    """``(cos − s) / (1 − s)`` when cos exceeds the threshold (strictly, syn §7.3), else None."""
+    if not cosine > schwelle:
+        return None
+    return min((cosine - schwelle) / (1.0 - schwelle), 1.0)
+
+
+# --- timeline --------------------------------------------------------------------------------
+
+
+def _as_utc(moment: datetime) -> datetime:
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError("timeline moments must be timezone-aware")
+    return moment.astimezone(UTC)
+
+
+def timeline_distance(a: datetime, b: datetime, praezision: Praezision) -> float:
+    """Distance of two moments in the unit of ``praezision`` (SPEC §5.4), always ≥ 0."""
+    ua, ub = _as_utc(a), _as_utc(b)
+    if praezision in (Praezision.MINUTE, Praezision.STUNDE):
+        return abs((ub - ua).total_seconds()) / 86_400.0
+    if praezision is Praezision.TAG:
+        return float(abs((ub.date() - ua.date()).days))
+    if praezision is Praezision.WOCHE:
+        monday_a = ua.date() - timedelta(days=ua.weekday())
+        monday_b = ub.date() - timedelta(days=ub.weekday())
+        return float(abs((monday_b - monday_a).days) // 7)
+    if praezision is Praezision.MONAT:
+        return float(abs((ub.year * 12 + ub.month) - (ua.year * 12 + ua.month)))
+    if praezision is Praezision.QUARTAL:
+        return float(abs((ub.year * 4 + (ub.month - 1) // 3) - (ua.year * 4 + (ua.month - 1) // 3)))
+    return float(abs(ub.year - ua.year))
+
+
+def timeline_tiefe(a: TimelineRef | None, b: TimelineRef | None) -> float | None:
+    """Depth ``(tol − dist) / tol`` when both refs exist, share the precision and lie within tolerance.
+
+    Different precisions never connect (syn §7.6.1); outside the tolerance the layer does not
+    fire; None means "does not fire".
+    """
+    if a is None or b is None or a.praezision is not b.praezision:
+        return None
+    toleranz = LZG_TIMELINE_TOLERANZ[a.praezision]
+    distance = timeline_distance(a.zeitpunkt, b.zeitpunkt, a.praezision)
+    if distance > toleranz:
+        return None
+    return (toleranz - distance) / toleranz
+
+
+def calendar_days(a: datetime, b: datetime) -> int:
+    """Whole calendar days between two moments (UTC dates): the frozen ``timeline_naehe_tage``."""
+    return abs((_as_utc(b).date() - _as_utc(a).date()).days)
+
+
+# --- one pair of nodes ------------------------------------------------------------------------
+
+
+def evaluate_layers(
+    *,
+    older_themen: Sequence[str],
+    older_theme_keys: frozenset[str],
+    newer_theme_keys: frozenset[str],
+    entitaet_ids_a: Iterable[int],
+    entitaet_ids_b: Iterable[int],
+    timeline_a: TimelineRef | None,
+    timeline_b: TimelineRef | None,
+    cosine: float,
+    embedding_schwelle: float,
+) -> EdgeLayers | None:
+    """All four layers between two nodes (SPEC §5.4); None when none fires (no edge).
+
+    ``older_*`` is the node with the smaller id (the candidate at creation): its spelling of
+    shared themes is the one stored. ``embedding_cosine`` is always recorded (it is frozen and
+    Trigger 2/3 read it); ``timeline_naehe_tage`` only when the timeline layer fires.
+    """
+    gruende: list[Schicht] = []
+    tiefen: list[float] = []
+    entities = shared_entities(entitaet_ids_a, entitaet_ids_b)
+    if entities:
+        gruende.append(Schicht.ENTITAET)
+        tiefen.append(1.0)
+    emb = embedding_tiefe(cosine, embedding_schwelle)
+    if emb is not None:
+        gruende.append(Schicht.EMBEDDING)
+        tiefen.append(emb)
+    themes = shared_themes(older_themen, newer_theme_keys) if older_theme_keys & newer_theme_keys else ()
+    if themes:
+        gruende.append(Schicht.THEMEN)
+        tiefen.append(themen_tiefe(len(themes), len(older_theme_keys), len(newer_theme_keys)))
+    tl = timeline_tiefe(timeline_a, timeline_b)
+    naehe: int | None = None
+    if tl is not None:
+        assert timeline_a is not None and timeline_b is not None
+        gruende.append(Schicht.TIMELINE)
+        tiefen.append(tl)
+        naehe = calendar_days(timeline_a.zeitpunkt, timeline_b.zeitpunkt)
+    if not gruende:
+        return None
+    return EdgeLayers(
+        gruende=tuple(gruende),
+        tiefe=tiefen[0],
+        geteilte_entitaet_ids=entities,
+        geteilte_themen=themes,
+        timeline_naehe_tage=naehe,
+        embedding_cosine=None if math.isnan(cosine) else float(cosine),
+    )
