@@ -1,0 +1,3 @@
+from services.kzg.server import main
+
+main()

@@ -1,0 +1,231 @@
+"""Pure formulas and checks of the KZG (SPEC §3, §4): salience curve, gates, TTL tiers, canon, themes.
+
+No I/O here: the store and the write path call these, and the tests hold them to the spec's
+worked numbers.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_FLOOR, Decimal
+
+from novaberg_core.canon import Canon
+from novaberg_core.errors import InvalidArgument
+
+# --------------------------------------------------------------------------- salience (SPEC §4.2)
+
+KZG_SALIENZ_CAP = 1.0
+"""Top of the salience scale."""
+KZG_SALIENZ_BOOST = 0.03
+"""Added to the anchor per reinforcement, before the curve."""
+KZG_SALIENZ_DAEMPFUNG_EXP = 1.1
+"""Exponent of the curve (code-verified value since 24.08.2026; the KZG seed's 0.5 is stale)."""
+
+
+def salienz_berechnen(salienz_eingang: float, haeufigkeit: int) -> float:
+    """The one salience formula (SPEC §4.2): curved value from the stored score and frequency.
+
+    Pure: ``salienz`` is never an input, so recomputation is bit-identical.
+    """
+    verstaerkungen = haeufigkeit - 1
+    salienz_roh = salienz_eingang + verstaerkungen * KZG_SALIENZ_BOOST
+    anteil = min(salienz_roh / KZG_SALIENZ_CAP, 1.0)
+    return float(KZG_SALIENZ_CAP * math.sin(anteil * math.pi / 2) ** KZG_SALIENZ_DAEMPFUNG_EXP)
+
+
+# --------------------------------------------------------------------------- gates and TTL (SPEC §4.3)
+
+RAW_GATE_MINIMUM = 0.3
+RAW_GATE_MID = 0.5
+RAW_GATE_HIGH = 0.7
+
+
+def gate_constant(raw_gate: float) -> float:
+    """The curve image of a raw gate, rounded DOWN to 5 decimals (SPEC §4.3).
+
+    Rounding down keeps a score of exactly the raw gate on the passing side of ``>=``.
+    Decimal(float) is the exact binary value, so the floor is exact too.
+    """
+    curved = Decimal(salienz_berechnen(raw_gate, 1))
+    return float(curved.quantize(Decimal("0.00001"), rounding=ROUND_FLOOR))
+
+
+KZG_SALIENZ_MINIMUM = gate_constant(RAW_GATE_MINIMUM)
+"""0.41951: lowest gate, below it nothing is stored."""
+KZG_SALIENZ_MID = gate_constant(RAW_GATE_MID)
+"""0.68302: 14-day tier."""
+KZG_SALIENZ_HIGH = gate_constant(RAW_GATE_HIGH)
+"""0.88078: 30-day tier, promotion queue, hash_dirty."""
+
+KZG_TTL_LOW_SEKUNDEN = 7 * 86_400
+KZG_TTL_MID_SEKUNDEN = 14 * 86_400
+KZG_TTL_HIGH_SEKUNDEN = 30 * 86_400
+
+
+class Tier(enum.IntEnum):
+    """Salience tiers of SPEC §4.3 (values equal the proto ``Tier`` numbers)."""
+
+    MINIMUM = 1
+    MID = 2
+    HIGH = 3
+
+
+_TIER_TTL = {
+    Tier.MINIMUM: KZG_TTL_LOW_SEKUNDEN,
+    Tier.MID: KZG_TTL_MID_SEKUNDEN,
+    Tier.HIGH: KZG_TTL_HIGH_SEKUNDEN,
+}
+
+
+def tier_for(salienz: float) -> Tier | None:
+    """The tier of a curved salience, compared with ``>=`` (SPEC §4.3); None below the minimum."""
+    if salienz >= KZG_SALIENZ_HIGH:
+        return Tier.HIGH
+    if salienz >= KZG_SALIENZ_MID:
+        return Tier.MID
+    if salienz >= KZG_SALIENZ_MINIMUM:
+        return Tier.MINIMUM
+    return None
+
+
+def ttl_seconds(tier: Tier) -> int:
+    """TTL of a tier: 7 / 14 / 30 days (SPEC §4.3)."""
+    return _TIER_TTL[tier]
+
+
+@dataclass(frozen=True)
+class Reinforcement:
+    """What thematic reinforcement does to one neighbour (SPEC §4.4)."""
+
+    haeufigkeit: int
+    salienz: float
+    ttl_seconds: int
+    """The TTL of the new tier; the store applies max(remaining, this)."""
+    reaches_high: bool
+    """The new salience is at or above KZG_SALIENZ_HIGH (queue it unless already queued)."""
+
+
+def reinforce(salienz_eingang: float, haeufigkeit: int) -> Reinforcement:
+    """One reinforcement step: ``haeufigkeit + 1`` and the salience recomputed from the stored score.
+
+    An entry at the top tier's salience always stays at least MINIMUM, since the curve rises
+    with ``haeufigkeit``; a stored score below the gate (legacy data) still gets the minimum TTL.
+    """
+    new_h = haeufigkeit + 1
+    salienz = salienz_berechnen(salienz_eingang, new_h)
+    tier = tier_for(salienz) or Tier.MINIMUM
+    return Reinforcement(
+        haeufigkeit=new_h,
+        salienz=salienz,
+        ttl_seconds=ttl_seconds(tier),
+        reaches_high=salienz >= KZG_SALIENZ_HIGH,
+    )
+
+
+# --------------------------------------------------------------------------- session (SPEC §3)
+
+SESSION_TTL = 14_400
+"""Seconds of inactivity after which a session expires (4 h), refreshed on every append."""
+SESSION_SUMMARIZE_AT = 25
+"""A list longer than this is summarised."""
+SESSION_SUMMARIZE_OLDEST = 10
+"""How many of the oldest turns go into the summary."""
+SESSION_MAX_TURNS = 20
+"""Newest turns kept when summarising fails."""
+
+SESSION_ROLES = ("user", "assistant")
+
+
+# --------------------------------------------------------------------------- input checks (SPEC §4.1)
+
+THEMEN_SEPARATOR = "|"
+"""Separator of the ``themen`` / ``themen_norm`` TAG fields."""
+
+BEOBACHTER = ("user", "assistant")
+
+REINFORCEMENT_MODES = ("thema", "aus")
+"""SPEC §4.4: ``thema`` (default) reinforces neighbours sharing a theme, ``aus`` disables it."""
+
+
+def check_pair(user_id: str, character_id: str) -> None:
+    """Both ids non-empty and free of ``:`` (it would make the key scheme ambiguous)."""
+    for name, value in (("pair.user_id", user_id), ("pair.character_id", character_id)):
+        if not value or not value.strip():
+            raise InvalidArgument(f"{name} must not be empty")
+        if ":" in value:
+            raise InvalidArgument(f"{name} must not contain ':' (it separates the parts of KZG keys): {value!r}")
+        if value != value.strip():
+            raise InvalidArgument(f"{name} must not start or end with whitespace: {value!r}")
+
+
+def check_entry_id(entry_id: str) -> None:
+    """An explicit entry id: non-empty, no ``:``, no whitespace."""
+    if not entry_id or ":" in entry_id or any(ch.isspace() for ch in entry_id):
+        raise InvalidArgument(f"entry_id must be non-empty without ':' or whitespace, got {entry_id!r}")
+
+
+def check_unit_interval(name: str, value: float) -> None:
+    """A finite number within 0..1."""
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise InvalidArgument(f"{name} must be a number within 0..1, got {value!r}")
+
+
+def normalise_theme(theme: str) -> str:
+    """The matching form of a theme: trimmed and lower-cased (SPEC §4.4, case-insensitive exact match)."""
+    return theme.strip().lower()
+
+
+def clean_themen(themen: Iterable[str]) -> list[str]:
+    """The themes as written, trimmed, empty ones dropped; a theme containing the separator is refused."""
+    cleaned: list[str] = []
+    for index, theme in enumerate(themen):
+        stripped = theme.strip()
+        if not stripped:
+            continue
+        if THEMEN_SEPARATOR in stripped or any(ord(ch) < 32 for ch in stripped):
+            raise InvalidArgument(
+                f"salience.themen[{index}] must not contain {THEMEN_SEPARATOR!r} or control characters: {theme!r}"
+            )
+        cleaned.append(stripped)
+    return cleaned
+
+
+def themen_norm(themen: Iterable[str]) -> list[str]:
+    """Distinct normalised themes in order of first mention."""
+    return list(dict.fromkeys(n for n in (normalise_theme(t) for t in themen) if n))
+
+
+def dedupe_entitaet_ids(ids: Iterable[int]) -> list[int]:
+    """Each id at most once, in order of first mention (SPEC §4.1, kzg §2)."""
+    return list(dict.fromkeys(ids))
+
+
+@dataclass(frozen=True)
+class CanonCheck:
+    """Result of the canon check of ``modus`` and ``intentionen`` (SPEC §4.1)."""
+
+    modus: str
+    """The modus if in MODUS_KANON, else empty."""
+    intentionen: tuple[str, ...]
+    """The intentions that are in INTENT_KANON, in the given order."""
+    rejections: tuple[tuple[str, str], ...]
+    """(field, value) of each emptied or dropped value."""
+
+
+def check_canon(modus: str, intentionen: Sequence[str], canon: Canon) -> CanonCheck:
+    """Exact-match canon check (another spelling is foreign); an empty modus is not an error."""
+    rejections: list[tuple[str, str]] = []
+    kept_modus = modus
+    if modus and modus not in canon.modus:
+        rejections.append(("modus", modus))
+        kept_modus = ""
+    kept: list[str] = []
+    for value in intentionen:
+        if value in canon.intentionen:
+            kept.append(value)
+        else:
+            rejections.append(("intentionen", value))
+    return CanonCheck(modus=kept_modus, intentionen=tuple(kept), rejections=tuple(rejections))

@@ -1,0 +1,72 @@
+-- KZG write path, atomic on the server (SPEC §4.3, §4.4, §4.6). No formula is computed here:
+-- the salience and TTL of every neighbour come from services/kzg/domain.py as arguments.
+--
+-- KEYS[1]  the new entry's key
+-- KEYS[2]  the promotion stream
+-- KEYS[3]  the pair's hash_dirty marker
+-- KEYS[4…] neighbour keys to reinforce
+-- ARGV[1]  'create' (write KEYS[1], then reinforce) or 'reinforce' (neighbours only)
+-- ARGV[2]  TTL of the new entry (seconds)
+-- ARGV[3]  '1' when the new entry enters the promotion queue
+-- ARGV[4]  hash_dirty reason ('' = leave the marker alone)
+-- ARGV[5]  now as unix seconds (hash_dirty timestamp)
+-- ARGV[6]  N, the number of field/value pairs of the new entry, followed by them
+-- then per neighbour five values: expected haeufigkeit ('' = field absent), new haeufigkeit,
+-- new salienz, TTL of its new tier, '1' when the new salienz is at or above KZG_SALIENZ_HIGH.
+--
+-- Returns {status, code per neighbour…}: status 1 = created, 0 = reinforce only, -1 = the key
+-- already existed (nothing written). Codes: 1 reinforced, 2 reinforced and queued,
+-- 0 gone (expired or deleted meanwhile), -1 haeufigkeit changed meanwhile (recompute and retry).
+
+local function enqueue(key)
+  local f = redis.call('HMGET', key, 'turn_id', 'user_id', 'character_id')
+  redis.call('XADD', KEYS[2], '*', 'kzg_key', key, 'ausloeser_turn_id', f[1] or '',
+    'user_id', f[2] or '', 'character_id', f[3] or '')
+end
+
+local nfields = tonumber(ARGV[6])
+local status = 0
+if ARGV[1] == 'create' then
+  if redis.call('EXISTS', KEYS[1]) == 1 then
+    return {-1}
+  end
+  local pairs_ = {}
+  for i = 7, 6 + 2 * nfields do
+    pairs_[#pairs_ + 1] = ARGV[i]
+  end
+  redis.call('HSET', KEYS[1], unpack(pairs_))
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  if ARGV[3] == '1' then
+    enqueue(KEYS[1])
+  end
+  if ARGV[4] ~= '' then
+    redis.call('HSET', KEYS[3], 'reason', ARGV[4], 'gesetzt_am', ARGV[5], 'kzg_key', KEYS[1])
+  end
+  status = 1
+end
+
+local results = {status}
+local pos = 7 + 2 * nfields
+for k = 4, #KEYS do
+  local key = KEYS[k]
+  local code = 0
+  if redis.call('EXISTS', key) == 1 then
+    local current = redis.call('HGET', key, 'haeufigkeit') or ''
+    if current ~= ARGV[pos] then
+      code = -1
+    else
+      redis.call('HSET', key, 'haeufigkeit', ARGV[pos + 1], 'salienz', ARGV[pos + 2])
+      -- max(remaining, TTL of the new tier)
+      redis.call('EXPIRE', key, ARGV[pos + 3], 'GT')
+      code = 1
+      if ARGV[pos + 4] == '1' and redis.call('HGET', key, 'promotion_queued') ~= '1' then
+        redis.call('HSET', key, 'promotion_queued', '1')
+        enqueue(key)
+        code = 2
+      end
+    end
+  end
+  results[#results + 1] = code
+  pos = pos + 5
+end
+return results

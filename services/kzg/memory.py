@@ -1,0 +1,472 @@
+"""The KZG's behaviour (SPEC §3, §4): validation, gate, reinforcement, retrieval, queue, session.
+
+Ties the pure rules of ``domain`` to the I/O of ``store`` and the embedding provider, and writes
+the pipeline-log records. The servicer only translates proto messages to and from these calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import math
+import random
+import re
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from novaberg_core.canon import Canon, default_canon
+from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text, query_embed_text
+from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
+from novaberg_core.pipeline_log import PipelineLog
+from services.kzg.domain import (
+    BEOBACHTER,
+    KZG_SALIENZ_HIGH,
+    KZG_SALIENZ_MID,
+    KZG_SALIENZ_MINIMUM,
+    REINFORCEMENT_MODES,
+    SESSION_ROLES,
+    SESSION_SUMMARIZE_AT,
+    THEMEN_SEPARATOR,
+    Tier,
+    check_canon,
+    check_entry_id,
+    check_pair,
+    check_unit_interval,
+    clean_themen,
+    dedupe_entitaet_ids,
+    reinforce,
+    salienz_berechnen,
+    themen_norm,
+    tier_for,
+    ttl_seconds,
+)
+from services.kzg.models import (
+    AppendResult,
+    EntryInput,
+    Hit,
+    KzgEntryData,
+    Pair,
+    PromotionJobData,
+    QueueState,
+    RetrieveQuery,
+    RetrieveResult,
+    SessionState,
+    SessionTurnRecord,
+    StoreResult,
+    Vector,
+)
+from services.kzg.store import (
+    KzgStore,
+    Neighbour,
+    NeighbourUpdate,
+    encode_vector,
+    entry_key,
+    hash_dirty_key,
+    pair_prefix,
+)
+from services.kzg.summary import ExtractiveSummariser, Summariser
+
+__all__ = ["DEFAULT_RECLAIM_IDLE_MS", "DEFAULT_TOP_K", "MAX_TOP_K", "KzgMemory"]
+
+_LOG = logging.getLogger("novaberg.kzg")
+
+DEFAULT_TOP_K = 10
+MAX_TOP_K = 1_000
+DEFAULT_RECLAIM_IDLE_MS = 60_000
+"""Pending jobs idle this long are taken over from a consumer presumed dead (SPEC §4.6)."""
+_CAS_ATTEMPTS = 10
+_STREAM_ID = re.compile(r"\d+-\d+")
+_WRITE_NODE = "kzg_speicher"
+"""Pipeline-log node of the write path (kzg §4b)."""
+_READ_NODE = "kzg"
+_SESSION_NODE = "session"
+
+
+class KzgMemory:
+    """Everything the KZG service does, over one store, one embedding provider and one log."""
+
+    def __init__(
+        self,
+        store: KzgStore,
+        provider: EmbeddingProvider,
+        log: PipelineLog,
+        *,
+        retrieval_threshold: float,
+        canon: Canon | None = None,
+        reinforcement: str = "thema",
+        summariser: Summariser | None = None,
+        reclaim_idle_ms: int = DEFAULT_RECLAIM_IDLE_MS,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if reinforcement not in REINFORCEMENT_MODES:
+            raise ValueError(f"reinforcement must be one of {REINFORCEMENT_MODES}, got {reinforcement!r}")
+        if provider.dimension != store.dimension:
+            raise ValueError(f"provider dimension {provider.dimension} != store dimension {store.dimension}")
+        self.store = store
+        self.provider = provider
+        self.log = log
+        self.retrieval_threshold = retrieval_threshold
+        self.canon = canon or default_canon()
+        self.reinforcement = reinforcement
+        self.summariser: Summariser = summariser or ExtractiveSummariser()
+        self.reclaim_idle_ms = reclaim_idle_ms
+        self.clock = clock
+        self._pair_locks: weakref.WeakValueDictionary[Pair, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def _pair_lock(self, pair: Pair) -> asyncio.Lock:
+        lock = self._pair_locks.get(pair)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._pair_locks[pair] = lock
+        return lock
+
+    async def start(self) -> None:
+        """Model guard, index and consumer group, in that order (SPEC §2, §4.5, §4.6)."""
+        await self.store.check_model(self.provider.stamp)
+        await self.store.ensure_index()
+        await self.store.ensure_promotion_group()
+
+    # ------------------------------------------------------------------ session (SPEC §3)
+
+    async def append_session_turn(
+        self, pair: Pair, turn: SessionTurnRecord, *, as_of: float | None = None
+    ) -> AppendResult:
+        """Append, refresh the 4 h TTL, fold the oldest 10 turns into the summary above 25."""
+        check_pair(pair.user_id, pair.character_id)
+        if turn.role not in SESSION_ROLES:
+            raise InvalidArgument(f"turn.role must be one of {', '.join(SESSION_ROLES)}, got {turn.role!r}")
+        if not turn.text.strip():
+            raise InvalidArgument("turn.text must not be empty")
+        if not math.isfinite(turn.arousal):
+            raise InvalidArgument(f"turn.arousal must be a finite number, got {turn.arousal!r}")
+        if not turn.created_at:
+            turn = dataclasses.replace(turn, created_at=as_of if as_of is not None else self.clock())
+        length = await self.store.session_append(pair, turn)
+        summarized = trimmed = False
+        if length > SESSION_SUMMARIZE_AT:
+            summarized, trimmed = await self.store.session_fold(pair, self.summariser)
+            length = len((await self.store.session_read(pair)).turns)
+        self.log.db_write(
+            turn_id=turn.turn_id, node=_SESSION_NODE, tabelle="session", operation="append",
+            rolle=turn.role, laenge=length, zusammengefasst=summarized, gekuerzt=trimmed,
+            user_id=pair.user_id, character_id=pair.character_id,
+        )
+        return AppendResult(turn_count=length, summarized=summarized, trimmed=trimmed)
+
+    async def get_session(self, pair: Pair) -> SessionState:
+        check_pair(pair.user_id, pair.character_id)
+        state = await self.store.session_read(pair)
+        self.log.db_read(
+            turn_id="", node=_SESSION_NODE, tabelle="session", treffer=len(state.turns),
+            user_id=pair.user_id, character_id=pair.character_id,
+        )
+        return state
+
+    # ------------------------------------------------------------------ write path (SPEC §4.1–§4.4)
+
+    def _validate_entry(self, entry: EntryInput) -> list[str]:
+        check_pair(entry.pair.user_id, entry.pair.character_id)
+        if entry.beobachter not in BEOBACHTER:
+            raise InvalidArgument(f"beobachter must be one of {', '.join(BEOBACHTER)}, got {entry.beobachter!r}")
+        if not entry.inhalt.strip():
+            raise InvalidArgument("inhalt must not be empty")
+        check_unit_interval("salience.salienz", entry.salienz)
+        check_unit_interval("ei.arousal", entry.arousal)
+        if entry.entry_id:
+            check_entry_id(entry.entry_id)
+        if entry.embedding is not None:
+            self._check_vector("embedding", entry.embedding)
+        return clean_themen(entry.themen)
+
+    def _check_vector(self, name: str, vector: Vector) -> None:
+        if vector.shape != (self.provider.dimension,):
+            raise InvalidArgument(
+                f"{name} has {vector.size} values, the model {self.provider.model_id} has {self.provider.dimension}"
+            )
+        if not np.all(np.isfinite(vector)):
+            raise InvalidArgument(f"{name} contains NaN or infinite values")
+
+    async def store_entry(self, entry: EntryInput) -> StoreResult:
+        """Gate, canon, embed, write with TTL, queue ≥ HIGH, reinforce neighbours (SPEC §4.1–§4.4)."""
+        themen = self._validate_entry(entry)
+        pair = entry.pair
+        pair_kwargs = {"user_id": pair.user_id, "character_id": pair.character_id}
+        turn_id, span_id = entry.turn_id, entry.span_id or None
+
+        canon = check_canon(entry.modus, entry.intentionen, self.canon)
+        writer = entry.writer or "unbekannt"
+        for field, value in canon.rejections:
+            _LOG.error(
+                "kzg canon: writer=%s field=%s value=%r is not in %s; %s",
+                writer, field, value, "MODUS_KANON" if field == "modus" else "INTENT_KANON",
+                "stored empty" if field == "modus" else "dropped",
+            )
+            self.log.error(
+                turn_id=turn_id, node=_WRITE_NODE, typ="kanon",
+                message=f"writer={writer} field={field} value={value!r} nicht im Kanon",
+                span_id=span_id, **pair_kwargs,
+            )
+        rejections = tuple(f"{field}={value}" for field, value in canon.rejections)
+
+        salienz = salienz_berechnen(entry.salienz, 1)
+        tier = tier_for(salienz)
+        self.log.decision(
+            turn_id=turn_id, node=_WRITE_NODE, entscheidung=f"{_WRITE_NODE}.salienz_tor",
+            ausgang=tier.name if tier else "abgelehnt",
+            eingang={"salienz_eingang": entry.salienz, "salienz": salienz},
+            massstab={"minimum": KZG_SALIENZ_MINIMUM, "mid": KZG_SALIENZ_MID, "high": KZG_SALIENZ_HIGH},
+            span_id=span_id, **pair_kwargs,
+        )
+        if tier is None:
+            return StoreResult(stored=False, salienz=salienz, canon_rejections=rejections)
+
+        if entry.embedding is not None:
+            vector = entry.embedding
+        else:
+            vector = await self.provider.embed_one(kzg_embed_text(themen, entry.inhalt))
+        key = entry_key(pair, entry.entry_id or uuid.uuid4().hex)
+        if await self.store.exists(key):
+            raise AlreadyExists(f"KZG entry {key} exists already; entry ids are unique")
+
+        now = entry.as_of if entry.as_of is not None else self.clock()
+        ttl = ttl_seconds(tier)
+        queue = tier is Tier.HIGH
+        norm = themen_norm(themen)
+        entitaet_ids = dedupe_entitaet_ids(entry.entitaet_ids)
+        fields: dict[str, str | bytes] = {
+            "inhalt": entry.inhalt,
+            "themen": THEMEN_SEPARATOR.join(themen),
+            "themen_norm": THEMEN_SEPARATOR.join(norm),
+            "salienz": repr(salienz),
+            "salienz_eingang": repr(float(entry.salienz)),
+            "salienz_eingang_herkunft": "gemessen",
+            "haeufigkeit": "1",
+            "gedaechtnistyp": entry.gedaechtnistyp,
+            "dimension": entry.dimension,
+            "intentionen": ",".join(canon.intentionen),
+            "emotion": entry.emotion,
+            "modus": canon.modus,
+            "arousal": repr(float(entry.arousal)),
+            "emotions_vektor": entry.emotions_vektor,
+            "sprach_stil": entry.sprach_stil,
+            "beziehungs_dynamik": entry.beziehungs_dynamik or "neutral",
+            "tone": entry.tone,
+            "user_id": pair.user_id,
+            "character_id": pair.character_id,
+            "beobachter": entry.beobachter,
+            "entitaet_ids": ",".join(str(i) for i in entitaet_ids),
+            "embedding": encode_vector(vector),
+            "erstellt_am": repr(float(now)),
+            "turn_id": turn_id,
+            "promotion_queued": "1" if queue else "0",
+        }
+        if entry.timeline_id is not None:
+            fields["timeline_id"] = str(entry.timeline_id)
+
+        # One write per pair at a time in this process: neighbour search and update see a settled
+        # pair. Other replicas are handled by the compare-and-set in the script (_settle).
+        async with self._pair_lock(pair):
+            neighbours: list[Neighbour] = []
+            if self.reinforcement == "thema" and norm:
+                neighbours = await self.store.find_theme_neighbours(pair, norm, exclude_key=key)
+            updates = self._updates(neighbours, turn_id, pair_kwargs)
+            outcome = await self.store.write_entry(
+                key, fields, ttl_seconds=ttl, queue=queue, hash_dirty_key_=hash_dirty_key(pair),
+                hash_dirty_reason="kzg_salienz_high" if queue else "", now=float(now), updates=updates,
+            )
+            if not outcome.created:
+                raise AlreadyExists(f"KZG entry {key} exists already; entry ids are unique")
+            reinforced, queued = await self._settle(key, pair, updates, list(outcome.codes), turn_id, pair_kwargs)
+
+        self.log.db_write(
+            turn_id=turn_id, node=_WRITE_NODE, tabelle="kzg", operation="hset",
+            kzg_key=key, entitaet_ids=entitaet_ids, timeline_id=entry.timeline_id, themen=themen,
+            dimension=entry.dimension, salienz=salienz, ttl=ttl, beobachter=entry.beobachter,
+            promotion_queue=queue, verstaerkt=reinforced, verstaerkt_queue=queued,
+            span_id=span_id, **pair_kwargs,
+        )
+        _LOG.info(
+            "KZG-Dispatch: Paar=%s:%s, Beobachter=%s, key=%s, tier=%s, verstaerkt=%d",
+            pair.user_id, pair.character_id, entry.beobachter, key, tier.name, reinforced,
+        )
+        return StoreResult(
+            stored=True, kzg_key=key, tier=tier, salienz=salienz, ttl_seconds=ttl,
+            queued_for_promotion=queue, reinforced_count=reinforced, reinforced_queued_count=queued,
+            canon_rejections=rejections,
+        )
+
+    def _updates(
+        self, neighbours: Sequence[Neighbour], turn_id: str, pair_kwargs: dict[str, str]
+    ) -> list[NeighbourUpdate]:
+        """Reinforcement of each neighbour by SPEC §4.4; entries without salienz_eingang are skipped."""
+        updates = []
+        for neighbour in neighbours:
+            haeufigkeit = _parse_haeufigkeit(neighbour.haeufigkeit_raw)
+            if neighbour.salienz_eingang is None or haeufigkeit is None:
+                missing = "salienz_eingang" if neighbour.salienz_eingang is None else "haeufigkeit"
+                _LOG.error(
+                    "kzg reinforcement: %s has no readable %s; skipped, not reinforced", neighbour.key, missing
+                )
+                self.log.error(
+                    turn_id=turn_id, node=_WRITE_NODE, typ="verstaerkung_uebersprungen",
+                    message=f"{neighbour.key}: {missing} fehlt oder ist unlesbar", **pair_kwargs,
+                )
+                continue
+            step = reinforce(neighbour.salienz_eingang, haeufigkeit)
+            updates.append(
+                NeighbourUpdate(
+                    key=neighbour.key,
+                    expected_haeufigkeit=neighbour.haeufigkeit_raw,
+                    haeufigkeit=step.haeufigkeit,
+                    salienz=step.salienz,
+                    ttl_seconds=step.ttl_seconds,
+                    reaches_high=step.reaches_high,
+                )
+            )
+        return updates
+
+    async def _settle(
+        self,
+        key: str,
+        pair: Pair,
+        updates: list[NeighbourUpdate],
+        codes: list[int],
+        turn_id: str,
+        pair_kwargs: dict[str, str],
+    ) -> tuple[int, int]:
+        """Retry neighbours whose haeufigkeit changed concurrently (compare-and-set); → (reinforced, queued)."""
+        reinforced = sum(1 for c in codes if c > 0)
+        queued = sum(1 for c in codes if c == 2)
+        conflicts = [u.key for u, c in zip(updates, codes, strict=True) if c == -1]
+        for attempt in range(_CAS_ATTEMPTS):
+            if not conflicts:
+                break
+            await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # another replica writes this pair
+            retry = self._updates(await self.store.read_neighbours(conflicts), turn_id, pair_kwargs)
+            outcome = await self.store.write_entry(
+                key, {}, ttl_seconds=0, queue=False, hash_dirty_key_=hash_dirty_key(pair),
+                hash_dirty_reason="", now=0.0, updates=retry, create=False,
+            )
+            reinforced += sum(1 for c in outcome.codes if c > 0)
+            queued += sum(1 for c in outcome.codes if c == 2)
+            conflicts = [u.key for u, c in zip(retry, outcome.codes, strict=True) if c == -1]
+        if conflicts:
+            _LOG.error("kzg reinforcement: gave up on %d entries changed concurrently: %s", len(conflicts), conflicts)
+        return reinforced, queued
+
+    # ------------------------------------------------------------------ retrieval (SPEC §4.5)
+
+    async def retrieve(self, query: RetrieveQuery) -> RetrieveResult:
+        """KNN within the pair; hits below the model's ``kzg_retrieval`` dropped; empty is valid."""
+        pair = query.pair
+        check_pair(pair.user_id, pair.character_id)
+        if query.beobachter is not None and query.beobachter not in BEOBACHTER:
+            raise InvalidArgument(f"beobachter must be one of {', '.join(BEOBACHTER)}, got {query.beobachter!r}")
+        top_k = query.top_k or DEFAULT_TOP_K
+        if not 0 < top_k <= MAX_TOP_K:
+            raise InvalidArgument(f"top_k must be within 1..{MAX_TOP_K} (0 = {DEFAULT_TOP_K}), got {query.top_k}")
+        if query.filters.min_salienz is not None and not math.isfinite(query.filters.min_salienz):
+            raise InvalidArgument("filters.min_salienz must be a finite number")
+        if query.query_vector is not None:
+            self._check_vector("query_vector", query.query_vector)
+            vector = query.query_vector
+        elif query.query_text and query.query_text.strip():
+            vector = await self.provider.embed_one(query_embed_text(query.query_text))
+        else:
+            raise InvalidArgument("either query_text (non-empty) or query_vector is required")
+        filters = dataclasses.replace(query.filters, themen=tuple(themen_norm(query.filters.themen)))
+        found = await self.store.knn(pair, vector, top_k, beobachter=query.beobachter, filters=filters)
+        kept = [(entry, sim) for entry, sim in found if sim >= self.retrieval_threshold]
+        ttls = await self.store.ttls([entry.kzg_key for entry, _ in kept]) if kept else []
+        hits = tuple(
+            Hit(entry=dataclasses.replace(entry, ttl_seconds=ttl), similarity=sim)
+            for (entry, sim), ttl in zip(kept, ttls, strict=True)
+        )
+        dropped = len(found) - len(kept)
+        self.log.db_read(
+            turn_id=query.turn_id, node=_READ_NODE, tabelle="kzg", treffer=len(hits),
+            verworfen_unter_schwelle=dropped, schwelle=self.retrieval_threshold, top_k=top_k,
+            beobachter=query.beobachter or "beide", kzg_keys=[h.entry.kzg_key for h in hits],
+            span_id=query.span_id or None, user_id=pair.user_id, character_id=pair.character_id,
+        )
+        return RetrieveResult(
+            hits=hits, threshold=self.retrieval_threshold, model_id=self.provider.model_id,
+            dropped_below_threshold=dropped,
+        )
+
+    # ------------------------------------------------------------------ get / delete / hash_dirty
+
+    def _check_key(self, pair: Pair, key: str) -> None:
+        check_pair(pair.user_id, pair.character_id)
+        prefix = pair_prefix(pair)
+        if not key.startswith(prefix) or ":" in key[len(prefix) :] or len(key) == len(prefix):
+            raise InvalidArgument(f"kzg_key {key!r} is not a KZG key of the pair (expected {prefix}<entry_id>)")
+
+    async def get_entry(self, pair: Pair, key: str, *, include_embedding: bool = False) -> KzgEntryData:
+        self._check_key(pair, key)
+        entry = await self.store.get_entry(key, with_embedding=include_embedding)
+        self.log.db_read(
+            turn_id="", node=_READ_NODE, tabelle="kzg", treffer=int(entry is not None), kzg_key=key,
+            user_id=pair.user_id, character_id=pair.character_id,
+        )
+        if entry is None:
+            raise NotFound(f"KZG entry {key} does not exist (expired, deleted or never written)")
+        return entry
+
+    async def delete_entry(self, pair: Pair, key: str, *, turn_id: str = "", span_id: str = "") -> tuple[bool, bool]:
+        """DEL, then EXISTS to verify (SPEC §5.3 step 6); a missing key is reported, not an error."""
+        self._check_key(pair, key)
+        deleted, gone = await self.store.delete_entry(key)
+        self.log.db_write(
+            turn_id=turn_id, node=_WRITE_NODE, tabelle="kzg", operation="del", kzg_key=key,
+            geloescht=deleted, verifiziert_weg=gone, span_id=span_id or None,
+            user_id=pair.user_id, character_id=pair.character_id,
+        )
+        return deleted, gone
+
+    async def mark_hash_dirty(self, pair: Pair, reason: str, *, as_of: float | None = None) -> None:
+        check_pair(pair.user_id, pair.character_id)
+        now = as_of if as_of is not None else self.clock()
+        await self.store.mark_hash_dirty(pair, reason or "unbenannt", now)
+        self.log.db_write(
+            turn_id="", node=_WRITE_NODE, tabelle="hash_dirty", operation="hset", grund=reason,
+            user_id=pair.user_id, character_id=pair.character_id,
+        )
+
+    # ------------------------------------------------------------------ promotion queue (SPEC §4.6)
+
+    async def read_promotion_jobs(
+        self, consumer: str, count: int, *, block_ms: int = 0, reclaim_idle_ms: int = 0
+    ) -> list[PromotionJobData]:
+        if not consumer.strip():
+            raise InvalidArgument("consumer must not be empty")
+        if count < 0 or block_ms < 0 or reclaim_idle_ms < 0:
+            raise InvalidArgument("count, block_ms and reclaim_idle_ms must not be negative")
+        return await self.store.read_jobs(
+            consumer, count or 10, block_ms=block_ms, reclaim_idle_ms=reclaim_idle_ms or self.reclaim_idle_ms
+        )
+
+    async def ack_promotion_jobs(self, job_ids: Sequence[str]) -> int:
+        for job_id in job_ids:
+            if not _STREAM_ID.fullmatch(job_id):
+                raise InvalidArgument(f"job id {job_id!r} is not a stream id like 1764428000000-0")
+        return await self.store.ack_jobs(list(job_ids))
+
+    async def inspect_promotion_queue(self, limit: int) -> QueueState:
+        return await self.store.inspect_queue(limit if limit > 0 else 100)
+
+
+def _parse_haeufigkeit(raw: str) -> int | None:
+    """The stored haeufigkeit; an absent field counts as 1 (never reinforced)."""
+    if raw == "":
+        return 1
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    return value if value >= 1 else None

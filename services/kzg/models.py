@@ -1,0 +1,192 @@
+"""Data the KZG passes between servicer, write/read path and store (SPEC §3, §4); no I/O, no formulas."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from services.kzg.domain import Tier
+
+Vector = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A conversation pair (SPEC §0)."""
+
+    user_id: str
+    character_id: str
+
+
+@dataclass(frozen=True)
+class EntryInput:
+    """A StoreEntry request after translation from proto (SPEC §4.1); validated by the write path."""
+
+    pair: Pair
+    beobachter: str
+    """``user`` or ``assistant``; anything else is refused."""
+    inhalt: str
+    salienz: float
+    """The model's score 0..1; becomes ``salienz_eingang``."""
+    themen: tuple[str, ...] = ()
+    gedaechtnistyp: str = ""
+    dimension: str = ""
+    emotion: str = ""
+    modus: str = ""
+    arousal: float = 0.0
+    emotions_vektor: str = ""
+    sprach_stil: str = ""
+    beziehungs_dynamik: str = ""
+    tone: str = ""
+    intentionen: tuple[str, ...] = ()
+    entitaet_ids: tuple[int, ...] = ()
+    timeline_id: int | None = None
+    turn_id: str = ""
+    span_id: str = ""
+    embedding: Vector | None = None
+    """Precomputed embedding of the KZG embed text; None → the service embeds."""
+    entry_id: str = ""
+    """Empty → generated."""
+    as_of: float | None = None
+    """Unix seconds; None → now."""
+    writer: str = ""
+    """Who writes, for the canon ERROR lines."""
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    """Outcome of one write (SPEC §4.3, §4.4)."""
+
+    stored: bool
+    kzg_key: str = ""
+    tier: Tier | None = None
+    salienz: float = 0.0
+    ttl_seconds: int = 0
+    queued_for_promotion: bool = False
+    reinforced_count: int = 0
+    reinforced_queued_count: int = 0
+    canon_rejections: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KzgEntryData:
+    """One entry as read from its hash (SPEC §4.1)."""
+
+    kzg_key: str
+    entry_id: str
+    pair: Pair
+    beobachter: str
+    inhalt: str
+    themen: tuple[str, ...]
+    salienz: float
+    salienz_eingang: float | None
+    salienz_eingang_herkunft: str
+    haeufigkeit: int
+    gedaechtnistyp: str
+    dimension: str
+    emotion: str
+    modus: str
+    arousal: float
+    emotions_vektor: str
+    sprach_stil: str
+    beziehungs_dynamik: str
+    tone: str
+    intentionen: tuple[str, ...]
+    entitaet_ids: tuple[int, ...]
+    timeline_id: int | None
+    erstellt_am: float
+    turn_id: str
+    ttl_seconds: int
+    promotion_queued: bool = False
+    embedding: Vector | None = None
+
+
+@dataclass(frozen=True)
+class RetrieveFilters:
+    """Optional filters of a retrieval (SPEC §4.5); each list means "any of"."""
+
+    emotion: tuple[str, ...] = ()
+    modus: tuple[str, ...] = ()
+    entitaet_ids: tuple[int, ...] = ()
+    themen: tuple[str, ...] = ()
+    timeline_id: int | None = None
+    min_salienz: float | None = None
+
+
+@dataclass(frozen=True)
+class RetrieveQuery:
+    """A Retrieve request after translation (SPEC §4.5): text or vector, never both."""
+
+    pair: Pair
+    query_text: str | None = None
+    query_vector: Vector | None = None
+    beobachter: str | None = None
+    """None → both perspectives."""
+    filters: RetrieveFilters = field(default_factory=RetrieveFilters)
+    top_k: int = 10
+    turn_id: str = ""
+    span_id: str = ""
+
+
+@dataclass(frozen=True)
+class Hit:
+    entry: KzgEntryData
+    similarity: float
+
+
+@dataclass(frozen=True)
+class RetrieveResult:
+    hits: tuple[Hit, ...]
+    threshold: float
+    model_id: str
+    dropped_below_threshold: int
+
+
+@dataclass(frozen=True)
+class PromotionJobData:
+    """One promotion job as delivered from the stream (SPEC §4.6)."""
+
+    job_id: str
+    kzg_key: str
+    ausloeser_turn_id: str
+    pair: Pair
+    delivery_count: int
+
+
+@dataclass(frozen=True)
+class QueueState:
+    length: int
+    pending: int
+    consumers: tuple[str, ...]
+    pending_jobs: tuple[PromotionJobData, ...]
+
+
+@dataclass(frozen=True)
+class SessionState:
+    turns: tuple[SessionTurnRecord, ...]
+    summary: str
+    ttl_seconds: int
+
+
+@dataclass(frozen=True)
+class SessionTurnRecord:
+    """A session turn (SPEC §3), one JSON item of the list."""
+
+    role: str
+    text: str
+    turn_id: str = ""
+    created_at: float = 0.0
+    intention: str = ""
+    emotion: str = ""
+    modus: str = ""
+    arousal: float = 0.0
+    emotions_vektor: str = ""
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    turn_count: int
+    summarized: bool
+    trimmed: bool

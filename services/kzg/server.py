@@ -1,0 +1,74 @@
+"""KZG server wiring (STYLE rule 3): store, embedding provider, pipeline log, servicer."""
+
+from __future__ import annotations
+
+from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg_core.embedding import EmbeddingProvider, profile_for, provider_from_env
+from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.server import RunningServer, run_service, serve
+from novaberg_core.server import create_server as create_grpc_server
+from novaberg_core.telemetry import configure_logging
+from services.kzg.config import KzgConfig
+from services.kzg.memory import KzgMemory
+from services.kzg.servicer import KzgServicer
+from services.kzg.store import KzgStore
+from services.kzg.summary import Summariser
+
+SERVICE_NAME = kzg_pb2.DESCRIPTOR.services_by_name["KzgService"].full_name
+
+
+def _pipeline_log() -> PipelineLog:
+    """The shared log client as the environment configures it (a no-op sink until the log service)."""
+    from_env = getattr(PipelineLog, "from_env", None)
+    if from_env is not None:
+        log: PipelineLog = from_env("System")
+        return log
+    return PipelineLog()
+
+
+async def create_server(
+    cfg: KzgConfig,
+    *,
+    provider: EmbeddingProvider | None = None,
+    log: PipelineLog | None = None,
+    summariser: Summariser | None = None,
+    retrieval_threshold: float | None = None,
+) -> RunningServer:
+    """Start the KZG service: model guard, index, consumer group, then serve (SPEC §2, §4).
+
+    ``retrieval_threshold`` defaults to the provider's profile (``kzg_retrieval``); a model
+    without a measured profile refuses to start.
+    """
+    provider = provider or provider_from_env()
+    threshold = retrieval_threshold if retrieval_threshold is not None else profile_for(provider.model_id).kzg_retrieval
+    log = log or _pipeline_log()
+    store = KzgStore.from_url(cfg.redis_url, dimension=provider.dimension, vector_algorithm=cfg.vector_algorithm)
+    memory = KzgMemory(
+        store, provider, log, retrieval_threshold=threshold, reinforcement=cfg.reinforcement,
+        summariser=summariser, reclaim_idle_ms=cfg.reclaim_idle_ms,
+    )
+    try:
+        await memory.start()
+        await log.start()
+    except BaseException:
+        await store.close()
+        raise
+    servicer = KzgServicer(memory)
+    return await create_grpc_server(
+        cfg.common,
+        lambda server: kzg_pb2_grpc.add_KzgServiceServicer_to_server(servicer, server),
+        [SERVICE_NAME],
+        on_shutdown=[log.close, store.close],
+    )
+
+
+async def _main() -> None:
+    cfg = KzgConfig.from_env()
+    configure_logging(cfg.common.log_level)
+    running = await create_server(cfg)
+    await serve(running, cfg.common.grace_seconds)
+
+
+def main() -> None:
+    """``python -m services.kzg``."""
+    run_service(_main)
