@@ -1,0 +1,41 @@
+"""Store-model guard: a store filled by one model is never served with another (SPEC §2).
+
+Each service records a :class:`ModelStamp` in its own store when it first writes a vector
+and compares it at start-up with :func:`check_store_model`; only a re-embed tool that has
+rewritten every vector of the store may change the stamp.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from novaberg_core.errors import ModelMismatch
+
+
+@dataclass(frozen=True)
+class ModelStamp:
+    """Which embedding model (and vector length) filled a store."""
+
+    model_id: str
+    """The provider's ``model_id``, e.g. ``all-minilm-l6-v2-int8``."""
+    dimension: int
+    """Length of the stored vectors."""
+
+    def __str__(self) -> str:
+        return f"{self.model_id} ({self.dimension}-d)"
+
+
+def check_store_model(recorded: ModelStamp | None, configured: ModelStamp) -> None:
+    """Refuse to serve a store filled by another model than the configured one (SPEC §2).
+
+    ``recorded`` is None for an empty store that has no stamp yet: that is allowed, and the
+    caller records ``configured`` with its first write.
+    """
+    if recorded is None or recorded == configured:
+        return
+    raise ModelMismatch(
+        f"this store was filled by embedding model {recorded}, but the service is configured "
+        f"with {configured}; vectors of two models must never be mixed. Re-embed the store with "
+        f"{configured.model_id} (every vector, then record the new model), or start the service "
+        f"with {recorded.model_id} again."
+    )

@@ -1,0 +1,39 @@
+"""Store-model guard (SPEC §2): no turn ever sees vectors of two models."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from novaberg_core.embedding import ModelStamp, check_store_model, make_provider
+from novaberg_core.errors import ModelMismatch
+
+MINILM = ModelStamp("all-minilm-l6-v2-int8", 384)
+NOMIC = ModelStamp("ollama:nomic-embed-text-v2-moe", 768)
+
+
+def test_empty_store_is_accepted() -> None:
+    check_store_model(None, MINILM)
+
+
+def test_same_model_is_accepted() -> None:
+    check_store_model(ModelStamp("all-minilm-l6-v2-int8", 384), MINILM)
+
+
+def test_other_model_is_refused_naming_both_and_the_re_embed() -> None:
+    with pytest.raises(ModelMismatch) as raised:
+        check_store_model(NOMIC, MINILM)
+    message = str(raised.value)
+    assert "ollama:nomic-embed-text-v2-moe (768-d)" in message
+    assert "all-minilm-l6-v2-int8 (384-d)" in message
+    assert "re-embed" in message.lower()
+    assert raised.value.status_code == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_same_model_with_another_dimension_is_refused() -> None:
+    with pytest.raises(ModelMismatch, match="256-d"):
+        check_store_model(ModelStamp("all-minilm-l6-v2-int8", 256), MINILM)
+
+
+def test_provider_stamp_is_its_model_and_dimension() -> None:
+    assert make_provider("minilm").stamp == MINILM
