@@ -1,0 +1,3 @@
+from services.pipeline.server import main
+
+main()

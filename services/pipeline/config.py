@@ -1,0 +1,86 @@
+"""Configuration of the pipeline service, read once from the environment (STYLE rule 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from novaberg_core.config import CommonConfig, env_choice, env_float, env_int, env_str
+
+__all__ = ["ANALYZERS", "PipelineConfig"]
+
+ANALYZERS = ("offline", "ollama")
+"""Accepted values of ``NOVABERG_PIPELINE_ANALYZER``."""
+
+_PREFIX = "NOVABERG_PIPELINE_"
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """Settings of the pipeline service (env prefix ``NOVABERG_PIPELINE_``)."""
+
+    common: CommonConfig
+    """Host, port, grace, telemetry and log level (``NOVABERG_PIPELINE_HOST`` …)."""
+
+    kzg_addr: str
+    """``host:port`` of the KZG service (``NOVABERG_KZG_ADDR``)."""
+
+    lzg_addr: str
+    """``host:port`` of the LZG service (``NOVABERG_LZG_ADDR``)."""
+
+    redis_url: str
+    """Redis holding the previous-turn cluster per pair (``NOVABERG_REDIS_URL``)."""
+
+    analyzer: str = "offline"
+    """Analyzer for turns sent without a salience result: ``offline`` rules or ``ollama`` chat model."""
+
+    ollama_url: str = "http://127.0.0.1:11434"
+    """Ollama server of the ``ollama`` analyzer (``NOVABERG_OLLAMA_URL``)."""
+
+    ollama_chat_model: str = ""
+    """Chat model of the ``ollama`` analyzer (``NOVABERG_PIPELINE_OLLAMA_MODEL``; required for it)."""
+
+    ollama_timeout_s: float = 60.0
+    """How long one analysis by the chat model may take."""
+
+    ollama_fallback_offline: bool = False
+    """Answer with the offline rules when the chat model fails (``NOVABERG_PIPELINE_OLLAMA_FALLBACK``)."""
+
+    kzg_top_k: int = 10
+    """KZG hits per dossier (both perspectives together, SPEC §4.5)."""
+
+    gewicht_user: float = 1.0
+    """``RETRIEVAL_KZG_GEWICHT_USER`` (mem §11.6): weight of ``beobachter = user`` hits."""
+
+    gewicht_assistant: float = 0.7
+    """``RETRIEVAL_KZG_GEWICHT_ASSISTANT`` (mem §11.6): weight of the character's own hits."""
+
+    peer_timeout_s: float = 10.0
+    """Deadline of each call to the KZG or LZG service."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> PipelineConfig:
+        analyzer = env_choice(f"{_PREFIX}ANALYZER", ANALYZERS, "offline", env=env)
+        model = env_str(f"{_PREFIX}OLLAMA_MODEL", "", env=env)
+        if analyzer == "ollama" and not model:
+            from novaberg_core.config import ConfigError
+
+            raise ConfigError(
+                f"{_PREFIX}OLLAMA_MODEL", f"{_PREFIX}OLLAMA_MODEL must be set when {_PREFIX}ANALYZER=ollama"
+            )
+        fallback = env_choice(f"{_PREFIX}OLLAMA_FALLBACK", ("offline", "none"), "none", env=env)
+        return cls(
+            common=CommonConfig.from_env("pipeline", env=env),
+            kzg_addr=env_str("NOVABERG_KZG_ADDR", env=env),
+            lzg_addr=env_str("NOVABERG_LZG_ADDR", env=env),
+            redis_url=env_str("NOVABERG_REDIS_URL", env=env),
+            analyzer=analyzer,
+            ollama_url=env_str("NOVABERG_OLLAMA_URL", "http://127.0.0.1:11434", env=env),
+            ollama_chat_model=model,
+            ollama_timeout_s=env_float(f"{_PREFIX}OLLAMA_TIMEOUT_S", 60.0, min_value=0.1, env=env),
+            ollama_fallback_offline=fallback == "offline",
+            kzg_top_k=env_int(f"{_PREFIX}KZG_TOP_K", 10, min_value=1, max_value=100, env=env),
+            gewicht_user=env_float(f"{_PREFIX}GEWICHT_USER", 1.0, min_value=0.0, env=env),
+            gewicht_assistant=env_float(f"{_PREFIX}GEWICHT_ASSISTANT", 0.7, min_value=0.0, env=env),
+            peer_timeout_s=env_float(f"{_PREFIX}PEER_TIMEOUT_S", 10.0, min_value=0.1, env=env),
+        )

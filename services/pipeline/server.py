@@ -1,0 +1,88 @@
+"""Pipeline server wiring (STYLE rule 3): peers, cluster store, analyzer, embedding provider, log."""
+
+from __future__ import annotations
+
+from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
+from novaberg_core.clusters import ClusterTable, default_clusters
+from novaberg_core.embedding import EmbeddingProvider, provider_from_env
+from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.server import RunningServer, run_service, serve
+from novaberg_core.server import create_server as create_grpc_server
+from novaberg_core.telemetry import configure_logging
+from services.pipeline.analyzer import Analyzer, EntityRegistry, OfflineAnalyzer, OllamaChatAnalyzer
+from services.pipeline.config import PipelineConfig
+from services.pipeline.dossier import PerspectiveWeights
+from services.pipeline.servicer import PipelineServicer
+from services.pipeline.store import ClusterStore, LzgRegistry, Peers
+from services.pipeline.turns import TurnPipeline
+
+__all__ = ["SERVICE_NAME", "build_analyzer", "create_server", "main"]
+
+SERVICE_NAME = pipeline_pb2.DESCRIPTOR.services_by_name["PipelineService"].full_name
+
+
+def build_analyzer(cfg: PipelineConfig, registry: EntityRegistry) -> Analyzer:
+    """The analyzer ``cfg.analyzer`` names (``offline`` rules or the ``ollama`` chat model)."""
+    if cfg.analyzer == "ollama":
+        return OllamaChatAnalyzer(
+            registry,
+            host=cfg.ollama_url,
+            model=cfg.ollama_chat_model,
+            timeout_s=cfg.ollama_timeout_s,
+            fallback=OfflineAnalyzer(registry) if cfg.ollama_fallback_offline else None,
+        )
+    return OfflineAnalyzer(registry)
+
+
+async def create_server(
+    cfg: PipelineConfig,
+    *,
+    provider: EmbeddingProvider | None = None,
+    log: PipelineLog | None = None,
+    analyzer: Analyzer | None = None,
+    cluster_table: ClusterTable | None = None,
+) -> RunningServer:
+    """Start the pipeline service: Redis reachable, peers dialled, then serve (SPEC §7)."""
+    provider = provider or provider_from_env()
+    log = log or PipelineLog.from_env("System")
+    clusters = ClusterStore.from_url(cfg.redis_url)
+    peers = Peers.connect(cfg.kzg_addr, cfg.lzg_addr)
+    try:
+        await clusters.ping()
+        await log.start()
+    except BaseException:
+        await clusters.close()
+        await peers.close()
+        raise
+    registry = LzgRegistry(peers.lzg, cfg.peer_timeout_s)
+    pipeline = TurnPipeline(
+        kzg=peers.kzg,
+        lzg=peers.lzg,
+        clusters=clusters,
+        cluster_table=cluster_table or default_clusters(),
+        analyzer=analyzer or build_analyzer(cfg, registry),
+        provider=provider,
+        log=log,
+        weights=PerspectiveWeights(user=cfg.gewicht_user, assistant=cfg.gewicht_assistant),
+        kzg_top_k=cfg.kzg_top_k,
+        peer_timeout_s=cfg.peer_timeout_s,
+    )
+    servicer = PipelineServicer(pipeline)
+    return await create_grpc_server(
+        cfg.common,
+        lambda server: pipeline_pb2_grpc.add_PipelineServiceServicer_to_server(servicer, server),
+        [SERVICE_NAME],
+        on_shutdown=[log.close, peers.close, clusters.close],
+    )
+
+
+async def _main() -> None:
+    cfg = PipelineConfig.from_env()
+    configure_logging(cfg.common.log_level)
+    running = await create_server(cfg)
+    await serve(running, cfg.common.grace_seconds)
+
+
+def main() -> None:
+    """``python -m services.pipeline``."""
+    run_service(_main)

@@ -1,0 +1,49 @@
+"""gRPC edge of the pipeline service: proto in, proto out (STYLE rule 2); errors map in the bootstrap."""
+
+from __future__ import annotations
+
+import grpc
+
+from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
+from services.pipeline.turns import Timing, TurnPipeline
+
+__all__ = ["MEMORY_MS_KEY", "MODEL_MS_KEY", "PipelineServicer"]
+
+MODEL_MS_KEY = "novaberg-model-ms"
+"""Trailing metadata: milliseconds the call spent in this service's embedding model."""
+MEMORY_MS_KEY = "novaberg-memory-ms"
+"""Trailing metadata: milliseconds the call spent on everything else."""
+
+
+def _report(context: grpc.aio.ServicerContext, timing: Timing) -> None:
+    context.set_trailing_metadata(
+        ((MODEL_MS_KEY, f"{timing.model_ms:.3f}"), (MEMORY_MS_KEY, f"{timing.memory_ms():.3f}"))
+    )
+
+
+class PipelineServicer(pipeline_pb2_grpc.PipelineServiceServicer):
+    """ObserveTurn, BuildDossier, Dispatch (SPEC §7)."""
+
+    def __init__(self, pipeline: TurnPipeline) -> None:
+        self.pipeline = pipeline
+
+    async def ObserveTurn(
+        self, request: pipeline_pb2.ObserveTurnRequest, context: grpc.aio.ServicerContext
+    ) -> pipeline_pb2.ObserveTurnResponse:
+        response, timing = await self.pipeline.observe(request)
+        _report(context, timing)
+        return response
+
+    async def BuildDossier(
+        self, request: pipeline_pb2.BuildDossierRequest, context: grpc.aio.ServicerContext
+    ) -> pipeline_pb2.BuildDossierResponse:
+        response, timing = await self.pipeline.build_dossier(request)
+        _report(context, timing)
+        return response
+
+    async def Dispatch(
+        self, request: pipeline_pb2.DispatchRequest, context: grpc.aio.ServicerContext
+    ) -> pipeline_pb2.DispatchResponse:
+        response, timing = await self.pipeline.dispatch(request)
+        _report(context, timing)
+        return response

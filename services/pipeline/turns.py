@@ -1,0 +1,464 @@
+"""One turn through the memory core: observe, build the dossier, dispatch (SPEC §6, §7, mem §13.3).
+
+The orchestration of the pipeline service. Each method checks its request completely first
+(:mod:`services.pipeline.validation`), so a refused request changes nothing anywhere; then it
+calls the KZG and LZG services with one ``turn_id`` (and the step's ``span_id``) and writes its
+pipeline-log records under that ``turn_id``.
+
+Time split: ``model_ms`` is the time spent in the embedding model inside this service (the query,
+and the KZG embed texts, which are computed here and handed to the KZG so its write stays a
+pure store operation); ``memory_ms`` is everything else the call spent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+import grpc
+import numpy as np
+from google.protobuf.json_format import MessageToDict
+from opentelemetry import trace
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg.pipeline.v1 import pipeline_pb2
+from novaberg_core.clusters import ClusterTable
+from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text, query_embed_text
+from novaberg_core.errors import (
+    DeadlineExceeded,
+    FailedPrecondition,
+    InvalidArgument,
+    ModelMismatch,
+    NotFound,
+    NovabergError,
+    Unavailable,
+)
+from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.telemetry import set_turn_attributes, tracer
+from novaberg_core.timeutil import as_of_or_now, to_timestamp
+from services.pipeline.analyzer import STORE_GATE_RAW, AnalyzedTurn, Analyzer
+from services.pipeline.dossier import PerspectiveWeights, weigh_hits
+from services.pipeline.gravitation import Goal, gravitation_factor, shift_query
+from services.pipeline.store import ClusterStore
+from services.pipeline.validation import check_build_dossier, check_dispatch, check_observe
+
+__all__ = ["Timing", "TurnPipeline"]
+
+_T = TypeVar("_T")
+_TRACER = tracer(__name__)
+
+NODE_OBSERVE = "observe"
+NODE_SALIENCE = "salience"
+NODE_ENRICHER = "enricher"
+NODE_DISPATCHER = "dispatcher"
+NODE_VERWENDUNG = "verwendung"
+
+_ROLE = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
+
+_PEER_ERRORS: Mapping[grpc.StatusCode, type[NovabergError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
+}
+
+
+@dataclass(slots=True)
+class Timing:
+    """Where one call's time went: the embedding model in this service, and everything else."""
+
+    started: float = field(default_factory=time.perf_counter)
+    model_ms: float = 0.0
+
+    def memory_ms(self) -> float:
+        return max((time.perf_counter() - self.started) * 1000.0 - self.model_ms, 0.0)
+
+
+async def _peer(peer: str, method: str, call: Awaitable[_T]) -> _T:
+    """Await a KZG/LZG call; its status becomes the matching domain error, naming peer and method.
+
+    The pipeline checks requests before calling, so a peer's INVALID_ARGUMENT means the peer
+    knows something the pipeline could not (it is still the caller's input, so it stays
+    INVALID_ARGUMENT instead of becoming INTERNAL).
+    """
+    try:
+        return await call
+    except grpc.aio.AioRpcError as error:
+        kind = _PEER_ERRORS.get(error.code())
+        if kind is None:
+            raise
+        raise kind(f"{peer} {method}: {error.details()}") from error
+
+
+class TurnPipeline:
+    """Observe, build the dossier, dispatch — the three steps of a turn (SPEC §7)."""
+
+    def __init__(
+        self,
+        *,
+        kzg: kzg_pb2_grpc.KzgServiceStub,
+        lzg: lzg_pb2_grpc.LzgServiceStub,
+        clusters: ClusterStore,
+        cluster_table: ClusterTable,
+        analyzer: Analyzer,
+        provider: EmbeddingProvider,
+        log: PipelineLog,
+        weights: PerspectiveWeights | None = None,
+        kzg_top_k: int = 10,
+        peer_timeout_s: float = 10.0,
+    ) -> None:
+        self.kzg = kzg
+        self.lzg = lzg
+        self.clusters = clusters
+        self.cluster_table = cluster_table
+        self.analyzer = analyzer
+        self.provider = provider
+        self.log = log
+        self.weights = weights or PerspectiveWeights()
+        self.kzg_top_k = kzg_top_k
+        self.timeout = peer_timeout_s
+
+    # ------------------------------------------------------------------ helpers
+
+    async def _embed(self, text: str, timing: Timing) -> np.ndarray:
+        started = time.perf_counter()
+        with _TRACER.start_as_current_span("pipeline.embed"):
+            vector = await self.provider.embed_one(text)
+        timing.model_ms += (time.perf_counter() - started) * 1000.0
+        return vector
+
+    async def _check_magnets(self, pair: common_pb2.Pair, magnets: common_pb2.Magnets, field: str) -> None:
+        """A caller's magnet ids must be entities / a timeline ref of this very pair (SPEC §10)."""
+        ids = list(magnets.entitaet_ids)
+        if len(set(ids)) != len(ids):
+            raise InvalidArgument(f"{field}.magnets.entitaet_ids must name each id at most once, got {ids}")
+        if ids:
+            listed = await _peer(
+                "LZG", "ListEntities",
+                self.lzg.ListEntities(lzg_pb2.ListEntitiesRequest(pair=pair, ids=ids), timeout=self.timeout),
+            )  # fmt: skip
+            missing = sorted(set(ids) - {e.id for e in listed.entities})
+            if missing:
+                raise InvalidArgument(f"{field}.magnets.entitaet_ids {missing} are not entities of this pair")
+        if magnets.HasField("timeline_id"):
+            timelines = await _peer(
+                "LZG", "ListTimelines",
+                self.lzg.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=pair), timeout=self.timeout),
+            )  # fmt: skip
+            if magnets.timeline_id not in {t.id for t in timelines.timelines}:
+                raise InvalidArgument(
+                    f"{field}.magnets.timeline_id {magnets.timeline_id} is not a timeline ref of this pair"
+                )
+
+    async def _analyze(
+        self,
+        text: str,
+        pair: common_pb2.Pair,
+        beobachter: common_pb2.Beobachter,
+        as_of: datetime,
+        turn: common_pb2.TurnContext,
+    ) -> AnalyzedTurn:
+        with _TRACER.start_as_current_span("pipeline.analyze") as span:
+            set_turn_attributes(span, turn.turn_id, pair.user_id, pair.character_id)
+            span.set_attribute("novaberg.analyzer", self.analyzer.name)
+            try:
+                result = await self.analyzer.analyze(text, pair, beobachter, as_of)
+            except grpc.aio.AioRpcError as error:  # the registry (LZG) refused or failed
+                kind = _PEER_ERRORS.get(error.code(), Unavailable)
+                self.log.error(
+                    turn_id=turn.turn_id, node=NODE_SALIENCE, typ=type(error).__name__, message=str(error.details()),
+                    span_id=turn.span_id, user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
+                )  # fmt: skip
+                raise kind(f"analyzer {self.analyzer.name}: LZG registry: {error.details()}") from error
+            except NovabergError as error:
+                self.log.error(
+                    turn_id=turn.turn_id, node=NODE_SALIENCE, typ=type(error).__name__, message=str(error),
+                    span_id=turn.span_id, user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
+                )  # fmt: skip
+                raise
+        if not result.analysis.inhalt:
+            result.analysis.inhalt = text
+        self.log.write(
+            turn_id=turn.turn_id, node=NODE_SALIENCE, art="berechnung", span_id=turn.span_id,
+            inhalt={
+                "analyzer": result.herkunft,
+                "beobachter": _ROLE[beobachter],
+                "analyse": MessageToDict(result.analysis, preserving_proto_field_name=True),
+                **result.details,
+            },
+            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
+        )  # fmt: skip
+        tokens_in = result.details.get("input_tokens")
+        if isinstance(tokens_in, int) and tokens_in > 0:
+            self.log.token(
+                turn_id=turn.turn_id, node=NODE_SALIENCE, modell=str(result.details.get("modell", "")),
+                input_tokens=tokens_in, output_tokens=int(result.details.get("output_tokens", 0)), kosten_usd=0.0,
+                span_id=turn.span_id, user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
+            )  # fmt: skip
+        return result
+
+    async def _write_turn(
+        self,
+        pair: common_pb2.Pair,
+        beobachter: common_pb2.Beobachter,
+        text: str,
+        analysis: pipeline_pb2.TurnAnalysis,
+        turn: common_pb2.TurnContext,
+        as_of: datetime,
+        writer: str,
+        timing: Timing,
+    ) -> tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]:
+        """Session append and KZG write of one turn (SPEC §3, §4), the KZG embed text computed here."""
+        embedding: list[float] = []
+        if analysis.salience.salienz >= STORE_GATE_RAW:  # below the gate the KZG writes nothing
+            vector = await self._embed(kzg_embed_text(list(analysis.salience.themen), analysis.inhalt), timing)
+            embedding = vector.tolist()
+        ei = analysis.ei
+        session_turn = kzg_pb2.SessionTurn(
+            role=_ROLE[beobachter], text=text, turn_id=turn.turn_id, created_at=to_timestamp(as_of),
+            intention=ei.intentionen[0] if ei.intentionen else "", emotion=ei.emotion, modus=ei.modus,
+            arousal=ei.arousal, emotions_vektor=ei.emotions_vektor,
+        )  # fmt: skip
+        store_request = kzg_pb2.StoreEntryRequest(
+            pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=ei,
+            magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
+        )  # fmt: skip
+        appended, stored = await asyncio.gather(
+            _peer(
+                "KZG", "AppendSessionTurn",
+                self.kzg.AppendSessionTurn(
+                    kzg_pb2.AppendSessionTurnRequest(pair=pair, turn=session_turn, as_of=to_timestamp(as_of)),
+                    timeout=self.timeout,
+                ),
+            ),
+            _peer("KZG", "StoreEntry", self.kzg.StoreEntry(store_request, timeout=self.timeout)),
+        )  # fmt: skip
+        self.log.db_write(
+            turn_id=turn.turn_id, node=writer.split(".")[-1], tabelle="kzg", operation="store_entry",
+            beobachter=_ROLE[beobachter], ergebnis=kzg_pb2.StoreOutcome.Name(stored.outcome),
+            kzg_key=stored.kzg_key, stufe=kzg_pb2.Tier.Name(stored.tier), salienz=stored.salienz,
+            ttl=stored.ttl_seconds, promotion_queue=stored.queued_for_promotion,
+            kanon_verworfen=list(stored.canon_rejections), session_laenge=appended.turn_count,
+            span_id=turn.span_id, user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
+        )  # fmt: skip
+        return appended, stored
+
+    # ------------------------------------------------------------------ observe
+
+    async def observe(self, request: pipeline_pb2.ObserveTurnRequest) -> tuple[pipeline_pb2.ObserveTurnResponse, Timing]:
+        """Session append, KZG write with the turn's ``beobachter`` and salience result (SPEC §7)."""
+        timing = Timing()
+        check_observe(request)
+        pair = request.pair
+        as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
+        set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
+        if request.HasField("analysis"):
+            await self._check_magnets(pair, request.analysis.magnets, "analysis")
+        quelle = pair.user_id if request.beobachter == common_pb2.BEOBACHTER_USER else pair.character_id
+        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
+        async with self.log.span(turn_id=request.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs) as span_id:
+            turn = common_pb2.TurnContext(turn_id=request.turn_id, span_id=span_id)
+            self.log.write(
+                turn_id=request.turn_id, node=NODE_OBSERVE, art="eingang", quelle=quelle, span_id=span_id,
+                inhalt={"text": request.text, "beobachter": _ROLE[request.beobachter], "as_of": as_of.isoformat()},
+                erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+            if request.HasField("analysis"):
+                analysis = pipeline_pb2.TurnAnalysis()
+                analysis.CopyFrom(request.analysis)
+                if not analysis.inhalt:
+                    analysis.inhalt = request.text
+                by_service = False
+            else:
+                analysis = (await self._analyze(request.text, pair, request.beobachter, as_of, turn)).analysis
+                by_service = True
+            appended, stored = await self._write_turn(
+                pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing
+            )
+        response = pipeline_pb2.ObserveTurnResponse(
+            kzg=stored, analysis=analysis, analyzed_by_service=by_service, session_turn_count=appended.turn_count
+        )
+        return response, timing
+
+    # ------------------------------------------------------------------ dossier
+
+    async def build_dossier(
+        self, request: pipeline_pb2.BuildDossierRequest
+    ) -> tuple[pipeline_pb2.BuildDossierResponse, Timing]:
+        """Shift once, KZG retrieval (weighted) and LZG spreading read in parallel, memory blocks (SPEC §7)."""
+        timing = Timing()
+        readers = check_build_dossier(request, self.provider.dimension)
+        pair = request.pair
+        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
+        set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
+        as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
+        stored = await self.clusters.get(pair)
+        cluster = stored.cluster if stored is not None else self.cluster_table.default_cluster
+        decision = gravitation_factor(
+            cluster, list(request.intentionen), self.cluster_table.gravitation_faktor_by_cluster
+        )
+        async with self.log.span(turn_id=request.turn_id, node=NODE_ENRICHER, erstellt_am=as_of, **pair_kwargs) as span_id:
+            turn = common_pb2.TurnContext(turn_id=request.turn_id, span_id=span_id)
+            self.log.write(
+                turn_id=request.turn_id, node=NODE_ENRICHER, art="eingang", quelle=pair.user_id, span_id=span_id,
+                inhalt={"query_text": request.query_text, "intentionen": list(request.intentionen),
+                        "ziele": len(request.goals), "nova_emotion": request.nova_emotion, "leser": readers},
+                erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+            self.log.decision(
+                turn_id=request.turn_id, node=NODE_ENRICHER, entscheidung="enricher.gravitation",
+                ausgang=decision.faktor,
+                eingang={"cluster": cluster, "cluster_gespeichert": stored is not None,
+                         "anweisung": decision.override, "ziele": len(request.goals)},
+                massstab={"cluster_faktor": decision.cluster_faktor, "anweisung_faktor": 0.0},
+                span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+            query = await self._embed(query_embed_text(request.query_text), timing)
+            goals = [Goal(np.asarray(g.embedding, dtype=np.float32), g.aktivierungs_staerke) for g in request.goals]
+            with _TRACER.start_as_current_span("pipeline.gravitation"):
+                search = shift_query(query, goals, decision.faktor)
+            search_values = search.tolist()
+            retrieved, spread = await asyncio.gather(
+                _peer("KZG", "Retrieve", self.kzg.Retrieve(
+                    kzg_pb2.RetrieveRequest(
+                        pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values), top_k=self.kzg_top_k,
+                        turn=turn,
+                    ),
+                    timeout=self.timeout,
+                )),
+                _peer("LZG", "SpreadingRead", self.lzg.SpreadingRead(
+                    lzg_pb2.SpreadingReadRequest(
+                        pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values), cluster=cluster,
+                        nova_emotion=request.nova_emotion, turn=turn,
+                    ),
+                    timeout=self.timeout,
+                )),
+            )  # fmt: skip
+            if retrieved.model_id and retrieved.model_id != self.provider.model_id:
+                raise ModelMismatch(
+                    f"the KZG searches with model {retrieved.model_id!r}, the pipeline embeds with "
+                    f"{self.provider.model_id!r}; configure one model for every service"
+                )
+            resonanz = spread.lzg_resonanz
+            rendered = await asyncio.gather(*(
+                _peer("LZG", "RenderMemoryBlock", self.lzg.RenderMemoryBlock(
+                    lzg_pb2.RenderMemoryBlockRequest(
+                        pair=pair, lzg_resonanz=resonanz, reader=reader, user_name=request.user_name,
+                        character_name=request.character_name,
+                    ),
+                    timeout=self.timeout,
+                ))
+                for reader in readers
+            ))  # fmt: skip
+            order = weigh_hits([(h.entry.beobachter, h.similarity) for h in retrieved.hits], self.weights)
+            kzg_hits = [
+                pipeline_pb2.WeightedKzgHit(hit=retrieved.hits[w.index], weight=w.weight, score=w.score) for w in order
+            ]
+            served = [e.knoten_id for e in resonanz.erinnerungen]
+            self.log.db_read(
+                turn_id=request.turn_id, node=NODE_ENRICHER, tabelle="kzg", treffer=len(kzg_hits),
+                schwelle=retrieved.threshold, unter_schwelle=retrieved.dropped_below_threshold,
+                kzg_keys=[h.hit.entry.kzg_key for h in kzg_hits], span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+            self.log.db_read(
+                turn_id=request.turn_id, node=NODE_ENRICHER, tabelle="lzg_knoten", treffer=len(served),
+                pool=spread.pool_size, anker=resonanz.anker_anzahl, sprung_tiefe=resonanz.sprung_tiefe,
+                span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+            self.log.write(
+                turn_id=request.turn_id, node=NODE_ENRICHER, art="ausgabe", span_id=span_id,
+                inhalt={"lzg_resonanz_ids": served, "kzg_keys": [h.hit.entry.kzg_key for h in kzg_hits],
+                        "cluster": cluster, "gravitation_faktor": decision.faktor},
+                erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+        response = pipeline_pb2.BuildDossierResponse(
+            cluster=cluster,
+            gravitation_faktor=decision.faktor,
+            kzg_hits=kzg_hits,
+            lzg_resonanz=resonanz,
+            memory_blocks={reader: block.text for reader, block in zip(readers, rendered, strict=True)},
+            served_node_ids=served,
+            model_ms=timing.model_ms,
+        )
+        if request.include_vectors:
+            response.query_vector.extend(query.tolist())
+            response.search_vector.extend(search_values)
+        response.memory_ms = timing.memory_ms()
+        return response, timing
+
+    # ------------------------------------------------------------------ dispatch
+
+    async def dispatch(self, request: pipeline_pb2.DispatchRequest) -> tuple[pipeline_pb2.DispatchResponse, Timing]:
+        """Usage reinforcement, the character's own KZG entry, this turn's cluster, ``turn_roh`` (SPEC §7)."""
+        timing = Timing()
+        cluster = check_dispatch(request, self.cluster_table)
+        pair = request.pair
+        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
+        set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
+        as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
+        if request.HasField("answer_analysis"):
+            await self._check_magnets(pair, request.answer_analysis.magnets, "answer_analysis")
+        served = list(dict.fromkeys(request.served_node_ids))
+        assistant = common_pb2.BEOBACHTER_ASSISTANT
+        async with self.log.span(turn_id=request.turn_id, node=NODE_DISPATCHER, erstellt_am=as_of, **pair_kwargs) as span_id:
+            turn = common_pb2.TurnContext(turn_id=request.turn_id, span_id=span_id)
+            self.log.write(
+                turn_id=request.turn_id, node=NODE_DISPATCHER, art="eingang", quelle=pair.character_id,
+                span_id=span_id, inhalt={"text": request.answer_text, "cluster": cluster, "lzg_resonanz_ids": served},
+                erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+
+            async def analysis_of_answer() -> pipeline_pb2.TurnAnalysis:
+                if request.HasField("answer_analysis"):
+                    given = pipeline_pb2.TurnAnalysis()
+                    given.CopyFrom(request.answer_analysis)
+                    if not given.inhalt:
+                        given.inhalt = request.answer_text
+                    return given
+                return (await self._analyze(request.answer_text, pair, assistant, as_of, turn)).analysis
+
+            reinforced, analysis = await asyncio.gather(
+                _peer("LZG", "ReinforceUsed", self.lzg.ReinforceUsed(
+                    lzg_pb2.ReinforceUsedRequest(
+                        pair=pair, answer_text=request.answer_text, served_node_ids=served, turn=turn,
+                        as_of=to_timestamp(as_of),
+                    ),
+                    timeout=self.timeout,
+                )),
+                analysis_of_answer(),
+            )  # fmt: skip
+            protokoll = reinforced.protokoll
+            self.log.write(
+                turn_id=request.turn_id, node=NODE_VERWENDUNG, art="berechnung", span_id=span_id,
+                inhalt=MessageToDict(protokoll, preserving_proto_field_name=True, always_print_fields_with_no_presence=True),
+                erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+            _, stored = await self._write_turn(
+                pair, assistant, request.answer_text, analysis, turn, as_of, "pipeline.dispatcher", timing
+            )
+            await self.clusters.put(pair, cluster, turn_id=request.turn_id, as_of=as_of)
+            self.log.db_write(
+                turn_id=request.turn_id, node=NODE_DISPATCHER, tabelle="pipeline:cluster", operation="set",
+                cluster=cluster, span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+            self.log.turn_roh(
+                turn_id=request.turn_id, node=NODE_DISPATCHER,
+                inhalt={
+                    "user_prompt": request.user_prompt,
+                    "response": request.answer_text,
+                    "user_emotion": json.loads(request.user_emotion_json) if request.user_emotion_json else None,
+                    "nova_emotion": json.loads(request.nova_emotion_json) if request.nova_emotion_json else None,
+                    "herkunft": "pipeline.dispatch",
+                },
+                span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+        response = pipeline_pb2.DispatchResponse(protokoll=protokoll, kzg=stored, cluster_persisted=cluster)
+        return response, timing

@@ -1,0 +1,154 @@
+"""Request checks of the three pipeline RPCs (SPEC §10: bad input → a clear error, nothing changed).
+
+Every check runs before the first call to another service, so a refused request writes nothing:
+no session turn, no KZG entry, no entity, no log record. The rules mirror what the peers
+enforce (KZG keys, the log table's column widths), so a request that passes here is not
+refused downstream for its shape.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+from novaberg.common.v1 import common_pb2
+from novaberg.pipeline.v1 import pipeline_pb2
+from novaberg_core.clusters import ClusterTable
+from novaberg_core.errors import InvalidArgument
+from services.pipeline.dossier import READERS
+
+__all__ = [
+    "PAIR_ID_MAX_LEN",
+    "TURN_ID_MAX_LEN",
+    "check_analysis",
+    "check_build_dossier",
+    "check_dispatch",
+    "check_observe",
+    "check_pair",
+]
+
+PAIR_ID_MAX_LEN = 50
+"""Width of ``user_id`` / ``character_id`` in pipeline_log (syn §10.1)."""
+TURN_ID_MAX_LEN = 100
+"""Width of ``turn_id`` in pipeline_log (syn §10.1)."""
+
+_BEOBACHTER = (common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT)
+
+
+def check_pair(pair: common_pb2.Pair, has_pair: bool) -> None:
+    """Both ids set, no ``:`` (it separates key parts), no outer whitespace, at most 50 characters."""
+    if not has_pair:
+        raise InvalidArgument("pair is required")
+    for name, value in (("pair.user_id", pair.user_id), ("pair.character_id", pair.character_id)):
+        if not value.strip():
+            raise InvalidArgument(f"{name} must not be empty")
+        if ":" in value:
+            raise InvalidArgument(f"{name} must not contain ':' (it separates the parts of memory keys): {value!r}")
+        if value != value.strip():
+            raise InvalidArgument(f"{name} must not start or end with whitespace: {value!r}")
+        if len(value) > PAIR_ID_MAX_LEN:
+            raise InvalidArgument(f"{name} must be at most {PAIR_ID_MAX_LEN} characters, got {len(value)}")
+
+
+def check_turn_id(turn_id: str) -> None:
+    if not turn_id.strip():
+        raise InvalidArgument("turn_id must not be empty")
+    if len(turn_id) > TURN_ID_MAX_LEN:
+        raise InvalidArgument(f"turn_id must be at most {TURN_ID_MAX_LEN} characters, got {len(turn_id)}")
+
+
+def _check_unit(name: str, value: float) -> None:
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise InvalidArgument(f"{name} must be a number within 0..1, got {value!r}")
+
+
+def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
+    """A caller's analysis: a salience result with salienz in 0..1, clean themes, arousal in 0..1, magnet ids > 0.
+
+    Whether the magnet ids exist in the pair's registry is checked by the pipeline against the
+    LZG before anything is written.
+    """
+    if not analysis.HasField("salience"):
+        raise InvalidArgument(f"{field}.salience is required when {field} is given")
+    _check_unit(f"{field}.salience.salienz", analysis.salience.salienz)
+    for index, theme in enumerate(analysis.salience.themen):
+        if "|" in theme or any(ord(ch) < 32 for ch in theme):
+            raise InvalidArgument(f"{field}.salience.themen[{index}] must not contain '|' or control characters: {theme!r}")
+    _check_unit(f"{field}.ei.arousal", analysis.ei.arousal)
+    ids = list(analysis.magnets.entitaet_ids)
+    if any(i <= 0 for i in ids):
+        raise InvalidArgument(f"{field}.magnets.entitaet_ids must be positive ids, got {ids}")
+    if analysis.magnets.HasField("timeline_id") and analysis.magnets.timeline_id <= 0:
+        raise InvalidArgument(f"{field}.magnets.timeline_id must be a positive id, got {analysis.magnets.timeline_id}")
+
+
+def check_observe(request: pipeline_pb2.ObserveTurnRequest) -> None:
+    check_pair(request.pair, request.HasField("pair"))
+    check_turn_id(request.turn_id)
+    if request.beobachter not in _BEOBACHTER:
+        raise InvalidArgument(f"beobachter must be BEOBACHTER_USER or BEOBACHTER_ASSISTANT, got {request.beobachter}")
+    if not request.text.strip():
+        raise InvalidArgument("text must not be empty")
+    if request.HasField("analysis"):
+        check_analysis(request.analysis, "analysis")
+
+
+def check_readers(readers: Sequence[str]) -> list[str]:
+    """The requested readers, each once in request order; empty → both (SPEC §5.9)."""
+    if not readers:
+        return list(READERS)
+    chosen: list[str] = []
+    for reader in readers:
+        if reader not in READERS:
+            raise InvalidArgument(f"unknown reader {reader!r}; known: {', '.join(READERS)}")
+        if reader not in chosen:
+            chosen.append(reader)
+    return chosen
+
+
+def check_build_dossier(request: pipeline_pb2.BuildDossierRequest, dimension: int) -> list[str]:
+    """Checks the request; returns the readers to render."""
+    check_pair(request.pair, request.HasField("pair"))
+    check_turn_id(request.turn_id)
+    if not request.query_text.strip():
+        raise InvalidArgument("query_text must not be empty")
+    for index, goal in enumerate(request.goals):
+        if len(goal.embedding) != dimension:
+            raise InvalidArgument(
+                f"goals[{index}].embedding has {len(goal.embedding)} values, the embedding model has {dimension}"
+            )
+        if not all(math.isfinite(v) for v in goal.embedding):
+            raise InvalidArgument(f"goals[{index}].embedding contains NaN or infinite values")
+        strength = goal.aktivierungs_staerke
+        if not math.isfinite(strength) or strength < 0.0:
+            raise InvalidArgument(f"goals[{index}].aktivierungs_staerke must be a finite number >= 0, got {strength!r}")
+    return check_readers(request.readers)
+
+
+def _check_json_object(name: str, raw: str) -> None:
+    if not raw:
+        return
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as error:
+        raise InvalidArgument(f"{name} is not JSON: {error.msg} at {error.pos}") from None
+    if not isinstance(value, dict):
+        raise InvalidArgument(f"{name} must be a JSON object, got {type(value).__name__}")
+
+
+def check_dispatch(request: pipeline_pb2.DispatchRequest, clusters: ClusterTable) -> str:
+    """Checks the request; returns the cluster in the table's spelling."""
+    check_pair(request.pair, request.HasField("pair"))
+    check_turn_id(request.turn_id)
+    if not request.answer_text.strip():
+        raise InvalidArgument("answer_text must not be empty")
+    cluster = clusters.canonical(request.cluster, "cluster")
+    ids = list(request.served_node_ids)
+    if any(i <= 0 for i in ids):
+        raise InvalidArgument(f"served_node_ids must be positive node ids, got {ids}")
+    if request.HasField("answer_analysis"):
+        check_analysis(request.answer_analysis, "answer_analysis")
+    _check_json_object("user_emotion_json", request.user_emotion_json)
+    _check_json_object("nova_emotion_json", request.nova_emotion_json)
+    return cluster

@@ -1,0 +1,146 @@
+"""The offline analyzer's rules: themes, name mentions, dated mentions, salience heuristic."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from services.pipeline.text_rules import (
+    SALIENCE_WEIGHTS,
+    analyze_text,
+    extract_themes,
+    find_dated_mention,
+    find_mentions,
+    salience_heuristic,
+    tokenize,
+)
+
+# Sunday, 29 November 2026, 15:00 UTC
+AS_OF = datetime(2026, 11, 29, 15, 0, tzinfo=UTC)
+
+
+def day(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "zeitpunkt", "praezision"),
+    [
+        ("Anna hat am 12. März Geburtstag", day(2026, 3, 12), "tag"),
+        ("am 3. Oktober 2024 waren wir dort", day(2024, 10, 3), "tag"),
+        ("Termin ist am 2027-01-15", day(2027, 1, 15), "tag"),
+        ("Treffen am 12.03.2027 um zehn", day(2027, 3, 12), "tag"),
+        ("Treffen am 5.12. beim Bäcker", day(2026, 12, 5), "tag"),
+        ("morgen gehe ich schwimmen", day(2026, 11, 30), "tag"),
+        ("Morgen gehe ich schwimmen", day(2026, 11, 30), "tag"),
+        ("übermorgen ist Feiertag", day(2026, 12, 1), "tag"),
+        ("gestern war ich beim Arzt", day(2026, 11, 28), "tag"),
+        ("Heute regnet es", day(2026, 11, 29), "tag"),
+        ("in 3 Tagen fliege ich", day(2026, 12, 2), "tag"),
+        ("vor 10 Tagen ist es passiert", day(2026, 11, 19), "tag"),
+        ("am Freitag gehen wir ins Kino", day(2026, 12, 4), "tag"),
+        ("letzten Freitag war ich krank", day(2026, 11, 27), "tag"),
+        ("letzte Woche war anstrengend", day(2026, 11, 16), "woche"),
+        ("nächste Woche habe ich Urlaub", day(2026, 11, 30), "woche"),
+        ("letzten Monat bin ich umgezogen", day(2026, 10, 1), "monat"),
+        ("im März 2025 war ich in Rom", day(2025, 3, 1), "monat"),
+        ("letztes Jahr war ich in Rom", day(2025, 1, 1), "jahr"),
+        ("im Jahr 2019 habe ich geheiratet", day(2019, 1, 1), "jahr"),
+        ("We met on March 12, 2024", day(2024, 3, 12), "tag"),
+        ("see you tomorrow", day(2026, 11, 30), "tag"),
+        ("last week was hard", day(2026, 11, 16), "woche"),
+    ],
+)
+def test_dated_mention(text: str, zeitpunkt: datetime, praezision: str) -> None:
+    mention = find_dated_mention(text, AS_OF)
+    assert mention is not None
+    assert (mention.zeitpunkt, mention.praezision) == (zeitpunkt, praezision)
+
+
+@pytest.mark.parametrize("text", ["Guten Morgen, wie geht's?", "Am Morgen trinke ich Kaffee", "Ich mag Katzen", "30.02. gibt es nicht"])
+def test_no_dated_mention(text: str) -> None:
+    assert find_dated_mention(text, AS_OF) is None
+
+
+def test_earliest_mention_wins() -> None:
+    mention = find_dated_mention("gestern sagte sie, am 12. März ist es soweit", AS_OF)
+    assert mention is not None and mention.phrase == "gestern"
+
+
+def test_naive_as_of_is_refused() -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        find_dated_mention("morgen", datetime(2026, 1, 1))
+
+
+def test_mentions_and_name_candidates_german() -> None:
+    found = find_mentions("Meine Schwester Anna war gestern beim Zahnarzt in Treuchtlingen.")
+    assert found.mentions == ("Schwester", "Anna", "Zahnarzt", "Treuchtlingen")
+    assert found.candidates == {"Anna", "Treuchtlingen"}
+
+
+def test_adjacent_candidates_form_one_name_and_adjective_nouns_are_common() -> None:
+    found = find_mentions("Der neue Kollege heißt Tom Becker und kommt aus Berlin.")
+    assert "Kollege" in found.mentions
+    assert found.candidates == {"Tom Becker", "Berlin"}
+
+
+def test_sentence_initial_name_is_a_candidate_but_stopwords_are_not_mentions() -> None:
+    found = find_mentions("Anna hat am Freitag Geburtstag. Ich freue mich.")
+    assert found.mentions[0] == "Anna"
+    assert "Anna" in found.candidates
+    assert "Geburtstag" not in found.candidates  # data/not_entities.txt
+    assert "Ich" not in found.mentions and "Freitag" not in found.mentions
+
+
+def test_english_names() -> None:
+    found = find_mentions("I went hiking with my sister Anna in the Alps.")
+    assert found.mentions == ("Anna", "Alps")
+    assert found.candidates == {"Anna"}  # "the Alps": after a determiner, never created (still looked up)
+
+
+def test_themes_german_nouns_by_frequency() -> None:
+    tokens = tokenize("Der Garten ist schön. Im Garten wachsen Tomaten und Gurken, die Tomaten sind rot.")
+    assert extract_themes(tokens) == ["garten", "tomaten", "gurken"]
+
+
+def test_themes_english_content_words() -> None:
+    tokens = tokenize("I love baking bread, and bread with butter is the best.")
+    assert extract_themes(tokens) == ["bread", "love", "baking", "butter", "best"]
+
+
+def test_salience_rule_worked_numbers() -> None:
+    none = dict.fromkeys(SALIENCE_WEIGHTS, False)
+    assert salience_heuristic(has_content=False, cues={**none, "emotional": True}) == 0.1
+    assert salience_heuristic(has_content=True, cues=none) == 0.3
+    assert salience_heuristic(has_content=True, cues={**none, "personal": True, "entity": True, "dated": True}) == 0.7
+    assert salience_heuristic(has_content=True, cues={**none, "emotional": True, "importance": True}) == 0.7
+    assert salience_heuristic(has_content=True, cues=dict.fromkeys(SALIENCE_WEIGHTS, True)) == 1.0
+    with pytest.raises(ValueError, match="unknown salience cues"):
+        salience_heuristic(has_content=True, cues={"lautstaerke": True})
+
+
+def test_analyze_text_high_turn() -> None:
+    findings = analyze_text("Meine Schwester Anna hat am 12. März Geburtstag.", AS_OF)
+    assert findings.themen == ["schwester", "anna", "geburtstag"]
+    assert findings.cues == {"personal": True, "emotional": False, "entity": True, "dated": True, "importance": False}
+    assert findings.salienz == 0.7
+    assert findings.gedaechtnistyp == "episodisch"
+    assert findings.dimension == "beziehungen"
+    assert findings.intentionen == ["information_teilen"]
+    assert findings.emotion == "neutral"
+
+
+def test_analyze_text_emotion_and_imperative() -> None:
+    findings = analyze_text("Merk dir bitte: ich habe furchtbare Angst vor dem Zahnarzt!", AS_OF)
+    assert findings.intentionen == ["anweisung"]
+    assert findings.emotion == "angst"
+    assert findings.cues["importance"] and findings.cues["emotional"] and findings.cues["personal"]
+    assert findings.arousal == pytest.approx(0.5)
+    assert findings.dimension == "gesundheit"
+
+
+def test_small_talk_falls_below_the_gate() -> None:
+    findings = analyze_text("ok, danke", AS_OF)
+    assert findings.themen == []
+    assert findings.salienz == 0.1
