@@ -338,7 +338,7 @@ class GrpcLogSink:
             return
         stub = self._stub
         if stub is None:
-            self._channel = insecure_channel(self.target)
+            self._channel = insecure_channel(self.target, options=_SINK_CHANNEL_OPTIONS)
             stub = self._stub = log_pb2_grpc.LogServiceStub(self._channel)
         try:
             summary = await stub.Write(iter(self._batches(records)), timeout=self.timeout_seconds)
@@ -374,6 +374,16 @@ class GrpcLogSink:
             await self._channel.close()
             self._channel = None
             self._stub = None
+
+
+# gRPC backs off reconnecting up to 120 s by default; a writer whose records wait should notice a
+# restarted log service within seconds. Its own subchannel keeps that backoff from other channels.
+_SINK_CHANNEL_OPTIONS: Final = (
+    ("grpc.initial_reconnect_backoff_ms", 500),
+    ("grpc.min_reconnect_backoff_ms", 500),
+    ("grpc.max_reconnect_backoff_ms", 5000),
+    ("grpc.use_local_subchannel_pool", 1),
+)
 
 
 def _to_proto(r: PendingRecord) -> log_pb2.LogRecord:
