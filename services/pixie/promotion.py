@@ -54,7 +54,11 @@ class Tally(collections.Counter[str]):
     last_error: str = ""
 
 StepHook = Callable[[str, kzg_pb2.PromotionJob], Awaitable[None]]
-"""Called after the steps ``promoted``, ``deleted`` and ``acked`` of a job (fault injection in tests)."""
+"""Called at the steps ``started``, ``promoted``, ``deleted``, ``finished`` and ``acked`` of a job.
+
+Observation and fault injection in tests (a hook that never returns stands for a process killed
+at that point); None in production.
+"""
 
 COUNT_KEYS = (
     "jobs", "promoted_new", "already_promoted", "duplicates", "half_reactivations", "expired",
@@ -207,7 +211,11 @@ class PromotionWorker:
             done: list[str] = []
             for job in jobs:
                 try:
+                    if self.step_hook is not None:
+                        await self.step_hook("started", job)
                     result = await self._promote_one(job, tally)
+                    if self.step_hook is not None:
+                        await self.step_hook("finished", job)
                 except Exception as error:
                     await self._on_failure(job, error, tally)
                     continue
