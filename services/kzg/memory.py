@@ -152,7 +152,7 @@ class KzgMemory:
             summarized, trimmed = await self.store.session_fold(pair, self.summariser)
             length = len((await self.store.session_read(pair)).turns)
         self.log.db_write(
-            turn_id=turn.turn_id, node=_SESSION_NODE, tabelle="session", operation="append",
+            turn_id=_log_turn(turn.turn_id), node=_SESSION_NODE, tabelle="session", operation="append",
             rolle=turn.role, laenge=length, zusammengefasst=summarized, gekuerzt=trimmed,
             user_id=pair.user_id, character_id=pair.character_id,
         )
@@ -162,7 +162,7 @@ class KzgMemory:
         check_pair(pair.user_id, pair.character_id)
         state = await self.store.session_read(pair)
         self.log.db_read(
-            turn_id="", node=_SESSION_NODE, tabelle="session", treffer=len(state.turns),
+            turn_id=_log_turn(""), node=_SESSION_NODE, tabelle="session", treffer=len(state.turns),
             user_id=pair.user_id, character_id=pair.character_id,
         )
         return state
@@ -196,7 +196,7 @@ class KzgMemory:
         themen = self._validate_entry(entry)
         pair = entry.pair
         pair_kwargs = {"user_id": pair.user_id, "character_id": pair.character_id}
-        turn_id, span_id = entry.turn_id, entry.span_id or None
+        turn_id, span_id = _log_turn(entry.turn_id), _log_span(entry.span_id)
 
         canon = check_canon(entry.modus, entry.intentionen, self.canon)
         writer = entry.writer or "unbekannt"
@@ -262,7 +262,7 @@ class KzgMemory:
             "entitaet_ids": ",".join(str(i) for i in entitaet_ids),
             "embedding": encode_vector(vector),
             "erstellt_am": repr(float(now)),
-            "turn_id": turn_id,
+            "turn_id": entry.turn_id,
             "promotion_queued": "1" if queue else "0",
         }
         if entry.timeline_id is not None:
@@ -389,10 +389,10 @@ class KzgMemory:
         )
         dropped = len(found) - len(kept)
         self.log.db_read(
-            turn_id=query.turn_id, node=_READ_NODE, tabelle="kzg", treffer=len(hits),
+            turn_id=_log_turn(query.turn_id), node=_READ_NODE, tabelle="kzg", treffer=len(hits),
             verworfen_unter_schwelle=dropped, schwelle=self.retrieval_threshold, top_k=top_k,
             beobachter=query.beobachter or "beide", kzg_keys=[h.entry.kzg_key for h in hits],
-            span_id=query.span_id or None, user_id=pair.user_id, character_id=pair.character_id,
+            span_id=_log_span(query.span_id), user_id=pair.user_id, character_id=pair.character_id,
         )
         return RetrieveResult(
             hits=hits, threshold=self.retrieval_threshold, model_id=self.provider.model_id,
@@ -411,7 +411,7 @@ class KzgMemory:
         self._check_key(pair, key)
         entry = await self.store.get_entry(key, with_embedding=include_embedding)
         self.log.db_read(
-            turn_id="", node=_READ_NODE, tabelle="kzg", treffer=int(entry is not None), kzg_key=key,
+            turn_id=_log_turn(""), node=_READ_NODE, tabelle="kzg", treffer=int(entry is not None), kzg_key=key,
             user_id=pair.user_id, character_id=pair.character_id,
         )
         if entry is None:
@@ -423,8 +423,8 @@ class KzgMemory:
         self._check_key(pair, key)
         deleted, gone = await self.store.delete_entry(key)
         self.log.db_write(
-            turn_id=turn_id, node=_WRITE_NODE, tabelle="kzg", operation="del", kzg_key=key,
-            geloescht=deleted, verifiziert_weg=gone, span_id=span_id or None,
+            turn_id=_log_turn(turn_id), node=_WRITE_NODE, tabelle="kzg", operation="del", kzg_key=key,
+            geloescht=deleted, verifiziert_weg=gone, span_id=_log_span(span_id),
             user_id=pair.user_id, character_id=pair.character_id,
         )
         return deleted, gone
@@ -434,7 +434,7 @@ class KzgMemory:
         now = as_of if as_of is not None else self.clock()
         await self.store.mark_hash_dirty(pair, reason or "unbenannt", now)
         self.log.db_write(
-            turn_id="", node=_WRITE_NODE, tabelle="hash_dirty", operation="hset", grund=reason,
+            turn_id=_log_turn(""), node=_WRITE_NODE, tabelle="hash_dirty", operation="hset", grund=reason,
             user_id=pair.user_id, character_id=pair.character_id,
         )
 
@@ -459,6 +459,22 @@ class KzgMemory:
 
     async def inspect_promotion_queue(self, limit: int) -> QueueState:
         return await self.store.inspect_queue(limit if limit > 0 else 100)
+
+
+def _log_turn(turn_id: str) -> str:
+    """The pipeline-log turn id: the caller's, or a fresh one for a call outside any turn."""
+    return turn_id or f"kzg-{uuid.uuid4()}"
+
+
+def _log_span(span_id: str) -> str | None:
+    """The caller's span id if it is a UUID (the log refuses anything else), else none."""
+    if not span_id:
+        return None
+    try:
+        uuid.UUID(span_id)
+    except ValueError:
+        return None
+    return span_id
 
 
 def _parse_haeufigkeit(raw: str) -> int | None:

@@ -17,15 +17,6 @@ from services.kzg.summary import Summariser
 SERVICE_NAME = kzg_pb2.DESCRIPTOR.services_by_name["KzgService"].full_name
 
 
-def _pipeline_log() -> PipelineLog:
-    """The shared log client as the environment configures it (a no-op sink until the log service)."""
-    from_env = getattr(PipelineLog, "from_env", None)
-    if from_env is not None:
-        log: PipelineLog = from_env("System")
-        return log
-    return PipelineLog()
-
-
 async def create_server(
     cfg: KzgConfig,
     *,
@@ -41,7 +32,7 @@ async def create_server(
     """
     provider = provider or provider_from_env()
     threshold = retrieval_threshold if retrieval_threshold is not None else profile_for(provider.model_id).kzg_retrieval
-    log = log or _pipeline_log()
+    log = log or PipelineLog.from_env("System")
     store = KzgStore.from_url(cfg.redis_url, dimension=provider.dimension, vector_algorithm=cfg.vector_algorithm)
     memory = KzgMemory(
         store, provider, log, retrieval_threshold=threshold, reinforcement=cfg.reinforcement,

@@ -481,35 +481,29 @@ class KzgStore:
             return await self._read_jobs(consumer, count, block_ms, reclaim_idle_ms)
 
     async def _read_jobs(self, consumer: str, count: int, block_ms: int, reclaim_idle_ms: int) -> list[PromotionJobData]:
-        messages: list[tuple[str, dict[bytes, bytes]]] = []
-        claimed = await self.redis.execute_command(
-            "XAUTOCLAIM", PROMOTION_STREAM, PROMOTION_GROUP, consumer, str(reclaim_idle_ms), "0-0",
-            "COUNT", str(count),
+        messages: list[tuple[str, Mapping[bytes, bytes]]] = []
+        claimed = await self.redis.xautoclaim(
+            PROMOTION_STREAM, PROMOTION_GROUP, consumer, reclaim_idle_ms, "0-0", count=count
         )
-        for message in claimed[1]:
-            if message is None or message[1] is None:
-                continue
-            messages.append((_s(message[0]), _field_map(message[1])))
+        # Entries deleted meanwhile come back in claimed[2] and leave the pending list.
+        messages.extend((_s(message_id), fields) for message_id, fields in claimed[1] if fields is not None)
         remaining = count - len(messages)
         if remaining > 0:
             block = min(block_ms, _MAX_BLOCK_MS) if not messages and block_ms > 0 else None
             response = await self.redis.xreadgroup(
                 PROMOTION_GROUP, consumer, {PROMOTION_STREAM: ">"}, count=remaining, block=block
             )
-            for entries in _stream_entries(response):
-                for raw_id, raw_fields in entries:
-                    messages.append((_s(raw_id), _field_map(raw_fields)))
+            messages.extend((_s(message_id), fields) for message_id, fields in _stream_entries(response))
         if not messages:
             return []
         async with self.redis.pipeline(transaction=False) as pipe:
             for message_id, _ in messages:
-                pipe.execute_command("XPENDING", PROMOTION_STREAM, PROMOTION_GROUP, message_id, message_id, "1")
+                pipe.xpending_range(PROMOTION_STREAM, PROMOTION_GROUP, message_id, message_id, 1)
             pendings = await pipe.execute()
-        jobs = []
-        for (message_id, fields), pending in zip(messages, pendings, strict=True):
-            deliveries = int(pending[0][3]) if pending else 1
-            jobs.append(_job(message_id, fields, deliveries))
-        return jobs
+        return [
+            _job(message_id, fields, int(pending[0]["times_delivered"]) if pending else 1)
+            for (message_id, fields), pending in zip(messages, pendings, strict=True)
+        ]
 
     async def ack_jobs(self, job_ids: Sequence[str]) -> int:
         """XACK, then XDEL (the stream holds only unprocessed jobs); returns how many were pending."""
@@ -524,26 +518,25 @@ class KzgStore:
     async def inspect_queue(self, limit: int) -> QueueState:
         length = int(await self.redis.xlen(PROMOTION_STREAM))
         try:
-            summary = await self.redis.execute_command("XPENDING", PROMOTION_STREAM, PROMOTION_GROUP)
-            consumers_raw = await self.redis.execute_command("XINFO", "CONSUMERS", PROMOTION_STREAM, PROMOTION_GROUP)
+            summary = await self.redis.xpending(PROMOTION_STREAM, PROMOTION_GROUP)
+            consumers_raw = await self.redis.xinfo_consumers(PROMOTION_STREAM, PROMOTION_GROUP)
         except ResponseError as error:
             if "NOGROUP" not in str(error) and "no such key" not in str(error).lower():
                 raise
             return QueueState(length=length, pending=0, consumers=(), pending_jobs=())
-        pending = int(summary[0])
-        consumers = tuple(_s(_field_map(c).get(b"name")) for c in consumers_raw)
+        pending = int(summary["pending"])
+        consumers = tuple(_consumer_name(c) for c in consumers_raw)
         jobs: list[PromotionJobData] = []
         if pending and limit > 0:
-            rows = await self.redis.execute_command(
-                "XPENDING", PROMOTION_STREAM, PROMOTION_GROUP, "-", "+", str(limit)
-            )
+            rows = await self.redis.xpending_range(PROMOTION_STREAM, PROMOTION_GROUP, "-", "+", limit)
             async with self.redis.pipeline(transaction=False) as pipe:
                 for row in rows:
-                    pipe.xrange(PROMOTION_STREAM, min=row[0], max=row[0], count=1)
+                    pipe.xrange(PROMOTION_STREAM, min=row["message_id"], max=row["message_id"], count=1)
                 ranges = await pipe.execute()
             for row, found in zip(rows, ranges, strict=True):
-                fields = _field_map(found[0][1]) if found else {}
-                jobs.append(_job(_s(row[0]), fields, int(row[3])))
+                fields = found[0][1] if found else {}
+                message_id: bytes = row["message_id"]  # type: ignore[assignment]
+                jobs.append(_job(_s(message_id), fields, int(row["times_delivered"])))
         return QueueState(length=length, pending=pending, consumers=consumers, pending_jobs=tuple(jobs))
 
     # ------------------------------------------------------------------ session (SPEC §3)
@@ -612,20 +605,25 @@ def _turn(raw: bytes | str) -> SessionTurnRecord:
     return SessionTurnRecord(**json.loads(raw))
 
 
-def _field_map(raw: Any) -> dict[bytes, bytes]:
-    """A field/value list (RESP2 style) or map as a dict."""
-    if isinstance(raw, dict):
-        return raw
-    return {raw[i]: raw[i + 1] for i in range(0, len(raw), 2)}
+def _consumer_name(info: Mapping[Any, Any]) -> str:
+    """A consumer's name from XINFO CONSUMERS (bytes keys under RESP3, str keys under RESP2)."""
+    name = info.get(b"name", info.get("name"))
+    return _s(name)
 
 
-def _stream_entries(response: Any) -> list[list[tuple[bytes, Any]]]:
-    """The entry lists of an XREADGROUP answer (RESP3 map or RESP2 list of [stream, entries])."""
+def _stream_entries(response: Any) -> list[tuple[bytes, Mapping[bytes, bytes]]]:
+    """The (id, fields) entries of an XREADGROUP answer, as redis-py parses it (RESP3 or RESP2)."""
     if not response:
         return []
-    if isinstance(response, dict):
-        return [list(entries) for entries in response.values()]
-    return [list(item[1]) for item in response]
+    per_stream = response.values() if isinstance(response, dict) else [item[1] for item in response]
+    entries: list[tuple[bytes, Mapping[bytes, bytes]]] = []
+    for value in per_stream:
+        for item in value:
+            if isinstance(item, tuple):
+                entries.append(item)
+            else:
+                entries.extend(item)
+    return entries
 
 
 def _job(message_id: str, fields: Mapping[bytes, bytes], deliveries: int) -> PromotionJobData:

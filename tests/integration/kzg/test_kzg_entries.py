@@ -1,0 +1,134 @@
+"""Get, delete, hash_dirty, the declared index and the model guard (SPEC §2, §4.5, §5.3 step 6)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from novaberg_core.embedding import EmbeddingProvider
+from novaberg_core.errors import InvalidArgument, ModelMismatch, NotFound
+from novaberg_core.pipeline_log import InMemorySink, PipelineLog
+from services.kzg.memory import KzgMemory
+from services.kzg.store import MODEL_KEY, KzgStore
+from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
+
+INDEX_FIELDS = {
+    "user_id": "TAG", "character_id": "TAG", "beobachter": "TAG", "emotion": "TAG", "modus": "TAG",
+    "entitaet_ids": "TAG", "themen": "TAG", "arousal": "NUMERIC", "timeline_id": "NUMERIC",
+    "salienz": "NUMERIC", "emotions_vektor": "TEXT", "sprach_stil": "TEXT", "tone": "TEXT", "embedding": "VECTOR",
+}
+
+
+@pytest.fixture
+def retrieval_threshold() -> float:
+    """These tests never retrieve by similarity; no model profile needed."""
+    return 0.5
+
+
+async def test_get_returns_the_entry_of_the_pair(kzg: KzgMemory, rng: np.random.Generator, sink: InMemorySink) -> None:
+    vector = unit_vector(rng)
+    stored = await kzg.store_entry(
+        entry(0.6, ("Garten", "Kräuter"), embedding=vector, beobachter="assistant", emotion="freude",
+              modus="alltag", intentionen=("planung",), entitaet_ids=(5, 2), timeline_id=9, turn_id="t-1",
+              as_of=1_790_000_000.5)
+    )
+    got = await kzg.get_entry(PAIR, stored.kzg_key, include_embedding=True)
+    assert got.kzg_key == stored.kzg_key and got.entry_id == stored.kzg_key.rsplit(":", 1)[1]
+    assert got.pair == PAIR and got.beobachter == "assistant"
+    assert got.themen == ("Garten", "Kräuter") and got.intentionen == ("planung",)
+    assert got.entitaet_ids == (5, 2) and got.timeline_id == 9
+    assert got.salienz == stored.salienz and got.salienz_eingang == 0.6 and got.haeufigkeit == 1
+    assert got.erstellt_am == 1_790_000_000.5 and got.turn_id == "t-1"
+    assert 0 < got.ttl_seconds <= stored.ttl_seconds
+    assert got.embedding is not None and np.array_equal(got.embedding, vector)
+    assert (await kzg.get_entry(PAIR, stored.kzg_key)).embedding is None
+    await kzg.log.flush()
+    assert any(r.art == "db_read" and r.inhalt.get("kzg_key") == stored.kzg_key for r in sink.records)
+
+
+async def test_get_refuses_keys_of_another_pair_and_reports_missing_ones(
+    kzg: KzgMemory, rng: np.random.Generator
+) -> None:
+    other = await kzg.store_entry(entry(0.6, pair=OTHER_PAIR, embedding=unit_vector(rng)))
+    with pytest.raises(InvalidArgument, match="not a KZG key of the pair"):
+        await kzg.get_entry(PAIR, other.kzg_key)
+    with pytest.raises(NotFound):
+        await kzg.get_entry(PAIR, f"kzg:{PAIR.user_id}:{PAIR.character_id}:gone")
+
+
+async def test_delete_verifies_with_exists(kzg: KzgMemory, rng: np.random.Generator, sink: InMemorySink) -> None:
+    stored = await kzg.store_entry(entry(0.6, embedding=unit_vector(rng)))
+    assert await kzg.delete_entry(PAIR, stored.kzg_key, turn_id="t-del") == (True, True)
+    assert not await kzg.store.redis.exists(stored.kzg_key)
+    assert await kzg.delete_entry(PAIR, stored.kzg_key) == (False, True)
+    other = await kzg.store_entry(entry(0.6, pair=OTHER_PAIR, embedding=unit_vector(rng)))
+    with pytest.raises(InvalidArgument):
+        await kzg.delete_entry(PAIR, other.kzg_key)
+    assert await kzg.store.redis.exists(other.kzg_key)
+    await kzg.log.flush()
+    assert any(r.art == "db_write" and r.turn_id == "t-del" and r.inhalt["operation"] == "del" for r in sink.records)
+
+
+async def test_mark_hash_dirty_sets_the_pair_marker(kzg: KzgMemory) -> None:
+    await kzg.mark_hash_dirty(PAIR, "promotion kzg:x -> node 7", as_of=1_790_000_100.0)
+    marker = await kzg.store.hash_dirty(PAIR)
+    assert marker["reason"] == "promotion kzg:x -> node 7"
+    assert float(marker["gesetzt_am"]) == 1_790_000_100.0
+    assert await kzg.store.hash_dirty(OTHER_PAIR) == {}
+
+
+async def test_index_has_every_field_of_the_spec_and_the_model_dimension(kzg: KzgMemory) -> None:
+    info = await kzg.store.redis.ft(kzg.store.index_name).info()
+    attributes = {_s(a[b"attribute"] if isinstance(a, dict) else a[a.index(b"attribute") + 1]): a
+                  for a in info[b"attributes"]} if b"attributes" in info else {}
+    assert attributes, info
+    types = {name: _s(a[b"type"]) for name, a in attributes.items()}
+    assert {k: types.get(k) for k in INDEX_FIELDS} == INDEX_FIELDS
+    assert int(attributes["embedding"][b"dim"]) == kzg.provider.dimension
+    assert _s(attributes["embedding"][b"distance_metric"]) == "COSINE"
+    # Idempotent: a second start changes nothing.
+    assert await kzg.store.ensure_index() is False
+
+
+async def test_a_changed_declaration_rebuilds_the_index_and_keeps_the_entries(
+    redis_url: str, kzg: KzgMemory, rng: np.random.Generator, provider: EmbeddingProvider
+) -> None:
+    vector = unit_vector(rng)
+    stored = await kzg.store_entry(entry(0.6, embedding=vector))
+    hnsw = KzgStore.from_url(redis_url, dimension=provider.dimension, vector_algorithm="HNSW")
+    try:
+        assert await hnsw.ensure_index() is True
+        for _ in range(50):  # background re-indexing of the kept hashes
+            found = await hnsw.knn(PAIR, vector, 3)
+            if found:
+                break
+        assert [e.kzg_key for e, _ in found] == [stored.kzg_key]
+        assert found[0][1] == pytest.approx(1.0, abs=1e-5)
+    finally:
+        await hnsw.close()
+
+
+async def test_a_store_filled_by_another_model_refuses_to_start(
+    redis_url: str, provider: EmbeddingProvider
+) -> None:
+    store = KzgStore.from_url(redis_url, dimension=provider.dimension)
+    try:
+        await store.redis.set(MODEL_KEY, json.dumps({"model_id": "ollama:nomic-embed-text-v2-moe", "dimension": 768}))
+        memory = KzgMemory(store, provider, PipelineLog(), retrieval_threshold=0.5)
+        with pytest.raises(ModelMismatch, match=r"nomic-embed-text-v2-moe.*all-minilm"):
+            await memory.start()
+    finally:
+        await store.close()
+
+
+async def test_the_model_stamp_is_recorded_once(kzg: KzgMemory) -> None:
+    stamp = json.loads(await kzg.store.redis.get(MODEL_KEY))
+    assert stamp == {"model_id": kzg.provider.model_id, "dimension": kzg.provider.dimension}
+    await kzg.start()  # a restart with the same model is fine
+    assert json.loads(await kzg.store.redis.get(MODEL_KEY)) == stamp
+
+
+def _s(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
