@@ -78,6 +78,9 @@ class PixieConfig:
     concurrency: int = 8
     """Pairs promoted in parallel by one replica (same pair: always serial)."""
 
+    pair_lock_wait_ms: int = 2000
+    """How long a worker waits for a pair another replica is promoting before leaving its jobs for later."""
+
     run_window_s: float = 60.0
     """A continuous promotion run is closed and recorded after this long (or when the queue is empty)."""
 
@@ -113,6 +116,7 @@ class PixieConfig:
             block_ms=env_int(f"{p}BLOCK_MS", 1000, min_value=0, env=env),
             reclaim_idle_ms=env_int(f"{p}RECLAIM_IDLE_MS", 30_000, min_value=1, env=env),
             concurrency=env_int(f"{p}CONCURRENCY", 8, min_value=1, max_value=256, env=env),
+            pair_lock_wait_ms=env_int(f"{p}PAIR_LOCK_WAIT_MS", 2000, min_value=0, env=env),
             run_window_s=env_float(f"{p}RUN_WINDOW_S", 60.0, min_value=0.0, env=env),
             stale_run_s=env_float(f"{p}STALE_RUN_S", 900.0, min_value=1.0, env=env),
             daily_retry_s=env_float(f"{p}DAILY_RETRY_S", 900.0, min_value=0.0, env=env),

@@ -89,6 +89,7 @@ class WorkerSettings:
     backoff_max_s: float = 300.0
     run_window_s: float = 60.0
     rpc_timeout_s: float = 30.0
+    pair_lock_wait_ms: int = 2000
 
     @classmethod
     def from_config(cls, cfg: PixieConfig) -> WorkerSettings:
@@ -102,6 +103,7 @@ class WorkerSettings:
             backoff_max_s=cfg.backoff_max_s,
             run_window_s=cfg.run_window_s,
             rpc_timeout_s=cfg.rpc_timeout_s,
+            pair_lock_wait_ms=cfg.pair_lock_wait_ms,
         )
 
 
@@ -203,7 +205,9 @@ class PromotionWorker:
         self, jobs: list[kzg_pb2.PromotionJob], states: dict[str, JobState], tally: Tally
     ) -> None:
         first = jobs[0]
-        async with self.store.pair_lock(first.pair.user_id, first.pair.character_id) as lock:
+        async with self.store.pair_lock(
+            first.pair.user_id, first.pair.character_id, wait_ms=self.settings.pair_lock_wait_ms
+        ) as lock:
             if not lock.held:
                 # Another replica promotes this pair right now: leave the jobs pending for later.
                 tally["deferred_locked"] += len(jobs)

@@ -277,15 +277,39 @@ class PixieStore:
     # --- pair exclusivity ---------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def pair_lock(self, user_id: str, character_id: str) -> AsyncIterator[PairLock]:
-        """Try-locks the pair for the duration of the block (SPEC §9: one actor per pair).
+    async def pair_lock(
+        self, user_id: str, character_id: str, *, wait_ms: int = 0
+    ) -> AsyncIterator[PairLock]:
+        """Locks the pair for the duration of the block (SPEC §9: one actor per pair).
 
         A transaction-level advisory lock on a connection of its own: it is released when the
-        block ends, and also when this process dies (the session ends). Never waits: when
-        another replica holds the pair, ``held`` is False and the caller leaves the job for later.
+        block ends, and also when this process dies (its session ends). Waits at most ``wait_ms``
+        (0: not at all); when another replica still holds the pair, ``held`` is False and the
+        caller leaves the job for later.
         """
         key = pair_lock_key(user_id, character_id)
-        async with self.pool.acquire() as conn, conn.transaction():
-            held = bool(await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", key))
-            yield PairLock(held=held, key=key)
-
+        async with self.pool.acquire() as conn:
+            transaction = conn.transaction()
+            await transaction.start()
+            open_ = True
+            try:
+                if wait_ms > 0:
+                    await conn.execute(f"SET LOCAL lock_timeout = {int(wait_ms)}")
+                    try:
+                        await conn.execute("SELECT pg_advisory_xact_lock($1)", key)
+                        held = True
+                    except asyncpg.LockNotAvailableError:
+                        held = False
+                else:
+                    held = bool(await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", key))
+                if not held:
+                    open_ = False
+                    await transaction.rollback()
+                    yield PairLock(held=False, key=key)
+                    return
+                yield PairLock(held=True, key=key)
+            except BaseException:
+                if open_:
+                    await transaction.rollback()
+                raise
+            await transaction.commit()

@@ -162,3 +162,28 @@ async def test_failures_count_up_then_the_job_is_parked(stores: tuple[PixieStore
     await a.record_failure(other, "x", now=NOW, retry_at=lambda n: NOW)
     await a.clear_attempts(["2-0"])
     assert "2-0" not in await a.job_states(["2-0"])
+
+
+async def test_pair_lock_waits_up_to_wait_ms_for_the_holder(stores: tuple[PixieStore, PixieStore]) -> None:
+    a, b = stores
+    release = asyncio.Event()
+
+    async def hold_for_a_while() -> None:
+        async with a.pair_lock("u", "c") as held:
+            assert held.held
+            await release.wait()
+
+    holder = asyncio.create_task(hold_for_a_while())
+    await asyncio.sleep(0.05)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with b.pair_lock("u", "c", wait_ms=100) as refused:
+        assert not refused.held
+    assert 0.09 <= loop.time() - started < 1.0
+    # Released while b waits: b gets the pair.
+    loop.call_later(0.1, release.set)
+    async with b.pair_lock("u", "c", wait_ms=2000) as granted:
+        assert granted.held
+    await holder
+    # The refused attempt left its connection clean (no aborted transaction).
+    assert await b.pool.fetchval("SELECT 1") == 1
