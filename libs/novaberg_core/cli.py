@@ -1,28 +1,674 @@
-"""The ``novaberg`` command line (one entry point). ``up`` starts the whole stack."""
+"""The ``novaberg`` command line (one entry point).
+
+    novaberg up [--data-dir .novaberg] [--once] [--no-demo]   start everything, replay the demo, serve
+    novaberg demo                                             replay the demo against a running stack
+    novaberg observe "Anna hat heute Geburtstag" [--salienz 0.8 --themen Anna,Geburtstag --entity Anna]
+    novaberg recall "Was weißt du noch über Anna?"            dossier: memory block plus paths
+    novaberg import locomo_dev.json [--sample conv-26] [--limit 200]
+    novaberg inspect [--node 7]                               counts, strongest nodes, edges of a node
+    novaberg graph [-o graph.html|graph.svg]                  the pair's memory graph as a picture
+    novaberg log [TURN_ID]                                    a turn's story from the pipeline log
+    novaberg pixie tasks|runs|trigger|pause|resume|parked
+
+Where the services are: ``up`` writes ``<data-dir>/stack.json``; every other command reads it
+from ``--data-dir`` (default ``.novaberg``), and ``NOVABERG_<SVC>_ADDR`` variables override it
+when no ``--data-dir`` is given. A failed call prints one line
+``error: <service>.<Rpc>: <CODE>: <details>`` and exits 1.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import json
+import os
+import re
 import signal
 import sys
+import time as clock
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, TextIO
 
-from novaberg_core.stack import SERVICES, start_stack
+from google.protobuf.json_format import MessageToDict
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2
+from novaberg.log.v1 import log_pb2
+from novaberg.lzg.v1 import lzg_pb2
+from novaberg.pipeline.v1 import pipeline_pb2
+from novaberg.pixie.v1 import pixie_pb2
+from novaberg_core.clients import ServiceCallError, ServiceClients
+from novaberg_core.errors import NovabergError
+from novaberg_core.timeutil import from_timestamp, to_timestamp, utc_now
+
+__all__ = [
+    "DEFAULT_DATA_DIR",
+    "STACK_FILE",
+    "CliError",
+    "ImportedTurn",
+    "ProgressBar",
+    "build_parser",
+    "main",
+    "parse_locomo",
+    "parse_turn_file",
+    "read_addresses",
+    "write_stack_file",
+]
+
+SERVICE_NAMES: tuple[str, ...] = ("log", "kzg", "lzg", "pixie", "pipeline")
+DEFAULT_DATA_DIR = Path(".novaberg")
+STACK_FILE = "stack.json"
+DEFAULT_USER = "meister"
+DEFAULT_CHARACTER = "nova"
 
 
-async def _up(data_dir: Path, once: bool) -> int:
+class CliError(Exception):
+    """A problem the user can fix (no stack found, bad file, bad option); printed as one line."""
+
+
+# --------------------------------------------------------------------------- where the stack is
+
+
+def write_stack_file(data_dir: Path, addresses: Mapping[str, str], extra: Mapping[str, Any] | None = None) -> Path:
+    """Writes ``<data_dir>/stack.json`` (addresses, pid, start time) for the other commands."""
+    path = data_dir / STACK_FILE
+    payload = {"addresses": dict(addresses), "pid": os.getpid(), "started_at": utc_now().isoformat(), **(extra or {})}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_addresses(data_dir: Path | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Service addresses: ``--data-dir``'s stack.json when given; else ``NOVABERG_<SVC>_ADDR`` over
+    the default ``.novaberg/stack.json``. A missing or stale stack file is a :class:`CliError`."""
+    env = os.environ if environ is None else environ
+    explicit = data_dir is not None
+    path = (data_dir if explicit else DEFAULT_DATA_DIR) / STACK_FILE  # type: ignore[operator]
+    addresses: dict[str, str] = {}
+    if path.exists():
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            addresses = {str(k): str(v) for k, v in payload["addresses"].items()}
+            pid = int(payload.get("pid", 0))
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise CliError(f"{path} is not a stack file ({error})") from None
+        if pid and not _pid_alive(pid):
+            if explicit or not any(env.get(f"NOVABERG_{s.upper()}_ADDR") for s in SERVICE_NAMES):
+                raise CliError(f"{path} is stale: the stack that wrote it (pid {pid}) is not running; "
+                               "start one with `novaberg up`")
+            addresses = {}
+    elif explicit:
+        raise CliError(f"no running stack found: {path} does not exist (start one with `novaberg up --data-dir "
+                       f"{data_dir}`)")
+    if not explicit:
+        for service in SERVICE_NAMES:
+            value = env.get(f"NOVABERG_{service.upper()}_ADDR", "").strip()
+            if value:
+                addresses[service] = value
+    if not addresses:
+        raise CliError(f"no running stack found: {path} does not exist and no NOVABERG_<SVC>_ADDR is set "
+                       "(start one with `novaberg up`)")
+    return addresses
+
+
+def _require(addresses: Mapping[str, str], *services: str) -> None:
+    for service in services:
+        if not addresses.get(service):
+            raise CliError(f"no address for the {service} service (set NOVABERG_{service.upper()}_ADDR or use "
+                           "a stack started by `novaberg up`)")
+
+
+# --------------------------------------------------------------------------- small helpers
+
+
+def _as_of(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise CliError(f"--as-of must be an ISO date/time like 2026-11-29T10:00, got {text!r}") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _pair(args: argparse.Namespace) -> common_pb2.Pair:
+    return common_pb2.Pair(user_id=args.user, character_id=args.character)
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_BEOBACHTER_NAMES: dict[int, str] = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
+
+
+def _beobachter(value: int) -> str:
+    return _BEOBACHTER_NAMES.get(value, "?")
+
+
+async def _entity_names(clients: ServiceClients, pair: common_pb2.Pair) -> dict[int, str]:
+    listed = await clients.call("lzg", "ListEntities", lzg_pb2.ListEntitiesRequest(pair=pair))
+    return {e.id: e.name for e in listed.entities}
+
+
+async def _node_texts(clients: ServiceClients, pair: common_pb2.Pair) -> dict[int, str]:
+    listed = await clients.call(
+        "lzg", "ListNodes", lzg_pb2.ListNodesRequest(pair=pair, limit=1000, include_inactive=True)
+    )
+    return {n.id: n.inhalt for n in listed.nodes}
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal stream, redrawn with ``\\r`` (no dependency)."""
+
+    def __init__(self, total: int, *, label: str = "", stream: TextIO | None = None, width: int = 30) -> None:
+        self.total = max(total, 0)
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.done = 0
+        self.started = clock.monotonic()
+
+    def render(self) -> str:
+        share = self.done / self.total if self.total else 1.0
+        filled = round(share * self.width)
+        elapsed = max(clock.monotonic() - self.started, 1e-9)
+        rate = self.done / elapsed
+        return (f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} "
+                f"{share * 100:5.1f}% {rate:6.1f}/s")
+
+    def advance(self, n: int = 1) -> None:
+        self.done = min(self.done + n, self.total) if self.total else self.done + n
+        self.stream.write("\r" + self.render())
+        self.stream.flush()
+
+    def finish(self) -> None:
+        self.stream.write("\r" + self.render() + "\n")
+        self.stream.flush()
+
+
+# --------------------------------------------------------------------------- conversation files
+
+
+@dataclass(frozen=True)
+class ImportedTurn:
+    """One turn of a conversation file, ready for ObserveTurn."""
+
+    pair: common_pb2.Pair
+    turn_id: str
+    beobachter: common_pb2.Beobachter
+    text: str
+    as_of: datetime | None
+
+
+_LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
+_MONTHS = {m: i for i, m in enumerate(
+    ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+     "november", "december"), start=1)}  # fmt: skip
+
+
+def parse_locomo_date(text: str) -> datetime | None:
+    """``"1:56 pm on 8 May, 2023"`` → aware UTC datetime; None when it does not parse."""
+    match = _LOCOMO_DATE.search(text or "")
+    if not match:
+        return None
+    hour, minute, half, day, month_name, year = match.groups()
+    month = _MONTHS.get(month_name.lower())
+    if month is None:
+        return None
+    h = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
+    return datetime(int(year), month, int(day), h, int(minute), tzinfo=UTC)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def parse_locomo(
+    data: Any,
+    *,
+    samples: Sequence[str] = (),
+    user_id: str | None = None,
+    character_id: str | None = None,
+) -> list[ImportedTurn]:
+    """Turns of LoCoMo conversations (speaker_a → user, speaker_b → the character), in session order.
+
+    Each session's ``session_N_date_time`` is the first turn's ``as_of``; later turns follow 30 s apart.
+    """
+    if not isinstance(data, list):
+        raise CliError("a LoCoMo file is a JSON list of conversations")
+    wanted = set(samples)
+    turns: list[ImportedTurn] = []
+    for sample in data:
+        sample_id = str(sample.get("sample_id", ""))
+        if wanted and sample_id not in wanted:
+            continue
+        conversation = sample.get("conversation")
+        if not isinstance(conversation, dict):
+            raise CliError(f"LoCoMo sample {sample_id!r} has no 'conversation' object")
+        speaker_a, speaker_b = conversation.get("speaker_a", "A"), conversation.get("speaker_b", "B")
+        pair = common_pb2.Pair(
+            user_id=user_id or _slug(f"{sample_id}-{speaker_a}"), character_id=character_id or _slug(speaker_b)
+        )
+        numbers = sorted(
+            int(m.group(1)) for key in conversation if (m := re.fullmatch(r"session_(\d+)", key))
+        )
+        for number in numbers:
+            start = parse_locomo_date(str(conversation.get(f"session_{number}_date_time", "")))
+            for i, turn in enumerate(conversation[f"session_{number}"]):
+                text = str(turn.get("text", "")).strip()
+                if turn.get("blip_caption"):
+                    text = f"{text} [Bild: {turn['blip_caption']}]".strip()
+                if not text:
+                    continue
+                role = common_pb2.BEOBACHTER_USER if turn.get("speaker") == speaker_a else common_pb2.BEOBACHTER_ASSISTANT
+                turns.append(ImportedTurn(
+                    pair=pair, turn_id=f"{sample_id}:{turn.get('dia_id', f'S{number}:{i}')}", beobachter=role,
+                    text=text, as_of=None if start is None else start + timedelta(seconds=30 * i),
+                ))  # fmt: skip
+    if wanted and not turns:
+        raise CliError(f"no LoCoMo sample named {', '.join(sorted(wanted))} in this file")
+    return turns
+
+
+def parse_turn_file(
+    data: Any,
+    *,
+    samples: Sequence[str] = (),
+    user_id: str | None = None,
+    character_id: str | None = None,
+) -> list[ImportedTurn]:
+    """A conversation file: LoCoMo, or ``{"turns": [{"role": "user"|"assistant", "text", "as_of"?}]}``."""
+    if isinstance(data, list) and all(isinstance(s, dict) and "conversation" in s for s in data):
+        return parse_locomo(data, samples=samples, user_id=user_id, character_id=character_id)
+    if isinstance(data, dict) and isinstance(data.get("turns"), list):
+        pair = common_pb2.Pair(user_id=user_id or DEFAULT_USER, character_id=character_id or DEFAULT_CHARACTER)
+        turns = []
+        for i, raw in enumerate(data["turns"]):
+            role = raw.get("role") if isinstance(raw, dict) else None
+            if role not in ("user", "assistant") or not str(raw.get("text", "")).strip():
+                raise CliError(f"turns[{i}] needs role 'user' or 'assistant' and a non-empty text")
+            turns.append(ImportedTurn(
+                pair=pair, turn_id=str(raw.get("turn_id") or uuid.uuid4()),
+                beobachter=common_pb2.BEOBACHTER_USER if role == "user" else common_pb2.BEOBACHTER_ASSISTANT,
+                text=str(raw["text"]).strip(), as_of=_as_of(raw.get("as_of")),
+            ))  # fmt: skip
+        return turns
+    raise CliError("unknown conversation format: expected a LoCoMo list or an object with 'turns'")
+
+
+# --------------------------------------------------------------------------- commands
+
+
+async def cmd_observe(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    pair = _pair(args)
+    request = pipeline_pb2.ObserveTurnRequest(
+        pair=pair, turn_id=args.turn_id or str(uuid.uuid4()), text=args.text,
+        beobachter=common_pb2.BEOBACHTER_ASSISTANT if args.assistant else common_pb2.BEOBACHTER_USER,
+    )  # fmt: skip
+    as_of = _as_of(args.as_of)
+    if as_of is not None:
+        request.as_of.CopyFrom(to_timestamp(as_of))
+    if args.salienz is not None:
+        if not 0.0 <= args.salienz <= 1.0:
+            raise CliError(f"--salienz must be in 0..1, got {args.salienz}")
+        analysis = request.analysis
+        analysis.salience.salienz = args.salienz
+        analysis.salience.themen.extend(t.strip() for t in (args.themen or "").split(",") if t.strip())
+        analysis.salience.gedaechtnistyp = args.gedaechtnistyp
+        analysis.ei.emotion = args.emotion or ""
+        analysis.ei.modus = "alltag"
+        analysis.inhalt = args.inhalt or ""
+        if args.entity:
+            resolved = await clients.call("lzg", "ResolveEntities", lzg_pb2.ResolveEntitiesRequest(
+                pair=pair, names=args.entity, create_missing=True, typ_for_new="unbekannt"))  # fmt: skip
+            analysis.magnets.entitaet_ids.extend(dict.fromkeys(resolved.entitaet_ids))
+    elif args.themen or args.entity or args.emotion or args.inhalt:
+        raise CliError("--themen/--entity/--emotion/--inhalt describe a given analysis and need --salienz")
+    response = await clients.call("pipeline", "ObserveTurn", request)
+    stored = response.kzg
+    if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE:
+        out(f"turn {request.turn_id}: not stored (raw salience below the 0.3 gate)")
+    else:
+        out(f"turn {request.turn_id}: KZG {kzg_pb2.Tier.Name(stored.tier).removeprefix('TIER_')}, salienz "
+            f"{stored.salienz:.3f}, TTL {stored.ttl_seconds // 86400} d"
+            f"{', queued for promotion' if stored.queued_for_promotion else ''}"
+            f"{f', {stored.reinforced_count} reinforced' if stored.reinforced_count else ''}  ({stored.kzg_key})")
+    a = response.analysis
+    out(f"analysis ({'analyzer' if response.analyzed_by_service else 'given'}): salienz {a.salience.salienz:.2f}, "
+        f"themen {list(a.salience.themen)}, emotion {a.ei.emotion or '-'}, entities {list(a.magnets.entitaet_ids)}"
+        f"{f', timeline {a.magnets.timeline_id}' if a.magnets.HasField('timeline_id') else ''}")
+    if stored.canon_rejections:
+        out(f"canon rejections: {', '.join(stored.canon_rejections)}")
+    return 0
+
+
+async def cmd_recall(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    from novaberg_core.demo import format_dossier
+
+    pair = _pair(args)
+    request = pipeline_pb2.BuildDossierRequest(
+        pair=pair, turn_id=str(uuid.uuid4()), query_text=args.question, nova_emotion=args.nova_emotion or "",
+        readers=[args.reader], user_name=args.user_name, character_name=args.character_name,
+        intentionen=args.intention or [],
+    )  # fmt: skip
+    as_of = _as_of(args.as_of)
+    if as_of is not None:
+        request.as_of.CopyFrom(to_timestamp(as_of))
+    dossier = await clients.call("pipeline", "BuildDossier", request)
+    if args.json:
+        out(json.dumps(MessageToDict(dossier, preserving_proto_field_name=True), ensure_ascii=False, indent=2))
+        return 0
+    names = await _entity_names(clients, pair)
+    texts = await _node_texts(clients, pair)
+    out(f"Akte für „{args.question}“ ({pair.user_id} · {pair.character_id}, turn {request.turn_id})")
+    for line in format_dossier(dossier, names, texts, reader=args.reader):
+        out(line)
+    out(f"served node ids: {list(dossier.served_node_ids)}")
+    return 0
+
+
+async def cmd_import(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    path = Path(args.file)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise CliError(f"cannot read {path}: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise CliError(f"{path} is not JSON: {error}") from None
+    turns = parse_turn_file(data, samples=args.sample or (), user_id=args.user, character_id=args.character)
+    if args.limit:
+        turns = turns[: args.limit]
+    if not turns:
+        raise CliError(f"{path} holds no turns")
+    bar = ProgressBar(len(turns), label=f"import {path.name}")
+    tiers: dict[str, int] = {}
+    queued = 0
+    pairs: dict[tuple[str, str], int] = {}
+    for turn in turns:
+        request = pipeline_pb2.ObserveTurnRequest(
+            pair=turn.pair, turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text,
+        )
+        if turn.as_of is not None:
+            request.as_of.CopyFrom(to_timestamp(turn.as_of))
+        try:
+            response = await clients.call("pipeline", "ObserveTurn", request)
+        except ServiceCallError:
+            bar.finish()
+            raise
+        stored = response.kzg
+        tier = ("rejected" if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE
+                else kzg_pb2.Tier.Name(stored.tier).removeprefix("TIER_").lower())
+        tiers[tier] = tiers.get(tier, 0) + 1
+        queued += int(stored.queued_for_promotion) + stored.reinforced_queued_count
+        key = (turn.pair.user_id, turn.pair.character_id)
+        pairs[key] = pairs.get(key, 0) + 1
+        bar.advance()
+    bar.finish()
+    for (user, character), count in pairs.items():
+        out(f"pair {user} · {character}: {count} turns observed")
+    out("KZG: " + ", ".join(f"{name} {tiers[name]}" for name in ("high", "mid", "minimum", "rejected")
+                            if name in tiers) + f"; {queued} queued for promotion")
+    if args.promote:
+        run = (await clients.call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(
+            task="synapsen_promotion", force=True), timeout=600.0)).run  # fmt: skip
+        out(f"pixie synapsen_promotion run {run.id}: {run.outcome} {dict(run.counts)}")
+    return 0
+
+
+async def cmd_inspect(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    pair = _pair(args)
+    stats = await clients.call("lzg", "GetPairStats", lzg_pb2.GetPairStatsRequest(pair=pair))
+    session = await clients.call("kzg", "GetSession", kzg_pb2.GetSessionRequest(pair=pair))
+    names = await _entity_names(clients, pair)
+    out(f"pair {pair.user_id} · {pair.character_id}: {stats.nodes_active} active / {stats.nodes_inactive} inactive "
+        f"nodes, {stats.edges} edges, {stats.entities} entities, {stats.timelines} timelines"
+        f"{f' (model {stats.model_id})' if stats.model_id else ''}; session {len(session.turns)} turns"
+        f"{' + summary' if session.summary else ''}")
+    if args.node:
+        return await _inspect_node(clients, pair, args.node, names, out)
+    listed = await clients.call("lzg", "ListNodes", lzg_pb2.ListNodesRequest(
+        pair=pair, limit=args.limit, include_inactive=args.include_inactive))  # fmt: skip
+    if not listed.nodes:
+        out("no nodes yet")
+        return 0
+    out(f"strongest {len(listed.nodes)} nodes (gewicht_decay):")
+    for node in listed.nodes:
+        entities = ", ".join(names.get(i, f"#{i}") for i in node.magnets.entitaet_ids)
+        themen = ", ".join(node.themen)
+        out(f"  #{node.id:<5} {node.gewicht_decay:6.3f}{'' if node.aktiv else ' (inaktiv)'}  "
+            f"{_beobachter(node.beobachter):9} {_short(node.inhalt, 70)}"
+            f"{f'  [{themen}]' if themen else ''}{f'  {{{entities}}}' if entities else ''}")
+    return 0
+
+
+async def _inspect_node(
+    clients: ServiceClients, pair: common_pb2.Pair, node_id: int, names: Mapping[int, str], out: Callable[[str], None]
+) -> int:
+    node = (await clients.call("lzg", "GetNode", lzg_pb2.GetNodeRequest(pair=pair, node_id=node_id))).node
+    out(f"node #{node.id} „{node.inhalt}“")
+    out(f"  {_beobachter(node.beobachter)}, {'aktiv' if node.aktiv else 'inaktiv'}, gewicht_roh {node.gewicht_roh:.3f}"
+        f", gewicht_absolut {node.gewicht_absolut:.3f}, gewicht_decay {node.gewicht_decay:.3f}, "
+        f"haeufigkeit {node.haeufigkeit}")
+    out(f"  themen {list(node.themen)}, entities "
+        f"{[names.get(i, f'#{i}') for i in node.magnets.entitaet_ids]}, emotion {node.ei.emotion or '-'}"
+        f"{f', timeline {node.magnets.timeline_id}' if node.magnets.HasField('timeline_id') else ''}")
+    out(f"  erstellt_am {from_timestamp(node.erstellt_am):%Y-%m-%d %H:%M}, verstaerkt_am "
+        f"{from_timestamp(node.verstaerkt_am):%Y-%m-%d %H:%M}, decay_am {from_timestamp(node.decay_am):%Y-%m-%d %H:%M}"
+        f", source {node.kzg_quell_key}")
+    edges = (await clients.call("lzg", "ListEdges", lzg_pb2.ListEdgesRequest(pair=pair, node_id=node_id))).edges
+    texts = await _node_texts(clients, pair)
+    out(f"  {len(edges)} edges (directed rows), strongest first:")
+    for edge in sorted(edges, key=lambda e: (-e.gewicht_absolut, e.id)):
+        outgoing = edge.knoten_a_id == node_id
+        other = edge.knoten_b_id if outgoing else edge.knoten_a_id
+        shared = []
+        if edge.geteilte_entitaet_ids:
+            shared.append("Entität " + ", ".join(names.get(i, f"#{i}") for i in edge.geteilte_entitaet_ids))
+        if edge.geteilte_themen:
+            shared.append("Thema " + ", ".join(edge.geteilte_themen))
+        if edge.HasField("embedding_cosine_initial"):
+            shared.append(f"cos {edge.embedding_cosine_initial:.2f}")
+        if edge.HasField("timeline_naehe_tage"):
+            shared.append(f"{edge.timeline_naehe_tage} Tage")
+        out(f"    {'→' if outgoing else '←'} #{other:<5} {edge.gewicht_absolut:6.3f}  "
+            f"[{', '.join(edge.verbindungs_gruende)}] {'; '.join(shared)}  {_short(texts.get(other, ''), 50)}")
+    return 0
+
+
+async def cmd_graph(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    pair = _pair(args)
+    path = await write_graph(clients, pair, args.output, limit=args.limit, include_inactive=args.include_inactive)
+    out(f"wrote {path}")
+    return 0
+
+
+async def write_graph(
+    clients: ServiceClients, pair: common_pb2.Pair, output: Path, *, limit: int = 500, include_inactive: bool = True
+) -> Path:
+    """Renders the pair's graph to ``output`` (``.svg`` → SVG, anything else → HTML)."""
+    from novaberg_core.graph_render import render_html, render_svg
+
+    nodes = (await clients.call("lzg", "ListNodes", lzg_pb2.ListNodesRequest(
+        pair=pair, limit=limit, include_inactive=include_inactive))).nodes  # fmt: skip
+    edges = (await clients.call("lzg", "ListEdges", lzg_pb2.ListEdgesRequest(pair=pair, limit=100_000))).edges
+    names = await _entity_names(clients, pair)
+    title = f"Novaberg LZG · {pair.user_id} · {pair.character_id}"
+    render = render_svg if output.suffix.lower() == ".svg" else render_html
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render(list(nodes), list(edges), entity_names=names, title=title), encoding="utf-8")
+    return output
+
+
+def _format_record(record: log_pb2.LogRecord, full: bool) -> str:
+    try:
+        inhalt: Any = json.loads(record.inhalt_json) if record.inhalt_json else None
+    except ValueError:
+        inhalt = record.inhalt_json
+    text = inhalt if isinstance(inhalt, str) else json.dumps(inhalt, ensure_ascii=False, separators=(", ", ": "))
+    return f"{record.node}/{record.art}  {text if full else _short(str(text), 150)}"
+
+
+async def cmd_log(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    if not args.turn_id:
+        pair = _pair(args)
+        rows = (await clients.call("log", "Query", log_pb2.QueryRequest(
+            pair=pair, art="turn_roh", limit=args.limit, descending=True))).records  # fmt: skip
+        if not rows:
+            out(f"no turns of {pair.user_id} · {pair.character_id} in the pipeline log yet")
+            return 0
+        out(f"last {len(rows)} turns of {pair.user_id} · {pair.character_id} (novaberg log <turn_id> tells one):")
+        for row in rows:
+            inhalt = json.loads(row.inhalt_json or "{}")
+            prompt = inhalt.get("user_prompt", "") if isinstance(inhalt, dict) else ""
+            out(f"  {from_timestamp(row.erstellt_am):%Y-%m-%d %H:%M}  {row.turn_id}  {_short(str(prompt), 70)}")
+        return 0
+    query = log_pb2.QueryRequest(turn_id=args.turn_id, node=args.node or "", art=args.art or "", limit=args.limit)
+    records = (await clients.call("log", "Query", query)).records
+    if args.json:
+        out(json.dumps([MessageToDict(r, preserving_proto_field_name=True) for r in records], ensure_ascii=False,
+                       indent=2))
+        return 0
+    if not records:
+        out(f"no pipeline-log rows for turn {args.turn_id} (rows are flushed every few seconds)")
+        return 0
+    out(f"turn {args.turn_id}: {len(records)} rows")
+    depth = 0
+    for record in records:
+        if record.art == "span_end":
+            depth = max(depth - 1, 0)
+        stamp = from_timestamp(record.erstellt_am).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        out(f"  {stamp} {'  ' * depth}{_format_record(record, args.full)}  ({record.quelle})")
+        if record.art == "span_start":
+            depth += 1
+    return 0
+
+
+def _run_line(run: pixie_pb2.Run) -> str:
+    started = from_timestamp(run.started_at).strftime("%Y-%m-%d %H:%M:%S") if run.HasField("started_at") else "-"
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(run.counts.items()))
+    return (f"run {run.id:<5} {run.task:20} {run.outcome:8} {started}"
+            f"{f'  day {run.run_day}' if run.run_day else ''}  {counts}{f'  error: {run.error}' if run.error else ''}")
+
+
+async def cmd_pixie(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    action = args.pixie_command
+    if action == "tasks":
+        for task in (await clients.call("pixie", "ListTasks", pixie_pb2.ListTasksRequest())).tasks:
+            out(f"{task.name:20} {task.schedule:14} priority {task.priority:.2f}"
+                f"{'  PAUSED' if task.paused else ''}")
+            if task.HasField("last_run"):
+                out(f"  last: {_run_line(task.last_run)}")
+    elif action == "runs":
+        runs = (await clients.call("pixie", "ListRuns", pixie_pb2.ListRunsRequest(
+            task=args.task or "", limit=args.limit))).runs  # fmt: skip
+        for run in runs:
+            out(_run_line(run))
+        if not runs:
+            out("no runs yet")
+    elif action == "trigger":
+        request = pixie_pb2.TriggerTaskRequest(task=args.task, force=args.force)
+        as_of = _as_of(args.as_of)
+        if as_of is not None:
+            request.as_of.CopyFrom(to_timestamp(as_of))
+        out(_run_line((await clients.call("pixie", "TriggerTask", request, timeout=600.0)).run))
+    elif action in ("pause", "resume"):
+        rpc, message = ("PauseTask", pixie_pb2.PauseTaskRequest) if action == "pause" else \
+            ("ResumeTask", pixie_pb2.ResumeTaskRequest)
+        task = await clients.call("pixie", rpc, message(task=args.task))
+        out(f"{task.name}: {'paused' if task.paused else 'running'}")
+    elif action == "parked":
+        jobs = (await clients.call("pixie", "ListParkedJobs", pixie_pb2.ListParkedJobsRequest(limit=args.limit))).jobs
+        for job in jobs:
+            out(f"{job.job_id} {job.kzg_key} ({job.user_id} · {job.character_id}) attempts {job.attempts}: "
+                f"{job.last_error}")
+        if not jobs:
+            out("no parked jobs")
+    return 0
+
+
+async def cmd_demo(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    from novaberg_core.demo import load_script, run_demo
+
+    script = load_script(args.demo_file) if args.demo_file else load_script()
+    await run_demo(clients, script, out=out)
+    return 0
+
+
+COMMANDS: Mapping[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
+    "observe": (cmd_observe, ("pipeline", "lzg")),
+    "recall": (cmd_recall, ("pipeline", "lzg")),
+    "import": (cmd_import, ("pipeline",)),
+    "inspect": (cmd_inspect, ("lzg", "kzg")),
+    "graph": (cmd_graph, ("lzg",)),
+    "log": (cmd_log, ("log",)),
+    "pixie": (cmd_pixie, ("pixie",)),
+    "demo": (cmd_demo, ("pipeline", "lzg", "kzg", "pixie")),
+}
+"""Command → (coroutine, services it needs)."""
+
+
+async def run_command(
+    args: argparse.Namespace, addresses: Mapping[str, str], out: Callable[[str], None] = print
+) -> int:
+    """Runs one client command against ``addresses``."""
+    handler, needed = COMMANDS[args.command]
+    _require(addresses, *needed)
+    async with ServiceClients(addresses) as clients:
+        result: int = await handler(clients, args, out)
+        return result
+
+
+# --------------------------------------------------------------------------- up
+
+
+async def _up(data_dir: Path, once: bool, demo: bool = True, demo_file: Path | None = None) -> int:
+    from novaberg_core.demo import load_script, run_demo
+    from novaberg_core.stack import SERVICES, start_stack
+
+    script = load_script(demo_file) if demo_file else (load_script() if demo else None)
     print(f"starting embedded stores and {len(SERVICES)} services in {data_dir} …", flush=True)
     stack = await start_stack(data_dir)
+    stack_file = data_dir / STACK_FILE
     try:
         print(f"postgres  {stack.urls.postgres_url}")
         print(f"redis     {stack.urls.redis_url}")
         for service in SERVICES:
             print(f"{service:9} {stack.addresses[service]}  SERVING  (log: {stack.log_path(service)})")
+        stack_file = write_stack_file(
+            data_dir, stack.addresses,
+            {"postgres_url": stack.urls.postgres_url, "redis_url": stack.urls.redis_url},
+        )  # fmt: skip
+        print(f"stack file {stack_file} (other novaberg commands find the services through it)", flush=True)
+        if script is not None:
+            print("", flush=True)
+            async with ServiceClients(stack.addresses) as clients:
+                result = await run_demo(clients, script, out=lambda line: print(line, flush=True))
+                graph = await write_graph(
+                    clients, result.pair, data_dir / f"graph-{result.pair.user_id}-{result.pair.character_id}.html"
+                )
+            print(f"\nthe memory graph of {result.pair.user_id} · {result.pair.character_id}: {graph}", flush=True)
         if once:
             return 0
-        print("serving; Ctrl-C stops everything", flush=True)
+        print("serving; try `novaberg recall \"Was weißt du noch über Anna?\"` — Ctrl-C stops everything", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -31,21 +677,133 @@ async def _up(data_dir: Path, once: bool) -> int:
         return 0
     finally:
         print("stopping services …", flush=True)
+        with contextlib.suppress(OSError):
+            stack_file.unlink()
         await stack.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
+# --------------------------------------------------------------------------- parser
+
+
+def _pair_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--user", default=DEFAULT_USER, help=f"user_id of the pair (default {DEFAULT_USER})")
+    parser.add_argument("--character", default=DEFAULT_CHARACTER,
+                        help=f"character_id of the pair (default {DEFAULT_CHARACTER})")
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="novaberg", description="Novaberg memory core")
     sub = parser.add_subparsers(dest="command", required=True)
-    up = sub.add_parser("up", help="start embedded stores and all five services")
-    up.add_argument("--data-dir", type=Path, default=Path(".novaberg"))
+
+    up = sub.add_parser("up", help="start embedded stores and all five services, replay the demo, serve")
+    up.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     up.add_argument("--once", action="store_true", help="exit 0 after start-up and the demo")
+    up.add_argument("--no-demo", action="store_true", help="start and serve without replaying the demo")
+    up.add_argument("--demo-file", type=Path, help="another demo conversation (format of the shipped one)")
+
+    def client(name: str, help_text: str) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, help=help_text)
+        command.add_argument("--data-dir", type=Path, default=None,
+                             help="the stack started by `novaberg up --data-dir` (default .novaberg, or the "
+                                  "NOVABERG_<SVC>_ADDR variables)")
+        return command
+
+    demo = client("demo", "replay the shipped demo conversation against the running stack")
+    demo.add_argument("--demo-file", type=Path)
+
+    observe = client("observe", "observe one turn (session, KZG write)")
+    _pair_options(observe)
+    observe.add_argument("text")
+    observe.add_argument("--assistant", action="store_true", help="the character's turn (default: the user's)")
+    observe.add_argument("--turn-id")
+    observe.add_argument("--as-of", help="ISO time of the turn (default now)")
+    observe.add_argument("--salienz", type=float, help="give the analysis instead of the analyzer: raw salience")
+    observe.add_argument("--themen", help="comma-separated themes (with --salienz)")
+    observe.add_argument("--entity", action="append", help="entity name, resolved/created in the LZG (repeatable)")
+    observe.add_argument("--emotion", help="Plutchik emotion label (with --salienz)")
+    observe.add_argument("--inhalt", help="distilled content (default: the text)")
+    observe.add_argument("--gedaechtnistyp", default="episodisch")
+
+    recall = client("recall", "build the dossier for a question: memory block plus paths")
+    _pair_options(recall)
+    recall.add_argument("question")
+    recall.add_argument("--reader", default="analysis", choices=("analysis", "composer"))
+    recall.add_argument("--nova-emotion", help="the character's current emotion (Plutchik sector factor)")
+    recall.add_argument("--intention", action="append", help="an intention of the turn (e.g. anweisung)")
+    recall.add_argument("--user-name", default="Meister")
+    recall.add_argument("--character-name", default="Nova")
+    recall.add_argument("--as-of")
+    recall.add_argument("--json", action="store_true", help="the raw BuildDossier response as JSON")
+
+    imp = client("import", "observe every turn of a conversation file (LoCoMo or {'turns': [...]})")
+    imp.add_argument("file")
+    imp.add_argument("--sample", action="append", help="LoCoMo sample_id to import (repeatable; default all)")
+    imp.add_argument("--limit", type=int, default=0, help="at most this many turns")
+    imp.add_argument("--user", help="user_id for all turns (LoCoMo default: <sample>-<speaker_a>)")
+    imp.add_argument("--character", help="character_id for all turns (LoCoMo default: <speaker_b>)")
+    imp.add_argument("--promote", action="store_true", help="run Pixie's promotion afterwards and show its counts")
+
+    inspect = client("inspect", "a pair: counts, strongest nodes, or the edges of one node")
+    _pair_options(inspect)
+    inspect.add_argument("--node", type=int, help="show this node and its edges")
+    inspect.add_argument("--limit", type=int, default=15)
+    inspect.add_argument("--include-inactive", action="store_true")
+
+    graph = client("graph", "render a pair's memory graph to an HTML or SVG file")
+    _pair_options(graph)
+    graph.add_argument("-o", "--output", type=Path, help="file to write (.html or .svg; default "
+                                                          "<data-dir>/graph-<user>-<character>.html)")
+    graph.add_argument("--limit", type=int, default=500, help="at most this many nodes, strongest first")
+    graph.add_argument("--include-inactive", action="store_true", default=True)
+    graph.add_argument("--active-only", dest="include_inactive", action="store_false")
+
+    log = client("log", "a turn's story from the pipeline log (without TURN_ID: the pair's last turns)")
+    _pair_options(log)
+    log.add_argument("turn_id", nargs="?")
+    log.add_argument("--node")
+    log.add_argument("--art")
+    log.add_argument("--limit", type=int, default=1000)
+    log.add_argument("--full", action="store_true", help="do not shorten the rows")
+    log.add_argument("--json", action="store_true")
+
+    pixie = client("pixie", "Pixie's tasks and runs")
+    pixie_sub = pixie.add_subparsers(dest="pixie_command", required=True)
+    pixie_sub.add_parser("tasks", help="the tasks, their schedule and last run")
+    runs = pixie_sub.add_parser("runs", help="recent runs, newest first")
+    runs.add_argument("--task")
+    runs.add_argument("--limit", type=int, default=20)
+    trigger = pixie_sub.add_parser("trigger", help="run a task now")
+    trigger.add_argument("task")
+    trigger.add_argument("--as-of", help="the day a daily run belongs to (ISO time)")
+    trigger.add_argument("--force", action="store_true", help="run even if paused or already run that day")
+    for name in ("pause", "resume"):
+        pixie_sub.add_parser(name, help=f"{name} a task").add_argument("task")
+    parked = pixie_sub.add_parser("parked", help="promotion jobs that kept failing")
+    parked.add_argument("--limit", type=int, default=50)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "up":
-        with contextlib.suppress(KeyboardInterrupt):
-            return asyncio.run(_up(args.data_dir, args.once))
+    try:
+        if args.command == "up":
+            with contextlib.suppress(KeyboardInterrupt):
+                return asyncio.run(_up(args.data_dir, args.once, not args.no_demo, args.demo_file))
+            return 130
+        if args.command == "graph" and args.output is None:
+            base = args.data_dir or DEFAULT_DATA_DIR
+            args.output = base / f"graph-{args.user}-{args.character}.html"
+        addresses = read_addresses(args.data_dir)
+        return asyncio.run(run_command(args, addresses))
+    except ServiceCallError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except (CliError, NovabergError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
         return 130
-    return 2
 
 
 if __name__ == "__main__":

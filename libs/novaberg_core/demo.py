@@ -1,0 +1,739 @@
+"""The demo of ``make run``: a shipped German conversation replayed through the running services.
+
+Meister talks with Nova over seven simulated weeks (``data/demo_conversation.json``, built from
+the seeds' own examples). Every turn goes through the pipeline as in production — ObserveTurn
+(user), BuildDossier, Dispatch with Nova's scripted answer — with the turn's simulated moment as
+``as_of``. After each simulated day Pixie's ``synapsen_promotion`` runs (the continuous worker is
+paused meanwhile so the demo shows what each day promoted); after a pause of months the daily
+``synapsen_decay`` runs; then a few questions show their dossiers — direct hits and associations
+with the path that led to them — and Nova's answer is reinforced by usage (SPEC §5.6).
+
+    script = load_script()
+    async with ServiceClients(stack.addresses) as clients:
+        result = await run_demo(clients, script)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2
+from novaberg.lzg.v1 import lzg_pb2
+from novaberg.pipeline.v1 import pipeline_pb2
+from novaberg.pixie.v1 import pixie_pb2
+from novaberg_core.clients import ServiceClients
+from novaberg_core.timeutil import to_timestamp, utc_now
+
+__all__ = [
+    "DEFAULT_DEMO_PATH",
+    "AnalysisSpec",
+    "DemoResult",
+    "DemoScript",
+    "QuestionOutcome",
+    "TurnOutcome",
+    "describe_path",
+    "describe_step",
+    "format_dossier",
+    "format_protokoll",
+    "load_script",
+    "run_demo",
+    "simulated_start",
+]
+
+DEFAULT_DEMO_PATH = Path(__file__).resolve().parent / "data" / "demo_conversation.json"
+"""The demo conversation shipped with the libs."""
+
+TASK_PROMOTION = "synapsen_promotion"
+TASK_DECAY = "synapsen_decay"
+DECAY_TIME = time(3, 30)
+"""Time of day of the demo's decay run (Pixie's default ``NOVABERG_PIXIE_DECAY_AT``)."""
+
+WEEKDAYS = ("Mo", "Di", "Mi", "Do", "Fr", "Sa", "So")
+TIER_NAMES = {
+    kzg_pb2.TIER_MINIMUM: "MINIMUM (7 d)",
+    kzg_pb2.TIER_MID: "MID (14 d)",
+    kzg_pb2.TIER_HIGH: "HIGH (30 d)",
+}
+LAYER_WORDS = {"entitaet": "Entität", "themen": "Thema", "timeline": "Zeit", "embedding": "Ähnlichkeit"}
+
+Out = Callable[[str], None]
+
+
+# --------------------------------------------------------------------------- the script
+
+
+@dataclass(frozen=True)
+class AnalysisSpec:
+    """A scripted upstream analysis of one turn (SPEC §4.1–§4.2): deterministic instead of analyzed."""
+
+    inhalt: str
+    salienz: float
+    themen: tuple[str, ...]
+    gedaechtnistyp: str
+    dimension: str
+    emotion: str
+    arousal: float
+    intentionen: tuple[str, ...]
+    entitaeten: tuple[str, ...]
+    """Entity names, resolved through LZG ResolveEntities(create_missing=True)."""
+    timeline: str | None = None
+    """Key into the script's ``timelines``."""
+    modus: str = "alltag"
+
+
+@dataclass(frozen=True)
+class TimelineSpec:
+    """A timeline ref (SPEC §5.1) at a simulated day."""
+
+    key: str
+    day: int
+    at: time
+    praezision: str
+    titel: str
+    themen: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TurnSpec:
+    """One exchange: the user's turn, Nova's scripted answer, the cluster of this turn."""
+
+    day: int
+    at: time
+    user: str
+    nova: str
+    cluster: str
+    analysis: AnalysisSpec | None
+    """None → the pipeline's analyzer produces it."""
+    nova_analysis: AnalysisSpec | None
+    nova_emotion: str | None = None
+
+
+@dataclass(frozen=True)
+class DemoScript:
+    """The whole demo: pair, names, registry hints, turns, the pause and the questions."""
+
+    title: str
+    user_id: str
+    character_id: str
+    user_name: str
+    character_name: str
+    nova_emotion: str
+    entities: Mapping[str, str]
+    """Entity name → typ for newly created entities."""
+    timelines: Mapping[str, TimelineSpec]
+    turns: tuple[TurnSpec, ...]
+    pause_days: int
+    pause_label: str
+    questions: tuple[TurnSpec, ...]
+
+    @property
+    def last_day(self) -> int:
+        return max((t.day for t in self.turns), default=0)
+
+
+class ScriptError(ValueError):
+    """The demo file is malformed; the message names the field."""
+
+
+def _req(raw: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in raw:
+        raise ScriptError(f"{where}.{key} is missing")
+    value = raw[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise ScriptError(f"{where}.{key} must be {kind}, got {value!r}")
+    return value
+
+
+def _at(raw: Mapping[str, Any], where: str) -> time:
+    text = raw.get("time", "12:00")
+    try:
+        hour, minute = (int(part) for part in str(text).split(":"))
+        return time(hour, minute)
+    except ValueError:
+        raise ScriptError(f"{where}.time must be HH:MM, got {text!r}") from None
+
+
+def _analysis(raw: Any, where: str) -> AnalysisSpec | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ScriptError(f"{where} must be an object")
+    salienz = float(_req(raw, "salienz", where, (int, float)))
+    if not 0.0 <= salienz <= 1.0:
+        raise ScriptError(f"{where}.salienz must be in 0..1, got {salienz}")
+    return AnalysisSpec(
+        inhalt=_req(raw, "inhalt", where, str),
+        salienz=salienz,
+        themen=tuple(_req(raw, "themen", where, list)),
+        gedaechtnistyp=raw.get("gedaechtnistyp", "episodisch"),
+        dimension=raw.get("dimension", ""),
+        emotion=raw.get("emotion", ""),
+        arousal=float(raw.get("arousal", 0.0)),
+        intentionen=tuple(raw.get("intentionen", ())),
+        entitaeten=tuple(raw.get("entitaeten", ())),
+        timeline=raw.get("timeline"),
+        modus=raw.get("modus", "alltag"),
+    )
+
+
+def _turn(raw: Any, where: str, *, question: bool) -> TurnSpec:
+    if not isinstance(raw, Mapping):
+        raise ScriptError(f"{where} must be an object")
+    return TurnSpec(
+        day=0 if question else int(_req(raw, "day", where, int)),
+        at=_at(raw, where),
+        user=_req(raw, "user", where, str),
+        nova=_req(raw, "nova", where, str),
+        cluster=_req(raw, "cluster", where, str),
+        analysis=_analysis(raw.get("analysis"), f"{where}.analysis"),
+        nova_analysis=_analysis(raw.get("nova_analysis"), f"{where}.nova_analysis"),
+        nova_emotion=raw.get("nova_emotion"),
+    )
+
+
+def load_script(path: Path | str = DEFAULT_DEMO_PATH) -> DemoScript:
+    """Reads and checks a demo file; a malformed one raises :class:`ScriptError` naming the field."""
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    pair = _req(raw, "pair", "demo", dict)
+    timelines = {
+        key: TimelineSpec(
+            key=key,
+            day=int(_req(spec, "day", f"timelines.{key}", int)),
+            at=_at(spec, f"timelines.{key}"),
+            praezision=_req(spec, "praezision", f"timelines.{key}", str),
+            titel=spec.get("titel", key),
+            themen=tuple(spec.get("themen", ())),
+        )
+        for key, spec in raw.get("timelines", {}).items()
+    }
+    turns = tuple(_turn(t, f"turns[{i}]", question=False) for i, t in enumerate(_req(raw, "turns", "demo", list)))
+    questions = tuple(
+        _turn(q, f"questions[{i}]", question=True) for i, q in enumerate(raw.get("questions", []))
+    )
+    for i, turn in enumerate((*turns, *questions)):
+        for spec in (turn.analysis, turn.nova_analysis):
+            if spec is not None and spec.timeline is not None and spec.timeline not in timelines:
+                raise ScriptError(f"turn {i}: timeline {spec.timeline!r} is not in 'timelines'")
+    if any(later.day < earlier.day for earlier, later in itertools.pairwise(turns)):
+        raise ScriptError("turns must be in order of their day")
+    pause = raw.get("pause", {})
+    return DemoScript(
+        title=raw.get("title", "Novaberg demo"),
+        user_id=_req(pair, "user_id", "pair", str),
+        character_id=_req(pair, "character_id", "pair", str),
+        user_name=raw.get("user_name", "Nutzer"),
+        character_name=raw.get("character_name", "Nova"),
+        nova_emotion=raw.get("nova_emotion", ""),
+        entities=dict(raw.get("entities", {})),
+        timelines=timelines,
+        turns=turns,
+        pause_days=int(pause.get("days", 90)),
+        pause_label=str(pause.get("label", f"{int(pause.get('days', 90))} Tage später")),
+        questions=questions,
+    )
+
+
+def simulated_start(last_day: int, now: datetime | None = None) -> datetime:
+    """Midnight (UTC) of the Monday that starts the simulated weeks, so the last turn is not after today."""
+    today = (now or utc_now()).astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    first = today - timedelta(days=last_day)
+    return first - timedelta(days=first.weekday())
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class TurnOutcome:
+    """What the services answered for one exchange."""
+
+    when: datetime
+    spec: TurnSpec
+    turn_id: str
+    observed: pipeline_pb2.ObserveTurnResponse
+    dossier: pipeline_pb2.BuildDossierResponse
+    dispatched: pipeline_pb2.DispatchResponse
+
+
+@dataclass
+class QuestionOutcome(TurnOutcome):
+    """A question at the end, with what the dossier showed."""
+
+
+@dataclass
+class DemoResult:
+    """Everything the demo did, for printing and for the end-to-end test."""
+
+    pair: common_pb2.Pair
+    start: datetime
+    turns: list[TurnOutcome] = field(default_factory=list)
+    promotion_runs: list[pixie_pb2.Run] = field(default_factory=list)
+    decay_run: pixie_pb2.Run | None = None
+    nodes_before_decay: list[lzg_pb2.Node] = field(default_factory=list)
+    nodes_after_decay: list[lzg_pb2.Node] = field(default_factory=list)
+    questions: list[QuestionOutcome] = field(default_factory=list)
+    entity_names: dict[int, str] = field(default_factory=dict)
+
+    def promoted_total(self) -> int:
+        return sum(run.counts.get("promoted_new", 0) for run in self.promotion_runs)
+
+    def associations(self) -> list[tuple[QuestionOutcome, lzg_pb2.Erinnerung]]:
+        """Memories of the questions' dossiers that came by a path (shell ≥ 1)."""
+        return [
+            (q, e) for q in self.questions for e in q.dossier.lzg_resonanz.erinnerungen if e.schale > 0 and e.pfad
+        ]
+
+    def verwendet(self) -> list[int]:
+        """Node ids reinforced by usage after the questions' answers."""
+        return [node_id for q in self.questions for node_id in q.dispatched.protokoll.verwendet]
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _names(ids: Iterable[int], names: Mapping[int, str]) -> str:
+    return ", ".join(names.get(i, f"#{i}") for i in ids)
+
+
+def describe_step(step: lzg_pb2.PfadSchritt, names: Mapping[int, str]) -> str:
+    """One path step in words, e.g. ``gemeinsame Entität Anna, gemeinsames Thema Anna``."""
+    parts: list[str] = []
+    for grund in step.verbindungs_gruende:
+        if grund == "entitaet":
+            parts.append(f"gemeinsame Entität {_names(step.geteilte_entitaet_ids, names)}".rstrip())
+        elif grund == "themen":
+            parts.append(f"gemeinsames Thema {', '.join(step.geteilte_themen)}".rstrip())
+        elif grund == "timeline":
+            parts.append("zeitliche Nähe")
+        elif grund == "embedding":
+            parts.append("ähnlicher Inhalt")
+        else:
+            parts.append(grund)
+    return ", ".join(parts) or "?"
+
+
+def describe_path(pfad: Sequence[lzg_pb2.PfadSchritt], names: Mapping[int, str]) -> str:
+    """A whole path, steps joined by arrows (syn §8.4.4: the full chain, not a summary)."""
+    return " → ".join(describe_step(step, names) for step in pfad)
+
+
+def _quote(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    return f"„{text if len(text) <= limit else text[: limit - 1] + '…'}“"
+
+
+def format_dossier(
+    dossier: pipeline_pb2.BuildDossierResponse,
+    names: Mapping[int, str],
+    node_texts: Mapping[int, str] | None = None,
+    *,
+    reader: str = "analysis",
+) -> list[str]:
+    """The dossier for a person: KZG hits, LZG memories with their paths, the memory block."""
+    texts = dict(node_texts or {})
+    resonanz = dossier.lzg_resonanz
+    for e in resonanz.erinnerungen:
+        texts.setdefault(e.knoten_id, e.inhalt)
+    lines = [
+        f"cluster {dossier.cluster} (Sprungtiefe {resonanz.sprung_tiefe}), Gravitation {dossier.gravitation_faktor:.2f}, "
+        f"{resonanz.anker_anzahl} Anker, {len(dossier.kzg_hits)} KZG-Treffer, "
+        f"{dossier.memory_ms:.0f} ms (Modell {dossier.model_ms:.0f} ms)"
+    ]
+    if dossier.kzg_hits:
+        lines.append("KZG (Kurzzeitgedächtnis):")
+        for hit in dossier.kzg_hits[:5]:
+            entry = hit.hit.entry
+            who = "Nutzer" if entry.beobachter == common_pb2.BEOBACHTER_USER else "Nova"
+            lines.append(f"  {hit.score:.2f}  {_quote(entry.inhalt)} ({who}, Salienz {entry.salienz:.2f})")
+    if resonanz.erinnerungen:
+        lines.append("LZG-Resonanz (Langzeitgedächtnis):")
+    else:
+        lines.append("LZG-Resonanz: keine Erinnerung über der Ankerschwelle")
+    for e in resonanz.erinnerungen:
+        lines.append(
+            f"  {e.rang}. #{e.knoten_id} {_quote(e.inhalt)} — Schale {e.schale}, "
+            f"gewicht_decay {e.gewicht_decay:.2f}, sortier_gewicht {e.sortier_gewicht:.2f}"
+        )
+        if not e.pfad:
+            lines.append("       direkter Treffer (Schale 0)")
+            continue
+        start = e.pfad[0].von_knoten_id
+        lines.append(f"       eingefallen über: {describe_path(e.pfad, names)}")
+        chain = [f"#{start} {_quote(texts.get(start, '?'), 50)}"]
+        for step in e.pfad[1:]:
+            chain.append(f"#{step.von_knoten_id} {_quote(texts.get(step.von_knoten_id, '?'), 50)}")
+        chain.append(f"#{e.knoten_id}")
+        lines.append(f"       Weg: {' → '.join(chain)}")
+    block = dossier.memory_blocks.get(reader, "")
+    if block:
+        lines.append(f"Gedächtnisblock (Leser {reader}):")
+        lines.extend(f"  | {line}" for line in block.splitlines())
+    return lines
+
+
+def format_protokoll(protokoll: lzg_pb2.VerwendungsProtokoll, node_texts: Mapping[int, str]) -> list[str]:
+    """The usage-reinforcement protocol of one answer (SPEC §5.6) in a few lines."""
+    ausgang = lzg_pb2.VerwendungAusgang.Name(protokoll.ausgang).removeprefix("VERWENDUNG_AUSGANG_").lower()
+    lines = [
+        f"Verwendung: ausgang {ausgang}, geprüft {protokoll.geprueft}, Schwelle {protokoll.schwelle:.2f}, "
+        f"Deckel {protokoll.deckel}"
+    ]
+    for naehe in sorted(protokoll.naehen_alle, key=lambda n: -n.naehe):
+        mark = "verwendet → verstärkt" if naehe.knoten_id in protokoll.verwendet else "nicht verwendet"
+        lines.append(
+            f"  #{naehe.knoten_id} Nähe {naehe.naehe:.3f}  {mark}  {_quote(node_texts.get(naehe.knoten_id, ''), 60)}"
+        )
+    if protokoll.verwendet:
+        lines.append(
+            f"  verwendet: {list(protokoll.verwendet)}; Kanten neu berechnet: {protokoll.kanten_neu} "
+            f"({protokoll.kanten_dauer_ms:.1f} ms)"
+        )
+    if protokoll.error:
+        lines.append(f"  Fehler: {protokoll.error}")
+    return lines
+
+
+def _counts(run: pixie_pb2.Run, keys: Sequence[str]) -> str:
+    shown = [f"{key} {run.counts[key]}" for key in keys if run.counts.get(key)]
+    return ", ".join(shown) or "nichts zu tun"
+
+
+# --------------------------------------------------------------------------- the runner
+
+
+class DemoRunner:
+    """Replays a :class:`DemoScript` against running services and prints what happens."""
+
+    def __init__(
+        self,
+        clients: ServiceClients,
+        script: DemoScript,
+        *,
+        out: Out = print,
+        start: datetime | None = None,
+        user_id: str | None = None,
+    ) -> None:
+        self.clients = clients
+        self.script = script
+        self.out = out
+        self.start = start or simulated_start(script.last_day)
+        self.pair = common_pb2.Pair(user_id=user_id or script.user_id, character_id=script.character_id)
+        self.entity_ids: dict[str, int] = {}
+        self.timeline_ids: dict[str, int] = {}
+        self.node_texts: dict[int, str] = {}
+        self.entity_names: dict[int, str] = {}
+
+    # ---- helpers
+
+    def moment(self, day: int, at: time) -> datetime:
+        return self.start + timedelta(days=day, hours=at.hour, minutes=at.minute)
+
+    def day_label(self, when: datetime) -> str:
+        week = (when - self.start).days // 7 + 1
+        return f"Woche {week} · {WEEKDAYS[when.weekday()]} {when:%d.%m.%Y}"
+
+    def label(self, when: datetime) -> str:
+        return f"{self.day_label(when)} {when:%H:%M}"
+
+    async def call(self, service: str, rpc: str, request: Any) -> Any:
+        return await self.clients.call(service, rpc, request)
+
+    async def _entity_ids(self, names: Sequence[str]) -> list[int]:
+        ids: list[int] = []
+        for name in names:
+            if name not in self.entity_ids:
+                resolved = await self.call(
+                    "lzg",
+                    "ResolveEntities",
+                    lzg_pb2.ResolveEntitiesRequest(
+                        pair=self.pair, names=[name], create_missing=True,
+                        typ_for_new=self.script.entities.get(name, "unbekannt"),
+                    ),
+                )  # fmt: skip
+                self.entity_ids[name] = resolved.entitaet_ids[0]
+            if self.entity_ids[name] not in ids:
+                ids.append(self.entity_ids[name])
+        return ids
+
+    async def _timeline_id(self, key: str) -> int:
+        if key not in self.timeline_ids:
+            spec = self.script.timelines[key]
+            made = await self.call(
+                "lzg",
+                "UpsertTimeline",
+                lzg_pb2.UpsertTimelineRequest(
+                    pair=self.pair,
+                    timeline=lzg_pb2.Timeline(
+                        zeitpunkt=to_timestamp(self.moment(spec.day, spec.at)), praezision=spec.praezision,
+                        titel=spec.titel, themen=list(spec.themen),
+                    ),
+                ),
+            )  # fmt: skip
+            self.timeline_ids[key] = made.timeline.id
+        return self.timeline_ids[key]
+
+    async def analysis(self, spec: AnalysisSpec | None) -> pipeline_pb2.TurnAnalysis | None:
+        """The scripted analysis as a proto, names resolved through the LZG registry."""
+        if spec is None:
+            return None
+        magnets = common_pb2.Magnets(entitaet_ids=await self._entity_ids(spec.entitaeten))
+        if spec.timeline is not None:
+            magnets.timeline_id = await self._timeline_id(spec.timeline)
+        return pipeline_pb2.TurnAnalysis(
+            salience=common_pb2.SalienceResult(
+                salienz=spec.salienz, themen=list(spec.themen), gedaechtnistyp=spec.gedaechtnistyp,
+                dimension=spec.dimension,
+            ),
+            ei=common_pb2.EiFields(
+                emotion=spec.emotion, modus=spec.modus, arousal=spec.arousal, intentionen=list(spec.intentionen),
+            ),
+            magnets=magnets,
+            inhalt=spec.inhalt,
+        )  # fmt: skip
+
+    async def refresh_names(self) -> None:
+        entities = await self.call("lzg", "ListEntities", lzg_pb2.ListEntitiesRequest(pair=self.pair))
+        self.entity_names = {e.id: e.name for e in entities.entities}
+        nodes = await self.list_nodes()
+        self.node_texts.update({n.id: n.inhalt for n in nodes})
+
+    async def list_nodes(self) -> list[lzg_pb2.Node]:
+        listed = await self.call(
+            "lzg", "ListNodes", lzg_pb2.ListNodesRequest(pair=self.pair, limit=500, include_inactive=True)
+        )
+        return list(listed.nodes)
+
+    async def promote(self, when: datetime, result: DemoResult) -> None:
+        triggered = await self.call(
+            "pixie", "TriggerTask",
+            pixie_pb2.TriggerTaskRequest(task=TASK_PROMOTION, as_of=to_timestamp(when), force=True),
+        )  # fmt: skip
+        run = triggered.run
+        result.promotion_runs.append(run)
+        if run.counts.get("jobs") or run.outcome != "ok":
+            detail = _counts(run, ("promoted_new", "duplicates", "half_reactivations", "expired", "parked", "failed"))
+            self.out(f"    ⤷ Pixie {TASK_PROMOTION}: {detail}{' — ' + run.error if run.error else ''}")
+
+    # ---- one exchange
+
+    async def exchange(self, spec: TurnSpec, when: datetime, *, verbose: bool) -> TurnOutcome:
+        turn_id = str(uuid.uuid4())
+        as_of = to_timestamp(when)
+        analysis = await self.analysis(spec.analysis)
+        observe = pipeline_pb2.ObserveTurnRequest(
+            pair=self.pair, turn_id=turn_id, beobachter=common_pb2.BEOBACHTER_USER, text=spec.user, as_of=as_of
+        )
+        if analysis is not None:
+            observe.analysis.CopyFrom(analysis)
+        observed = await self.call("pipeline", "ObserveTurn", observe)
+        nova_emotion = spec.nova_emotion or self.script.nova_emotion
+        dossier = await self.call(
+            "pipeline", "BuildDossier",
+            pipeline_pb2.BuildDossierRequest(
+                pair=self.pair, turn_id=turn_id, query_text=spec.user,
+                intentionen=list(observed.analysis.ei.intentionen), nova_emotion=nova_emotion,
+                readers=["analysis", "composer"], user_name=self.script.user_name,
+                character_name=self.script.character_name, as_of=as_of,
+            ),
+        )  # fmt: skip
+        answer_analysis = await self.analysis(spec.nova_analysis)
+        answer_when = when + timedelta(seconds=40)
+        dispatch = pipeline_pb2.DispatchRequest(
+            pair=self.pair, turn_id=turn_id, user_prompt=spec.user, answer_text=spec.nova, cluster=spec.cluster,
+            served_node_ids=list(dossier.served_node_ids),
+            user_emotion_json=json.dumps({"emotion": observed.analysis.ei.emotion,
+                                          "arousal": round(observed.analysis.ei.arousal, 3)}),
+            nova_emotion_json=json.dumps({"emotion": nova_emotion}),
+            as_of=to_timestamp(answer_when),
+        )  # fmt: skip
+        if answer_analysis is not None:
+            dispatch.answer_analysis.CopyFrom(answer_analysis)
+        dispatched = await self.call("pipeline", "Dispatch", dispatch)
+        if verbose:
+            self._print_exchange(spec, when, observed, dossier, dispatched)
+        return TurnOutcome(when, spec, turn_id, observed, dossier, dispatched)
+
+    def _store_line(self, stored: kzg_pb2.StoreEntryResponse, analyzed: bool | None) -> str:
+        if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE:
+            text = "KZG: nicht gespeichert (unter der Schwelle 0.3)"
+        else:
+            text = f"KZG: {TIER_NAMES.get(stored.tier, '?')}, salienz {stored.salienz:.3f}"
+            if stored.queued_for_promotion:
+                text += " → Promotions-Warteschlange"
+            if stored.reinforced_count:
+                text += f"; {stored.reinforced_count} thematisch verstärkt"
+                if stored.reinforced_queued_count:
+                    text += f" ({stored.reinforced_queued_count} dadurch in die Warteschlange)"
+        if analyzed is not None:
+            text += " · Analyse: " + ("Analyzer des Dienstes" if analyzed else "vorgegeben")
+        return text
+
+    def _print_exchange(
+        self,
+        spec: TurnSpec,
+        when: datetime,
+        observed: pipeline_pb2.ObserveTurnResponse,
+        dossier: pipeline_pb2.BuildDossierResponse,
+        dispatched: pipeline_pb2.DispatchResponse,
+    ) -> None:
+        self.out(f"  {when:%H:%M} {self.script.user_name}: {_quote(spec.user, 110)}")
+        self.out(f"        {self._store_line(observed.kzg, observed.analyzed_by_service)}")
+        memories = len(dossier.lzg_resonanz.erinnerungen)
+        if memories or dossier.kzg_hits:
+            self.out(
+                f"        Akte: {len(dossier.kzg_hits)} KZG-Treffer, {memories} LZG-Erinnerungen "
+                f"(cluster {dossier.cluster})"
+            )
+        self.out(f"        {self.script.character_name}: {_quote(spec.nova, 110)}")
+        analyzed = None if spec.nova_analysis is not None else True
+        self.out(f"        {self._store_line(dispatched.kzg, analyzed)}")
+        if dispatched.protokoll.verwendet:
+            self.out(f"        Verwendung: Knoten {list(dispatched.protokoll.verwendet)} verstärkt")
+
+    # ---- the whole demo
+
+    async def run(self) -> DemoResult:
+        script = self.script
+        await self._fresh_pair()
+        result = DemoResult(pair=self.pair, start=self.start)
+        self.out(f"=== {script.title} ===")
+        self.out(
+            f"Paar {self.pair.user_id} · {self.pair.character_id}; {len(script.turns)} Wechsel über "
+            f"{script.last_day // 7 + 1} simulierte Wochen ab {self.start:%d.%m.%Y}; "
+            f"jede Anfrage trägt ihren simulierten Zeitpunkt als as_of."
+        )
+        tasks = await self.call("pixie", "ListTasks", pixie_pb2.ListTasksRequest())
+        was_paused = any(t.name == TASK_PROMOTION and t.paused for t in tasks.tasks)
+        if not was_paused:
+            await self.call("pixie", "PauseTask", pixie_pb2.PauseTaskRequest(task=TASK_PROMOTION))
+        try:
+            await self._replay(result)
+            await self._decay(result)
+            await self._questions(result)
+        finally:
+            if not was_paused:
+                await self.call("pixie", "ResumeTask", pixie_pb2.ResumeTaskRequest(task=TASK_PROMOTION))
+        self._summary(result)
+        return result
+
+    async def _fresh_pair(self) -> None:
+        """A replay into stores that already hold the demo pair continues as ``<user_id>-2`` (…-3, …)."""
+        base = self.pair.user_id
+        for n in range(1, 1000):
+            candidate = common_pb2.Pair(
+                user_id=base if n == 1 else f"{base}-{n}", character_id=self.pair.character_id
+            )
+            stats = await self.call("lzg", "GetPairStats", lzg_pb2.GetPairStatsRequest(pair=candidate))
+            session = await self.call("kzg", "GetSession", kzg_pb2.GetSessionRequest(pair=candidate))
+            if not (stats.nodes_active or stats.nodes_inactive or stats.entities or session.turns):
+                if n > 1:
+                    self.out(f"(Paar {base} hat in diesen Speichern schon Erinnerungen; die Demo läuft als "
+                             f"{candidate.user_id})")
+                self.pair = candidate
+                return
+
+    async def _replay(self, result: DemoResult) -> None:
+        self.out("")
+        self.out("--- Die Gespräche (Promotion nach jedem simulierten Tag) ---")
+        turns = self.script.turns
+        for i, spec in enumerate(turns):
+            when = self.moment(spec.day, spec.at)
+            if i == 0 or spec.day != turns[i - 1].day:
+                self.out(self.day_label(when))
+            result.turns.append(await self.exchange(spec, when, verbose=True))
+            if i + 1 == len(turns) or turns[i + 1].day != spec.day:
+                await self.promote(self.moment(spec.day, time(23, 59)), result)
+        await self.refresh_names()
+        result.entity_names = dict(self.entity_names)
+        stats = await self.call("lzg", "GetPairStats", lzg_pb2.GetPairStatsRequest(pair=self.pair))
+        result.nodes_before_decay = await self.list_nodes()
+        self.out("")
+        self.out(
+            f"--- Langzeitgedächtnis nach {self.script.last_day // 7 + 1} Wochen: {stats.nodes_active} aktive Knoten, "
+            f"{stats.edges} Kanten, {stats.entities} Entitäten, {stats.timelines} Zeitmarken "
+            f"(Modell {stats.model_id}) ---"
+        )
+        for node in sorted(result.nodes_before_decay, key=lambda n: (-n.gewicht_decay, n.id)):
+            who = "Nutzer" if node.beobachter == common_pb2.BEOBACHTER_USER else self.script.character_name
+            self.out(f"  #{node.id:<3} {node.gewicht_decay:5.3f}  {_quote(node.inhalt, 80)} ({who})")
+
+    async def _decay(self, result: DemoResult) -> None:
+        when = self.moment(self.script.last_day + self.script.pause_days, DECAY_TIME)
+        self.out("")
+        self.out(f"--- {self.script.pause_label} ({when:%d.%m.%Y}): Pixie {TASK_DECAY} ---")
+        triggered = await self.call(
+            "pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(task=TASK_DECAY, as_of=to_timestamp(when), force=True)
+        )
+        result.decay_run = triggered.run
+        run = triggered.run
+        self.out(
+            f"  Lauf {run.id}: {run.outcome}; "
+            f"{_counts(run, ('nodes_decayed', 'nodes_deactivated', 'log_rows_deleted', 'kept_turn_roh'))}"
+            f"{' — ' + run.error if run.error else ''}"
+        )
+        result.nodes_after_decay = await self.list_nodes()
+        before = {n.id: n for n in result.nodes_before_decay}
+        for node in sorted(result.nodes_after_decay, key=lambda n: (-n.gewicht_decay, n.id))[:3]:
+            old = before.get(node.id)
+            if old is not None:
+                self.out(
+                    f"  #{node.id:<3} gewicht_decay {old.gewicht_decay:.3f} → {node.gewicht_decay:.3f}  "
+                    f"{_quote(node.inhalt, 60)}"
+                )
+
+    async def _questions(self, result: DemoResult) -> None:
+        day = self.script.last_day + self.script.pause_days
+        for i, spec in enumerate(self.script.questions):
+            when = self.moment(day, time(10, 0)) + timedelta(minutes=7 * i)
+            outcome = await self.exchange(spec, when, verbose=False)
+            await self.refresh_names()
+            question = QuestionOutcome(**outcome.__dict__)
+            result.questions.append(question)
+            self.out("")
+            self.out(f"--- Frage {i + 1} ({self.label(when)}) ---")
+            self.out(f"{self.script.user_name}: {_quote(spec.user, 120)}")
+            self.out(f"  {self._store_line(outcome.observed.kzg, None)}")
+            for line in format_dossier(outcome.dossier, self.entity_names, self.node_texts):
+                self.out(f"  {line}")
+            self.out(f"{self.script.character_name}: {_quote(spec.nova, 160)}")
+            for line in format_protokoll(outcome.dispatched.protokoll, self.node_texts):
+                self.out(f"  {line}")
+        result.entity_names = dict(self.entity_names)
+
+    def _summary(self, result: DemoResult) -> None:
+        associations = result.associations()
+        self.out("")
+        self.out("--- Zusammenfassung ---")
+        self.out(
+            f"  {len(result.turns)} Wechsel beobachtet; {result.promoted_total()} Knoten befördert "
+            f"({len(result.nodes_before_decay)} im LZG); Decay: "
+            f"{result.decay_run.counts.get('nodes_decayed', 0) if result.decay_run else 0} Knoten gealtert"
+        )
+        self.out(f"  {len(associations)} Assoziationen mit Pfad in den Akten der Fragen")
+        for question, memory in associations:
+            self.out(
+                f"    {_quote(question.spec.user, 40)} → {_quote(memory.inhalt, 50)} "
+                f"eingefallen über: {describe_path(memory.pfad, result.entity_names)}"
+            )
+        self.out(f"  durch Verwendung verstärkt: {result.verwendet() or 'nichts'}")
+
+
+async def run_demo(
+    clients: ServiceClients,
+    script: DemoScript | None = None,
+    *,
+    out: Out = print,
+    start: datetime | None = None,
+    user_id: str | None = None,
+) -> DemoResult:
+    """Replays ``script`` (default: the shipped demo) through the services and prints it to ``out``."""
+    runner = DemoRunner(clients, script or load_script(), out=out, start=start, user_id=user_id)
+    return await runner.run()
