@@ -1,0 +1,154 @@
+"""In-process cache of each pair's immutable node data: ids, embeddings, themes (SPEC §5.3, §5.8).
+
+Promotion compares a new vector with *every* node of the pair, and the spreading read searches
+anchors among them; exact cosine in SQL costs 18–110 ms for a pair of 20,000 nodes, numpy over an
+in-memory matrix ~1 ms (notes/measured-here.md). Only what never changes after a node's
+promotion is cached — id, embedding, themes — so the cache can never serve a stale weight,
+activity, entity or timeline; those are always read fresh from PostgreSQL.
+
+Validity across replicas: nodes are never deleted (SPEC §5.7, no API deletes one) and a pair's
+ids grow in commit order (its writes are serialised by a transaction-scoped advisory lock, and the
+id is drawn inside that transaction). So "every node of the pair with an id above the highest one
+held" is exactly what another replica may have added; each use asks for it — one index descent
+when nothing is new. A re-embed rewrites vectors, which needs a restart anyway (model guard).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from services.lzg.layers import folded_themes
+
+__all__ = ["PairCache", "PairSnapshot"]
+
+Pair = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class PairSnapshot:
+    """The first ``len(ids)`` nodes of a pair as the cache held them at one moment (views, read-only)."""
+
+    ids: npt.NDArray[np.int64]
+    """Node ids, ascending."""
+    embeddings: npt.NDArray[np.float32]
+    """(n, dimension), one L2-normalised row per node (zero row when a node has no vector)."""
+    themen: list[tuple[str, ...]]
+    """Each node's themes as stored."""
+    theme_keys: list[frozenset[str]]
+    """Each node's folded theme keys."""
+    _theme_index: dict[str, list[int]] = field(repr=False)
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+    def cosines(self, vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+        """Cosine of ``vector`` (norm 1) to every node, in row order."""
+        if len(self) == 0:
+            return np.zeros(0, dtype=np.float64)
+        return (self.embeddings @ vector.astype(np.float32, copy=False)).astype(np.float64)
+
+    def rows_sharing_theme(self, keys: frozenset[str]) -> npt.NDArray[np.int64]:
+        """Row numbers of the nodes that share at least one theme key."""
+        n = len(self)
+        rows = {row for key in keys for row in self._theme_index.get(key, ()) if row < n}
+        return np.fromiter(sorted(rows), dtype=np.int64, count=len(rows))
+
+    def row_of(self, node_ids: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """Row numbers of node ids known to the snapshot."""
+        return np.searchsorted(self.ids, np.asarray(node_ids, dtype=np.int64)).astype(np.int64)
+
+
+class _Entry:
+    """The growing arrays of one pair; appended under ``lock``, read through snapshots."""
+
+    def __init__(self, dimension: int) -> None:
+        self.lock = asyncio.Lock()
+        self.n = 0
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.embeddings = np.zeros((0, dimension), dtype=np.float32)
+        self.themen: list[tuple[str, ...]] = []
+        self.theme_keys: list[frozenset[str]] = []
+        self.theme_index: dict[str, list[int]] = {}
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.embeddings.nbytes + self.ids.nbytes)
+
+    def append(self, rows: list[Any], dimension: int) -> None:
+        need = self.n + len(rows)
+        if need > self.ids.shape[0]:
+            capacity = max(need, 2 * self.ids.shape[0], 64)
+            ids = np.zeros(capacity, dtype=np.int64)
+            embeddings = np.zeros((capacity, dimension), dtype=np.float32)
+            ids[: self.n] = self.ids[: self.n]
+            embeddings[: self.n] = self.embeddings[: self.n]
+            # Earlier snapshots keep viewing the old arrays, which are never written again.
+            self.ids, self.embeddings = ids, embeddings
+        for offset, row in enumerate(rows):
+            index = self.n + offset
+            self.ids[index] = row["id"]
+            vector = row["embedding"]
+            if vector is not None:
+                self.embeddings[index] = vector.to_numpy()
+            themen = tuple(row["themen"] or ())
+            keys = folded_themes(themen)
+            self.themen.append(themen)
+            self.theme_keys.append(keys)
+            for key in keys:
+                self.theme_index.setdefault(key, []).append(index)
+        self.n = need
+
+    def snapshot(self) -> PairSnapshot:
+        n = self.n
+        return PairSnapshot(
+            ids=self.ids[:n],
+            embeddings=self.embeddings[:n],
+            themen=self.themen[:n],
+            theme_keys=self.theme_keys[:n],
+            _theme_index=self.theme_index,
+        )
+
+
+class PairCache:
+    """Per-pair node matrices, least recently used pairs evicted beyond ``max_bytes``."""
+
+    def __init__(self, dimension: int, new_nodes_query: str, max_bytes: int = 1 << 30) -> None:
+        self.dimension = dimension
+        self.max_bytes = max_bytes
+        self._query = new_nodes_query
+        self._entries: OrderedDict[Pair, _Entry] = OrderedDict()
+
+    async def snapshot(self, conn: Any, user_id: str, character_id: str) -> PairSnapshot:
+        """The pair's nodes as visible to ``conn`` now (reads only what is newer than the cache)."""
+        pair = (user_id, character_id)
+        entry = self._entries.get(pair)
+        if entry is None:
+            entry = self._entries[pair] = _Entry(self.dimension)
+        self._entries.move_to_end(pair)
+        async with entry.lock:
+            watermark = int(entry.ids[entry.n - 1]) if entry.n else 0
+            rows = await conn.fetch(self._query, user_id, character_id, watermark)
+            if rows:
+                entry.append(rows, self.dimension)
+            snapshot = entry.snapshot()
+        self._evict(keep=pair)
+        return snapshot
+
+    def forget(self, user_id: str, character_id: str) -> None:
+        """Drop a pair (after a change the cache cannot see, e.g. in tests)."""
+        self._entries.pop((user_id, character_id), None)
+
+    def _evict(self, keep: Pair) -> None:
+        total = sum(entry.nbytes for entry in self._entries.values())
+        while total > self.max_bytes and len(self._entries) > 1:
+            pair, entry = next(iter(self._entries.items()))
+            if pair == keep:
+                break
+            del self._entries[pair]
+            total -= entry.nbytes

@@ -1,0 +1,299 @@
+-- Named queries of the LZG store (STYLE rule 4). $n placeholders; every query is scoped to one
+-- pair wherever it reads or writes pair data.
+
+-- name: lock_pair
+-- Serialises every write of one pair (promotion, reinforcement + Trigger 2, Trigger 3); other
+-- pairs run in parallel. A hash collision between two pairs only serialises them.
+SELECT pg_advisory_xact_lock(hashtextextended('lzg:' || $1 || chr(31) || $2, 0));
+
+-- name: model_stamp
+SELECT model_id, dimension FROM modell WHERE id;
+
+-- name: record_model_stamp
+INSERT INTO modell (id, model_id, dimension) VALUES (TRUE, $1, $2) ON CONFLICT (id) DO NOTHING;
+
+-- name: vector_column_dimension
+SELECT atttypmod FROM pg_attribute
+WHERE attrelid = 'lzg_knoten'::regclass AND attname = 'embedding';
+
+-- name: cache_new_nodes
+SELECT id, embedding, themen FROM lzg_knoten
+WHERE user_id = $1 AND character_id = $2 AND id > $3
+ORDER BY id;
+
+-- name: node_by_quell_key
+SELECT id, user_id, character_id FROM lzg_knoten WHERE kzg_quell_key = $1;
+
+-- name: known_entity_ids
+SELECT id FROM entitaet WHERE user_id = $1 AND character_id = $2 AND id = ANY($3::int[]);
+
+-- name: timeline_ref
+SELECT zeitpunkt, praezision FROM timeline WHERE user_id = $1 AND character_id = $2 AND id = $3;
+
+-- name: timelines_of_precision
+SELECT id, zeitpunkt FROM timeline WHERE user_id = $1 AND character_id = $2 AND praezision = $3;
+
+-- name: node_activity
+SELECT aktiv, gewicht_absolut FROM lzg_knoten WHERE id = $1 AND user_id = $2 AND character_id = $3;
+
+-- name: half_reactivate
+UPDATE lzg_knoten
+SET gewicht_decay = $2, verstaerkt_am = $3, decay_am = $3, aktiv = TRUE
+WHERE id = $1 AND NOT aktiv;
+
+-- name: promotion_candidates
+-- Fresh mutable data of every node that may connect to a new node: the ones the cache found by
+-- embedding or theme, plus the ones sharing an entity or a timeline within tolerance.
+SELECT id, gewicht_absolut, entitaet_ids, timeline_id, themen
+FROM lzg_knoten
+WHERE user_id = $1 AND character_id = $2
+  AND (id = ANY($3::int[]) OR entitaet_ids && $4::int[] OR timeline_id = ANY($5::int[]));
+
+-- name: insert_node
+INSERT INTO lzg_knoten (
+    kzg_quell_key, user_id, character_id, beobachter, inhalt, embedding, dimension,
+    gewicht_roh, gewicht_absolut, gewicht_decay, haeufigkeit, aktiv,
+    erstellt_am, verstaerkt_am, decay_am, kzg_erstellt_am,
+    themen, gedaechtnistyp, entitaet_ids, timeline_id,
+    emotion, arousal, emotions_vektor, intentionen, modus, sprach_stil, beziehungs_dynamik, tone
+) VALUES (
+    $1, $2, $3, $4, $5, $6, $7,
+    $8, $9, $10, $11, TRUE,
+    $12, $12, $12, $13,
+    $14, $15, $16, $17,
+    $18, $19, $20, $21, $22, $23, $24, $25
+) RETURNING id;
+
+-- name: insert_bridge
+INSERT INTO verbindung (turn_id, kzg_key, lzg_id, user_id, character_id, ausgang, ausloeser_turn_id, erstellt_am)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (kzg_key, lzg_id) DO NOTHING;
+
+-- name: node
+SELECT * FROM lzg_knoten WHERE id = $1 AND user_id = $2 AND character_id = $3;
+
+-- name: nodes
+SELECT * FROM lzg_knoten
+WHERE user_id = $1 AND character_id = $2 AND (aktiv OR $3)
+ORDER BY gewicht_decay DESC, id
+LIMIT $4;
+
+-- name: node_ids_in_pair
+SELECT id FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 AND id = ANY($3::int[]);
+
+-- name: edges_of_node
+SELECT * FROM lzg_kanten WHERE knoten_a_id = $1 OR knoten_b_id = $1 ORDER BY id LIMIT $2;
+
+-- name: edges_of_pair
+SELECT e.* FROM lzg_kanten e JOIN lzg_knoten a ON a.id = e.knoten_a_id
+WHERE a.user_id = $1 AND a.character_id = $2
+ORDER BY e.id
+LIMIT $3;
+
+-- name: pair_stats
+SELECT
+    (SELECT count(*) FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 AND aktiv) AS nodes_active,
+    (SELECT count(*) FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 AND NOT aktiv) AS nodes_inactive,
+    (SELECT count(*) FROM lzg_kanten e JOIN lzg_knoten a ON a.id = e.knoten_a_id
+      WHERE a.user_id = $1 AND a.character_id = $2) AS edges,
+    (SELECT count(*) FROM entitaet WHERE user_id = $1 AND character_id = $2) AS entities,
+    (SELECT count(*) FROM timeline WHERE user_id = $1 AND character_id = $2) AS timelines;
+
+-- name: decay
+-- SPEC §5.7, incremental form, one statement over all active nodes of all pairs. Only
+-- gewicht_decay, decay_am and aktiv change; none of them is indexed except through the partial
+-- index's predicate, which changes only for the few nodes that fall asleep — so the rest are
+-- HOT updates. Nodes already decayed at or after $1 are left alone (a replayed or repeated run).
+WITH decayed AS (
+    UPDATE lzg_knoten
+    SET gewicht_decay = gewicht_decay * exp(-$2::float8 * (date_part('epoch', $1::timestamptz) - date_part('epoch', decay_am)) / 86400.0),
+        decay_am = $1,
+        aktiv = gewicht_decay * exp(-$2::float8 * (date_part('epoch', $1::timestamptz) - date_part('epoch', decay_am)) / 86400.0) >= $3::float8
+    WHERE aktiv AND decay_am < $1
+    RETURNING aktiv
+)
+SELECT count(*) AS decayed, count(*) FILTER (WHERE NOT aktiv) AS deactivated FROM decayed;
+
+-- name: anchor_details
+-- The active ones among the cosine-ranked ids, with what a memory shows.
+SELECT id, inhalt, themen, entitaet_ids, emotion, erstellt_am, gewicht_decay, beobachter
+FROM lzg_knoten
+WHERE id = ANY($1::int[]) AND user_id = $2 AND character_id = $3 AND aktiv;
+
+-- name: shell
+-- One shell of the spreading read (SPEC §5.8 step 3): for each frontier item the top K outgoing
+-- edges by gewicht_absolut, not back to the node it came from, target active and of the pair.
+SELECT f.ord, x.kante_id, x.knoten_b_id, x.verbindungs_gruende, x.geteilte_entitaet_ids, x.geteilte_themen,
+       x.inhalt, x.themen, x.entitaet_ids, x.emotion, x.erstellt_am, x.gewicht_decay, x.beobachter
+FROM unnest($1::int[], $2::int[], $3::int[]) AS f(ord, src, pred)
+CROSS JOIN LATERAL (
+    SELECT e.id AS kante_id, e.knoten_b_id, e.verbindungs_gruende, e.geteilte_entitaet_ids, e.geteilte_themen,
+           e.gewicht_absolut, n.inhalt, n.themen, n.entitaet_ids, n.emotion, n.erstellt_am, n.gewicht_decay,
+           n.beobachter
+    FROM lzg_kanten e
+    JOIN lzg_knoten n ON n.id = e.knoten_b_id
+    WHERE e.knoten_a_id = f.src AND e.knoten_b_id <> f.pred
+      AND n.aktiv AND n.user_id = $5 AND n.character_id = $6
+    ORDER BY e.gewicht_absolut DESC, e.id
+    LIMIT $4
+) AS x
+ORDER BY f.ord, x.gewicht_absolut DESC, x.kante_id;
+
+-- name: served_embeddings
+SELECT id, embedding FROM lzg_knoten WHERE id = ANY($1::int[]) AND user_id = $2 AND character_id = $3;
+
+-- name: weights_for_update
+SELECT id, gewicht_roh FROM lzg_knoten
+WHERE id = ANY($1::int[]) AND user_id = $2 AND character_id = $3
+ORDER BY id
+FOR UPDATE;
+
+-- name: reinforce
+-- SPEC §5.6: roh += boost; absolut = damp(roh); decay = absolut; timestamps; aktiv; haeufigkeit + 1.
+UPDATE lzg_knoten AS k
+SET gewicht_roh = u.roh, gewicht_absolut = u.absolut, gewicht_decay = u.absolut,
+    verstaerkt_am = $4, decay_am = $4, aktiv = TRUE, haeufigkeit = k.haeufigkeit + 1
+FROM unnest($1::int[], $2::float8[], $3::float8[]) AS u(id, roh, absolut)
+WHERE k.id = u.id;
+
+-- name: trigger2_edges
+-- Every edge from or to a node with what Trigger 2 needs (syn §7.9.1): frozen layer data, both
+-- anchors, and — only where that layer wins — the nodes' themes or timeline references.
+SELECT e.id, e.verbindungs_gruende, e.anzahl_schichten, e.embedding_cosine_initial,
+       cardinality(e.geteilte_themen) AS n_geteilte_themen,
+       a.gewicht_absolut AS a_abs, b.gewicht_absolut AS b_abs,
+       CASE WHEN NOT e.verbindungs_gruende && '{entitaet,embedding}' THEN a.themen END AS a_themen,
+       CASE WHEN NOT e.verbindungs_gruende && '{entitaet,embedding}' THEN b.themen END AS b_themen,
+       ta.zeitpunkt AS a_zeitpunkt, ta.praezision AS a_praezision,
+       tb.zeitpunkt AS b_zeitpunkt, tb.praezision AS b_praezision
+FROM lzg_kanten e
+JOIN lzg_knoten a ON a.id = e.knoten_a_id
+JOIN lzg_knoten b ON b.id = e.knoten_b_id
+LEFT JOIN timeline ta ON e.verbindungs_gruende = '{timeline}' AND ta.id = a.timeline_id
+LEFT JOIN timeline tb ON e.verbindungs_gruende = '{timeline}' AND tb.id = b.timeline_id
+WHERE e.id IN (SELECT id FROM lzg_kanten WHERE knoten_a_id = $1
+               UNION ALL
+               SELECT id FROM lzg_kanten WHERE knoten_b_id = $1);
+
+-- name: update_edge_weights
+UPDATE lzg_kanten AS e
+SET gewicht_roh = u.roh, gewicht_absolut = u.absolut
+FROM unnest($1::int[], $2::float8[], $3::float8[]) AS u(id, roh, absolut)
+WHERE e.id = u.id;
+
+-- name: nodes_for_layers
+-- What re-evaluating all four layers needs of a set of nodes (Trigger 3).
+SELECT k.id, k.gewicht_absolut, k.themen, k.entitaet_ids, k.embedding, t.zeitpunkt, t.praezision
+FROM lzg_knoten k
+LEFT JOIN timeline t ON t.id = k.timeline_id
+WHERE k.id = ANY($1::int[]) AND k.user_id = $2 AND k.character_id = $3;
+
+-- name: edges_among
+SELECT id, knoten_a_id, knoten_b_id, embedding_cosine_initial
+FROM lzg_kanten
+WHERE knoten_a_id = ANY($1::int[]) AND knoten_b_id = ANY($1::int[]);
+
+-- name: upsert_edge
+INSERT INTO lzg_kanten (
+    knoten_a_id, knoten_b_id, gewicht_roh, gewicht_absolut, erstellt_am, verbindungs_gruende,
+    geteilte_entitaet_ids, geteilte_themen, timeline_naehe_tage, embedding_cosine_initial, anzahl_schichten
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+ON CONFLICT (knoten_a_id, knoten_b_id) DO UPDATE SET
+    gewicht_roh = excluded.gewicht_roh,
+    gewicht_absolut = excluded.gewicht_absolut,
+    verbindungs_gruende = excluded.verbindungs_gruende,
+    geteilte_entitaet_ids = excluded.geteilte_entitaet_ids,
+    geteilte_themen = excluded.geteilte_themen,
+    timeline_naehe_tage = excluded.timeline_naehe_tage,
+    embedding_cosine_initial = excluded.embedding_cosine_initial,
+    anzahl_schichten = excluded.anzahl_schichten
+RETURNING (xmax = 0) AS inserted;
+
+-- name: delete_edges_between
+-- Both directions of each given node pair.
+DELETE FROM lzg_kanten AS e
+USING unnest($1::int[], $2::int[]) AS p(x, y)
+WHERE (e.knoten_a_id = p.x AND e.knoten_b_id = p.y) OR (e.knoten_a_id = p.y AND e.knoten_b_id = p.x);
+
+-- name: entity
+SELECT id, user_id, character_id, name, typ, aliases FROM entitaet
+WHERE id = $1 AND user_id = $2 AND character_id = $3;
+
+-- name: entity_by_name
+SELECT id, user_id, character_id, name, typ, aliases FROM entitaet
+WHERE user_id = $1 AND character_id = $2 AND lower(name) = lower($3);
+
+-- name: insert_entity
+INSERT INTO entitaet (user_id, character_id, name, typ, aliases) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (user_id, character_id, lower(name)) DO NOTHING
+RETURNING id, user_id, character_id, name, typ, aliases;
+
+-- name: update_entity
+UPDATE entitaet SET name = $4, typ = $5, aliases = $6
+WHERE id = $1 AND user_id = $2 AND character_id = $3
+RETURNING id, user_id, character_id, name, typ, aliases;
+
+-- name: entities
+SELECT id, user_id, character_id, name, typ, aliases FROM entitaet
+WHERE user_id = $1 AND character_id = $2 AND (cardinality($3::int[]) = 0 OR id = ANY($3::int[]))
+ORDER BY id;
+
+-- name: entity_names
+SELECT id, name FROM entitaet WHERE user_id = $1 AND character_id = $2 AND id = ANY($3::int[]);
+
+-- name: delete_entity
+DELETE FROM entitaet WHERE id = $1 AND user_id = $2 AND character_id = $3;
+
+-- name: nodes_with_entity
+SELECT id FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 AND entitaet_ids @> ARRAY[$3::int];
+
+-- name: replace_entity_in_nodes
+-- Merge (Trigger 3): source → target in every node's entitaet_ids, each id once, first-mention order.
+UPDATE lzg_knoten AS k
+SET entitaet_ids = (
+    SELECT coalesce(array_agg(x ORDER BY first_pos), '{}')
+    FROM (SELECT x, min(pos) AS first_pos
+          FROM unnest(array_replace(k.entitaet_ids, $3::int, $4::int)) WITH ORDINALITY AS u(x, pos)
+          GROUP BY x) AS d
+)
+WHERE k.user_id = $1 AND k.character_id = $2 AND k.entitaet_ids @> ARRAY[$3::int];
+
+-- name: remove_entity_from_nodes
+UPDATE lzg_knoten SET entitaet_ids = array_remove(entitaet_ids, $3::int)
+WHERE user_id = $1 AND character_id = $2 AND entitaet_ids @> ARRAY[$3::int];
+
+-- name: edge_pairs_with_entity
+SELECT DISTINCT least(e.knoten_a_id, e.knoten_b_id) AS x, greatest(e.knoten_a_id, e.knoten_b_id) AS y
+FROM lzg_kanten e JOIN lzg_knoten a ON a.id = e.knoten_a_id
+WHERE e.geteilte_entitaet_ids @> ARRAY[$3::int] AND a.user_id = $1 AND a.character_id = $2;
+
+-- name: timeline
+SELECT id, user_id, character_id, zeitpunkt, praezision, titel, themen FROM timeline
+WHERE id = $1 AND user_id = $2 AND character_id = $3;
+
+-- name: insert_timeline
+INSERT INTO timeline (user_id, character_id, zeitpunkt, praezision, titel, themen)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING id, user_id, character_id, zeitpunkt, praezision, titel, themen;
+
+-- name: update_timeline
+UPDATE timeline SET zeitpunkt = $4, praezision = $5, titel = $6, themen = $7
+WHERE id = $1 AND user_id = $2 AND character_id = $3
+RETURNING id, user_id, character_id, zeitpunkt, praezision, titel, themen;
+
+-- name: timelines
+SELECT id, user_id, character_id, zeitpunkt, praezision, titel, themen FROM timeline
+WHERE user_id = $1 AND character_id = $2 ORDER BY zeitpunkt, id;
+
+-- name: delete_timeline
+DELETE FROM timeline WHERE id = $1 AND user_id = $2 AND character_id = $3;
+
+-- name: nodes_with_timeline
+SELECT id FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 AND timeline_id = $3;
+
+-- name: nodes_with_timeline_ids
+SELECT id FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 AND timeline_id = ANY($3::int[]);
+
+-- name: edge_pairs_of_nodes
+SELECT DISTINCT least(knoten_a_id, knoten_b_id) AS x, greatest(knoten_a_id, knoten_b_id) AS y
+FROM lzg_kanten WHERE knoten_a_id = ANY($1::int[]) OR knoten_b_id = ANY($1::int[]);

@@ -1,0 +1,346 @@
+"""All PostgreSQL I/O of the LZG service (SPEC §5): pool, migrations, model stamp, named queries.
+
+Writes of one pair go through :meth:`LzgStore.pair_writer`, a transaction holding the pair's
+advisory lock, so promotions, reinforcements and Trigger 3 recomputes of a pair are serialised
+while other pairs run in parallel (SPEC §5.3). Reads use :meth:`LzgStore.reader`, a read-only
+repeatable-read transaction: a spreading read sees one consistent graph and can write nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+from pgvector import Vector
+
+from novaberg_core.embedding import ModelStamp, check_store_model
+from novaberg_core.migrations import apply_migrations, load_queries
+from novaberg_core.pg import create_pool
+from services.lzg.layers import EdgeLayers, Praezision, TimelineRef
+
+__all__ = ["SCHEMA", "EdgeInsert", "LzgStore", "NewNode", "PairTx"]
+
+SCHEMA = "lzg"
+"""PostgreSQL schema holding every LZG table."""
+_SQL_DIR = Path(__file__).resolve().parent / "sql"
+_EDGE_COLUMNS = (
+    "knoten_a_id",
+    "knoten_b_id",
+    "gewicht_roh",
+    "gewicht_absolut",
+    "erstellt_am",
+    "verbindungs_gruende",
+    "geteilte_entitaet_ids",
+    "geteilte_themen",
+    "timeline_naehe_tage",
+    "embedding_cosine_initial",
+    "anzahl_schichten",
+)
+
+
+@dataclass(frozen=True)
+class NewNode:
+    """Every column of a node created by promotion (SPEC §5.3 step 5)."""
+
+    kzg_quell_key: str
+    user_id: str
+    character_id: str
+    beobachter: str
+    inhalt: str
+    embedding: npt.NDArray[np.float32]
+    dimension: str
+    gewicht_roh: float
+    gewicht_absolut: float
+    gewicht_decay: float
+    haeufigkeit: int
+    erstellt_am: datetime
+    kzg_erstellt_am: datetime
+    themen: Sequence[str]
+    gedaechtnistyp: str | None
+    entitaet_ids: Sequence[int]
+    timeline_id: int | None
+    emotion: str
+    arousal: float
+    emotions_vektor: str
+    intentionen: Sequence[str]
+    modus: str
+    sprach_stil: str
+    beziehungs_dynamik: str
+    tone: str
+
+
+@dataclass(frozen=True)
+class EdgeInsert:
+    """One directed edge row with its frozen layer characterisation."""
+
+    knoten_a_id: int
+    knoten_b_id: int
+    gewicht_roh: float
+    gewicht_absolut: float
+    erstellt_am: datetime
+    layers: EdgeLayers
+
+    def record(self) -> tuple[Any, ...]:
+        return (
+            self.knoten_a_id,
+            self.knoten_b_id,
+            self.gewicht_roh,
+            self.gewicht_absolut,
+            self.erstellt_am,
+            [g.value for g in self.layers.gruende],
+            list(self.layers.geteilte_entitaet_ids),
+            list(self.layers.geteilte_themen),
+            self.layers.timeline_naehe_tage,
+            self.layers.embedding_cosine,
+            self.layers.anzahl,
+        )
+
+
+def timeline_ref(zeitpunkt: datetime | None, praezision: str | None) -> TimelineRef | None:
+    """A timeline reference from two nullable columns."""
+    if zeitpunkt is None or praezision is None:
+        return None
+    return TimelineRef(zeitpunkt, Praezision(praezision))
+
+
+class PairTx:
+    """A transaction holding one pair's write lock; every method stays inside that pair."""
+
+    def __init__(self, conn: asyncpg.Connection, queries: Mapping[str, str], user_id: str, character_id: str):
+        self.conn = conn
+        self.q = queries
+        self.user_id = user_id
+        self.character_id = character_id
+
+    @property
+    def pair(self) -> tuple[str, str]:
+        return self.user_id, self.character_id
+
+    # --- promotion --------------------------------------------------------------------------
+
+    async def node_by_quell_key(self, kzg_key: str) -> asyncpg.Record | None:
+        return await self.conn.fetchrow(self.q["node_by_quell_key"], kzg_key)
+
+    async def known_entity_ids(self, ids: Sequence[int]) -> set[int]:
+        if not ids:
+            return set()
+        rows = await self.conn.fetch(self.q["known_entity_ids"], *self.pair, list(ids))
+        return {r["id"] for r in rows}
+
+    async def timeline_ref(self, timeline_id: int) -> TimelineRef | None:
+        row = await self.conn.fetchrow(self.q["timeline_ref"], *self.pair, timeline_id)
+        return None if row is None else timeline_ref(row["zeitpunkt"], row["praezision"])
+
+    async def timelines_of_precision(self, praezision: Praezision) -> dict[int, TimelineRef]:
+        rows = await self.conn.fetch(self.q["timelines_of_precision"], *self.pair, praezision.value)
+        return {r["id"]: TimelineRef(r["zeitpunkt"], praezision) for r in rows}
+
+    async def node_activity(self, node_id: int) -> tuple[bool, float]:
+        row = await self.conn.fetchrow(self.q["node_activity"], node_id, *self.pair)
+        assert row is not None, f"node {node_id} vanished inside its pair's lock"
+        return bool(row["aktiv"]), float(row["gewicht_absolut"])
+
+    async def half_reactivate(self, node_id: int, gewicht_decay: float, as_of: datetime) -> bool:
+        status = await self.conn.execute(self.q["half_reactivate"], node_id, gewicht_decay, as_of)
+        return status.endswith(" 1")
+
+    async def promotion_candidates(
+        self, node_ids: Sequence[int], entitaet_ids: Sequence[int], timeline_ids: Sequence[int]
+    ) -> list[asyncpg.Record]:
+        return list(
+            await self.conn.fetch(
+                self.q["promotion_candidates"],
+                *self.pair,
+                list(node_ids),
+                list(entitaet_ids),
+                list(timeline_ids),
+            )
+        )
+
+    async def insert_node(self, node: NewNode) -> int:
+        node_id = await self.conn.fetchval(
+            self.q["insert_node"],
+            node.kzg_quell_key,
+            node.user_id,
+            node.character_id,
+            node.beobachter,
+            node.inhalt,
+            Vector(node.embedding),
+            node.dimension,
+            node.gewicht_roh,
+            node.gewicht_absolut,
+            node.gewicht_decay,
+            node.haeufigkeit,
+            node.erstellt_am,
+            node.kzg_erstellt_am,
+            list(node.themen),
+            node.gedaechtnistyp,
+            list(node.entitaet_ids),
+            node.timeline_id,
+            node.emotion,
+            node.arousal,
+            node.emotions_vektor,
+            json.dumps(list(node.intentionen), ensure_ascii=False),
+            node.modus,
+            node.sprach_stil,
+            node.beziehungs_dynamik,
+            node.tone,
+        )
+        return int(node_id)
+
+    async def insert_edges(self, edges: Sequence[EdgeInsert]) -> int:
+        """Bulk insert with binary COPY (Trigger 1)."""
+        if not edges:
+            return 0
+        await self.conn.copy_records_to_table(
+            "lzg_kanten", schema_name=SCHEMA, columns=_EDGE_COLUMNS, records=[e.record() for e in edges]
+        )
+        return len(edges)
+
+    async def insert_bridge(
+        self,
+        *,
+        turn_id: str,
+        kzg_key: str,
+        node_id: int,
+        ausgang: str,
+        ausloeser_turn_id: str,
+        as_of: datetime,
+    ) -> None:
+        await self.conn.execute(
+            self.q["insert_bridge"], turn_id, kzg_key, node_id, *self.pair, ausgang, ausloeser_turn_id, as_of
+        )
+
+    # --- reinforcement and Trigger 2 -----------------------------------------------------------
+
+    async def weights_for_update(self, node_ids: Sequence[int]) -> dict[int, float]:
+        rows = await self.conn.fetch(self.q["weights_for_update"], list(node_ids), *self.pair)
+        return {r["id"]: float(r["gewicht_roh"]) for r in rows}
+
+    async def reinforce(
+        self, node_ids: Sequence[int], roh: Sequence[float], absolut: Sequence[float], as_of: datetime
+    ) -> None:
+        await self.conn.execute(self.q["reinforce"], list(node_ids), list(roh), list(absolut), as_of)
+
+    async def trigger2_edges(self, node_id: int) -> list[asyncpg.Record]:
+        return list(await self.conn.fetch(self.q["trigger2_edges"], node_id))
+
+    async def update_edge_weights(
+        self, ids: Sequence[int], roh: npt.NDArray[np.float64], absolut: npt.NDArray[np.float64]
+    ) -> None:
+        if ids:
+            await self.conn.execute(self.q["update_edge_weights"], list(ids), roh.tolist(), absolut.tolist())
+
+    # --- Trigger 3 ---------------------------------------------------------------------------
+
+    async def node_ids(self, query: str, *args: Any) -> list[int]:
+        rows = await self.conn.fetch(self.q[query], *self.pair, *args)
+        return [r["id"] for r in rows]
+
+    async def edge_pairs(self, query: str, *args: Any) -> set[tuple[int, int]]:
+        rows = await self.conn.fetch(self.q[query], *args)
+        return {(r["x"], r["y"]) for r in rows}
+
+    async def nodes_for_layers(self, node_ids: Iterable[int]) -> list[asyncpg.Record]:
+        return list(await self.conn.fetch(self.q["nodes_for_layers"], list(node_ids), *self.pair))
+
+    async def edges_among(self, node_ids: Iterable[int]) -> list[asyncpg.Record]:
+        return list(await self.conn.fetch(self.q["edges_among"], list(node_ids)))
+
+    async def upsert_edges(self, edges: Sequence[EdgeInsert]) -> int:
+        """Insert or rewrite directed edges; returns how many were new."""
+        if not edges:
+            return 0
+        inserted = 0
+        statement = await self.conn.prepare(self.q["upsert_edge"])
+        for edge in edges:
+            inserted += bool(await statement.fetchval(*edge.record()))
+        return inserted
+
+    async def delete_edges_between(self, pairs: Sequence[tuple[int, int]]) -> int:
+        if not pairs:
+            return 0
+        status = await self.conn.execute(
+            self.q["delete_edges_between"], [p[0] for p in pairs], [p[1] for p in pairs]
+        )
+        return int(status.split()[-1])
+
+    async def execute(self, query: str, *args: Any) -> str:
+        return str(await self.conn.execute(self.q[query], *args))
+
+    async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
+        return await self.conn.fetchrow(self.q[query], *args)
+
+    async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
+        return list(await self.conn.fetch(self.q[query], *args))
+
+
+class LzgStore:
+    """The LZG's PostgreSQL schema: opened once per process, shared by all requests."""
+
+    def __init__(self, pool: asyncpg.Pool, queries: Mapping[str, str], dimension: int):
+        self.pool = pool
+        self.q = queries
+        self.dimension = dimension
+
+    @classmethod
+    async def open(cls, url: str, *, dimension: int, min_size: int = 1, max_size: int = 10) -> LzgStore:
+        """Pool on schema ``lzg``, migrations applied (vector column of ``dimension``), queries loaded."""
+        pool = await create_pool(url, SCHEMA, min_size=min_size, max_size=max_size)
+        try:
+            await apply_migrations(pool, SCHEMA, _SQL_DIR / "migrations", {"dimension": dimension})
+        except BaseException:
+            await pool.close()
+            raise
+        return cls(pool, load_queries(_SQL_DIR / "queries.sql"), dimension)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def check_model(self, configured: ModelStamp) -> None:
+        """Record the model on first start; refuse another model or vector length (SPEC §2)."""
+        async with self.pool.acquire() as conn:
+            async with conn.transaction():
+                await conn.execute(self.q["record_model_stamp"], configured.model_id, configured.dimension)
+                row = await conn.fetchrow(self.q["model_stamp"])
+                column = await conn.fetchval(self.q["vector_column_dimension"])
+        assert row is not None
+        check_store_model(ModelStamp(row["model_id"], row["dimension"]), configured)
+        check_store_model(ModelStamp(row["model_id"], int(column)), configured)
+
+    async def model_id(self) -> str:
+        row = await self.pool.fetchrow(self.q["model_stamp"])
+        return "" if row is None else str(row["model_id"])
+
+    @asynccontextmanager
+    async def pair_writer(self, user_id: str, character_id: str) -> AsyncIterator[PairTx]:
+        """A transaction holding the pair's write lock until commit or rollback."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(self.q["lock_pair"], user_id, character_id)
+            yield PairTx(conn, self.q, user_id, character_id)
+
+    @asynccontextmanager
+    async def reader(self) -> AsyncIterator[asyncpg.Connection]:
+        """A read-only, repeatable-read transaction: one consistent view, no writes possible."""
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            yield conn
+
+    async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
+        return list(await self.pool.fetch(self.q[query], *args))
+
+    async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
+        return await self.pool.fetchrow(self.q[query], *args)
+
+    async def run_decay(self, as_of: datetime, rate: float, minimum: float) -> tuple[int, int]:
+        """SPEC §5.7 over all pairs in one statement; returns (decayed, deactivated)."""
+        row = await self.pool.fetchrow(self.q["decay"], as_of, rate, minimum)
+        assert row is not None
+        return int(row["decayed"]), int(row["deactivated"])
