@@ -32,6 +32,7 @@ from services.kzg.domain import (
     SESSION_ROLES,
     SESSION_SUMMARIZE_AT,
     THEMEN_SEPARATOR,
+    CanonCheck,
     Tier,
     check_canon,
     check_entry_id,
@@ -71,7 +72,7 @@ from services.kzg.store import (
 )
 from services.kzg.summary import ExtractiveSummariser, Summariser
 
-__all__ = ["DEFAULT_RECLAIM_IDLE_MS", "DEFAULT_TOP_K", "MAX_TOP_K", "KzgMemory"]
+__all__ = ["DEFAULT_RECLAIM_IDLE_MS", "DEFAULT_TOP_K", "MAX_TOP_K", "KzgMemory", "entry_fields"]
 
 _LOG = logging.getLogger("novaberg.kzg")
 
@@ -85,6 +86,50 @@ _WRITE_NODE = "kzg_speicher"
 """Pipeline-log node of the write path (kzg §4b)."""
 _READ_NODE = "kzg"
 _SESSION_NODE = "session"
+_QUEUE_NODE = "promotion_queue"
+
+
+def entry_fields(
+    entry: EntryInput,
+    themen: Sequence[str],
+    canon: CanonCheck,
+    salienz: float,
+    vector: Vector,
+    *,
+    now: float,
+    queued: bool,
+) -> dict[str, str | bytes]:
+    """The hash of a new entry (SPEC §4.1) from a validated request; the only place it is encoded."""
+    fields: dict[str, str | bytes] = {
+        "inhalt": entry.inhalt,
+        "themen": THEMEN_SEPARATOR.join(themen),
+        "themen_norm": THEMEN_SEPARATOR.join(themen_norm(themen)),
+        "salienz": repr(salienz),
+        "salienz_eingang": repr(float(entry.salienz)),
+        "salienz_eingang_herkunft": "gemessen",
+        "haeufigkeit": "1",
+        "gedaechtnistyp": entry.gedaechtnistyp,
+        "dimension": entry.dimension,
+        "intentionen": ",".join(canon.intentionen),
+        "emotion": entry.emotion,
+        "modus": canon.modus,
+        "arousal": repr(float(entry.arousal)),
+        "emotions_vektor": entry.emotions_vektor,
+        "sprach_stil": entry.sprach_stil,
+        "beziehungs_dynamik": entry.beziehungs_dynamik or "neutral",
+        "tone": entry.tone,
+        "user_id": entry.pair.user_id,
+        "character_id": entry.pair.character_id,
+        "beobachter": entry.beobachter,
+        "entitaet_ids": ",".join(str(i) for i in dedupe_entitaet_ids(entry.entitaet_ids)),
+        "embedding": encode_vector(vector),
+        "erstellt_am": repr(float(now)),
+        "turn_id": entry.turn_id,
+        "promotion_queued": "1" if queued else "0",
+    }
+    if entry.timeline_id is not None:
+        fields["timeline_id"] = str(entry.timeline_id)
+    return fields
 
 
 class KzgMemory:
@@ -229,44 +274,15 @@ class KzgMemory:
             vector = entry.embedding
         else:
             vector = await self.provider.embed_one(kzg_embed_text(themen, entry.inhalt))
+        # An existing key is refused by the write script itself, atomically and before any change.
         key = entry_key(pair, entry.entry_id or uuid.uuid4().hex)
-        if await self.store.exists(key):
-            raise AlreadyExists(f"KZG entry {key} exists already; entry ids are unique")
 
         now = entry.as_of if entry.as_of is not None else self.clock()
         ttl = ttl_seconds(tier)
         queue = tier is Tier.HIGH
         norm = themen_norm(themen)
         entitaet_ids = dedupe_entitaet_ids(entry.entitaet_ids)
-        fields: dict[str, str | bytes] = {
-            "inhalt": entry.inhalt,
-            "themen": THEMEN_SEPARATOR.join(themen),
-            "themen_norm": THEMEN_SEPARATOR.join(norm),
-            "salienz": repr(salienz),
-            "salienz_eingang": repr(float(entry.salienz)),
-            "salienz_eingang_herkunft": "gemessen",
-            "haeufigkeit": "1",
-            "gedaechtnistyp": entry.gedaechtnistyp,
-            "dimension": entry.dimension,
-            "intentionen": ",".join(canon.intentionen),
-            "emotion": entry.emotion,
-            "modus": canon.modus,
-            "arousal": repr(float(entry.arousal)),
-            "emotions_vektor": entry.emotions_vektor,
-            "sprach_stil": entry.sprach_stil,
-            "beziehungs_dynamik": entry.beziehungs_dynamik or "neutral",
-            "tone": entry.tone,
-            "user_id": pair.user_id,
-            "character_id": pair.character_id,
-            "beobachter": entry.beobachter,
-            "entitaet_ids": ",".join(str(i) for i in entitaet_ids),
-            "embedding": encode_vector(vector),
-            "erstellt_am": repr(float(now)),
-            "turn_id": entry.turn_id,
-            "promotion_queued": "1" if queue else "0",
-        }
-        if entry.timeline_id is not None:
-            fields["timeline_id"] = str(entry.timeline_id)
+        fields = entry_fields(entry, themen, canon, salienz, vector, now=now, queued=queue)
 
         # One write per pair at a time in this process: neighbour search and update see a settled
         # pair. Other replicas are handled by the compare-and-set in the script (_settle).
@@ -299,6 +315,23 @@ class KzgMemory:
             queued_for_promotion=queue, reinforced_count=reinforced, reinforced_queued_count=queued,
             canon_rejections=rejections,
         )
+
+    def bulk_fields(self, entry: EntryInput) -> tuple[str, dict[str, str | bytes], int] | None:
+        """(key, hash, TTL) of an entry with an explicit embedding, without logs or reinforcement.
+
+        For loading a store in bulk (benchmarks, imports); None when the gate rejects it.
+        """
+        themen = self._validate_entry(entry)
+        if entry.embedding is None:
+            raise InvalidArgument("bulk loading needs an explicit embedding")
+        salienz = salienz_berechnen(entry.salienz, 1)
+        tier = tier_for(salienz)
+        if tier is None:
+            return None
+        canon = check_canon(entry.modus, entry.intentionen, self.canon)
+        now = entry.as_of if entry.as_of is not None else self.clock()
+        fields = entry_fields(entry, themen, canon, salienz, entry.embedding, now=now, queued=tier is Tier.HIGH)
+        return entry_key(entry.pair, entry.entry_id or uuid.uuid4().hex), fields, ttl_seconds(tier)
 
     def _updates(
         self, neighbours: Sequence[Neighbour], turn_id: str, pair_kwargs: dict[str, str]
@@ -381,11 +414,11 @@ class KzgMemory:
             raise InvalidArgument("either query_text (non-empty) or query_vector is required")
         filters = dataclasses.replace(query.filters, themen=tuple(themen_norm(query.filters.themen)))
         found = await self.store.knn(pair, vector, top_k, beobachter=query.beobachter, filters=filters)
-        kept = [(entry, sim) for entry, sim in found if sim >= self.retrieval_threshold]
-        ttls = await self.store.ttls([entry.kzg_key for entry, _ in kept]) if kept else []
+        kept = [(key, sim) for key, sim in found if sim >= self.retrieval_threshold]
+        entries = await self.store.read_entries([key for key, _ in kept])
+        # An entry that expired between the search and the read is simply not there any more.
         hits = tuple(
-            Hit(entry=dataclasses.replace(entry, ttl_seconds=ttl), similarity=sim)
-            for (entry, sim), ttl in zip(kept, ttls, strict=True)
+            Hit(entry=entry, similarity=sim) for (_, sim), entry in zip(kept, entries, strict=True) if entry is not None
         )
         dropped = len(found) - len(kept)
         self.log.db_read(
@@ -447,15 +480,28 @@ class KzgMemory:
             raise InvalidArgument("consumer must not be empty")
         if count < 0 or block_ms < 0 or reclaim_idle_ms < 0:
             raise InvalidArgument("count, block_ms and reclaim_idle_ms must not be negative")
-        return await self.store.read_jobs(
+        jobs = await self.store.read_jobs(
             consumer, count or 10, block_ms=block_ms, reclaim_idle_ms=reclaim_idle_ms or self.reclaim_idle_ms
         )
+        if jobs:  # an empty poll is not worth a record
+            self.log.db_read(
+                turn_id=_log_turn(""), node=_QUEUE_NODE, tabelle="kzg_promotion_queue", treffer=len(jobs),
+                consumer=consumer, jobs=[{"job_id": j.job_id, "kzg_key": j.kzg_key,
+                                          "zustellungen": j.delivery_count} for j in jobs],
+            )
+        return jobs
 
     async def ack_promotion_jobs(self, job_ids: Sequence[str]) -> int:
         for job_id in job_ids:
             if not _STREAM_ID.fullmatch(job_id):
                 raise InvalidArgument(f"job id {job_id!r} is not a stream id like 1764428000000-0")
-        return await self.store.ack_jobs(list(job_ids))
+        acked = await self.store.ack_jobs(list(job_ids))
+        if job_ids:
+            self.log.db_write(
+                turn_id=_log_turn(""), node=_QUEUE_NODE, tabelle="kzg_promotion_queue", operation="xack",
+                job_ids=list(job_ids), bestaetigt=acked,
+            )
+        return acked
 
     async def inspect_promotion_queue(self, limit: int) -> QueueState:
         return await self.store.inspect_queue(limit if limit > 0 else 100)

@@ -60,7 +60,9 @@ __all__ = [
 _LOG = logging.getLogger(__name__)
 
 INDEX_SCHEMA_PATH = Path(__file__).resolve().parent / "index_schema.json"
-_STORE_ENTRY_LUA = (Path(__file__).resolve().parent / "lua" / "store_entry.lua").read_text(encoding="utf-8")
+_LUA_DIR = Path(__file__).resolve().parent / "lua"
+_STORE_ENTRY_LUA = (_LUA_DIR / "store_entry.lua").read_text(encoding="utf-8")
+_READ_ENTRIES_LUA = (_LUA_DIR / "read_entries.lua").read_text(encoding="utf-8")
 
 PROMOTION_STREAM = "kzg:promotion:queue"
 """The promotion queue (SPEC §4.6): a stream consumed by the group below."""
@@ -201,15 +203,6 @@ def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embeddi
     )
 
 
-_ENTRY_TEXT_FIELDS = (
-    "inhalt", "themen", "salienz", "salienz_eingang", "salienz_eingang_herkunft", "haeufigkeit",
-    "gedaechtnistyp", "dimension", "intentionen", "emotion", "modus", "arousal", "emotions_vektor",
-    "sprach_stil", "beziehungs_dynamik", "tone", "user_id", "character_id", "beobachter",
-    "entitaet_ids", "timeline_id", "erstellt_am", "turn_id", "promotion_queued",
-)
-"""Every hash field but ``embedding`` (what retrieval returns)."""
-
-
 def _search_rows(response: Any) -> list[tuple[str, dict[bytes, bytes]]]:
     """(key, fields) of an FT.SEARCH answer in RESP3 form."""
     rows: list[tuple[str, dict[bytes, bytes]]] = []
@@ -242,6 +235,7 @@ class KzgStore:
         self.schema = json.loads(schema_path.read_text(encoding="utf-8"))
         self.index_name: str = self.schema["name"]
         self._store_entry = redis.register_script(_STORE_ENTRY_LUA)
+        self._read_entries = redis.register_script(_READ_ENTRIES_LUA)
 
     @classmethod
     def from_url(cls, url: str, *, dimension: int, vector_algorithm: str = "FLAT") -> KzgStore:
@@ -391,6 +385,15 @@ class KzgStore:
         status = int(result[0])
         return WriteOutcome(created=status == 1, codes=tuple(int(code) for code in result[1:]))
 
+    async def bulk_load(self, items: Sequence[tuple[str, Mapping[str, str | bytes], int]], chunk: int = 500) -> None:
+        """Pipelined HSET + EXPIRE of prepared entries (key, hash, TTL); no reinforcement, no queue."""
+        for start in range(0, len(items), chunk):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for key, fields, ttl in items[start : start + chunk]:
+                    pipe.hset(key, items=[part for pair in fields.items() for part in pair])
+                    pipe.expire(key, ttl)
+                await pipe.execute()
+
     # ------------------------------------------------------------------ read path
 
     def _pair_clause(self, pair: Pair) -> str:
@@ -418,31 +421,36 @@ class KzgStore:
         *,
         beobachter: str | None = None,
         filters: RetrieveFilters | None = None,
-    ) -> list[tuple[KzgEntryData, float]]:
-        """The ``top_k`` nearest entries of the pair, with cosine similarity (= 1 − distance), best first."""
+    ) -> list[tuple[str, float]]:
+        """Keys of the ``top_k`` nearest entries of the pair with cosine similarity (1 − distance), best first."""
         clause = " ".join(
             p for p in (self._pair_clause(pair), self._filter_clause(beobachter, filters or RetrieveFilters())) if p
         )
         query = f"({clause})=>[KNN {int(top_k)} @embedding $vec AS __distance]"
-        returned = [*_ENTRY_TEXT_FIELDS, "__distance"]
         response = await self.redis.execute_command(
             "FT.SEARCH", self.index_name, query,
             "PARAMS", "2", "vec", encode_vector(vector),
             "SORTBY", "__distance", "ASC",
-            "RETURN", str(len(returned)), *returned,
+            "RETURN", "1", "__distance",
             "LIMIT", "0", str(int(top_k)), "DIALECT", "2",
         )
-        hits = []
-        for key, fields in _search_rows(response):
-            distance = float(fields.get(b"__distance", b"2"))
-            hits.append((decode_entry(key, fields, -1, with_embedding=False), 1.0 - distance))
-        return hits
+        return [(key, 1.0 - float(fields.get(b"__distance", b"2"))) for key, fields in _search_rows(response)]
 
-    async def ttls(self, keys: Sequence[str]) -> list[int]:
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.ttl(key)
-            return [int(ttl) for ttl in await pipe.execute()]
+    async def read_entries(self, keys: Sequence[str]) -> list[KzgEntryData | None]:
+        """The entries of ``keys`` without their vectors, with remaining TTL; None for a key that is gone."""
+        if not keys:
+            return []
+        docs = await self._read_entries(keys=list(keys), args=[])
+        entries: list[KzgEntryData | None] = []
+        for key, doc in zip(keys, docs, strict=True):
+            if not doc:
+                entries.append(None)
+                continue
+            data = json.loads(doc)
+            ttl = int(data.pop("__ttl"))
+            raw = {name.encode(): value.encode() for name, value in data.items()}
+            entries.append(decode_entry(key, raw, ttl, with_embedding=False))
+        return entries
 
     async def get_entry(self, key: str, *, with_embedding: bool) -> KzgEntryData | None:
         async with self.redis.pipeline(transaction=False) as pipe:

@@ -282,6 +282,10 @@ async def test_bad_input_is_refused_and_nothing_is_written(
 async def test_an_explicit_entry_id_is_written_once(kzg: KzgMemory, rng: np.random.Generator) -> None:
     first = await kzg.store_entry(entry(0.4, embedding=unit_vector(rng), entry_id="turn-42-user"))
     assert first.kzg_key == f"kzg:{PAIR.user_id}:{PAIR.character_id}:turn-42-user"
+    neighbour = await kzg.store_entry(entry(0.4, embedding=unit_vector(rng)))
+    before = {key: await _hash(kzg, key) for key in (first.kzg_key, neighbour.kzg_key)}
     with pytest.raises(AlreadyExists):
         await kzg.store_entry(entry(0.9, embedding=unit_vector(rng), entry_id="turn-42-user"))
-    assert (await _hash(kzg, first.kzg_key))["salienz_eingang"] == b"0.4"
+    # Refused atomically: neither the entry nor its theme neighbour changed, nothing queued.
+    assert {key: await _hash(kzg, key) for key in before} == before
+    assert await kzg.store.redis.xlen(PROMOTION_STREAM) == 0

@@ -1,0 +1,154 @@
+"""The KZG service over gRPC: a real server on port 0, real channels, the embedded Redis."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from redis.asyncio import Redis
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg_core.embedding import EmbeddingProvider, profile_for
+from novaberg_core.pipeline_log import InMemorySink, PipelineLog
+from services.kzg.domain import KZG_TTL_HIGH_SEKUNDEN, salienz_berechnen
+
+PAIR = common_pb2.Pair(user_id="anna@example.org", character_id="nova")
+OTHER = common_pb2.Pair(user_id="ben", character_id="nova")
+
+
+def _store(salienz: float, inhalt: str, themen: list[str], **kwargs: object) -> kzg_pb2.StoreEntryRequest:
+    fields: dict[str, object] = {
+        "pair": PAIR,
+        "beobachter": common_pb2.BEOBACHTER_USER,
+        "inhalt": inhalt,
+        "salience": common_pb2.SalienceResult(salienz=salienz, themen=themen, gedaechtnistyp="episodisch"),
+        "turn": common_pb2.TurnContext(turn_id="turn-1"),
+        "writer": "test",
+        **kwargs,
+    }
+    return kzg_pb2.StoreEntryRequest(**fields)  # type: ignore[arg-type]
+
+
+async def test_store_retrieve_get_delete_over_grpc(
+    kzg_stub: kzg_pb2_grpc.KzgServiceStub, provider: EmbeddingProvider
+) -> None:
+    stored = await kzg_stub.StoreEntry(_store(
+        0.7, "Anna plays chess every Sunday with her grandfather in the park.", ["Schach"],
+        ei=common_pb2.EiFields(emotion="freude", modus="Alltag", intentionen=["planung", "quatsch"]),
+        magnets=common_pb2.Magnets(entitaet_ids=[2, 2, 9], timeline_id=4),
+    ))
+    assert stored.outcome == kzg_pb2.STORE_OUTCOME_STORED
+    assert stored.tier == kzg_pb2.TIER_HIGH and stored.ttl_seconds == KZG_TTL_HIGH_SEKUNDEN
+    assert stored.salienz == salienz_berechnen(0.7, 1)
+    assert stored.queued_for_promotion
+    assert list(stored.canon_rejections) == ["modus=Alltag", "intentionen=quatsch"]
+    await kzg_stub.StoreEntry(_store(0.5, "Anna's dog Bruno is afraid of thunderstorms.", ["Hund"]))
+    reinforcing = await kzg_stub.StoreEntry(_store(0.4, "Anna won a chess tournament.", ["schach"]))
+    assert reinforcing.reinforced_count == 1
+
+    response = await kzg_stub.Retrieve(kzg_pb2.RetrieveRequest(
+        pair=PAIR, query_text="Who does Anna play chess with?", beobachter=common_pb2.BEOBACHTER_USER
+    ))
+    assert response.threshold == profile_for(provider.model_id).kzg_retrieval
+    assert response.model_id == provider.model_id
+    top = response.hits[0].entry
+    assert top.kzg_key == stored.kzg_key and top.haeufigkeit == 2
+    assert list(top.magnets.entitaet_ids) == [2, 9] and top.magnets.timeline_id == 4
+    assert top.ei.modus == "" and list(top.ei.intentionen) == ["planung"]
+    assert top.beobachter == common_pb2.BEOBACHTER_USER
+    assert len(top.embedding) == 0
+    empty = await kzg_stub.Retrieve(kzg_pb2.RetrieveRequest(pair=PAIR, query_text="How do jet engines work?"))
+    assert list(empty.hits) == [] and empty.dropped_below_threshold == 3
+    assert list((await kzg_stub.Retrieve(kzg_pb2.RetrieveRequest(pair=OTHER, query_text="chess"))).hits) == []
+
+    got = await kzg_stub.GetEntry(kzg_pb2.GetEntryRequest(pair=PAIR, kzg_key=stored.kzg_key, include_embedding=True))
+    assert got.entry.inhalt.startswith("Anna plays chess") and len(got.entry.embedding) == provider.dimension
+    assert got.entry.erstellt_am.seconds > 0 and got.entry.salienz_eingang_herkunft == "gemessen"
+
+    deleted = await kzg_stub.DeleteEntry(kzg_pb2.DeleteEntryRequest(pair=PAIR, kzg_key=stored.kzg_key))
+    assert deleted.deleted and deleted.verified_gone
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await kzg_stub.GetEntry(kzg_pb2.GetEntryRequest(pair=PAIR, kzg_key=stored.kzg_key))
+    assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_writes_and_reads_leave_pipeline_log_records(
+    kzg_stub: kzg_pb2_grpc.KzgServiceStub, plog: PipelineLog, sink: InMemorySink
+) -> None:
+    stored = await kzg_stub.StoreEntry(_store(0.6, "Anna likes green tea.", ["Tee"]))
+    await kzg_stub.Retrieve(kzg_pb2.RetrieveRequest(
+        pair=PAIR, query_text="What does Anna drink?", turn=common_pb2.TurnContext(turn_id="turn-2")
+    ))
+    await plog.flush()
+    by_turn = {(r.turn_id, r.node, r.art) for r in sink.records}
+    assert {("turn-1", "kzg_speicher", "switch"), ("turn-1", "kzg_speicher", "db_write"),
+            ("turn-2", "kzg", "db_read")} <= by_turn
+    write = next(r for r in sink.records if r.art == "db_write")
+    assert write.inhalt["kzg_key"] == stored.kzg_key and write.inhalt["ttl"] == stored.ttl_seconds
+    assert (write.user_id, write.character_id) == (PAIR.user_id, PAIR.character_id)
+
+
+async def test_promotion_jobs_over_grpc(kzg_stub: kzg_pb2_grpc.KzgServiceStub) -> None:
+    stored = await kzg_stub.StoreEntry(_store(0.9, "Anna is getting married in May.", ["Hochzeit"]))
+    jobs = (await kzg_stub.ReadPromotionJobs(kzg_pb2.ReadPromotionJobsRequest(consumer="pixie-1", count=5))).jobs
+    assert [(j.kzg_key, j.ausloeser_turn_id, j.delivery_count) for j in jobs] == [(stored.kzg_key, "turn-1", 1)]
+    assert jobs[0].pair == PAIR
+    inspected = await kzg_stub.InspectPromotionQueue(kzg_pb2.InspectPromotionQueueRequest(limit=5))
+    assert (inspected.length, inspected.pending, list(inspected.consumers)) == (1, 1, ["pixie-1"])
+    acked = await kzg_stub.AckPromotionJobs(kzg_pb2.AckPromotionJobsRequest(job_ids=[jobs[0].job_id]))
+    assert acked.acked == 1
+    inspected = await kzg_stub.InspectPromotionQueue(kzg_pb2.InspectPromotionQueueRequest(limit=5))
+    assert (inspected.length, inspected.pending) == (0, 0)
+    await kzg_stub.MarkHashDirty(kzg_pb2.MarkHashDirtyRequest(pair=PAIR, reason="test"))
+
+
+async def test_session_over_grpc(kzg_stub: kzg_pb2_grpc.KzgServiceStub) -> None:
+    for i in range(26):
+        response = await kzg_stub.AppendSessionTurn(kzg_pb2.AppendSessionTurnRequest(
+            pair=PAIR, turn=kzg_pb2.SessionTurn(role="user", text=f"Satz {i}.", turn_id=f"t{i}")
+        ))
+    assert response.summarized and response.turn_count == 16
+    session = await kzg_stub.GetSession(kzg_pb2.GetSessionRequest(pair=PAIR))
+    assert [t.turn_id for t in session.turns] == [f"t{i}" for i in range(10, 26)]
+    assert session.summary.splitlines()[0] == "user: Satz 0."
+    assert 0 < session.ttl_seconds <= 14_400
+    assert session.turns[0].created_at.seconds > 0
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        _store(0.5, "x", ["a"], embedding=[0.1] * 10),
+        _store(1.5, "x", ["a"]),
+        _store(-0.2, "x", ["a"]),
+        _store(0.5, "x", ["a"], pair=common_pb2.Pair(user_id="", character_id="nova")),
+        _store(0.5, "x", ["a"], pair=common_pb2.Pair(user_id="anna", character_id="")),
+        _store(0.5, "x", ["a"], beobachter=common_pb2.BEOBACHTER_UNSPECIFIED),
+        _store(0.5, "x", ["a"], beobachter=7),
+    ],
+)
+async def test_bad_store_requests_are_invalid_argument_and_write_nothing(
+    kzg_stub: kzg_pb2_grpc.KzgServiceStub, redis_url: str, request_: kzg_pb2.StoreEntryRequest
+) -> None:
+    redis = Redis.from_url(redis_url)
+    try:
+        before = sorted(await redis.keys("*"))
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await kzg_stub.StoreEntry(request_)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert caught.value.details()
+        assert sorted(await redis.keys("*")) == before
+    finally:
+        await redis.aclose()
+
+
+async def test_bad_retrieve_requests_are_invalid_argument(kzg_stub: kzg_pb2_grpc.KzgServiceStub) -> None:
+    for request in (
+        kzg_pb2.RetrieveRequest(pair=PAIR, query_vector=kzg_pb2.QueryVector(values=[0.5] * 3)),
+        kzg_pb2.RetrieveRequest(pair=PAIR),
+        kzg_pb2.RetrieveRequest(pair=PAIR, query_text="x", beobachter=9),  # type: ignore[arg-type]
+        kzg_pb2.RetrieveRequest(pair=common_pb2.Pair(user_id="", character_id="nova"), query_text="x"),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await kzg_stub.Retrieve(request)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, request
