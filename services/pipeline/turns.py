@@ -98,6 +98,10 @@ async def _peer(peer: str, method: str, call: Awaitable[_T]) -> _T:
         raise kind(f"{peer} {method}: {error.details()}") from error
 
 
+async def _raise(error: BaseException) -> None:
+    raise error
+
+
 class TurnPipeline:
     """Observe, build the dossier, dispatch — the three steps of a turn (SPEC §7)."""
 
@@ -157,6 +161,26 @@ class TurnPipeline:
                 raise InvalidArgument(
                     f"{field}.magnets.timeline_id {magnets.timeline_id} is not a timeline ref of this pair"
                 )
+
+    async def _check_served(self, pair: common_pb2.Pair, node_ids: list[int]) -> None:
+        """Served node ids must be nodes of this very pair; checked before Dispatch writes anything."""
+        answers = await asyncio.gather(
+            *(
+                self.lzg.GetNode(lzg_pb2.GetNodeRequest(pair=pair, node_id=node_id), timeout=self.timeout)
+                for node_id in node_ids
+            ),
+            return_exceptions=True,
+        )
+        missing: list[int] = []
+        for node_id, answer in zip(node_ids, answers, strict=True):
+            if isinstance(answer, grpc.aio.AioRpcError) and answer.code() == grpc.StatusCode.NOT_FOUND:
+                missing.append(node_id)
+            elif isinstance(answer, grpc.aio.AioRpcError):
+                await _peer("LZG", "GetNode", _raise(answer))
+            elif isinstance(answer, BaseException):
+                raise answer
+        if missing:
+            raise NotFound(f"served_node_ids {missing} are not nodes of this pair")
 
     async def _analyze(
         self,
@@ -407,13 +431,19 @@ class TurnPipeline:
         if request.HasField("answer_analysis"):
             await self._check_magnets(pair, request.answer_analysis.magnets, "answer_analysis")
         served = list(dict.fromkeys(request.served_node_ids))
+        await self._check_served(pair, served)
         assistant = common_pb2.BEOBACHTER_ASSISTANT
         async with self.log.span(turn_id=request.turn_id, node=NODE_DISPATCHER, erstellt_am=as_of, **pair_kwargs) as span_id:
             turn = common_pb2.TurnContext(turn_id=request.turn_id, span_id=span_id)
             self.log.write(
-                turn_id=request.turn_id, node=NODE_DISPATCHER, art="eingang", quelle=pair.character_id,
-                span_id=span_id, inhalt={"text": request.answer_text, "cluster": cluster, "lzg_resonanz_ids": served},
+                turn_id=request.turn_id, node=NODE_DISPATCHER, art="eingang", span_id=span_id,
+                inhalt={"cluster": cluster, "lzg_resonanz_ids": served, "user_prompt": request.user_prompt},
                 erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+            # The character's answer as its own output (syn §10.4 "last answers" reads these).
+            self.log.write(
+                turn_id=request.turn_id, node=NODE_DISPATCHER, art="ausgabe", quelle=pair.character_id,
+                span_id=span_id, inhalt={"text": request.answer_text}, erstellt_am=as_of, **pair_kwargs,
             )  # fmt: skip
 
             async def analysis_of_answer() -> pipeline_pb2.TurnAnalysis:
@@ -444,7 +474,14 @@ class TurnPipeline:
             _, stored = await self._write_turn(
                 pair, assistant, request.answer_text, analysis, turn, as_of, "pipeline.dispatcher", timing
             )
+            previous = await self.clusters.get(pair)
             await self.clusters.put(pair, cluster, turn_id=request.turn_id, as_of=as_of)
+            self.log.decision(
+                turn_id=request.turn_id, node=NODE_DISPATCHER, entscheidung=f"{NODE_DISPATCHER}.cluster",
+                ausgang=cluster, eingang={"vorher": previous.cluster if previous else None},
+                massstab={"tabelle": list(self.cluster_table.known)},
+                span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
             self.log.db_write(
                 turn_id=request.turn_id, node=NODE_DISPATCHER, tabelle="pipeline:cluster", operation="set",
                 cluster=cluster, span_id=span_id, erstellt_am=as_of, **pair_kwargs,

@@ -8,10 +8,8 @@ speaks Ollama's ``/api/chat``.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -28,6 +26,7 @@ from services.pipeline.analyzer import (
     validate_output,
 )
 from services.pipeline.text_rules import DatedMention
+from tests.service.pipeline.ollama_chat import ChatServer, running_chat_server
 
 AS_OF = datetime(2026, 11, 29, 15, 0, tzinfo=UTC)
 PAIR = common_pb2.Pair(user_id="meister", character_id="nova")
@@ -180,58 +179,10 @@ def test_validate_output_refuses_non_json() -> None:
 # --- a real HTTP server speaking Ollama's chat API ---------------------------------------------
 
 
-class ChatServer(ThreadingHTTPServer):
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), ChatHandler)
-        self.requests: list[dict[str, Any]] = []
-        self.content = json.dumps(GOOD)
-        self.status = 200
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class ChatHandler(BaseHTTPRequestHandler):
-    server: ChatServer
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append({"path": self.path, **body})
-        if self.path != "/api/chat":
-            self._send(404, {"error": f"no route {self.path}"})
-        elif self.server.status != 200:
-            self._send(self.server.status, {"error": f"model '{body.get('model')}' not found"})
-        else:
-            self._send(200, {
-                "model": body["model"], "created_at": "2026-11-29T15:00:00Z",
-                "message": {"role": "assistant", "content": self.server.content},
-                "done": True, "done_reason": "stop", "prompt_eval_count": 321, "eval_count": 87,
-            })  # fmt: skip
-
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
-
-
 @pytest.fixture
 def chat_server() -> Iterator[ChatServer]:
-    server = ChatServer()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
+    with running_chat_server(json.dumps(GOOD)) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 async def test_ollama_analyzer_over_http(chat_server: ChatServer) -> None:
