@@ -31,15 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "libs"))
-
-from novaberg_core.embedded import reset_redis, start_stores, stop_stores  # noqa: E402
-from novaberg_core.embedding import make_provider  # noqa: E402
-from novaberg_core.pipeline_log import PipelineLog  # noqa: E402
-from services.kzg.memory import KzgMemory  # noqa: E402
-from services.kzg.models import EntryInput, Pair, RetrieveQuery  # noqa: E402
-from services.kzg.store import KzgStore  # noqa: E402
+from novaberg_core.embedded import reset_redis, start_stores, stop_stores
+from novaberg_core.embedding import make_provider
+from novaberg_core.pipeline_log import PipelineLog
+from services.kzg.memory import KzgMemory
+from services.kzg.models import EntryInput, Pair, RetrieveQuery
+from services.kzg.store import KzgStore
 
 PAIR = Pair("meister@example.org", "nova")
 DIMENSION = 384
@@ -131,9 +128,9 @@ async def run_case(redis_url: str, size: int, algorithm: str, threshold: float) 
         for _ in range(QUERIES):
             query = RetrieveQuery(PAIR, query_vector=model.vector(), top_k=10)
             t0 = time.perf_counter()
-            result = await memory.retrieve(query)
+            found = await memory.retrieve(query)
             retrieve_ms.append((time.perf_counter() - t0) * 1000)
-            hits.append(len(result.hits))
+            hits.append(len(found.hits))
         return {
             "size": size,
             "load_s": load_s,

@@ -109,10 +109,11 @@ class Reinforcement:
 
 
 def reinforce(salienz_eingang: float, haeufigkeit: int) -> Reinforcement:
-    """One reinforcement step: ``haeufigkeit + 1`` and the salience recomputed from the stored score.
+    """One reinforcement step (SPEC §4.4): ``haeufigkeit + 1``, salience recomputed by §4.2 from the
+    stored score, and the TTL of the tier it now reaches (the store applies max(remaining, it)).
 
-    An entry at the top tier's salience always stays at least MINIMUM, since the curve rises
-    with ``haeufigkeit``; a stored score below the gate (legacy data) still gets the minimum TTL.
+    The curve only rises with ``haeufigkeit``, so a stored entry never falls below MINIMUM; a
+    legacy score below the gate still gets the minimum TTL rather than none.
     """
     new_h = haeufigkeit + 1
     salienz = salienz_berechnen(salienz_eingang, new_h)
@@ -174,8 +175,11 @@ def check_unit_interval(name: str, value: float) -> None:
 
 
 def normalise_theme(theme: str) -> str:
-    """The matching form of a theme: trimmed and lower-cased (SPEC §4.4, case-insensitive exact match)."""
-    return theme.strip().lower()
+    """The matching form of a theme: trimmed and case-folded (SPEC §4.4, case-insensitive exact match).
+
+    ``casefold`` rather than ``lower`` so that e.g. "Straße" and "STRASSE" are the same theme.
+    """
+    return theme.strip().casefold()
 
 
 def clean_themen(themen: Iterable[str]) -> list[str]:

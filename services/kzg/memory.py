@@ -2,6 +2,12 @@
 
 Ties the pure rules of ``domain`` to the I/O of ``store`` and the embedding provider, and writes
 the pipeline-log records. The servicer only translates proto messages to and from these calls.
+
+``as_of``: Redis expires keys by its own clock, so TTLs are always relative to the moment of the
+write (a tier's full 7/14/30 days, the session's 4 h). An explicit ``as_of`` pins the recorded
+times — ``erstellt_am`` of an entry, ``created_at`` of a session turn, ``gesetzt_am`` of
+hash_dirty — and nothing else; replaying an old turn therefore never writes an entry that is
+already expired.
 """
 
 from __future__ import annotations

@@ -31,7 +31,12 @@ async def create_server(
     without a measured profile refuses to start.
     """
     provider = provider or provider_from_env()
-    threshold = retrieval_threshold if retrieval_threshold is not None else profile_for(provider.model_id).kzg_retrieval
+    profile = profile_for(provider.model_id)
+    if profile.dimension != provider.dimension:
+        raise ValueError(
+            f"profile of {provider.model_id} says {profile.dimension}-d, the provider gives {provider.dimension}-d"
+        )
+    threshold = retrieval_threshold if retrieval_threshold is not None else profile.kzg_retrieval
     log = log or PipelineLog.from_env("System")
     store = KzgStore.from_url(cfg.redis_url, dimension=provider.dimension, vector_algorithm=cfg.vector_algorithm)
     memory = KzgMemory(

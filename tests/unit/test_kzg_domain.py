@@ -112,6 +112,7 @@ def test_themes_match_case_insensitively_after_trimming() -> None:
     assert normalise_theme("  Grüner Tee ") == "grüner tee"
     assert clean_themen([" Garten ", "", "  ", "Musik"]) == ["Garten", "Musik"]
     assert themen_norm(["Garten", "GARTEN ", "musik"]) == ["garten", "musik"]
+    assert normalise_theme("Straße") == normalise_theme("STRASSE ")
     with pytest.raises(InvalidArgument, match=r"salience\.themen\[1\]"):
         clean_themen(["ok", "a|b"])
 
