@@ -614,7 +614,7 @@ async def cmd_demo(clients: ServiceClients, args: argparse.Namespace, out: Calla
 
 
 COMMANDS: Mapping[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
-    "observe": (cmd_observe, ("pipeline", "lzg")),
+    "observe": (cmd_observe, ("pipeline",)),
     "recall": (cmd_recall, ("pipeline", "lzg")),
     "import": (cmd_import, ("pipeline",)),
     "inspect": (cmd_inspect, ("lzg", "kzg")),

@@ -1,0 +1,98 @@
+"""``novaberg import``: LoCoMo and plain turn files become ObserveTurn requests; the progress bar."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from novaberg.common.v1 import common_pb2
+from novaberg_core.cli import CliError, ProgressBar, parse_locomo, parse_locomo_date, parse_turn_file
+
+LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
+
+
+def small_locomo() -> list[dict[str, object]]:
+    return [{
+        "sample_id": "conv-1",
+        "conversation": {
+            "speaker_a": "Caroline", "speaker_b": "Melanie",
+            "session_2_date_time": "8:00 pm on 9 June, 2023",
+            "session_2": [{"speaker": "Melanie", "dia_id": "D2:1", "text": "Back again!"}],
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Caroline", "dia_id": "D1:1", "text": "Hey Mel!"},
+                {"speaker": "Melanie", "dia_id": "D1:2", "text": "Look at this", "blip_caption": "a photo of a cat"},
+                {"speaker": "Caroline", "dia_id": "D1:3", "text": "   "},
+            ],
+        },
+        "qa": [],
+    }]  # fmt: skip
+
+
+def test_locomo_dates() -> None:
+    assert parse_locomo_date("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert parse_locomo_date("12:09 am on 13 September, 2023") == datetime(2023, 9, 13, 0, 9, tzinfo=UTC)
+    assert parse_locomo_date("12:30 pm on 1 January, 2024") == datetime(2024, 1, 1, 12, 30, tzinfo=UTC)
+    assert parse_locomo_date("sometime") is None
+
+
+def test_locomo_turns_in_session_order_with_speakers_and_times() -> None:
+    turns = parse_locomo(small_locomo())
+    assert [t.turn_id for t in turns] == ["conv-1:D1:1", "conv-1:D1:2", "conv-1:D2:1"]  # empty text skipped
+    assert turns[0].pair == common_pb2.Pair(user_id="conv-1-caroline", character_id="melanie")
+    assert [t.beobachter for t in turns] == [common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT,
+                                             common_pb2.BEOBACHTER_ASSISTANT]  # fmt: skip
+    assert turns[1].text == "Look at this [Bild: a photo of a cat]"
+    start = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert turns[0].as_of == start and turns[1].as_of == start + timedelta(seconds=30)
+    assert turns[2].as_of == datetime(2023, 6, 9, 20, 0, tzinfo=UTC)
+
+
+def test_locomo_pair_override_and_sample_filter() -> None:
+    turns = parse_locomo(small_locomo(), user_id="u", character_id="nova", samples=["conv-1"])
+    assert {(t.pair.user_id, t.pair.character_id) for t in turns} == {("u", "nova")}
+    with pytest.raises(CliError, match="no LoCoMo sample named conv-9"):
+        parse_locomo(small_locomo(), samples=["conv-9"])
+
+
+def test_the_shipped_locomo_dev_file_parses_completely() -> None:
+    data = json.loads(LOCOMO.read_text())
+    turns = parse_turn_file(data, samples=[data[0]["sample_id"]])
+    conversation = data[0]["conversation"]
+    expected = sum(
+        1 for key, value in conversation.items() if key.startswith("session_") and isinstance(value, list)
+        for turn in value if turn["text"].strip()
+    )
+    assert len(turns) == expected > 300
+    assert all(t.as_of is not None for t in turns)
+    assert len({t.turn_id for t in turns}) == len(turns)
+    assert [t.as_of for t in turns] == sorted(t.as_of for t in turns if t.as_of is not None)
+
+
+def test_plain_turn_file() -> None:
+    data = {"turns": [{"role": "user", "text": "Hallo", "as_of": "2026-11-01T10:00:00"},
+                      {"role": "assistant", "text": "Hallo!", "turn_id": "t-2"}]}  # fmt: skip
+    turns = parse_turn_file(data, user_id="meister")
+    assert turns[0].as_of == datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
+    assert turns[0].pair == common_pb2.Pair(user_id="meister", character_id="nova")
+    assert turns[1].turn_id == "t-2" and turns[1].beobachter == common_pb2.BEOBACHTER_ASSISTANT
+    with pytest.raises(CliError, match=r"turns\[0\] needs role"):
+        parse_turn_file({"turns": [{"role": "narrator", "text": "x"}]})
+    with pytest.raises(CliError, match="unknown conversation format"):
+        parse_turn_file({"foo": 1})
+
+
+def test_progress_bar_redraws_one_line() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(4, label="import x", stream=stream, width=8)
+    bar.advance()
+    bar.advance()
+    assert stream.getvalue().count("\r") == 2 and "\n" not in stream.getvalue()
+    assert "[####....] 2/4  50.0%" in stream.getvalue()
+    bar.advance(2)
+    bar.finish()
+    assert stream.getvalue().endswith("\n") and "[########] 4/4 100.0%" in stream.getvalue()
