@@ -1,0 +1,487 @@
+"""LzgService over gRPC: proto ↔ engine translation only (STYLE rule 2).
+
+Errors are domain exceptions raised by the engine; the server bootstrap maps them to status codes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from novaberg.common.v1 import common_pb2
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
+from services.lzg.engine import Entity, LzgEngine, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
+from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
+from services.lzg.usage import Ausgang, Verwendungsprotokoll
+
+__all__ = ["LzgServicer"]
+
+_BEOBACHTER_NAME = {
+    common_pb2.BEOBACHTER_USER: "user",
+    common_pb2.BEOBACHTER_ASSISTANT: "assistant",
+}
+_BEOBACHTER_ENUM = {name: value for value, name in _BEOBACHTER_NAME.items()}
+_OUTCOME = {
+    PromotionOutcome.NEW_NODE: common_pb2.PROMOTION_OUTCOME_NEW_NODE,
+    PromotionOutcome.DUPLICATE: common_pb2.PROMOTION_OUTCOME_DUPLICATE,
+    PromotionOutcome.HALF_REACTIVATION: common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION,
+}
+_AUSGANG = {
+    Ausgang.GERECHNET: lzg_pb2.VERWENDUNG_AUSGANG_GERECHNET,
+    Ausgang.ANTWORT_LEER: lzg_pb2.VERWENDUNG_AUSGANG_ANTWORT_LEER,
+    Ausgang.OHNE_KANDIDAT: lzg_pb2.VERWENDUNG_AUSGANG_OHNE_KANDIDAT,
+    Ausgang.EMBED_FEHLER: lzg_pb2.VERWENDUNG_AUSGANG_EMBED_FEHLER,
+    Ausgang.VEKTOR_LEER: lzg_pb2.VERWENDUNG_AUSGANG_VEKTOR_LEER,
+    Ausgang.DB_FEHLER: lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER,
+}
+
+
+def _ts(moment: datetime | None) -> Timestamp | None:
+    return None if moment is None else to_timestamp(moment)
+
+
+def _optional_ts(message: Any, field: str) -> datetime | None:
+    return from_timestamp(getattr(message, field)) if message.HasField(field) else None
+
+
+def _as_of(message: Any) -> datetime:
+    return as_of_or_now(message.as_of if message.HasField("as_of") else None)
+
+
+def _span(turn: common_pb2.TurnContext) -> str | None:
+    return turn.span_id or None
+
+
+def _pair(pair: common_pb2.Pair, user_id: str, character_id: str) -> None:
+    pair.user_id = user_id
+    pair.character_id = character_id
+
+
+def node_to_proto(row: Mapping[str, Any], include_embedding: bool = False) -> lzg_pb2.Node:
+    """One ``lzg_knoten`` row as a Node message."""
+    node = lzg_pb2.Node(
+        id=row["id"],
+        kzg_quell_key=row["kzg_quell_key"],
+        beobachter=_BEOBACHTER_ENUM.get(row["beobachter"], common_pb2.BEOBACHTER_UNSPECIFIED),
+        inhalt=row["inhalt"],
+        dimension=row["dimension"],
+        gewicht_roh=row["gewicht_roh"],
+        gewicht_absolut=row["gewicht_absolut"],
+        gewicht_decay=row["gewicht_decay"],
+        haeufigkeit=row["haeufigkeit"],
+        aktiv=row["aktiv"],
+        erstellt_am=_ts(row["erstellt_am"]),
+        verstaerkt_am=_ts(row["verstaerkt_am"]),
+        decay_am=_ts(row["decay_am"]),
+        kzg_erstellt_am=_ts(row["kzg_erstellt_am"]),
+        themen=list(row["themen"]),
+        gedaechtnistyp=row["gedaechtnistyp"] or "",
+        ei=common_pb2.EiFields(
+            emotion=row["emotion"],
+            modus=row["modus"],
+            arousal=row["arousal"],
+            emotions_vektor=row["emotions_vektor"],
+            sprach_stil=row["sprach_stil"],
+            beziehungs_dynamik=row["beziehungs_dynamik"],
+            tone=row["tone"],
+            intentionen=_intentionen(row["intentionen"]),
+        ),
+    )
+    _pair(node.pair, row["user_id"], row["character_id"])
+    node.magnets.entitaet_ids.extend(row["entitaet_ids"])
+    if row["timeline_id"] is not None:
+        node.magnets.timeline_id = row["timeline_id"]
+    if include_embedding and row["embedding"] is not None:
+        node.embedding.extend(row["embedding"].to_numpy().tolist())
+    return node
+
+
+def _intentionen(raw: str) -> list[str]:
+    try:
+        values = json.loads(raw or "[]")
+    except ValueError:
+        return []
+    return [str(v) for v in values] if isinstance(values, list) else []
+
+
+def edge_to_proto(row: Mapping[str, Any]) -> lzg_pb2.Edge:
+    """One ``lzg_kanten`` row as an Edge message."""
+    edge = lzg_pb2.Edge(
+        id=row["id"],
+        knoten_a_id=row["knoten_a_id"],
+        knoten_b_id=row["knoten_b_id"],
+        gewicht_roh=row["gewicht_roh"],
+        gewicht_absolut=row["gewicht_absolut"],
+        erstellt_am=_ts(row["erstellt_am"]),
+        verbindungs_gruende=list(row["verbindungs_gruende"]),
+        geteilte_entitaet_ids=list(row["geteilte_entitaet_ids"]),
+        geteilte_themen=list(row["geteilte_themen"]),
+        anzahl_schichten=row["anzahl_schichten"],
+    )
+    if row["timeline_naehe_tage"] is not None:
+        edge.timeline_naehe_tage = row["timeline_naehe_tage"]
+    if row["embedding_cosine_initial"] is not None:
+        edge.embedding_cosine_initial = row["embedding_cosine_initial"]
+    return edge
+
+
+def resonanz_to_proto(resonanz: LzgResonanz) -> lzg_pb2.LzgResonanz:
+    """The domain ``lzg_resonanz`` as its message (syn §8.4.2)."""
+    message = lzg_pb2.LzgResonanz(
+        anker_anzahl=resonanz.anker_anzahl,
+        sprung_tiefe=resonanz.sprung_tiefe,
+        cluster=resonanz.cluster,
+        nova_sektor=resonanz.nova_sektor,
+    )
+    for e in resonanz.erinnerungen:
+        message.erinnerungen.append(
+            lzg_pb2.Erinnerung(
+                rang=e.rang,
+                knoten_id=e.knoten_id,
+                inhalt=e.details.inhalt,
+                themen=list(e.details.themen),
+                entitaet_ids=list(e.details.entitaet_ids),
+                emotion=e.details.emotion,
+                erstellt_am=_ts(e.details.erstellt_am),
+                gewicht_decay=e.details.gewicht_decay,
+                schale=e.schale,
+                sortier_gewicht=e.sortier_gewicht,
+                beobachter=_BEOBACHTER_ENUM.get(e.details.beobachter, common_pb2.BEOBACHTER_UNSPECIFIED),
+                pfad=[
+                    lzg_pb2.PfadSchritt(
+                        von_knoten_id=s.von_knoten_id,
+                        kante_id=s.kante_id,
+                        verbindungs_gruende=list(s.verbindungs_gruende),
+                        geteilte_entitaet_ids=list(s.geteilte_entitaet_ids),
+                        geteilte_themen=list(s.geteilte_themen),
+                    )
+                    for s in e.pfad
+                ],
+            )
+        )
+    return message
+
+
+def erinnerungen_from_proto(message: lzg_pb2.LzgResonanz) -> list[Erinnerung]:
+    """The memories of a caller's ``lzg_resonanz`` (for rendering)."""
+    return [
+        Erinnerung(
+            rang=e.rang,
+            knoten_id=e.knoten_id,
+            schale=e.schale,
+            sortier_gewicht=e.sortier_gewicht,
+            details=NodeDetails(
+                inhalt=e.inhalt,
+                themen=tuple(e.themen),
+                entitaet_ids=tuple(e.entitaet_ids),
+                emotion=e.emotion,
+                erstellt_am=from_timestamp(e.erstellt_am),
+                gewicht_decay=e.gewicht_decay,
+                beobachter=_BEOBACHTER_NAME.get(e.beobachter, ""),
+            ),
+            pfad=tuple(
+                PfadSchritt(
+                    von_knoten_id=s.von_knoten_id,
+                    kante_id=s.kante_id,
+                    verbindungs_gruende=tuple(s.verbindungs_gruende),
+                    geteilte_entitaet_ids=tuple(s.geteilte_entitaet_ids),
+                    geteilte_themen=tuple(s.geteilte_themen),
+                )
+                for s in e.pfad
+            ),
+        )
+        for e in message.erinnerungen
+    ]
+
+
+def protokoll_to_proto(record: Verwendungsprotokoll) -> lzg_pb2.VerwendungsProtokoll:
+    message = lzg_pb2.VerwendungsProtokoll(
+        geprueft=record.geprueft,
+        verwendet=record.verwendet,
+        naehen_alle=[lzg_pb2.NodeNaehe(knoten_id=k, naehe=n) for k, n in record.naehen_alle],
+        schwelle=record.schwelle,
+        deckel=record.deckel,
+        ausgang=_AUSGANG[record.ausgang],
+        kanten_neu=record.kanten_neu,
+        kanten_fehler=record.kanten_fehler,
+        kanten_dauer_ms=record.kanten_dauer_ms,
+        error=record.error,
+    )
+    if record.knappster_verworfener is not None:
+        node_id, naehe = record.knappster_verworfener
+        message.knappster_verworfener.CopyFrom(lzg_pb2.NodeNaehe(knoten_id=node_id, naehe=naehe))
+    return message
+
+
+def _entity_to_proto(entity: Entity) -> lzg_pb2.Entity:
+    message = lzg_pb2.Entity(id=entity.id, name=entity.name, typ=entity.typ, aliases=list(entity.aliases))
+    _pair(message.pair, entity.user_id, entity.character_id)
+    return message
+
+
+def _timeline_to_proto(timeline: Timeline) -> lzg_pb2.Timeline:
+    message = lzg_pb2.Timeline(
+        id=timeline.id,
+        zeitpunkt=to_timestamp(timeline.zeitpunkt),
+        praezision=timeline.praezision,
+        titel=timeline.titel,
+        themen=list(timeline.themen),
+    )
+    _pair(message.pair, timeline.user_id, timeline.character_id)
+    return message
+
+
+def _timeline_from_proto(pair: common_pb2.Pair, message: lzg_pb2.Timeline) -> Timeline:
+    return Timeline(
+        id=message.id,
+        user_id=pair.user_id,
+        character_id=pair.character_id,
+        zeitpunkt=_optional_ts(message, "zeitpunkt"),  # type: ignore[arg-type]  # None is refused by the engine
+        praezision=message.praezision,
+        titel=message.titel,
+        themen=tuple(message.themen),
+    )
+
+
+def _trigger3(result: Trigger3Result) -> lzg_pb2.Trigger3Response:
+    return lzg_pb2.Trigger3Response(
+        nodes_rewritten=result.nodes_rewritten,
+        edges_recomputed=result.edges_recomputed,
+        edges_deleted=result.edges_deleted,
+    )
+
+
+def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
+    """A PromoteRequest as the engine's input (validation happens in the engine)."""
+    entry = request.entry
+    return PromotionInput(
+        kzg_key=entry.kzg_key,
+        user_id=entry.pair.user_id,
+        character_id=entry.pair.character_id,
+        beobachter=_BEOBACHTER_NAME.get(entry.beobachter, ""),
+        inhalt=entry.inhalt,
+        themen=list(entry.themen),
+        salienz=entry.salienz,
+        haeufigkeit=entry.haeufigkeit,
+        gedaechtnistyp=entry.gedaechtnistyp,
+        dimension=entry.dimension,
+        emotion=entry.ei.emotion,
+        modus=entry.ei.modus,
+        arousal=entry.ei.arousal,
+        emotions_vektor=entry.ei.emotions_vektor,
+        sprach_stil=entry.ei.sprach_stil,
+        beziehungs_dynamik=entry.ei.beziehungs_dynamik,
+        tone=entry.ei.tone,
+        intentionen=list(entry.ei.intentionen),
+        entitaet_ids=list(entry.magnets.entitaet_ids),
+        timeline_id=entry.magnets.timeline_id if entry.magnets.HasField("timeline_id") else None,
+        erstellt_am=_optional_ts(entry, "erstellt_am"),
+        entry_turn_id=entry.turn_id,
+        ausloeser_turn_id=request.ausloeser_turn_id,
+        log_turn_id=request.turn.turn_id or request.ausloeser_turn_id or f"promotion:{entry.kzg_key}",
+        span_id=_span(request.turn),
+        as_of=_as_of(request),
+    )
+
+
+class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
+    """Translates each RPC to one engine call."""
+
+    def __init__(self, engine: LzgEngine) -> None:
+        self.engine = engine
+
+    async def Promote(
+        self, request: lzg_pb2.PromoteRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.PromoteResponse:
+        result = await self.engine.promote(promotion_input(request))
+        return lzg_pb2.PromoteResponse(
+            outcome=_OUTCOME[result.outcome],
+            node_id=result.node_id,
+            best_cosine=result.best_cosine,
+            edges_created=result.edges_created,
+            kzg_delete_allowed=result.kzg_delete_allowed,
+            already_promoted=result.already_promoted,
+            candidates=result.candidates,
+        )
+
+    async def SpreadingRead(
+        self, request: lzg_pb2.SpreadingReadRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.SpreadingReadResponse:
+        which = request.WhichOneof("query")
+        result = await self.engine.spreading_read(
+            request.pair.user_id,
+            request.pair.character_id,
+            query_values=list(request.query_vector.values) if which == "query_vector" else None,
+            query_text=request.query_text if which == "query_text" else None,
+            cluster=request.cluster,
+            nova_emotion=request.nova_emotion,
+            turn_id=request.turn.turn_id,
+            span_id=_span(request.turn),
+        )
+        return lzg_pb2.SpreadingReadResponse(
+            lzg_resonanz=resonanz_to_proto(result.resonanz), pool_size=result.pool_size
+        )
+
+    async def RenderMemoryBlock(
+        self, request: lzg_pb2.RenderMemoryBlockRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.RenderMemoryBlockResponse:
+        text = await self.engine.render(
+            request.pair.user_id,
+            request.pair.character_id,
+            erinnerungen_from_proto(request.lzg_resonanz),
+            request.reader,
+            user_name=request.user_name,
+            character_name=request.character_name,
+        )
+        return lzg_pb2.RenderMemoryBlockResponse(text=text)
+
+    async def ReinforceUsed(
+        self, request: lzg_pb2.ReinforceUsedRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.ReinforceUsedResponse:
+        record = await self.engine.reinforce_used(
+            request.pair.user_id,
+            request.pair.character_id,
+            request.answer_text,
+            list(request.served_node_ids),
+            as_of=_as_of(request),
+            turn_id=request.turn.turn_id,
+            span_id=_span(request.turn),
+        )
+        return lzg_pb2.ReinforceUsedResponse(protokoll=protokoll_to_proto(record))
+
+    async def RunDecay(
+        self, request: lzg_pb2.RunDecayRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.RunDecayResponse:
+        decayed, deactivated, duration_ms = await self.engine.run_decay(
+            _as_of(request), turn_id=request.turn.turn_id, span_id=_span(request.turn)
+        )
+        return lzg_pb2.RunDecayResponse(
+            nodes_decayed=decayed, nodes_deactivated=deactivated, duration_ms=duration_ms
+        )
+
+    async def GetNode(
+        self, request: lzg_pb2.GetNodeRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.GetNodeResponse:
+        row = await self.engine.node(request.pair.user_id, request.pair.character_id, request.node_id)
+        return lzg_pb2.GetNodeResponse(node=node_to_proto(row, request.include_embedding))
+
+    async def ListNodes(
+        self, request: lzg_pb2.ListNodesRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.ListNodesResponse:
+        rows = await self.engine.nodes(
+            request.pair.user_id, request.pair.character_id, request.limit, request.include_inactive
+        )
+        return lzg_pb2.ListNodesResponse(nodes=[node_to_proto(r) for r in rows])
+
+    async def ListEdges(
+        self, request: lzg_pb2.ListEdgesRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.ListEdgesResponse:
+        rows = await self.engine.edges(
+            request.pair.user_id, request.pair.character_id, request.node_id, request.limit
+        )
+        return lzg_pb2.ListEdgesResponse(edges=[edge_to_proto(r) for r in rows])
+
+    async def GetPairStats(
+        self, request: lzg_pb2.GetPairStatsRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.GetPairStatsResponse:
+        row, model_id = await self.engine.pair_stats(request.pair.user_id, request.pair.character_id)
+        return lzg_pb2.GetPairStatsResponse(
+            nodes_active=row["nodes_active"],
+            nodes_inactive=row["nodes_inactive"],
+            edges=row["edges"],
+            entities=row["entities"],
+            timelines=row["timelines"],
+            model_id=model_id,
+        )
+
+    async def UpsertEntity(
+        self, request: lzg_pb2.UpsertEntityRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.UpsertEntityResponse:
+        pair, e = request.pair, request.entity
+        entity, created = await self.engine.upsert_entity(
+            pair.user_id,
+            pair.character_id,
+            Entity(e.id, pair.user_id, pair.character_id, e.name, e.typ, tuple(e.aliases)),
+        )
+        return lzg_pb2.UpsertEntityResponse(entity=_entity_to_proto(entity), created=created)
+
+    async def ResolveEntities(
+        self, request: lzg_pb2.ResolveEntitiesRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.ResolveEntitiesResponse:
+        ids = await self.engine.resolve_entities(
+            request.pair.user_id,
+            request.pair.character_id,
+            list(request.names),
+            request.create_missing,
+            request.typ_for_new,
+        )
+        return lzg_pb2.ResolveEntitiesResponse(entitaet_ids=ids)
+
+    async def ListEntities(
+        self, request: lzg_pb2.ListEntitiesRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.ListEntitiesResponse:
+        entities = await self.engine.entities(
+            request.pair.user_id, request.pair.character_id, list(request.ids)
+        )
+        return lzg_pb2.ListEntitiesResponse(entities=[_entity_to_proto(e) for e in entities])
+
+    async def MergeEntities(
+        self, request: lzg_pb2.MergeEntitiesRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.Trigger3Response:
+        result = await self.engine.merge_entities(
+            request.pair.user_id,
+            request.pair.character_id,
+            request.source_id,
+            request.target_id,
+            turn_id=request.turn.turn_id,
+        )
+        return _trigger3(result)
+
+    async def DeleteEntity(
+        self, request: lzg_pb2.DeleteEntityRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.Trigger3Response:
+        result = await self.engine.delete_entity(
+            request.pair.user_id, request.pair.character_id, request.entity_id, turn_id=request.turn.turn_id
+        )
+        return _trigger3(result)
+
+    async def UpsertTimeline(
+        self, request: lzg_pb2.UpsertTimelineRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.UpsertTimelineResponse:
+        timeline, created = await self.engine.upsert_timeline(
+            request.pair.user_id,
+            request.pair.character_id,
+            _timeline_from_proto(request.pair, request.timeline),
+        )
+        return lzg_pb2.UpsertTimelineResponse(timeline=_timeline_to_proto(timeline), created=created)
+
+    async def UpdateTimeline(
+        self, request: lzg_pb2.UpdateTimelineRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.Trigger3Response:
+        _, result = await self.engine.update_timeline(
+            request.pair.user_id,
+            request.pair.character_id,
+            _timeline_from_proto(request.pair, request.timeline),
+            turn_id=request.turn.turn_id,
+        )
+        return _trigger3(result)
+
+    async def DeleteTimeline(
+        self, request: lzg_pb2.DeleteTimelineRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.Trigger3Response:
+        result = await self.engine.delete_timeline(
+            request.pair.user_id, request.pair.character_id, request.timeline_id, turn_id=request.turn.turn_id
+        )
+        return _trigger3(result)
+
+    async def ListTimelines(
+        self, request: lzg_pb2.ListTimelinesRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.ListTimelinesResponse:
+        timelines = await self.engine.timelines(request.pair.user_id, request.pair.character_id)
+        return lzg_pb2.ListTimelinesResponse(timelines=[_timeline_to_proto(t) for t in timelines])
