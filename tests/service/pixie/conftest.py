@@ -21,6 +21,7 @@ from redis.exceptions import ResponseError
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.log.v1 import log_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2_grpc
 from novaberg_core.config import CommonConfig
 from novaberg_core.embedding import EmbeddingProvider, make_provider
@@ -31,6 +32,8 @@ from services.kzg.server import create_server as create_kzg_server
 from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
 from services.log.config import LogConfig
 from services.log.server import create_server as create_log_server
+from services.lzg.config import LzgConfig
+from services.lzg.server import create_server as create_lzg_server
 from services.pixie.config import PixieConfig
 from services.pixie.promotion import StepHook
 from services.pixie.server import PixieApp, create_server
@@ -71,6 +74,24 @@ async def log_server(pg_url: str) -> AsyncIterator[RunningServer]:
 async def log_api(log_server: RunningServer) -> AsyncIterator[log_pb2_grpc.LogServiceStub]:
     async with grpc.aio.insecure_channel(log_server.target) as channel:
         yield log_pb2_grpc.LogServiceStub(channel)
+
+
+@pytest.fixture
+async def lzg_server(pg_url: str, provider: EmbeddingProvider) -> AsyncIterator[RunningServer]:
+    running = await create_lzg_server(
+        LzgConfig(common=CommonConfig("lzg"), postgres_url=pg_url), provider=provider,
+        log=PipelineLog(InMemorySink()),
+    )
+    try:
+        yield running
+    finally:
+        await running.stop(None)
+
+
+@pytest.fixture
+async def lzg(lzg_server: RunningServer) -> AsyncIterator[lzg_pb2_grpc.LzgServiceStub]:
+    async with grpc.aio.insecure_channel(lzg_server.target) as channel:
+        yield lzg_pb2_grpc.LzgServiceStub(channel)
 
 
 @pytest.fixture
@@ -223,3 +244,33 @@ async def kzg_only_cluster(pg_url: str, kzg_server: RunningServer) -> AsyncItera
         yield cluster
     finally:
         await cluster.close()
+
+
+@pytest.fixture
+async def cluster(
+    pg_url: str, kzg_server: RunningServer, lzg_server: RunningServer, log_server: RunningServer
+) -> AsyncIterator[PixieCluster]:
+    """Pixie with the real KZG, LZG and log services."""
+    cluster = PixieCluster(
+        pixie_config(pg_url, kzg_addr=kzg_server.target, lzg_addr=lzg_server.target, log_addr=log_server.target)
+    )
+    try:
+        yield cluster
+    finally:
+        await cluster.close()
+
+
+async def nodes_of(lzg: lzg_pb2_grpc.LzgServiceStub, pair: common_pb2.Pair = PAIR) -> list[lzg_pb2.Node]:
+    """All nodes of the pair, active and inactive."""
+    response = await lzg.ListNodes(lzg_pb2.ListNodesRequest(pair=pair, limit=1000, include_inactive=True))
+    return list(response.nodes)
+
+
+async def kzg_has(kzg: kzg_pb2_grpc.KzgServiceStub, kzg_key: str, pair: common_pb2.Pair = PAIR) -> bool:
+    try:
+        await kzg.GetEntry(kzg_pb2.GetEntryRequest(pair=pair, kzg_key=kzg_key))
+    except grpc.aio.AioRpcError as error:
+        if error.code() == grpc.StatusCode.NOT_FOUND:
+            return False
+        raise
+    return True

@@ -1,0 +1,298 @@
+"""Promotion end to end through the real KZG, LZG and log services (SPEC §4.6, §5.3, §9).
+
+A promoted-as-new entry leaves the KZG, a duplicate stays (SPEC §10); a worker killed between
+promote and ack leaves exactly one node after a restart; two replicas never promote one pair at
+the same time, run the daily task once, and a poison job is parked while the others pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import time as clock
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+
+import pytest
+import redis.asyncio as aioredis
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2_grpc
+from novaberg.pixie.v1 import pixie_pb2
+from novaberg_core.timeutil import to_timestamp, utc_now
+from services.kzg.models import Pair as KzgPair
+from services.kzg.store import hash_dirty_key
+from tests.service.pixie.conftest import (
+    PixieCluster,
+    QueueState,
+    kzg_has,
+    nodes_of,
+    queue_state,
+    store_entry,
+)
+
+TEXTS = [
+    "Meister hat im Mai Geburtstag und feiert ihn immer im Garten seiner Eltern.",
+    "Die Katze des Meisters heißt Minka und schläft am liebsten auf der Heizung.",
+    "Meister arbeitet als Tischler und baut gerade einen Schrank aus Eichenholz.",
+    "Im Urlaub fährt Meister jedes Jahr mit dem Fahrrad an die Ostsee.",
+    "Meister hat Angst vor Spinnen, seit er als Kind im Keller eingesperrt war.",
+    "Sein Lieblingsessen sind Kässpätzle mit Röstzwiebeln, wie seine Oma sie machte.",
+    "Meister spielt dienstags Schach im Verein und hat letzte Woche ein Turnier gewonnen.",
+    "Die Schwester des Meisters wohnt in Hamburg und arbeitet als Ärztin im Krankenhaus.",
+    "Meister liest gerade einen Roman über die Besiedlung Islands im Mittelalter.",
+    "Er trinkt morgens schwarzen Kaffee und hört dabei Nachrichten im Radio.",
+    "Meister hat sich das Knie beim Fußballspielen verletzt und muss zur Physiotherapie.",
+    "Im Herbst will Meister einen Kurs für italienische Sprache an der Volkshochschule beginnen.",
+]
+
+
+@dataclass
+class Crash:
+    """A step hook that stops at ``step`` for good: the process dies there (the test cancels it)."""
+
+    step: str
+    reached: asyncio.Event
+
+    @classmethod
+    def at(cls, step: str) -> Crash:
+        return cls(step, asyncio.Event())
+
+    async def __call__(self, step: str, job: kzg_pb2.PromotionJob) -> None:
+        if step == self.step:
+            self.reached.set()
+            await asyncio.Event().wait()
+
+
+async def _trigger(replica_api: object, **kwargs: object) -> pixie_pb2.Run:
+    response = await replica_api.TriggerTask(  # type: ignore[attr-defined]
+        pixie_pb2.TriggerTaskRequest(task="synapsen_promotion", **kwargs)
+    )
+    return response.run
+
+
+def _nonzero(run: pixie_pb2.Run) -> dict[str, int]:
+    return {k: v for k, v in run.counts.items() if v}
+
+
+async def test_high_entry_becomes_a_node_and_leaves_the_kzg(
+    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub, redis_url: str
+) -> None:
+    a = await cluster.start("pixie-a")
+    stored = await store_entry(kzg, TEXTS[0], salienz=0.9, themen=("Geburtstag", "Familie"), turn_id="turn-geb")
+    assert stored.queued_for_promotion and stored.tier == kzg_pb2.TIER_HIGH
+
+    run = await _trigger(a.api)
+    assert run.outcome == "ok" and run.error == ""
+    assert _nonzero(run) == {"jobs": 1, "promoted_new": 1, "kzg_deleted": 1, "acked": 1}
+
+    nodes = await nodes_of(lzg)
+    assert len(nodes) == 1
+    node = nodes[0]
+    assert (node.kzg_quell_key, node.inhalt, list(node.themen)) == (stored.kzg_key, TEXTS[0], ["Geburtstag", "Familie"])
+    assert not await kzg_has(kzg, stored.kzg_key)
+    assert await queue_state(redis_url) == QueueState(0, 0)
+    client = aioredis.from_url(redis_url)
+    try:
+        dirty = await client.hgetall(hash_dirty_key(KzgPair("meister", "nova")))
+    finally:
+        await client.aclose()
+    assert stored.kzg_key in dirty[b"reason"].decode()
+
+    decisions = [r for r in await a.logged("promotion") if r.art == "switch"]
+    assert [(d.inhalt["ausgang"], d.turn_id, d.user_id, d.character_id) for d in decisions] == [
+        ("neuer_knoten", "turn-geb", "meister", "nova")
+    ]
+    assert decisions[0].inhalt["massstab"]["node_id"] == node.id
+    deletes = [r for r in await a.logged("promotion") if r.art == "db_write"]
+    assert deletes[0].inhalt["kzg_key"] == stored.kzg_key and deletes[0].inhalt["lzg_id"] == node.id
+
+
+async def test_duplicate_stays_in_the_kzg(
+    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub
+) -> None:
+    a = await cluster.start("pixie-a")
+    first = await store_entry(kzg, TEXTS[1], salienz=0.9)
+    assert _nonzero(await _trigger(a.api))["promoted_new"] == 1
+    again = await store_entry(kzg, TEXTS[1], salienz=0.95, themen=("Katze",))
+    run = await _trigger(a.api)
+    assert _nonzero(run) == {"jobs": 1, "duplicates": 1, "acked": 1}
+    assert await kzg_has(kzg, again.kzg_key)  # its own fields have arrived nowhere (SPEC §5.3 step 4)
+    assert not await kzg_has(kzg, first.kzg_key)
+    assert [n.kzg_quell_key for n in await nodes_of(lzg)] == [first.kzg_key]
+    ausgaenge = [r.inhalt["ausgang"] for r in await a.logged("promotion") if r.art == "switch"]
+    assert ausgaenge == ["neuer_knoten", "dublette"]
+
+
+@pytest.mark.parametrize(("step", "replay_count"), [("promoted", "already_promoted"), ("deleted", "expired")])
+async def test_worker_killed_before_the_ack_leaves_exactly_one_node_after_restart(
+    cluster: PixieCluster,
+    kzg: kzg_pb2_grpc.KzgServiceStub,
+    lzg: lzg_pb2_grpc.LzgServiceStub,
+    redis_url: str,
+    step: str,
+    replay_count: str,
+) -> None:
+    crash = Crash.at(step)
+    a = await cluster.start("pixie-a", step_hook=crash)
+    stored = await store_entry(kzg, TEXTS[2], salienz=0.9)
+
+    drain = asyncio.create_task(a.app.worker.drain_run(trigger="manual"))
+    await asyncio.wait_for(crash.reached.wait(), timeout=30)
+    drain.cancel()  # the process dies here: no ack (and, at "promoted", no delete either)
+    with contextlib.suppress(asyncio.CancelledError):
+        await drain
+    await cluster.stop(a)
+
+    nodes = await nodes_of(lzg)
+    assert [n.kzg_quell_key for n in nodes] == [stored.kzg_key]
+    assert await kzg_has(kzg, stored.kzg_key) == (step == "promoted")
+    assert (await queue_state(redis_url)).pending >= 1
+
+    # Meanwhile another pair's entry arrives; the restarted worker handles both.
+    other = await store_entry(kzg, TEXTS[3], salienz=0.9, pair=common_pb2.Pair(user_id="anna", character_id="nova"))
+    b = await cluster.start("pixie-b")
+    await asyncio.sleep(0.2)  # the dead consumer's pending job is idle long enough to reclaim
+    run = await _trigger(b.api)
+    assert run.outcome == "ok"
+    assert _nonzero(run) == {
+        "jobs": 2, replay_count: 1, "promoted_new": 1, "acked": 2,
+        "kzg_deleted": 2 if step == "promoted" else 1,
+    }
+    assert [n.id for n in await nodes_of(lzg)] == [nodes[0].id]  # exactly one node, the same one
+    assert not await kzg_has(kzg, stored.kzg_key)
+    anna = await nodes_of(lzg, common_pb2.Pair(user_id="anna", character_id="nova"))
+    assert [n.kzg_quell_key for n in anna] == [other.kzg_key]
+    assert await queue_state(redis_url) == QueueState(0, 0)
+
+
+async def test_two_replicas_never_promote_one_pair_at_once_and_pairs_run_in_parallel(
+    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub, redis_url: str
+) -> None:
+    spans: list[tuple[str, str, float, float]] = []
+    open_at: dict[tuple[str, str], float] = {}
+
+    def recorder(replica: str):  # type: ignore[no-untyped-def]
+        async def hook(step: str, job: kzg_pb2.PromotionJob) -> None:
+            if step == "started":
+                open_at[(replica, job.job_id)] = clock.monotonic()
+                await asyncio.sleep(0.02)  # widen the window a concurrent promotion would overlap
+            elif step == "finished":
+                spans.append((job.pair.user_id, replica, open_at.pop((replica, job.job_id)), clock.monotonic()))
+
+        return hook
+
+    users = ["meister", "anna", "ben"]
+    stored = []
+    for i, text in enumerate(TEXTS):
+        pair = common_pb2.Pair(user_id=users[i % 3], character_id="nova")
+        stored.append((pair, await store_entry(kzg, text, salienz=0.9, pair=pair, themen=(f"t{i}",))))
+    # Small batches, so both replicas hold jobs of every pair at the same time.
+    a = await cluster.start("pixie-a", background=True, step_hook=recorder("a"), batch_size=2,
+                            reclaim_idle_ms=10_000)
+    b = await cluster.start("pixie-b", background=True, step_hook=recorder("b"), batch_size=2,
+                            reclaim_idle_ms=10_000)
+    for _ in range(400):
+        if await queue_state(redis_url) == QueueState(0, 0):
+            break
+        await asyncio.sleep(0.05)
+    assert await queue_state(redis_url) == QueueState(0, 0)
+    await cluster.stop(a)
+    await cluster.stop(b)
+
+    assert len(spans) == len(TEXTS)
+    assert {replica for _, replica, _, _ in spans} == {"a", "b"}  # both replicas promoted
+    for user in users:
+        own = sorted((start, end) for u, _, start, end in spans if u == user)
+        for (_, end), (next_start, _) in itertools.pairwise(own):
+            assert end <= next_start, f"two promotions of pair {user} overlapped"
+    overlapping_pairs = any(
+        u1 != u2 and s1 < e2 and s2 < e1 for u1, _, s1, e1 in spans for u2, _, s2, e2 in spans
+    )
+    assert overlapping_pairs, "different pairs never ran in parallel"
+    for pair, entry in stored:
+        assert [n.kzg_quell_key for n in await nodes_of(lzg, pair) if n.kzg_quell_key == entry.kzg_key] == [
+            entry.kzg_key
+        ]
+        assert not await kzg_has(kzg, entry.kzg_key, pair)
+
+
+async def test_two_replicas_run_the_daily_task_once(
+    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub
+) -> None:
+    # decay_at 00:00: due at once; both replicas' loops tick every 50 ms.
+    a = await cluster.start("pixie-a", background=True, decay_at=time(0, 0))
+    b = await cluster.start("pixie-b", background=True, decay_at=time(0, 0))
+    today = utc_now().date()
+    runs: list[pixie_pb2.Run] = []
+    for _ in range(200):
+        runs = list((await a.api.ListRuns(pixie_pb2.ListRunsRequest(task="synapsen_decay"))).runs)
+        if runs and runs[0].outcome != "running":
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)  # ten more ticks of each replica
+    runs = list((await b.api.ListRuns(pixie_pb2.ListRunsRequest(task="synapsen_decay"))).runs)
+    assert len(runs) == 1, [(r.replica, r.outcome, r.error) for r in runs]
+    run = runs[0]
+    assert (run.outcome, run.run_day, run.error) == ("ok", today.isoformat(), "")
+    assert set(run.counts) == {"nodes_decayed", "nodes_deactivated", "log_rows_deleted", "kept_turn_roh"}
+    assert run.replica in ("pixie-a", "pixie-b")
+
+    # Both replicas ticking at the very same moment for a new day: one runs, one skips.
+    tomorrow = datetime.combine(today + timedelta(days=1), time(0, 1), tzinfo=UTC)
+    results = await asyncio.gather(a.app.scheduler.tick(tomorrow), b.app.scheduler.tick(tomorrow))
+    assert sum(r is not None for r in results) == 1
+    assert len((await a.api.ListRuns(pixie_pb2.ListRunsRequest(task="synapsen_decay"))).runs) == 2
+
+
+async def test_daily_run_decays_the_lzg_and_reports_counts(
+    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub
+) -> None:
+    a = await cluster.start("pixie-a")
+    await store_entry(kzg, TEXTS[4], salienz=0.9)
+    assert _nonzero(await _trigger(a.api))["promoted_new"] == 1
+    # gewicht_absolut of raw 0.9 is 3.928 (SPEC §5.2); below 0.1 after ln(39.28)/0.0015 ≈ 2447 days.
+    as_of = utc_now() + timedelta(days=2500)
+    run = (await a.api.TriggerTask(
+        pixie_pb2.TriggerTaskRequest(task="synapsen_decay", as_of=to_timestamp(as_of))
+    )).run
+    assert run.outcome == "ok" and run.run_day == as_of.date().isoformat()
+    assert dict(run.counts) == {"nodes_decayed": 1, "nodes_deactivated": 1, "log_rows_deleted": 0, "kept_turn_roh": 0}
+    (node,) = await nodes_of(lzg)
+    assert not node.aktiv and node.gewicht_decay < 0.1
+    assert node.gewicht_absolut == pytest.approx(3.928, abs=1e-3)  # never changed by decay
+
+    tasks = {t.name: t for t in (await a.api.ListTasks(pixie_pb2.ListTasksRequest())).tasks}
+    assert tasks["synapsen_decay"].last_run.id == run.id
+    assert tasks["synapsen_decay"].last_run.counts["nodes_deactivated"] == 1
+
+
+async def test_poison_job_is_parked_after_n_attempts_while_others_become_nodes(
+    cluster: PixieCluster,
+    kzg: kzg_pb2_grpc.KzgServiceStub,
+    lzg: lzg_pb2_grpc.LzgServiceStub,
+    redis_url: str,
+) -> None:
+    a = await cluster.start("pixie-a")  # max_attempts 3
+    poison = await store_entry(kzg, TEXTS[5], salienz=0.9)
+    client = aioredis.from_url(redis_url)
+    try:
+        await client.hset(poison.kzg_key, "entitaet_ids", "eins,zwei")  # undecodable: GetEntry fails
+    finally:
+        await client.aclose()
+    runs = []
+    for i in range(3):
+        await store_entry(kzg, TEXTS[6 + i], salienz=0.9, themen=(f"runde{i}",))
+        runs.append(await _trigger(a.api))
+        await asyncio.sleep(0.2)
+    assert [(r.counts["promoted_new"], r.counts["failed"], r.counts["parked"]) for r in runs] == [
+        (1, 1, 0), (1, 1, 0), (1, 0, 1),
+    ]
+    assert len(await nodes_of(lzg)) == 3
+    parked = (await a.api.ListParkedJobs(pixie_pb2.ListParkedJobsRequest(limit=10))).jobs
+    assert [(p.kzg_key, p.attempts) for p in parked] == [(poison.kzg_key, 3)]
+    assert await queue_state(redis_url) == QueueState(0, 0)
+    # A fourth run finds nothing: the parked job no longer comes back.
+    assert _nonzero(await _trigger(a.api)) == {}
