@@ -304,13 +304,14 @@ def _names(ids: Iterable[int], names: Mapping[int, str]) -> str:
 
 
 def describe_step(step: lzg_pb2.PfadSchritt, names: Mapping[int, str]) -> str:
-    """One path step in words, e.g. ``gemeinsame Entität Anna, gemeinsames Thema Anna``."""
+    """One path step in words, e.g. ``gemeinsame Entität Anna, gemeinsames Thema Anna`` (syn §8.4.4)."""
     parts: list[str] = []
     for grund in step.verbindungs_gruende:
         if grund == "entitaet":
             parts.append(f"gemeinsame Entität {_names(step.geteilte_entitaet_ids, names)}".rstrip())
         elif grund == "themen":
-            parts.append(f"gemeinsames Thema {', '.join(step.geteilte_themen)}".rstrip())
+            word = "gemeinsame Themen" if len(step.geteilte_themen) > 1 else "gemeinsames Thema"
+            parts.append(f"{word} {', '.join(step.geteilte_themen)}".rstrip())
         elif grund == "timeline":
             parts.append("zeitliche Nähe")
         elif grund == "embedding":

@@ -58,15 +58,15 @@ BEOBACHTER_LABEL: Mapping[int, str] = {
     common_pb2.BEOBACHTER_ASSISTANT: "assistant",
 }
 
-WIDTH = 1100
-HEIGHT = 760
+WIDTH = 1280
+HEIGHT = 820
 MARGIN = 90
 LEGEND_WIDTH = 230
 MIN_RADIUS = 4.0
 MAX_RADIUS = 20.0
 LABEL_CHARS = 24
 GRAVITY = 0.004
-CELL = 150.0
+CELL = 180.0
 SINGLE_CELL = (150.0, 56.0)
 
 
@@ -154,6 +154,10 @@ def force_layout(
     strength = np.array([p[2] for p in pairs], dtype=np.float64)
     if len(strength):
         strength = 0.3 + 0.7 * strength / max(float(strength.max()), 1e-9)
+        # Dense cliques (all memories about one person) would collapse into a knot: a node's
+        # springs are weakened by its degree, so well-connected nodes keep their distance.
+        degree = np.bincount(np.concatenate([src, dst]), minlength=n).astype(np.float64)
+        strength = strength * 2.0 / np.sqrt(degree[src] * degree[dst])
     temperature = 0.2
     for step in range(iterations):
         delta = pos[:, None, :] - pos[None, :, :]

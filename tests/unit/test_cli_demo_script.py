@@ -89,7 +89,7 @@ def test_paths_read_like_the_seed() -> None:
         lzg_pb2.PfadSchritt(von_knoten_id=3, verbindungs_gruende=["timeline"]),
     ]  # fmt: skip
     assert describe_path(pfad, {12: "Anna"}) == (
-        "gemeinsame Entität Anna → gemeinsames Thema Schokolade, Genuss, ähnlicher Inhalt → zeitliche Nähe"
+        "gemeinsame Entität Anna → gemeinsame Themen Schokolade, Genuss, ähnlicher Inhalt → zeitliche Nähe"
     )
     assert describe_path(pfad[:1], {}) == "gemeinsame Entität #12"
 

@@ -1,0 +1,156 @@
+"""The demo of ``make run`` against the real stack: five service processes on fresh stores.
+
+One module-scoped run of the shipped demo; the tests assert its key outcomes (SPEC §5.3 promotion,
+§5.7 decay, §5.8 associations with their paths, §5.6 usage reinforcement) and then drive the
+``novaberg`` CLI as a user would, against the same running stack.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2
+from novaberg.lzg.v1 import lzg_pb2
+from novaberg_core.clients import ServiceClients
+from novaberg_core.demo import DemoResult, load_script, run_demo
+from novaberg_core.embedded import StoreUrls, create_database, drop_database, reset_redis
+from novaberg_core.stack import Stack, start_stack
+from novaberg_core.timeutil import days_between, from_timestamp
+
+DEMO_ENV = {
+    # The shipped demo is written for the default offline model (its anchor and usage thresholds).
+    "NOVABERG_EMBEDDING": "use",
+    "NOVABERG_PIPELINE_LOG_FLUSH_SEKUNDEN": "0.2",
+}
+DECAY_RATE = 0.0015  # SPEC §5.7
+REINFORCEMENT_BOOST = 0.1  # SPEC §5.6
+
+
+@dataclass
+class DemoRun:
+    stack: Stack
+    result: DemoResult
+    output: list[str]
+
+
+@pytest.fixture(scope="module")
+async def demo_run(
+    store_urls: StoreUrls, pg_template_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[DemoRun]:
+    name = f"e2e_demo_{os.getpid()}"
+    drop_database(store_urls.postgres_url, name)
+    url = create_database(store_urls.postgres_url, name, template=pg_template_database)
+    reset_redis(store_urls.redis_url)
+    stack = await start_stack(
+        tmp_path_factory.mktemp("demo"), urls=StoreUrls(url, store_urls.redis_url), extra_env=DEMO_ENV
+    )
+    try:
+        output: list[str] = []
+        async with ServiceClients(stack.addresses) as clients:
+            result = await run_demo(clients, load_script(), out=output.append)
+        yield DemoRun(stack, result, output)
+    finally:
+        await stack.stop()
+        drop_database(store_urls.postgres_url, name)
+
+
+async def test_high_turns_are_promoted_into_the_graph(demo_run: DemoRun) -> None:
+    result = demo_run.result
+    by_inhalt = {n.inhalt: n for n in result.nodes_before_decay}
+    turn = next(t for t in result.turns if t.spec.analysis and t.spec.analysis.inhalt.startswith("Anna hat mir damals"))
+    assert turn.observed.kzg.tier == kzg_pb2.TIER_HIGH and turn.observed.kzg.queued_for_promotion
+    node = by_inhalt["Anna hat mir damals immer Schokolade gegeben"]
+    assert node.aktiv and node.magnets.entitaet_ids
+    assert result.entity_names[node.magnets.entitaet_ids[0]] == "Anna"
+    # Every scripted HIGH user turn arrived (or was a duplicate of one that did).
+    high = [t for t in result.turns if t.spec.analysis and t.spec.analysis.salienz >= 0.7]
+    assert result.promoted_total() >= len(high) - 2
+    assert all(run.outcome == "ok" for run in result.promotion_runs)
+    # Nova's own promise became a self-memory (beobachter assistant).
+    assert any(n.beobachter == common_pb2.BEOBACHTER_ASSISTANT for n in result.nodes_before_decay)
+    # Turns below the gate stayed out: the questions were not stored.
+    assert all(q.observed.kzg.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE for q in result.questions)
+
+
+async def test_decay_months_later_follows_the_formula(demo_run: DemoRun) -> None:
+    result = demo_run.result
+    run = result.decay_run
+    assert run is not None and run.outcome == "ok", run
+    assert run.counts["nodes_decayed"] >= len([n for n in result.nodes_before_decay if n.aktiv])
+    as_of = result.questions[0].when.replace(hour=3, minute=30)
+    after = {n.id: n for n in result.nodes_after_decay}
+    for before in result.nodes_before_decay:
+        days = days_between(from_timestamp(before.decay_am), as_of)
+        expected = before.gewicht_decay * math.exp(-DECAY_RATE * days)
+        assert after[before.id].gewicht_decay == pytest.approx(expected, rel=1e-6), before.inhalt
+        assert after[before.id].gewicht_absolut == pytest.approx(before.gewicht_absolut)  # never touched by decay
+
+
+async def test_a_question_dossier_shows_an_association_through_anna(demo_run: DemoRun) -> None:
+    result = demo_run.result
+    anna = next(i for i, name in result.entity_names.items() if name == "Anna")
+    direct = [e for q in result.questions for e in q.dossier.lzg_resonanz.erinnerungen if e.schale == 0]
+    assert direct, "no direct hit in any question's dossier"
+    via_anna = [
+        (q, e) for q, e in result.associations()
+        if any("entitaet" in step.verbindungs_gruende and anna in step.geteilte_entitaet_ids for step in e.pfad)
+    ]
+    assert via_anna, "\n".join(demo_run.output)
+    question, memory = via_anna[0]
+    assert len(memory.pfad) == memory.schale
+    assert f'"{memory.inhalt}"' in question.dossier.memory_blocks["analysis"]
+    printed = "\n".join(demo_run.output)
+    assert "eingefallen über: gemeinsame Entität Anna" in printed
+
+
+async def test_the_answer_that_uses_a_memory_reinforces_it(demo_run: DemoRun) -> None:
+    result = demo_run.result
+    used = [(q, node_id) for q in result.questions for node_id in q.dispatched.protokoll.verwendet]
+    assert used, "\n".join(demo_run.output)
+    question, node_id = used[0]
+    protokoll = question.dispatched.protokoll
+    assert lzg_pb2.VerwendungAusgang.Name(protokoll.ausgang) == "VERWENDUNG_AUSGANG_GERECHNET"
+    assert node_id in question.dossier.served_node_ids
+    before = {n.id: n for n in result.nodes_after_decay}[node_id]
+    async with ServiceClients(demo_run.stack.addresses) as clients:
+        now = (await clients.call("lzg", "GetNode", lzg_pb2.GetNodeRequest(pair=result.pair, node_id=node_id))).node
+    assert now.gewicht_roh >= before.gewicht_roh + REINFORCEMENT_BOOST - 1e-9
+    assert now.haeufigkeit > before.haeufigkeit
+    assert now.gewicht_decay == pytest.approx(now.gewicht_absolut)
+
+
+def test_the_cli_reads_the_same_stack(demo_run: DemoRun, tmp_path: Path) -> None:
+    env = dict(os.environ)
+    env.update({f"NOVABERG_{s.upper()}_ADDR": a for s, a in demo_run.stack.addresses.items()})
+    pair = ["--user", demo_run.result.pair.user_id, "--character", demo_run.result.pair.character_id]
+
+    def novaberg(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "novaberg_core.cli", *args], cwd=tmp_path, env=env, capture_output=True,
+            text=True, timeout=60,
+        )  # fmt: skip
+
+    recall = novaberg("recall", "Was weißt du noch über Anna?", *pair)
+    assert recall.returncode == 0, recall.stderr
+    assert "LZG-Resonanz" in recall.stdout and "Anna" in recall.stdout
+    inspect = novaberg("inspect", *pair)
+    assert inspect.returncode == 0, inspect.stderr
+    assert "strongest" in inspect.stdout
+    graph = novaberg("graph", "-o", str(tmp_path / "graph.html"), *pair)
+    assert graph.returncode == 0, graph.stderr
+    html = (tmp_path / "graph.html").read_text()
+    assert html.count('class="node"') == len(demo_run.result.nodes_before_decay)
+    runs = novaberg("pixie", "runs", "--task", "synapsen_decay")
+    assert runs.returncode == 0 and "synapsen_decay" in runs.stdout
+    bad = novaberg("recall", "x", "--user", "", "--character", "nova")
+    assert bad.returncode == 1
+    assert bad.stderr.startswith("error: pipeline.BuildDossier: INVALID_ARGUMENT:") and bad.stderr.count("\n") == 1
