@@ -16,6 +16,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -168,9 +169,13 @@ class PromotionWorker:
 
     # --- one batch ----------------------------------------------------------------------
 
-    async def process_batch(self, jobs: Sequence[kzg_pb2.PromotionJob], tally: Tally) -> None:
-        """Processes a batch: pairs in parallel (bounded), each pair's jobs serially under its lock."""
-        tally["jobs"] += len(jobs)
+    async def process_batch(
+        self, jobs: Sequence[kzg_pb2.PromotionJob], tally: Tally
+    ) -> list[kzg_pb2.PromotionJob]:
+        """Processes a batch: pairs in parallel (bounded), each pair's jobs serially under its lock.
+
+        Returns the jobs left untouched because another replica held their pair.
+        """
         states = await self.store.job_states([j.job_id for j in jobs])
         now = self.clock()
         ready: list[kzg_pb2.PromotionJob] = []
@@ -187,10 +192,12 @@ class PromotionWorker:
             await self._ack(already_parked, tally)
         groups = group_by_key(((j.pair.user_id, j.pair.character_id), j) for j in ready)
         semaphore = asyncio.Semaphore(self.settings.concurrency)
+        deferred: list[kzg_pb2.PromotionJob] = []
 
         async def run_pair(pair_jobs: list[kzg_pb2.PromotionJob]) -> None:
             async with semaphore:
-                await self._process_pair(pair_jobs, states, tally)
+                if not await self._process_pair(pair_jobs, states, tally):
+                    deferred.extend(pair_jobs)
 
         results = await asyncio.gather(*(run_pair(g) for g in groups.values()), return_exceptions=True)
         for result in results:
@@ -200,10 +207,12 @@ class PromotionWorker:
                 # The pair's jobs stay pending and are reclaimed later; nothing is lost.
                 tally.last_error = _describe(result)
                 _LOG.warning("promotion: a pair group failed: %s", tally.last_error, exc_info=result)
+        return deferred
 
     async def _process_pair(
         self, jobs: list[kzg_pb2.PromotionJob], states: dict[str, JobState], tally: Tally
-    ) -> None:
+    ) -> bool:
+        """One pair's jobs in order under the pair lock; False when another replica holds the pair."""
         first = jobs[0]
         async with self.store.pair_lock(
             first.pair.user_id, first.pair.character_id, wait_ms=self.settings.pair_lock_wait_ms
@@ -211,7 +220,7 @@ class PromotionWorker:
             if not lock.held:
                 # Another replica promotes this pair right now: leave the jobs pending for later.
                 tally["deferred_locked"] += len(jobs)
-                return
+                return False
             done: list[str] = []
             for job in jobs:
                 try:
@@ -231,6 +240,7 @@ class PromotionWorker:
                     if job.job_id in done and self.step_hook is not None:
                         await self.step_hook("acked", job)
                 await self.store.clear_attempts([i for i in done if i in states])
+        return True
 
     async def _ack(self, job_ids: list[str], tally: Tally) -> None:
         response = await self.kzg.AckPromotionJobs(
@@ -366,12 +376,15 @@ class PromotionWorker:
     async def drain(self, tally: Tally) -> None:
         """Processes the currently available jobs once (new and reclaimable), without blocking."""
         seen: set[str] = set()
+        held_back = _HeldBack(self.settings.reclaim_idle_ms)
         while True:
-            jobs = [j for j in await self.read_jobs(0) if j.job_id not in seen]
-            if not jobs:
+            fresh = [j for j in await self.read_jobs(0) if j.job_id not in seen]
+            seen.update(j.job_id for j in fresh)
+            batch = held_back.merge(fresh)
+            if not batch:
                 return
-            seen.update(j.job_id for j in jobs)
-            await self.process_batch(jobs, tally)
+            tally["jobs"] += len(fresh)
+            held_back.keep(await self.process_batch(batch, tally))
 
     async def drain_run(self, *, trigger: str, forced: bool = False) -> RunRecord:
         """TriggerTask for the promotion task: drain once and record it as one run."""
@@ -410,6 +423,7 @@ class PromotionWorker:
         window_start = 0.0
         loop = asyncio.get_running_loop()
         failures = 0
+        held_back = _HeldBack(self.settings.reclaim_idle_ms)
 
         async def close(outcome: str, error: str) -> None:
             nonlocal run, span, tally
@@ -432,7 +446,8 @@ class PromotionWorker:
                         await close(OUTCOME_OK, "")
                         await _wait(stop, 1.0)
                         continue
-                    jobs = await self.read_jobs(self.settings.block_ms)
+                    fresh = await self.read_jobs(0 if held_back else self.settings.block_ms)
+                    jobs = held_back.merge(fresh)
                     if not jobs:
                         await close(OUTCOME_OK, "")
                         failures = 0
@@ -444,7 +459,8 @@ class PromotionWorker:
                         )
                         span = RunSpan(self.plog, NODE, run)
                         window_start = loop.time()
-                    await self.process_batch(jobs, tally)
+                    tally["jobs"] += len([j for j in fresh if j.job_id not in held_back.ids])
+                    held_back.keep(await self.process_batch(jobs, tally))
                     failures = 0
                     if loop.time() - window_start >= self.settings.run_window_s:
                         await close(OUTCOME_OK, "")
@@ -462,6 +478,33 @@ class PromotionWorker:
 
 def _job_error(tally: Tally) -> str:
     return f"last job error: {tally.last_error}" if tally.last_error else ""
+
+
+class _HeldBack:
+    """Jobs whose pair another replica held: retried with the next batch instead of waiting for
+    the stream's reclaim. Only for half the reclaim time — after that another worker may claim
+    them, and they are left to the stream (still pending, never lost).
+    """
+
+    def __init__(self, reclaim_idle_ms: int) -> None:
+        self.max_age_s = reclaim_idle_ms / 2000.0
+        self._jobs: dict[str, tuple[kzg_pb2.PromotionJob, float]] = {}
+        self.ids: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self._jobs)
+
+    def merge(self, fresh: Sequence[kzg_pb2.PromotionJob]) -> list[kzg_pb2.PromotionJob]:
+        """The next batch: the fresh jobs, then the held-back ones still young enough."""
+        now = time.monotonic()
+        self._jobs = {k: v for k, v in self._jobs.items() if now - v[1] < self.max_age_s}
+        self.ids = frozenset(self._jobs)
+        fresh_ids = {j.job_id for j in fresh}
+        return [*fresh, *(job for job_id, (job, _) in self._jobs.items() if job_id not in fresh_ids)]
+
+    def keep(self, deferred: Sequence[kzg_pb2.PromotionJob]) -> None:
+        now = time.monotonic()
+        self._jobs = {j.job_id: (j, self._jobs.get(j.job_id, (j, now))[1]) for j in deferred}
 
 
 async def _wait(stop: asyncio.Event, seconds: float) -> None:

@@ -1,0 +1,337 @@
+"""Promotion throughput end to end (SPEC §4.6, §5.3, §9): jobs/s with one and with two Pixie workers.
+
+Setup, all in a temp dir: embedded PostgreSQL + Redis, and the log, KZG and LZG services as their
+own processes (``novaberg_core.stack``, as in production). ``--pairs`` pairs are seeded with
+``--nodes`` LZG nodes each (real embeddings of varied German sentences, themes drawn from a few
+common and many rare ones) — written straight into the LZG schema with the LZG's own store code,
+because promoting 1,000 × pairs entries through the service first would take minutes; the service's
+per-pair cache picks them up like nodes from another replica.
+
+Each phase then queues ``--jobs`` new HIGH entries through the KZG service (spread over the pairs),
+starts N Pixie workers as ``python -m services.pixie`` processes (N = 1, then 2; each with
+``--concurrency`` pairs in flight) and times the queue from the first acked job until it is empty
+and nothing is pending. Every job runs the full path: GetEntry → LZG Promote (embed, compare with
+all ~1,000 nodes of the pair, insert, Trigger 1 edges, bridge row) → MarkHashDirty → DeleteEntry
+→ ack, plus Pixie's lock, attempt bookkeeping and pipeline-log records.
+
+    .venv/bin/python bench/pixie_bench.py [--pairs 8] [--nodes 1000] [--jobs 600] [--concurrency 8]
+
+Targets (issue 6): ≥ 50 promotions/s with one worker, two workers ≥ 1.3× one. The last line
+printed is one JSON object with ``promotions_per_s_1w`` and ``promotions_per_s_2w``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import grpc.aio
+import numpy as np
+import psutil
+import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.embedding import kzg_embed_text, lzg_embed_text, make_provider
+from novaberg_core.stack import REPO_ROOT, Stack, free_port, start_stack
+from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
+from services.lzg.store import LzgStore, NewNode
+from services.lzg.weights import node_weights_at_creation
+from services.pixie.store import PixieStore
+from services.pixie.tasks import TASK_DECAY
+
+SUBJECTS = (
+    "Meister", "Seine Schwester", "Der Nachbar", "Die Kollegin", "Sein Vater", "Die alte Lehrerin",
+    "Sein bester Freund", "Die Tochter", "Der Hausarzt", "Die Chefin", "Sein Onkel", "Die Großmutter",
+)
+VERBS = (
+    "erzählt von", "träumt von", "streitet über", "lacht über", "plant", "vermisst", "repariert",
+    "fotografiert", "malt", "verkauft", "sucht", "entdeckt", "kocht", "organisiert", "bewundert",
+)
+OBJECTS = (
+    "einem alten Segelboot", "dem Schachturnier", "einer Reise nach Island", "dem kaputten Fahrrad",
+    "einem Bienenstock", "der Hochzeit im Sommer", "einem Geigenkonzert", "dem Umzug nach Leipzig",
+    "einer Wanderung im Allgäu", "dem Gemüsebeet", "einem verlorenen Schlüssel", "der Modelleisenbahn",
+    "einem Marathon", "dem Töpferkurs", "einer Ausstellung über Vulkane", "dem Familienfest",
+    "einer Bewerbung als Förster", "dem Kater Moritz", "einer Operation am Knie", "dem Dachboden",
+)
+CIRCUMSTANCES = (
+    "trotz des Regens", "am frühen Morgen", "voller Stolz", "mit zitternden Händen", "nach langem Zögern",
+    "zum ersten Mal", "gemeinsam mit Freunden", "heimlich", "in der Mittagspause", "unter Tränen",
+    "mit großer Geduld", "im Winter", "zum Geburtstag", "ohne Geld", "auf dem Balkon",
+)
+COMMON_THEMES = ("Familie", "Arbeit", "Freizeit", "Gesundheit", "Reisen")
+RARE_THEMES = tuple(f"Thema{i:03d}" for i in range(500))
+HEALTH_PIXIE = "novaberg.pixie.v1.PixieService"
+
+
+def sentence(rng: random.Random) -> str:
+    return (
+        f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}, {rng.choice(CIRCUMSTANCES)}, "
+        f"und erinnert sich an {rng.choice(OBJECTS)} {rng.choice(CIRCUMSTANCES)}."
+    )
+
+
+def themes(rng: random.Random) -> tuple[str, ...]:
+    """A realistic mix: half the entries carry one of a few common themes, all carry a rare one."""
+    chosen = [rng.choice(RARE_THEMES)]
+    if rng.random() < 0.5:
+        chosen.insert(0, rng.choice(COMMON_THEMES))
+    return tuple(chosen)
+
+
+def pair_of(i: int) -> common_pb2.Pair:
+    return common_pb2.Pair(user_id=f"bench-user-{i:02d}", character_id="nova")
+
+
+async def seed_nodes(stack: Stack, provider: Any, pairs: int, nodes: int, rng: random.Random) -> float:
+    started = time.perf_counter()
+    store = await LzgStore.open(stack.urls.postgres_url, dimension=provider.dimension, max_size=2)
+    weights = node_weights_at_creation(0.9)
+    now = datetime.now(UTC)
+    try:
+        for p in range(pairs):
+            pair = pair_of(p)
+            texts = [sentence(rng) for _ in range(nodes)]
+            vectors = await provider.embed([lzg_embed_text(t) for t in texts])
+            async with store.pair_writer(pair.user_id, pair.character_id) as tx:
+                for n, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+                    await tx.insert_node(NewNode(
+                        kzg_quell_key=f"kzg:{pair.user_id}:{pair.character_id}:seed{n}",
+                        user_id=pair.user_id, character_id=pair.character_id, beobachter="user",
+                        inhalt=text, embedding=np.asarray(vector, dtype=np.float32), dimension="interessen",
+                        gewicht_roh=weights.gewicht_roh, gewicht_absolut=weights.gewicht_absolut,
+                        gewicht_decay=weights.gewicht_decay, haeufigkeit=1, erstellt_am=now,
+                        kzg_erstellt_am=now, themen=list(themes(rng)), gedaechtnistyp="episodisch",
+                        entitaet_ids=[], timeline_id=None, emotion="freude", arousal=0.4,
+                        emotions_vektor="", intentionen=[], modus="", sprach_stil="", beziehungs_dynamik="",
+                        tone="",
+                    ))
+    finally:
+        await store.close()
+    return time.perf_counter() - started
+
+
+async def enqueue(kzg: kzg_pb2_grpc.KzgServiceStub, provider: Any, pairs: int, jobs: int, rng: random.Random,
+                  tag: str) -> None:
+    texts = [f"{sentence(rng)} ({tag})" for _ in range(jobs)]
+    entry_themes = [themes(rng) for _ in range(jobs)]
+    vectors = await provider.embed([kzg_embed_text(t, x) for t, x in zip(entry_themes, texts, strict=True)])
+    semaphore = asyncio.Semaphore(16)
+
+    async def one(i: int) -> None:
+        async with semaphore:
+            response = await kzg.StoreEntry(kzg_pb2.StoreEntryRequest(
+                pair=pair_of(i % pairs), beobachter=common_pb2.BEOBACHTER_USER, inhalt=texts[i],
+                salience=common_pb2.SalienceResult(salienz=0.9, themen=list(entry_themes[i]),
+                                                   gedaechtnistyp="episodisch", dimension="interessen"),
+                turn=common_pb2.TurnContext(turn_id=f"bench-{tag}-{i}"), embedding=list(map(float, vectors[i])),
+                writer="bench.pixie",
+            ))
+            assert response.queued_for_promotion
+
+    await asyncio.gather(*(one(i) for i in range(jobs)))
+
+
+async def queue_state(client: aioredis.Redis) -> tuple[int, int]:
+    length = int(await client.xlen(PROMOTION_STREAM))
+    try:
+        pending = int((await client.xpending(PROMOTION_STREAM, PROMOTION_GROUP))["pending"])
+    except ResponseError:
+        pending = 0
+    return length, pending
+
+
+@dataclass
+class PhaseResult:
+    workers: int
+    jobs: int
+    seconds: float
+    per_s: float
+    counts: dict[str, int]
+    cpu_ms_per_job: dict[str, float]
+    """CPU time per job of each process group during the timed window (where the time goes)."""
+    busy_cores: float
+    """Average busy CPU cores of the whole machine during the timed window."""
+
+
+def _cpu_s(pid: int) -> float:
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return 0.0
+    return float(times.user + times.system)
+
+
+def cpu_snapshot(stack: Stack, pixies: list[subprocess.Popen[bytes]]) -> dict[str, float]:
+    """CPU seconds so far of the services, the Pixie workers and the two stores."""
+    snap = {name: _cpu_s(process.pid) for name, process in stack.processes.items()}
+    snap["pixie"] = sum(_cpu_s(p.pid) for p in pixies)
+    stores = {"postgres": 0.0, "redis": 0.0}
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        name = (proc.info["name"] or "").lower()
+        if name.startswith("postgres"):
+            stores["postgres"] += _cpu_s(proc.pid)
+        elif "valkey" in name or "redis" in name:
+            stores["redis"] += _cpu_s(proc.pid)
+    snap.update(stores)
+    return snap
+
+
+def busy_seconds() -> float:
+    times = psutil.cpu_times()
+    return float(sum(times) - times.idle - getattr(times, "iowait", 0.0))
+
+
+def spawn_pixie(stack: Stack, replica: str, args: argparse.Namespace, log_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = dict(stack.env)
+    env.update({
+        "NOVABERG_PIXIE_PORT": str(port),
+        "NOVABERG_PIXIE_REPLICA_ID": replica,
+        "NOVABERG_PIXIE_CONCURRENCY": str(args.concurrency),
+        "NOVABERG_PIXIE_BATCH_SIZE": str(args.batch),
+        "NOVABERG_PIXIE_BLOCK_MS": "200",
+        "NOVABERG_PIXIE_LOG_LEVEL": "WARNING",
+    })
+    with (log_dir / f"{replica}.log").open("wb") as out:
+        process = subprocess.Popen([sys.executable, "-m", "services.pixie"], cwd=REPO_ROOT, env=env,
+                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    return process, f"127.0.0.1:{port}"
+
+
+async def phase(stack: Stack, kzg: kzg_pb2_grpc.KzgServiceStub, provider: Any, args: argparse.Namespace,
+                workers: int, rng: random.Random, log_dir: Path) -> PhaseResult:
+    await enqueue(kzg, provider, args.pairs, args.jobs, rng, f"{workers}w")
+    client = aioredis.from_url(stack.urls.redis_url, protocol=2)
+    replicas = [f"bench-{workers}w-{i}" for i in range(workers)]
+    processes = [spawn_pixie(stack, r, args, log_dir) for r in replicas]
+    try:
+        total, _ = await queue_state(client)
+        assert total == args.jobs, f"queue holds {total} jobs, expected {args.jobs}"
+        start_len, t0 = total, 0.0
+        pixies = [p for p, _ in processes]
+        while True:  # the clock starts at the first ack (process start-up is not throughput)
+            length, _ = await queue_state(client)
+            if length < total:
+                start_len, t0 = length, time.perf_counter()
+                cpu0, busy0 = cpu_snapshot(stack, pixies), busy_seconds()
+                break
+            for process, _ in processes:
+                if process.poll() is not None:
+                    raise SystemExit(f"a Pixie worker exited with {process.returncode}; see {log_dir}")
+            await asyncio.sleep(0.01)
+        deadline = t0 + 600
+        while True:
+            length, pending = await queue_state(client)
+            if length == 0 and pending == 0:
+                t1 = time.perf_counter()
+                cpu1, busy1 = cpu_snapshot(stack, pixies), busy_seconds()
+                break
+            if time.perf_counter() > deadline:
+                raise SystemExit(f"queue not drained after 600 s ({length} left); see {log_dir}")
+            await asyncio.sleep(0.01)
+    finally:
+        for process, _ in processes:
+            process.send_signal(signal.SIGTERM)
+        for process, _ in processes:
+            await asyncio.to_thread(process.wait, 30)
+        await client.aclose()
+    counts: dict[str, int] = {}
+    store = await PixieStore.open(stack.urls.postgres_url, max_size=2)
+    try:
+        for run in await store.list_runs("synapsen_promotion", 1000):
+            if run.replica in replicas:
+                for key, value in run.counts.items():
+                    counts[key] = counts.get(key, 0) + value
+    finally:
+        await store.close()
+    processed = start_len
+    seconds = t1 - t0
+    cpu = {k: 1000.0 * (cpu1[k] - cpu0.get(k, 0.0)) / processed for k in cpu1}
+    return PhaseResult(workers, processed, seconds, processed / seconds, counts, cpu, (busy1 - busy0) / seconds)
+
+
+async def main(args: argparse.Namespace) -> None:
+    rng = random.Random(20261129)
+    data_dir = Path(tempfile.mkdtemp(prefix="pixie-bench-"))
+    log_dir = data_dir / "pixie-logs"
+    log_dir.mkdir()
+    extra_env = {
+        "NOVABERG_EMBEDDING": args.embedding,
+        "NOVABERG_KZG_REINFORCEMENT": "aus",
+        "NOVABERG_LOG_LEVEL": "WARNING",
+    }
+    print(f"starting stores and log/kzg/lzg services in {data_dir} …", flush=True)
+    stack = await start_stack(data_dir, services=("log", "kzg", "lzg"), extra_env=extra_env)
+    try:
+        provider = make_provider(args.embedding)
+        seed_s = await seed_nodes(stack, provider, args.pairs, args.nodes, rng)
+        print(f"seeded {args.pairs} pairs × {args.nodes} nodes in {seed_s:.1f} s", flush=True)
+        # The daily decay would otherwise start on the first worker's first tick.
+        store = await PixieStore.open(stack.urls.postgres_url, max_size=2)
+        try:
+            await store.set_paused(TASK_DECAY, True, replica="bench", now=datetime.now(UTC))
+        finally:
+            await store.close()
+        async with grpc.aio.insecure_channel(stack.addresses["kzg"]) as kzg_channel, \
+                grpc.aio.insecure_channel(stack.addresses["lzg"]) as lzg_channel:
+            kzg = kzg_pb2_grpc.KzgServiceStub(kzg_channel)
+            lzg = lzg_pb2_grpc.LzgServiceStub(lzg_channel)
+            results = [await phase(stack, kzg, provider, args, w, rng, log_dir) for w in (1, 2)]
+            stats = await lzg.GetPairStats(lzg_pb2.GetPairStatsRequest(pair=pair_of(0)))
+    finally:
+        await stack.stop(grace=10.0)
+
+    print()
+    print(f"pairs {args.pairs} × ~{args.nodes} nodes (pair 0 now: {stats.nodes_active} nodes, {stats.edges} edges), "
+          f"model {provider.model_id}, concurrency {args.concurrency}/worker, batch {args.batch}, "
+          f"{os.cpu_count()} CPUs")
+    print(f"{'workers':>7} {'jobs':>6} {'seconds':>8} {'jobs/s':>8} {'busy cores':>10}  outcomes")
+    for r in results:
+        shown = {k: v for k, v in sorted(r.counts.items()) if v and k not in ("jobs", "acked")}
+        print(f"{r.workers:>7} {r.jobs:>6} {r.seconds:>8.2f} {r.per_s:>8.1f} {r.busy_cores:>10.2f}  {shown}")
+    print("CPU ms per job: " + "; ".join(
+        f"{r.workers}w " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(r.cpu_ms_per_job.items(), key=lambda kv: -kv[1]))
+        for r in results
+    ))
+    one, two = results[0].per_s, results[1].per_s
+    print(f"two workers / one: {two / one:.2f}×   (targets: ≥ 50/s with one worker, ≥ 1.3× with two)")
+    print(json.dumps({
+        "promotions_per_s_1w": round(one, 1),
+        "promotions_per_s_2w": round(two, 1),
+        "speedup_2w": round(two / one, 2),
+        "pairs": args.pairs,
+        "nodes_per_pair": args.nodes,
+        "jobs_per_phase": args.jobs,
+        "cpus": os.cpu_count(),
+    }))
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=8)
+    parser.add_argument("--nodes", type=int, default=1000, help="seeded nodes per pair")
+    parser.add_argument("--jobs", type=int, default=600, help="promotion jobs per phase")
+    parser.add_argument("--concurrency", type=int, default=8, help="pairs in flight per worker")
+    parser.add_argument("--batch", type=int, default=32, help="jobs per stream read")
+    parser.add_argument("--embedding", default="use", choices=("use", "minilm"))
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(parse_args()))
