@@ -247,9 +247,10 @@ async def run_turns(
         turn_id = f"bench-{'w' if samples is None else 't'}{number}"
         text = utterance(rng)
         t0 = time.perf_counter()
-        _, call = await pipeline.ObserveTurn.with_call(
+        call = pipeline.ObserveTurn(
             pipeline_pb2.ObserveTurnRequest(pair=PAIR, turn_id=turn_id, beobachter=common_pb2.BEOBACHTER_USER, text=text)
         )
+        await call
         t1 = time.perf_counter()
         observe_model = float(dict(await call.trailing_metadata()).get("novaberg-model-ms", 0.0))
         dossier = await pipeline.BuildDossier(
@@ -263,12 +264,13 @@ async def run_turns(
         answer = (
             f"Oh yes, I remember: {memories[-1].inhalt} Tell me more!" if memories else "Tell me more about it!"
         )
-        dispatched, call = await pipeline.Dispatch.with_call(
+        call = pipeline.Dispatch(
             pipeline_pb2.DispatchRequest(
                 pair=PAIR, turn_id=turn_id, user_prompt=text, answer_text=answer, cluster=rng.choice(clusters),
                 served_node_ids=dossier.served_node_ids,
             )
         )  # fmt: skip
+        dispatched = await call
         t3 = time.perf_counter()
         dispatch_model = float(dict(await call.trailing_metadata()).get("novaberg-model-ms", 0.0))
         e0 = time.perf_counter()

@@ -59,6 +59,9 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 MAX_THEMEN = 5
 """At most this many themes per turn."""
 
+DEFAULT_DIMENSION = "allgemein"
+"""``dimension`` of a turn no keyword assigns to a life area (the LZG refuses an empty one)."""
+
 SALIENCE_BASE = 0.3
 SALIENCE_NO_CONTENT = 0.1
 SALIENCE_WEIGHTS: dict[str, float] = {
@@ -507,7 +510,7 @@ def analyze_text(text: str, as_of: datetime) -> TextFindings:
         gedaechtnistyp = "episodisch"
     else:
         gedaechtnistyp = "semantisch"
-    dimension = next((name for name, vocab in _DIMENSIONS if words & vocab), "")
+    dimension = next((name for name, vocab in _DIMENSIONS if words & vocab), DEFAULT_DIMENSION)
     return TextFindings(
         themen=themen,
         mentions=mentions,

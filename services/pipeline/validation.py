@@ -32,6 +32,8 @@ PAIR_ID_MAX_LEN = 50
 """Width of ``user_id`` / ``character_id`` in pipeline_log (syn §10.1)."""
 TURN_ID_MAX_LEN = 100
 """Width of ``turn_id`` in pipeline_log (syn §10.1)."""
+GEDAECHTNISTYP_MAX_LEN = 20
+"""Width of ``lzg_knoten.gedaechtnistyp`` (syn §4.1): a longer one could never be promoted."""
 
 _BEOBACHTER = (common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT)
 
@@ -64,7 +66,7 @@ def _check_unit(name: str, value: float) -> None:
 
 
 def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
-    """A caller's analysis: a salience result with salienz in 0..1, clean themes, arousal in 0..1, magnet ids > 0.
+    """A caller's analysis: salienz in 0..1, clean themes, a dimension, arousal in 0..1, magnet ids > 0.
 
     Whether the magnet ids exist in the pair's registry is checked by the pipeline against the
     LZG before anything is written.
@@ -75,6 +77,15 @@ def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
     for index, theme in enumerate(analysis.salience.themen):
         if "|" in theme or any(ord(ch) < 32 for ch in theme):
             raise InvalidArgument(f"{field}.salience.themen[{index}] must not contain '|' or control characters: {theme!r}")
+    if not analysis.salience.dimension.strip():
+        raise InvalidArgument(
+            f"{field}.salience.dimension must not be empty (an entry without one can never be promoted to the LZG)"
+        )
+    if len(analysis.salience.gedaechtnistyp) > GEDAECHTNISTYP_MAX_LEN:
+        raise InvalidArgument(
+            f"{field}.salience.gedaechtnistyp must be at most {GEDAECHTNISTYP_MAX_LEN} characters, "
+            f"got {len(analysis.salience.gedaechtnistyp)}"
+        )
     _check_unit(f"{field}.ei.arousal", analysis.ei.arousal)
     ids = list(analysis.magnets.entitaet_ids)
     if any(i <= 0 for i in ids):

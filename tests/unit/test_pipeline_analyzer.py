@@ -163,6 +163,10 @@ def test_validate_output_refuses_structural_faults(patch: dict[str, Any], messag
         validate_output(json.dumps({**GOOD, **patch}), default_canon())
 
 
+def test_validate_output_gives_an_empty_dimension_the_default() -> None:
+    assert validate_output(json.dumps({**GOOD, "dimension": ""}), default_canon()).dimension == "allgemein"
+
+
 def test_validate_output_empties_foreign_modus_and_type() -> None:
     out = validate_output(json.dumps({**GOOD, "modus": "Alltag", "gedaechtnistyp": "traum"}), default_canon())
     assert (out.modus, out.gedaechtnistyp) == ("", "")

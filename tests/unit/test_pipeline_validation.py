@@ -40,12 +40,18 @@ def observe(**fields: object) -> pipeline_pb2.ObserveTurnRequest:
         (observe(analysis=pipeline_pb2.TurnAnalysis(
             salience=common_pb2.SalienceResult(salienz=0.5, themen=["a|b"]))), r"themen\[0\]"),
         (observe(analysis=pipeline_pb2.TurnAnalysis(
-            salience=common_pb2.SalienceResult(salienz=0.5), ei=common_pb2.EiFields(arousal=-0.1))), "ei.arousal"),
+            salience=common_pb2.SalienceResult(salienz=0.5, dimension="alltag"), ei=common_pb2.EiFields(arousal=-0.1))),
+         "ei.arousal"),
+        (observe(analysis=pipeline_pb2.TurnAnalysis(salience=common_pb2.SalienceResult(salienz=0.5))),
+         "analysis.salience.dimension must not be empty"),
         (observe(analysis=pipeline_pb2.TurnAnalysis(
-            salience=common_pb2.SalienceResult(salienz=0.5), magnets=common_pb2.Magnets(entitaet_ids=[3, 0]))),
+            salience=common_pb2.SalienceResult(salienz=0.5, dimension="x", gedaechtnistyp="autobiographisch-episodisch"))),
+         "gedaechtnistyp must be at most 20 characters"),
+        (observe(analysis=pipeline_pb2.TurnAnalysis(
+            salience=common_pb2.SalienceResult(salienz=0.5, dimension="x"), magnets=common_pb2.Magnets(entitaet_ids=[3, 0]))),
          "entitaet_ids must be positive"),
         (observe(analysis=pipeline_pb2.TurnAnalysis(
-            salience=common_pb2.SalienceResult(salienz=0.5), magnets=common_pb2.Magnets(timeline_id=-2))),
+            salience=common_pb2.SalienceResult(salienz=0.5, dimension="x"), magnets=common_pb2.Magnets(timeline_id=-2))),
          "timeline_id must be a positive id"),
     ],
 )

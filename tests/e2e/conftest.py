@@ -1,0 +1,58 @@
+"""End-to-end fixtures: all five services as separate processes over gRPC, on real stores.
+
+One stack per e2e package (``libs/novaberg_core/stack.py``), on the session's embedded stores
+with a database of its own and a flushed Redis. Tests use their own pairs, so they do not see
+each other's memories; the pipeline-log writers flush every 0.2 s so log records can be read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from novaberg_core.embedded import (
+    StoreUrls,
+    create_database,
+    drop_database,
+    ensure_vector_extension,
+    reset_redis,
+)
+from novaberg_core.stack import Stack, start_stack
+from tests.e2e.helpers import Clients
+
+E2E_ENV = {
+    "NOVABERG_PIPELINE_LOG_FLUSH_SEKUNDEN": "0.2",
+    "NOVABERG_EMBEDDING": "minilm",
+    "NOVABERG_LOG_LEVEL": "INFO",
+}
+
+
+@pytest.fixture(scope="package")
+async def stack(store_urls: StoreUrls, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
+    """The five services as processes on a database of their own (dropped afterwards)."""
+    name = f"e2e_{os.getpid()}"
+    drop_database(store_urls.postgres_url, name)
+    url = create_database(store_urls.postgres_url, name)
+    ensure_vector_extension(url)
+    reset_redis(store_urls.redis_url)
+    data_dir: Path = tmp_path_factory.mktemp("e2e-stack")
+    running = await start_stack(
+        data_dir, urls=StoreUrls(postgres_url=url, redis_url=store_urls.redis_url), extra_env=E2E_ENV
+    )
+    try:
+        yield running
+    finally:
+        await running.stop()
+        drop_database(store_urls.postgres_url, name)
+
+
+@pytest.fixture
+async def clients(stack: Stack) -> AsyncIterator[Clients]:
+    connected = Clients.connect(stack.addresses)
+    try:
+        yield connected
+    finally:
+        await connected.close()

@@ -1,0 +1,63 @@
+"""Helpers of the end-to-end tests: clients of the five services, polling."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import grpc
+import grpc.aio
+
+from novaberg.kzg.v1 import kzg_pb2_grpc
+from novaberg.log.v1 import log_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2_grpc
+from novaberg.pipeline.v1 import pipeline_pb2_grpc
+from novaberg.pixie.v1 import pixie_pb2_grpc
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class Clients:
+    """One channel per service and its stub."""
+
+    channels: list[grpc.aio.Channel]
+    pipeline: pipeline_pb2_grpc.PipelineServiceStub
+    kzg: kzg_pb2_grpc.KzgServiceStub
+    lzg: lzg_pb2_grpc.LzgServiceStub
+    log: log_pb2_grpc.LogServiceStub
+    pixie: pixie_pb2_grpc.PixieServiceStub
+
+    @classmethod
+    def connect(cls, addresses: dict[str, str]) -> Clients:
+        channels = {name: grpc.aio.insecure_channel(address) for name, address in addresses.items()}
+        return cls(
+            channels=list(channels.values()),
+            pipeline=pipeline_pb2_grpc.PipelineServiceStub(channels["pipeline"]),
+            kzg=kzg_pb2_grpc.KzgServiceStub(channels["kzg"]),
+            lzg=lzg_pb2_grpc.LzgServiceStub(channels["lzg"]),
+            log=log_pb2_grpc.LogServiceStub(channels["log"]),
+            pixie=pixie_pb2_grpc.PixieServiceStub(channels["pixie"]),
+        )
+
+    async def close(self) -> None:
+        for channel in self.channels:
+            await channel.close()
+
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[_T]], done: Callable[[_T], bool], *, within: float = 20.0, what: str = ""
+) -> _T:
+    """Poll ``probe`` until ``done(result)``; fail with the last result after ``within`` s."""
+    deadline = time.monotonic() + within
+    while True:
+        result = await probe()
+        if done(result):
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or 'a condition'}; last: {result!r}")
+        await asyncio.sleep(0.1)

@@ -1,0 +1,103 @@
+"""Pipeline service tests: the real KZG and LZG servers on port 0 over real stores, the pipeline on port 0.
+
+The pipeline's own log goes to an in-memory sink so its records can be read back directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import grpc.aio
+import pytest
+from services.lzg.config import LzgConfig
+from services.lzg.server import create_server as create_lzg_server
+
+from novaberg.kzg.v1 import kzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2_grpc
+from novaberg.pipeline.v1 import pipeline_pb2_grpc
+from novaberg_core.config import CommonConfig
+from novaberg_core.embedding import EmbeddingProvider, make_provider
+from novaberg_core.pipeline_log import InMemorySink, PendingRecord, PipelineLog
+from novaberg_core.server import RunningServer
+from services.kzg.config import KzgConfig
+from services.kzg.server import create_server as create_kzg_server
+from services.pipeline.analyzer import Analyzer
+from services.pipeline.config import PipelineConfig
+from services.pipeline.server import create_server as create_pipeline_server
+
+
+@pytest.fixture(scope="session")
+def provider() -> EmbeddingProvider:
+    """The offline model shared by every server in this process (loaded once)."""
+    return make_provider("minilm")
+
+
+@dataclass
+class Peers:
+    kzg: RunningServer
+    lzg: RunningServer
+    redis_url: str
+
+
+@pytest.fixture
+async def peers(redis_url: str, pg_url: str, provider: EmbeddingProvider) -> AsyncIterator[Peers]:
+    kzg = await create_kzg_server(
+        KzgConfig(common=CommonConfig("kzg"), redis_url=redis_url), provider=provider, log=PipelineLog()
+    )
+    lzg = await create_lzg_server(
+        LzgConfig(common=CommonConfig("lzg"), postgres_url=pg_url), provider=provider, log=PipelineLog()
+    )
+    try:
+        yield Peers(kzg, lzg, redis_url)
+    finally:
+        await lzg.stop(None)
+        await kzg.stop(None)
+
+
+@dataclass
+class PipelineUnderTest:
+    server: RunningServer
+    sink: InMemorySink
+    log: PipelineLog
+    pipeline: pipeline_pb2_grpc.PipelineServiceStub
+    kzg: kzg_pb2_grpc.KzgServiceStub
+    lzg: lzg_pb2_grpc.LzgServiceStub
+
+    async def records(self, turn_id: str) -> list[PendingRecord]:
+        await self.log.flush()
+        return [r for r in self.sink.records if r.turn_id == turn_id]
+
+
+async def start_pipeline(
+    peers: Peers, provider: EmbeddingProvider, analyzer: Analyzer | None = None
+) -> tuple[RunningServer, InMemorySink, PipelineLog]:
+    sink = InMemorySink()
+    log = PipelineLog(sink)
+    cfg = PipelineConfig(
+        common=CommonConfig("pipeline"),
+        kzg_addr=peers.kzg.target,
+        lzg_addr=peers.lzg.target,
+        redis_url=peers.redis_url,
+    )
+    server = await create_pipeline_server(cfg, provider=provider, log=log, analyzer=analyzer)
+    return server, sink, log
+
+
+@pytest.fixture
+async def service(peers: Peers, provider: EmbeddingProvider) -> AsyncIterator[PipelineUnderTest]:
+    server, sink, log = await start_pipeline(peers, provider)
+    channels = [grpc.aio.insecure_channel(t) for t in (server.target, peers.kzg.target, peers.lzg.target)]
+    try:
+        yield PipelineUnderTest(
+            server=server,
+            sink=sink,
+            log=log,
+            pipeline=pipeline_pb2_grpc.PipelineServiceStub(channels[0]),
+            kzg=kzg_pb2_grpc.KzgServiceStub(channels[1]),
+            lzg=lzg_pb2_grpc.LzgServiceStub(channels[2]),
+        )
+    finally:
+        for channel in channels:
+            await channel.close()
+        await server.stop(None)
