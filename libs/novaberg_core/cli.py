@@ -430,7 +430,7 @@ async def cmd_import(clients: ServiceClients, args: argparse.Namespace, out: Cal
     if args.promote:
         run = (await clients.call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(
             task="synapsen_promotion", force=True), timeout=600.0)).run  # fmt: skip
-        out(f"pixie synapsen_promotion run {run.id}: {run.outcome} {dict(run.counts)}")
+        out(_run_line(run) + "  (the continuous worker may have promoted most jobs already: novaberg pixie runs)")
     return 0
 
 
@@ -564,7 +564,7 @@ async def cmd_log(clients: ServiceClients, args: argparse.Namespace, out: Callab
 
 def _run_line(run: pixie_pb2.Run) -> str:
     started = from_timestamp(run.started_at).strftime("%Y-%m-%d %H:%M:%S") if run.HasField("started_at") else "-"
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(run.counts.items()))
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(run.counts.items()) if v) or "nothing to do"
     return (f"run {run.id:<5} {run.task:20} {run.outcome:8} {started}"
             f"{f'  day {run.run_day}' if run.run_day else ''}  {counts}{f'  error: {run.error}' if run.error else ''}")
 
@@ -658,6 +658,7 @@ async def _up(data_dir: Path, once: bool, demo: bool = True, demo_file: Path | N
             {"postgres_url": stack.urls.postgres_url, "redis_url": stack.urls.redis_url},
         )  # fmt: skip
         print(f"stack file {stack_file} (other novaberg commands find the services through it)", flush=True)
+        demo_user: str | None = None
         if script is not None:
             print("", flush=True)
             async with ServiceClients(stack.addresses) as clients:
@@ -666,9 +667,15 @@ async def _up(data_dir: Path, once: bool, demo: bool = True, demo_file: Path | N
                     clients, result.pair, data_dir / f"graph-{result.pair.user_id}-{result.pair.character_id}.html"
                 )
             print(f"\nthe memory graph of {result.pair.user_id} · {result.pair.character_id}: {graph}", flush=True)
+            demo_user = result.pair.user_id
         if once:
             return 0
-        print("serving; try `novaberg recall \"Was weißt du noch über Anna?\"` — Ctrl-C stops everything", flush=True)
+        if demo_user is None:
+            print("serving; Ctrl-C stops everything", flush=True)
+        else:
+            user = "" if demo_user == DEFAULT_USER else f" --user {demo_user}"
+            print(f"serving; try `novaberg recall \"Was weißt du noch über Anna?\"{user}` — Ctrl-C stops everything",
+                  flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -804,6 +811,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `novaberg log … | head`: the reader left, nothing to report
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
