@@ -1,12 +1,13 @@
 """The demo of ``make run`` against the real stack: five service processes on fresh stores.
 
-One module-scoped run of the shipped demo; the tests assert its key outcomes (SPEC §5.3 promotion,
+One module-scoped run of the shipped demo on stores of its own; the tests assert its key outcomes (SPEC §5.3 promotion,
 §5.7 decay, §5.8 associations with their paths, §5.6 usage reinforcement) and then drive the
 ``novaberg`` CLI as a user would, against the same running stack.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import subprocess
@@ -22,7 +23,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.clients import ServiceClients
 from novaberg_core.demo import DemoResult, load_script, run_demo
-from novaberg_core.embedded import StoreUrls, create_database, drop_database, reset_redis
+from novaberg_core.embedded import start_stores, stop_stores
 from novaberg_core.stack import Stack, start_stack
 from novaberg_core.timeutil import days_between, from_timestamp
 
@@ -43,24 +44,22 @@ class DemoRun:
 
 
 @pytest.fixture(scope="module")
-async def demo_run(
-    store_urls: StoreUrls, pg_template_database: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[DemoRun]:
-    name = f"e2e_demo_{os.getpid()}"
-    drop_database(store_urls.postgres_url, name)
-    url = create_database(store_urls.postgres_url, name, template=pg_template_database)
-    reset_redis(store_urls.redis_url)
-    stack = await start_stack(
-        tmp_path_factory.mktemp("demo"), urls=StoreUrls(url, store_urls.redis_url), extra_env=DEMO_ENV
-    )
+async def demo_run(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DemoRun]:
+    """The demo on stores of its own: its Pixie pauses the promotion worker and runs a decay over
+    all pairs months ahead, which must not touch the stores other end-to-end tests share."""
+    data_dir = tmp_path_factory.mktemp("demo")
+    urls = await asyncio.to_thread(start_stores, data_dir / "stores", ephemeral=True)
     try:
-        output: list[str] = []
-        async with ServiceClients(stack.addresses) as clients:
-            result = await run_demo(clients, load_script(), out=output.append)
-        yield DemoRun(stack, result, output)
+        stack = await start_stack(data_dir, urls=urls, extra_env=DEMO_ENV)
+        try:
+            output: list[str] = []
+            async with ServiceClients(stack.addresses) as clients:
+                result = await run_demo(clients, load_script(), out=output.append)
+            yield DemoRun(stack, result, output)
+        finally:
+            await stack.stop()
     finally:
-        await stack.stop()
-        drop_database(store_urls.postgres_url, name)
+        await asyncio.to_thread(stop_stores, data_dir / "stores")
 
 
 async def test_high_turns_are_promoted_into_the_graph(demo_run: DemoRun) -> None:
