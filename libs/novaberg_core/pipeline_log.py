@@ -33,13 +33,12 @@ import logging
 import math
 import re
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 import grpc
-from google.protobuf.timestamp_pb2 import Timestamp
 from opentelemetry import trace
 
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
@@ -106,7 +105,10 @@ ENV_MAX_BUFFER: Final = "NOVABERG_PIPELINE_LOG_MAX_BUFFER"
 
 _ENTSCHEIDUNG = re.compile(r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$")
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_CANONICAL_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+# One encoder instance: json.dumps with options builds a new encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False, separators=(",", ":"))
+_STRICT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 log = logging.getLogger(__name__)
 
@@ -150,11 +152,11 @@ def encode_inhalt(inhalt: Any) -> str:
     and NUL characters (which jsonb refuses) become U+FFFD.
     """
     try:
-        text = json.dumps(inhalt, ensure_ascii=False, default=str, allow_nan=False, separators=(",", ":"))
+        text = _ENCODER.encode(inhalt)
     except (TypeError, ValueError):
-        return json.dumps(_jsonable(inhalt), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return _STRICT_ENCODER.encode(_jsonable(inhalt))
     if "\\u0000" in text:
-        return json.dumps(_jsonable(inhalt), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return _STRICT_ENCODER.encode(_jsonable(inhalt))
     return text
 
 
@@ -210,11 +212,8 @@ def record_problem(
         return f"user_id is longer than {PAIR_ID_MAX_LEN} characters"
     if character_id and len(character_id) > PAIR_ID_MAX_LEN:
         return f"character_id is longer than {PAIR_ID_MAX_LEN} characters"
-    if span_id:
-        try:
-            uuid.UUID(span_id)
-        except ValueError:
-            return f"span_id {span_id!r} is not a UUID"
+    if span_id and not _CANONICAL_UUID.match(span_id):
+        return f"span_id {span_id!r} is not a UUID (8-4-4-4-12 hex digits)"
     if trace_id and (not _TRACE_ID.match(trace_id) or trace_id == "0" * 32):
         return f"trace_id {trace_id!r} is not 32 lowercase hex digits of a valid trace"
     if art == "switch":
@@ -341,8 +340,12 @@ class GrpcLogSink:
             self._channel = insecure_channel(self.target, options=_SINK_CHANNEL_OPTIONS)
             stub = self._stub = log_pb2_grpc.LogServiceStub(self._channel)
         try:
-            summary = await stub.Write(iter(self._batches(records)), timeout=self.timeout_seconds)
+            # Batches are built lazily: the service COPYs one while the next is being built.
+            summary = await stub.Write(self._batches(records), timeout=self.timeout_seconds)
         except grpc.aio.AioRpcError as error:
+            task = asyncio.current_task()
+            if error.code() == grpc.StatusCode.CANCELLED and task is not None and task.cancelling():
+                raise asyncio.CancelledError() from error  # our own cancellation, reported as a status
             if error.code() in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED):
                 raise RejectedRecords(error.details() or error.code().name) from error
             raise LogSinkUnavailable(
@@ -353,21 +356,38 @@ class GrpcLogSink:
                 "pipeline log: sent %d records, log service inserted %d", len(records), summary.inserted
             )
 
-    def _batches(self, records: Sequence[PendingRecord]) -> list[log_pb2.WriteBatch]:
-        batches: list[log_pb2.WriteBatch] = []
-        current: list[log_pb2.LogRecord] = []
-        size = 0
+    def _batches(self, records: Sequence[PendingRecord]) -> Iterator[log_pb2.WriteBatch]:
+        """The records as WriteBatch messages (filled in place: copying messages costs more)."""
+        batch = log_pb2.WriteBatch()
+        add = batch.records.add
+        count = size = 0
         for r in records:
-            proto = _to_proto(r)
-            approx = proto.ByteSize() + 8
-            if current and (len(current) >= self.batch_size or size + approx > self.max_message_bytes):
-                batches.append(log_pb2.WriteBatch(records=current))
-                current, size = [], 0
-            current.append(proto)
+            text = r.inhalt_json()
+            approx = (len(text) if text.isascii() else len(text.encode())) + 300
+            if count and (count >= self.batch_size or size + approx > self.max_message_bytes):
+                yield batch
+                batch = log_pb2.WriteBatch()
+                add = batch.records.add
+                count = size = 0
+            us = round(r.erstellt_am.timestamp() * 1_000_000)
+            proto = add(
+                turn_id=r.turn_id,
+                span_id=r.span_id or "",
+                quelle=r.quelle,
+                node=r.node,
+                art=r.art,
+                inhalt_json=text,
+                user_id=r.user_id or "",
+                character_id=r.character_id or "",
+                trace_id=r.trace_id or "",
+            )
+            ts = proto.erstellt_am
+            ts.seconds, micros = divmod(us, 1_000_000)
+            ts.nanos = micros * 1000
+            count += 1
             size += approx
-        if current:
-            batches.append(log_pb2.WriteBatch(records=current))
-        return batches
+        if count:
+            yield batch
 
     async def close(self) -> None:
         if self._channel is not None:
@@ -384,22 +404,6 @@ _SINK_CHANNEL_OPTIONS: Final = (
     ("grpc.max_reconnect_backoff_ms", 5000),
     ("grpc.use_local_subchannel_pool", 1),
 )
-
-
-def _to_proto(r: PendingRecord) -> log_pb2.LogRecord:
-    delta = r.erstellt_am - _EPOCH
-    return log_pb2.LogRecord(
-        erstellt_am=Timestamp(seconds=delta.days * 86_400 + delta.seconds, nanos=delta.microseconds * 1000),
-        turn_id=r.turn_id,
-        span_id=r.span_id or "",
-        quelle=r.quelle,
-        node=r.node,
-        art=r.art,
-        inhalt_json=r.inhalt_json(),
-        user_id=r.user_id or "",
-        character_id=r.character_id or "",
-        trace_id=r.trace_id or "",
-    )
 
 
 class _Undelivered(Exception):
@@ -677,7 +681,11 @@ class PipelineLog:
             raise LogSinkUnavailable(str(undelivered.cause)) from undelivered.cause
 
     async def close(self) -> None:
-        """Stop the flusher and flush the rest, retrying for up to ``close_timeout_seconds``."""
+        """Stop the flusher and flush the rest, retrying for up to ``close_timeout_seconds``.
+
+        A send in flight is allowed to finish (a cancelled but committed call would duplicate rows);
+        only past the timeout is the flusher cancelled.
+        """
         if self._closed:
             return
         self._closed = True
@@ -685,23 +693,19 @@ class PipelineLog:
         deadline = loop.time() + self.close_timeout_seconds
         task, self._task = self._task, None
         if task is not None:
-            # Let a send in flight finish (no duplicate rows from a cancelled but committed call).
-            try:
-                await asyncio.wait_for(self._lock.acquire(), timeout=self.close_timeout_seconds)
-            except TimeoutError:
+            self._wake.set()  # the flusher sees _closed and returns after any send in flight
+            done, _ = await asyncio.wait({task}, timeout=self.close_timeout_seconds)
+            if not done:
                 task.cancel()
-            else:
-                task.cancel()
-                self._lock.release()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+                await asyncio.wait({task})
         attempt = 0
         while self.buffered:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
             try:
-                await asyncio.wait_for(self._flush_pending(), timeout=remaining)
+                async with asyncio.timeout(remaining):
+                    await self._flush_pending()
             except (_Undelivered, TimeoutError) as exc:
                 attempt += 1
                 log.warning("pipeline log: flush at close failed (%s); %d records wait", exc, self.buffered)
@@ -713,12 +717,13 @@ class PipelineLog:
         await self.sink.close()
 
     async def _run(self) -> None:
-        while True:
-            if self._failures == 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=self.flush_seconds)
-            else:
-                await asyncio.sleep(self._backoff(self._failures))
+        while not self._closed:
+            # After a failure wait out the backoff; a full batch does not cut it short, close does.
+            await self._wait_for_wake(
+                self.flush_seconds if self._failures == 0 else self._backoff(self._failures)
+            )
+            if self._closed:
+                return
             self._wake.clear()
             try:
                 await self._flush_pending()
@@ -740,6 +745,19 @@ class PipelineLog:
                     log.info("pipeline log: sink back after %d failed attempts", self._failures)
                 self._failures = 0
             self._report_drops()
+
+    async def _wait_for_wake(self, seconds: float) -> None:
+        """Sleep ``seconds`` or until woken (a full batch; during a backoff only ``close``)."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        try:
+            async with asyncio.timeout_at(deadline):
+                while True:
+                    await self._wake.wait()
+                    if self._failures == 0 or self._closed:
+                        return
+                    self._wake.clear()  # a full batch during a backoff: keep waiting
+        except TimeoutError:
+            return
 
     def _backoff(self, attempt: int) -> float:
         base = min(self.flush_seconds, 0.5)

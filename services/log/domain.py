@@ -6,6 +6,7 @@ Pure functions without I/O. The per-record rules are shared with the writer clie
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from dataclasses import dataclass
@@ -68,11 +69,15 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (jsonb has no NaN or Infinity)")
 
 
+# One decoder instance: json.loads with options builds a new decoder per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def decode_inhalt(text: str) -> Any:
     """Parse ``inhalt_json`` (empty → JSON null); ValueError with the reason when jsonb cannot hold it."""
     if not text:
         return None
-    value = json.loads(text, parse_constant=_reject_constant)
+    value = _DECODER.decode(text)
     if "\\u0000" in text and _has_nul(value):
         raise ValueError("contains a NUL character (\\u0000), which jsonb cannot store")
     return value
@@ -92,7 +97,13 @@ def time_from_parts(seconds: int, nanos: int) -> datetime:
     """A protobuf Timestamp's fields as aware UTC (exact to the microsecond); ValueError out of range."""
     if not _MIN_SECONDS <= seconds <= _MAX_SECONDS or not 0 <= nanos <= 999_999_999:
         raise ValueError("is outside the protobuf Timestamp range")
-    return _EPOCH + timedelta(seconds=seconds, microseconds=nanos // 1000)
+    return _second(seconds).replace(microsecond=nanos // 1000)
+
+
+@functools.lru_cache(maxsize=4096)
+def _second(seconds: int) -> datetime:
+    """The start of a second (cached: a batch's records share few seconds)."""
+    return _EPOCH + timedelta(seconds=seconds)
 
 
 def new_row(

@@ -88,21 +88,24 @@ class LogStore:
         await self._pool.close()
 
     async def write(self, batches: AsyncIterator[list[NewRow]]) -> int:
-        """COPY every batch inside one transaction: all rows of the stream or none (syn §10.3)."""
-        inserted = 0
+        """One COPY fed batch by batch as they arrive, in one transaction: all rows of the stream or
+        none (syn §10.3). A batch that fails validation aborts the COPY."""
+
+        async def rows() -> AsyncIterator[NewRow]:
+            async for batch in batches:
+                for row in batch:
+                    yield row
+
         try:
             async with self._pool.acquire() as conn, conn.transaction():
-                async for rows in batches:
-                    if rows:
-                        await conn.copy_records_to_table(
-                            TABLE, records=rows, columns=COPY_COLUMNS, schema_name=SCHEMA
-                        )
-                        inserted += len(rows)
+                status = await conn.copy_records_to_table(
+                    TABLE, records=rows(), columns=COPY_COLUMNS, schema_name=SCHEMA
+                )
         except (asyncpg.DataError, asyncpg.IntegrityConstraintViolationError) as exc:
             raise InvalidArgument(f"the database refused the batch: {exc}") from exc
         except _UNREACHABLE as exc:
             raise Unavailable(f"pipeline_log database not reachable: {exc}") from exc
-        return inserted
+        return int(status.rsplit(" ", 1)[1])  # "COPY <n>"
 
     async def query(self, q: LogQuery) -> list[StoredRow]:
         """Rows matching every given filter, ordered by (erstellt_am, id), at most ``q.limit``."""

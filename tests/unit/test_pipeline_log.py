@@ -140,6 +140,37 @@ async def test_close_flushes_everything_written() -> None:
     assert plog.sent == 5000 and plog.buffered == 0 and plog.lost == 0
 
 
+async def test_close_right_after_a_full_batch_returns_promptly() -> None:
+    """Regression: a wake-up racing with the stop must not leave close() waiting on the flusher."""
+    for _ in range(20):
+        sink = InMemorySink()
+        plog = PipelineLog(sink, flush_seconds=60.0, batch_size=100)
+        await plog.start()
+        for i in range(250):
+            plog.write(turn_id="t", node="n", art="eingang", inhalt=i)
+        await asyncio.wait_for(plog.close(), timeout=2.0)
+        assert len(sink.records) == 250
+
+
+async def test_close_is_cancellable_while_waiting_for_the_sink() -> None:
+    gate = asyncio.Event()
+
+    class StuckSink(InMemorySink):
+        async def send(self, records: Sequence[PendingRecord]) -> None:
+            await gate.wait()
+
+    plog = PipelineLog(StuckSink(), flush_seconds=0.01, close_timeout_seconds=30.0)
+    await plog.start()
+    plog.write(turn_id="t", node="n", art="eingang", inhalt=1)
+    await asyncio.sleep(0.05)  # the flusher is inside send now
+    closing = asyncio.create_task(plog.close())
+    await asyncio.sleep(0.05)
+    closing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await closing
+    gate.set()
+
+
 async def test_close_gives_up_after_its_timeout_and_counts_the_lost_records() -> None:
     plog = PipelineLog(InMemorySink(down=True), flush_seconds=60.0, close_timeout_seconds=0.2)
     await plog.start()
