@@ -57,6 +57,7 @@ __all__ = [
     "parse_locomo",
     "parse_turn_file",
     "read_addresses",
+    "running_stack_pid",
     "write_stack_file",
 ]
 
@@ -93,6 +94,15 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def running_stack_pid(data_dir: Path) -> int | None:
+    """The pid of a live ``novaberg up`` that wrote ``<data_dir>/stack.json``, else None."""
+    try:
+        pid = int(json.loads((data_dir / STACK_FILE).read_text(encoding="utf-8")).get("pid", 0))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+    return pid if pid and pid != os.getpid() and _pid_alive(pid) else None
 
 
 def read_addresses(data_dir: Path | None, environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -645,6 +655,10 @@ async def _up(data_dir: Path, once: bool, demo: bool = True, demo_file: Path | N
     from novaberg_core.stack import SERVICES, start_stack
 
     script = load_script(demo_file) if demo_file else (load_script() if demo else None)
+    running = running_stack_pid(data_dir)
+    if running is not None:
+        raise CliError(f"a stack started from {data_dir} is already running (pid {running}); stop it first "
+                       "(Ctrl-C in its terminal) or use another --data-dir")
     print(f"starting embedded stores and {len(SERVICES)} services in {data_dir} …", flush=True)
     stack = await start_stack(data_dir)
     stack_file = data_dir / STACK_FILE

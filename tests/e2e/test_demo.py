@@ -153,3 +153,28 @@ def test_the_cli_reads_the_same_stack(demo_run: DemoRun, tmp_path: Path) -> None
     bad = novaberg("recall", "x", "--user", "", "--character", "nova")
     assert bad.returncode == 1
     assert bad.stderr.startswith("error: pipeline.BuildDossier: INVALID_ARGUMENT:") and bad.stderr.count("\n") == 1
+
+
+def test_up_once_replays_the_demo_and_exits_0(tmp_path: Path) -> None:
+    """What ``make run ONCE=1`` runs: start everything, print the demo with its dossiers, stop, exit 0."""
+    data_dir = tmp_path / "novaberg"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NOVABERG_")} | DEMO_ENV
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "novaberg_core.cli", "up", "--data-dir", str(data_dir), "--once"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "novaberg_core.embedded", "down", "--data-dir", str(data_dir / "stores")],
+            env=env, capture_output=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    for heading in ("--- Die Gespräche", "--- Langzeitgedächtnis nach 7 Wochen", "--- Drei Monate später",
+                    "--- Frage 1", "--- Zusammenfassung ---"):  # fmt: skip
+        assert heading in out, heading
+    assert "Gedächtnisblock (Leser analysis):" in out and "eingefallen über:" in out
+    assert "verwendet → verstärkt" in out
+    assert not (data_dir / "stack.json").exists()  # removed when the stack stops
+    assert (data_dir / "graph-meister-nova.html").read_text().count('class="node"') >= 10

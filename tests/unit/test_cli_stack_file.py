@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from novaberg_core.cli import STACK_FILE, CliError, read_addresses, write_stack_file
+from novaberg_core.cli import STACK_FILE, CliError, main, read_addresses, running_stack_pid, write_stack_file
 
 ADDRESSES = {"log": "127.0.0.1:5001", "kzg": "127.0.0.1:5002", "lzg": "127.0.0.1:5003",
              "pixie": "127.0.0.1:5004", "pipeline": "127.0.0.1:5005"}  # fmt: skip
@@ -67,3 +67,36 @@ def test_a_broken_stack_file_is_named(tmp_path: Path) -> None:
     (tmp_path / STACK_FILE).write_text("{not json")
     with pytest.raises(CliError, match=r"is not a stack file"):
         read_addresses(tmp_path, {})
+
+
+def test_a_live_stack_is_found_and_a_stale_one_is_not(tmp_path: Path) -> None:
+    assert running_stack_pid(tmp_path) is None  # no file
+    path = write_stack_file(tmp_path, ADDRESSES)
+    assert running_stack_pid(tmp_path) is None  # written by this very process
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        payload = json.loads(path.read_text())
+        payload["pid"] = sleeper.pid
+        path.write_text(json.dumps(payload))
+        assert running_stack_pid(tmp_path) == sleeper.pid
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert running_stack_pid(tmp_path) is None
+
+
+def test_up_refuses_a_data_dir_whose_stack_is_running(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        path = write_stack_file(tmp_path, ADDRESSES)
+        payload = json.loads(path.read_text())
+        payload["pid"] = sleeper.pid
+        path.write_text(json.dumps(payload))
+        assert main(["up", "--data-dir", str(tmp_path), "--once"]) == 1
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    err = capsys.readouterr().err
+    assert err == (f"error: a stack started from {tmp_path} is already running (pid {sleeper.pid}); stop it first "
+                   "(Ctrl-C in its terminal) or use another --data-dir\n")
+    assert not (tmp_path / "stores").exists()  # nothing was started
