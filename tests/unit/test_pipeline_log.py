@@ -240,9 +240,14 @@ async def test_decision_helper_writes_the_spec_shape_and_prefixes_the_node() -> 
     sink = InMemorySink()
     plog = PipelineLog(sink)
     plog.decision(
-        turn_id="t", node="thinker", entscheidung="schnellcheck", ausgang="reasoning",
-        eingang={"treffer_antwort": ["km"], "needs_web": False}, massstab={"indikatoren": 35},
-        user_id="u", character_id="c",
+        turn_id="t",
+        node="thinker",
+        entscheidung="schnellcheck",
+        ausgang="reasoning",
+        eingang={"treffer_antwort": ["km"], "needs_web": False},
+        massstab={"indikatoren": 35},
+        user_id="u",
+        character_id="c",
     )
     plog.decision(turn_id="t", node="pipeline", entscheidung="pipeline.cluster", ausgang="naehe")
     await plog.flush()
@@ -277,16 +282,33 @@ async def test_span_helper_brackets_a_run_with_one_span_id_and_records_failure()
 async def test_helpers_put_record_fields_on_the_record_and_details_into_inhalt() -> None:
     sink = InMemorySink()
     plog = PipelineLog(sink, quelle="Pixie")
-    plog.db_write(turn_id="t", node="promotion", tabelle="lzg_knoten", operation="insert", id=247,
-                  user_id="u", character_id="c")
+    plog.db_write(
+        turn_id="t",
+        node="promotion",
+        tabelle="lzg_knoten",
+        operation="insert",
+        id=247,
+        user_id="u",
+        character_id="c",
+    )
     plog.db_read(turn_id="t", node="kzg", tabelle="kzg", treffer=3, quelle="nova")
     plog.error(turn_id="t", node="salience", typ="JSONParseError", message="kaputt")
-    plog.token(turn_id="hintergrund", node="llm", modell="deepseek", input_tokens=1689, output_tokens=185,
-               kosten_usd=0.00010291)
+    plog.token(
+        turn_id="hintergrund",
+        node="llm",
+        modell="deepseek",
+        input_tokens=1689,
+        output_tokens=185,
+        kosten_usd=0.00010291,
+    )
     await plog.flush()
     w, r, e, t = sink.records
     assert (w.art, w.inhalt, w.user_id, w.quelle) == (
-        "db_write", {"tabelle": "lzg_knoten", "operation": "insert", "id": 247}, "u", "Pixie")
+        "db_write",
+        {"tabelle": "lzg_knoten", "operation": "insert", "id": 247},
+        "u",
+        "Pixie",
+    )
     assert (r.art, r.inhalt, r.quelle) == ("db_read", {"tabelle": "kzg", "treffer": 3}, "nova")
     assert (e.art, e.inhalt) == ("fehler", {"typ": "JSONParseError", "message": "kaputt"})
     assert (t.art, t.inhalt["input_tokens"], t.inhalt["kosten_usd"]) == ("token", 1689, 0.00010291)
@@ -325,7 +347,8 @@ def test_encode_inhalt_keeps_forensic_content_that_json_or_jsonb_cannot_hold() -
     assert json.loads(encode_inhalt({"a": float("nan"), 1: "x"})) == {"a": "nan", "1": "x"}
     assert json.loads(encode_inhalt({"t": "a\x00b"})) == {"t": "a\ufffdb"}
     assert json.loads(encode_inhalt({"at": datetime(2026, 5, 14, tzinfo=UTC)})) == {
-        "at": "2026-05-14 00:00:00+00:00"}
+        "at": "2026-05-14 00:00:00+00:00"
+    }
     assert encode_inhalt("Glückwunsch") == '"Glückwunsch"'
     assert encode_inhalt(None) == "null"
 
@@ -336,8 +359,12 @@ def test_from_env_picks_the_sink_and_reads_the_flush_interval() -> None:
     seeded = PipelineLog.from_env(env={"LZG_PIPELINE_LOG_FLUSH_SEKUNDEN": "3"})
     assert seeded.flush_seconds == 3.0
     configured = PipelineLog.from_env(
-        env={"NOVABERG_LOG_ADDR": "localhost:5", "NOVABERG_PIPELINE_LOG_FLUSH_SEKUNDEN": "2.5",
-             "NOVABERG_PIPELINE_LOG_BATCH": "500", "NOVABERG_PIPELINE_LOG_MAX_BUFFER": "7"}
+        env={
+            "NOVABERG_LOG_ADDR": "localhost:5",
+            "NOVABERG_PIPELINE_LOG_FLUSH_SEKUNDEN": "2.5",
+            "NOVABERG_PIPELINE_LOG_BATCH": "500",
+            "NOVABERG_PIPELINE_LOG_MAX_BUFFER": "7",
+        }
     )
     assert isinstance(configured.sink, GrpcLogSink) and configured.sink.target == "localhost:5"
     assert (configured.flush_seconds, configured.batch_size, configured.max_buffer) == (2.5, 500, 7)

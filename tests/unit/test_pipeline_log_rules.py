@@ -47,11 +47,25 @@ def _problem(**overrides: Any) -> str | None:
 
 def test_the_thirteen_arten_of_the_spec() -> None:
     assert ARTEN == {
-        "eingang", "prompt", "berechnung", "switch", "db_write", "db_read", "ausgabe",
-        "fehler", "bemerkung", "span_start", "span_end", "token", "turn_roh",
+        "eingang",
+        "prompt",
+        "berechnung",
+        "switch",
+        "db_write",
+        "db_read",
+        "ausgabe",
+        "fehler",
+        "bemerkung",
+        "span_start",
+        "span_end",
+        "token",
+        "turn_roh",
     }
-    shaped = {"switch": DECISION, "token": {"input_tokens": 1, "output_tokens": 2, "kosten_usd": 0.1},
-              "turn_roh": {"user_prompt": "hi", "response": "ho"}}
+    shaped = {
+        "switch": DECISION,
+        "token": {"input_tokens": 1, "output_tokens": 2, "kosten_usd": 0.1},
+        "turn_roh": {"user_prompt": "hi", "response": "ho"},
+    }
     for art in ARTEN:
         assert _problem(art=art, inhalt=shaped.get(art)) is None, art
 
@@ -83,8 +97,14 @@ def test_a_valid_record_and_maintenance_rows_without_a_pair() -> None:
         ({"art": "switch", "inhalt": {**DECISION, "entscheidung": "schnellcheck"}}, "<node>.<weiche>"),
         ({"art": "switch", "inhalt": {**DECISION, "ausgang": None}}, "ausgang"),
         ({"art": "switch", "inhalt": {**DECISION, "eingang": [1, 2]}}, "eingang"),
-        ({"art": "token", "inhalt": {"input_tokens": 1, "output_tokens": -2, "kosten_usd": 0.1}}, "output_tokens"),
-        ({"art": "token", "inhalt": {"input_tokens": True, "output_tokens": 2, "kosten_usd": 0.1}}, "input_tokens"),
+        (
+            {"art": "token", "inhalt": {"input_tokens": 1, "output_tokens": -2, "kosten_usd": 0.1}},
+            "output_tokens",
+        ),
+        (
+            {"art": "token", "inhalt": {"input_tokens": True, "output_tokens": 2, "kosten_usd": 0.1}},
+            "input_tokens",
+        ),
         ({"art": "token", "inhalt": {"input_tokens": 1, "output_tokens": 2}}, "kosten_usd"),
         ({"art": "turn_roh", "inhalt": "nur Text"}, "turn_roh"),
     ],
@@ -102,7 +122,9 @@ def test_decision_rows_accept_a_null_eingang_and_any_massstab() -> None:
 def test_decode_inhalt_refuses_what_jsonb_cannot_store() -> None:
     assert decode_inhalt("") is None
     assert decode_inhalt('{"text": "Anna hat Geburtstag"}') == {"text": "Anna hat Geburtstag"}
-    assert decode_inhalt('"GV-Cluster-Wechsel überraschend abrupt"') == "GV-Cluster-Wechsel überraschend abrupt"
+    assert (
+        decode_inhalt('"GV-Cluster-Wechsel überraschend abrupt"') == "GV-Cluster-Wechsel überraschend abrupt"
+    )
     assert decode_inhalt('{"pfad": "\\\\u0000 ist erlaubt"}') == {"pfad": "\\u0000 ist erlaubt"}
     for bad in ('{"a": NaN}', "[Infinity]", '{"a": "x\\u0000y"}', "{nicht json", '{"a": 1} extra'):
         with pytest.raises(ValueError):
@@ -111,18 +133,45 @@ def test_decode_inhalt_refuses_what_jsonb_cannot_store() -> None:
 
 def _row(**overrides: Any) -> Any:
     fields: dict[str, Any] = {
-        "seconds": 0, "nanos": 0, "turn_id": "t", "span_id": "", "quelle": "nova", "node": "responder",
-        "art": "ausgabe", "inhalt_json": '{"text": "Glückwunsch"}', "user_id": "", "character_id": "",
-        "trace_id": "", "now": NOW,
+        "seconds": 0,
+        "nanos": 0,
+        "turn_id": "t",
+        "span_id": "",
+        "quelle": "nova",
+        "node": "responder",
+        "art": "ausgabe",
+        "inhalt_json": '{"text": "Glückwunsch"}',
+        "user_id": "",
+        "character_id": "",
+        "trace_id": "",
+        "now": NOW,
     }
     fields.update(overrides)
     return new_row(**fields)
 
 
 def test_new_row_stamps_now_when_unset_and_maps_empty_to_null() -> None:
-    assert _row() == (NOW, "t", None, "nova", "responder", "ausgabe", '{"text": "Glückwunsch"}', None, None, None)
-    stamped = _row(seconds=1_778_783_520, nanos=123_456_789, span_id=SPAN, user_id="u", character_id="c",
-                   trace_id=TRACE, inhalt_json="")
+    assert _row() == (
+        NOW,
+        "t",
+        None,
+        "nova",
+        "responder",
+        "ausgabe",
+        '{"text": "Glückwunsch"}',
+        None,
+        None,
+        None,
+    )
+    stamped = _row(
+        seconds=1_778_783_520,
+        nanos=123_456_789,
+        span_id=SPAN,
+        user_id="u",
+        character_id="c",
+        trace_id=TRACE,
+        inhalt_json="",
+    )
     assert stamped[0] == datetime(2026, 5, 14, 18, 32, 0, 123_456, tzinfo=UTC)
     assert stamped[2] == SPAN and stamped[6] == "null" and stamped[7:] == ("u", "c", TRACE)
 

@@ -52,16 +52,23 @@ async def test_table_and_indexes_are_the_seeds_plus_trace_id(pg_url: str, log_st
     try:
         indexes = {
             r["indexname"]: r["indexdef"]
-            for r in await conn.fetch("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'log'"
-                                      " AND tablename = 'pipeline_log'")
+            for r in await conn.fetch(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'log'"
+                " AND tablename = 'pipeline_log'"
+            )
         }
         # Applying again changes nothing (idempotent, recorded versions).
         assert await apply_migrations(conn, SCHEMA, SQL_DIR / "migrations") == []
     finally:
         await conn.close()
     assert set(indexes) == {
-        "pipeline_log_pkey", "idx_pipeline_log_turn", "idx_pipeline_log_span", "idx_pipeline_log_node_art",
-        "idx_pipeline_log_erstellt", "idx_pipeline_log_paar", "idx_pipeline_log_trace",
+        "pipeline_log_pkey",
+        "idx_pipeline_log_turn",
+        "idx_pipeline_log_span",
+        "idx_pipeline_log_node_art",
+        "idx_pipeline_log_erstellt",
+        "idx_pipeline_log_paar",
+        "idx_pipeline_log_trace",
     }
     assert "(node, art)" in indexes["idx_pipeline_log_node_art"]
     assert "(erstellt_am DESC)" in indexes["idx_pipeline_log_erstellt"]
@@ -85,7 +92,9 @@ async def test_the_database_itself_refuses_unknown_art_and_half_pairs(
             await conn.execute(
                 "INSERT INTO log.pipeline_log (turn_id, quelle, node, art, inhalt, user_id, character_id)"
                 " VALUES ('t', 'System', 'n', $1, 'null', $2, $3)",
-                art, user_id, character_id,
+                art,
+                user_id,
+                character_id,
             )
         assert caught.value.constraint_name == constraint
     finally:
@@ -98,8 +107,14 @@ async def test_a_turns_rows_come_back_in_order_even_with_equal_timestamps(log_st
         row(t0, "turn-a", "span_start", "null", node="salience", span_id=SPAN),
         row(t0, "turn-a", "eingang", '{"text": "Anna hat Geburtstag"}', node="salience", span_id=SPAN),
         row(t0, "turn-a", "berechnung", '{"score": 0.73}', node="salience", span_id=SPAN),
-        row(t0 + timedelta(microseconds=1), "turn-a", "span_end", '{"status": "ok"}', node="salience",
-            span_id=SPAN),
+        row(
+            t0 + timedelta(microseconds=1),
+            "turn-a",
+            "span_end",
+            '{"status": "ok"}',
+            node="salience",
+            span_id=SPAN,
+        ),
         row(t0 + timedelta(seconds=2), "turn-a", "ausgabe", '{"text": "Glückwunsch!"}', quelle="nova"),
         row(t0 + timedelta(seconds=3), "turn-a", "turn_roh", '{"user_prompt": "…", "response": "…"}'),
     ]
@@ -120,11 +135,32 @@ async def test_a_turns_rows_come_back_in_order_even_with_equal_timestamps(log_st
 async def test_filters_by_node_art_pair_time_quelle_and_trace(log_store: LogStore) -> None:
     pair = ("meister", "nova")
     rows = [
-        row(NOW - timedelta(hours=3), "t1", "switch", '{"cluster": "naehe"}', node="gv", pair=pair,
-            trace_id=TRACE),
-        row(NOW - timedelta(hours=2), "t2", "switch", '{"cluster": "distanz"}', node="gv",
-            pair=("meister", "luna")),
-        row(NOW - timedelta(hours=1), "t3", "eingang", '{"text": "hi"}', node="gv", pair=pair, quelle="meister"),
+        row(
+            NOW - timedelta(hours=3),
+            "t1",
+            "switch",
+            '{"cluster": "naehe"}',
+            node="gv",
+            pair=pair,
+            trace_id=TRACE,
+        ),
+        row(
+            NOW - timedelta(hours=2),
+            "t2",
+            "switch",
+            '{"cluster": "distanz"}',
+            node="gv",
+            pair=("meister", "luna"),
+        ),
+        row(
+            NOW - timedelta(hours=1),
+            "t3",
+            "eingang",
+            '{"text": "hi"}',
+            node="gv",
+            pair=pair,
+            quelle="meister",
+        ),
         row(NOW, "t4", "switch", '{"cluster": "naehe"}', node="gv", pair=pair),
     ]
     await log_store.write(batches(rows))
@@ -149,8 +185,9 @@ async def test_a_stream_is_all_or_nothing(log_store: LogStore) -> None:
         await log_store.write(failing_stream())
     # A row the database refuses (a half pair slipped past the service) fails the stream too.
     with pytest.raises(InvalidArgument, match="refused"):
-        await log_store.write(batches([row(NOW, "t-ok2")], [(NOW, "t", None, "q", "n", "eingang", "1", "u", None,
-                                                                None)]))
+        await log_store.write(
+            batches([row(NOW, "t-ok2")], [(NOW, "t", None, "q", "n", "eingang", "1", "u", None, None)])
+        )
     assert await log_store.query(LogQuery.build()) == []
 
 
@@ -172,15 +209,25 @@ async def test_purge_deletes_old_forensic_rows_and_keeps_turn_roh_and_young_rows
     assert (result.deleted, result.kept_turn_roh) == (2, 1)
     left = await log_store.query(LogQuery.build())
     assert [(r.turn_id, r.art) for r in left] == [
-        ("alt", "turn_roh"), ("grenze", "eingang"), ("jung", "eingang"), ("jung", "turn_roh")]
+        ("alt", "turn_roh"),
+        ("grenze", "eingang"),
+        ("jung", "eingang"),
+        ("jung", "turn_roh"),
+    ]
     again = await log_store.purge(horizon)
     assert (again.deleted, again.kept_turn_roh) == (0, 1)
 
 
 async def test_last_answers_of_a_character_newest_first(log_store: LogStore) -> None:
     rows = [
-        row(NOW - timedelta(minutes=10 - i), f"t{i}", "ausgabe", json.dumps({"text": f"Antwort {i}"}),
-            quelle="nova", node="responder")
+        row(
+            NOW - timedelta(minutes=10 - i),
+            f"t{i}",
+            "ausgabe",
+            json.dumps({"text": f"Antwort {i}"}),
+            quelle="nova",
+            node="responder",
+        )
         for i in range(7)
     ]
     rows += [
@@ -201,7 +248,12 @@ async def test_cluster_counts_per_week_from_decision_rows_and_gv_rows(log_store:
     pair = ("meister", "nova")
 
     def choice(at: datetime, cluster: str, who: tuple[str, str] = pair) -> NewRow:
-        decision: dict[str, Any] = {"entscheidung": "pipeline.cluster", "ausgang": cluster, "eingang": {}, "massstab": None}
+        decision: dict[str, Any] = {
+            "entscheidung": "pipeline.cluster",
+            "ausgang": cluster,
+            "eingang": {},
+            "massstab": None,
+        }
         return row(at, "t", "switch", json.dumps(decision), node="pipeline", pair=who)
 
     await log_store.write(
@@ -213,9 +265,21 @@ async def test_cluster_counts_per_week_from_decision_rows_and_gv_rows(log_store:
                 choice(NOW - timedelta(days=8), "spiel"),  # outside the week
                 choice(NOW - timedelta(days=1), "distanz", ("meister", "luna")),
                 row(NOW - timedelta(days=1), "t", "switch", '{"cluster": "naehe"}', node="gv", pair=pair),
-                row(NOW - timedelta(days=1), "t", "switch",
-                    json.dumps({"entscheidung": "thinker.schnellcheck", "ausgang": "reasoning",
-                                "eingang": {}, "massstab": {}}), node="thinker", pair=pair),
+                row(
+                    NOW - timedelta(days=1),
+                    "t",
+                    "switch",
+                    json.dumps(
+                        {
+                            "entscheidung": "thinker.schnellcheck",
+                            "ausgang": "reasoning",
+                            "eingang": {},
+                            "massstab": {},
+                        }
+                    ),
+                    node="thinker",
+                    pair=pair,
+                ),
             ]
         )
     )

@@ -14,7 +14,9 @@ from services.log.server import create_server
 
 
 def log_config(pg_url: str, port: int = 0) -> LogConfig:
-    return LogConfig(common=CommonConfig(service_name="log", host="127.0.0.1", port=port), postgres_url=pg_url)
+    return LogConfig(
+        common=CommonConfig(service_name="log", host="127.0.0.1", port=port), postgres_url=pg_url
+    )
 
 
 @pytest.fixture

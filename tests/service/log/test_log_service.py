@@ -28,10 +28,19 @@ NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 SPAN = "f47ac10b-58cc-4372-a567-0e02b2c3d479"
 
 
-def _record(turn_id: str = "t", art: str = "eingang", inhalt: object = None, *, at: datetime | None = None,
-            quelle: str = "System", node: str = "salience", **fields: Any) -> log_pb2.LogRecord:
-    record = log_pb2.LogRecord(turn_id=turn_id, quelle=quelle, node=node, art=art,
-                               inhalt_json=json.dumps(inhalt), **fields)
+def _record(
+    turn_id: str = "t",
+    art: str = "eingang",
+    inhalt: object = None,
+    *,
+    at: datetime | None = None,
+    quelle: str = "System",
+    node: str = "salience",
+    **fields: Any,
+) -> log_pb2.LogRecord:
+    record = log_pb2.LogRecord(
+        turn_id=turn_id, quelle=quelle, node=node, art=art, inhalt_json=json.dumps(inhalt), **fields
+    )
     if at is not None:
         record.erstellt_am.CopyFrom(to_timestamp(at))
     return record
@@ -59,11 +68,17 @@ async def test_write_stream_then_a_turns_full_story_in_order(log_stub: log_pb2_g
     t0 = NOW - timedelta(minutes=1)
     summary = await log_stub.Write(
         _stream(
-            [_record("turn-a", "span_start", None, at=t0, span_id=SPAN),
-             _record("turn-a", "eingang", {"text": "Anna hat Geburtstag"}, at=t0, span_id=SPAN)],
-            [_record("turn-b", "eingang", "anderer Turn", at=t0),
-             _record("turn-a", "span_end", {"status": "ok"}, at=t0, span_id=SPAN),
-             _record("turn-a", "ausgabe", {"text": "Glückwunsch!"}, user_id="meister", character_id="nova")],
+            [
+                _record("turn-a", "span_start", None, at=t0, span_id=SPAN),
+                _record("turn-a", "eingang", {"text": "Anna hat Geburtstag"}, at=t0, span_id=SPAN),
+            ],
+            [
+                _record("turn-b", "eingang", "anderer Turn", at=t0),
+                _record("turn-a", "span_end", {"status": "ok"}, at=t0, span_id=SPAN),
+                _record(
+                    "turn-a", "ausgabe", {"text": "Glückwunsch!"}, user_id="meister", character_id="nova"
+                ),
+            ],
         )
     )
     assert summary.inserted == 5
@@ -73,7 +88,10 @@ async def test_write_stream_then_a_turns_full_story_in_order(log_stub: log_pb2_g
     assert json.loads(rows[1].inhalt_json) == {"text": "Anna hat Geburtstag"}
     assert rows[0].id < rows[1].id < rows[2].id < rows[3].id
     # Unset erstellt_am is stamped by the service: later than the explicit ones here.
-    assert from_timestamp(rows[3].erstellt_am) > NOW and (rows[3].user_id, rows[3].character_id) == ("meister", "nova")
+    assert from_timestamp(rows[3].erstellt_am) > NOW and (rows[3].user_id, rows[3].character_id) == (
+        "meister",
+        "nova",
+    )
     assert [r.art for r in await _rows(log_stub, span_id=SPAN)] == ["span_start", "eingang", "span_end"]
     pair = common_pb2.Pair(user_id="meister", character_id="nova")
     assert [r.turn_id for r in await _rows(log_stub, pair=pair)] == ["turn-a"]
@@ -86,7 +104,10 @@ async def test_write_stream_then_a_turns_full_story_in_order(log_stub: log_pb2_g
         (_record(user_id="meister"), "half pair"),
         (_record(character_id="nova"), "half pair"),
         (_record(span_id="salienz-lauf-1"), "span_id"),
-        (log_pb2.LogRecord(turn_id="t", quelle="q", node="n", art="eingang", inhalt_json="{kaputt"), "inhalt_json"),
+        (
+            log_pb2.LogRecord(turn_id="t", quelle="q", node="n", art="eingang", inhalt_json="{kaputt"),
+            "inhalt_json",
+        ),
         (_record(art="switch", inhalt={"cluster": "naehe"}), "switch"),
     ],
 )
@@ -143,7 +164,9 @@ async def test_graceful_close_flushes_every_buffered_record(
     plog = PipelineLog(GrpcLogSink(log_server.target, batch_size=500), flush_seconds=60.0, batch_size=500)
     await plog.start()
     for i in range(3000):
-        plog.write(turn_id=f"turn-{i % 10}", node="kzg", art="db_read", inhalt={"tabelle": "kzg", "treffer": i})
+        plog.write(
+            turn_id=f"turn-{i % 10}", node="kzg", art="db_read", inhalt={"tabelle": "kzg", "treffer": i}
+        )
         if i % 1000 == 0:
             await asyncio.sleep(0)
     plog.turn_roh(turn_id="turn-0", node="pipeline", inhalt={"user_prompt": "a", "response": "b"})
@@ -159,7 +182,9 @@ async def test_purge_keeps_turn_roh_and_young_rows(log_stub: log_pb2_grpc.LogSer
             [
                 _record("alt", "eingang", "x", at=NOW - timedelta(days=400)),
                 _record("alt", "berechnung", {"score": 1}, at=NOW - timedelta(days=366)),
-                _record("alt", "turn_roh", {"user_prompt": "a", "response": "b"}, at=NOW - timedelta(days=400)),
+                _record(
+                    "alt", "turn_roh", {"user_prompt": "a", "response": "b"}, at=NOW - timedelta(days=400)
+                ),
                 _record("jung", "eingang", "y", at=NOW - timedelta(days=364)),
             ]
         )
@@ -176,14 +201,44 @@ async def test_purge_keeps_turn_roh_and_young_rows(log_stub: log_pb2_grpc.LogSer
 
 async def test_seed_questions_answered_by_rpcs(log_stub: log_pb2_grpc.LogServiceStub) -> None:
     now = datetime.now(UTC)
-    answers = [_record(f"t{i}", "ausgabe", {"text": f"Antwort {i}"}, at=now - timedelta(minutes=10 - i),
-                       quelle="nova", node="responder") for i in range(6)]
-    choice: dict[str, Any] = {"entscheidung": "pipeline.cluster", "ausgang": "naehe", "eingang": {}, "massstab": None}
-    clusters = [_record("t1", "switch", choice, at=now - timedelta(days=d), node="pipeline",
-                        user_id="meister", character_id="nova") for d in (1, 2, 9)]
-    tokens = [_record("hintergrund", "token", {"modell": "m", "input_tokens": 1689, "output_tokens": 185,
-                                               "kosten_usd": 0.00010291}, at=now - timedelta(hours=h))
-              for h in (1, 30)]
+    answers = [
+        _record(
+            f"t{i}",
+            "ausgabe",
+            {"text": f"Antwort {i}"},
+            at=now - timedelta(minutes=10 - i),
+            quelle="nova",
+            node="responder",
+        )
+        for i in range(6)
+    ]
+    choice: dict[str, Any] = {
+        "entscheidung": "pipeline.cluster",
+        "ausgang": "naehe",
+        "eingang": {},
+        "massstab": None,
+    }
+    clusters = [
+        _record(
+            "t1",
+            "switch",
+            choice,
+            at=now - timedelta(days=d),
+            node="pipeline",
+            user_id="meister",
+            character_id="nova",
+        )
+        for d in (1, 2, 9)
+    ]
+    tokens = [
+        _record(
+            "hintergrund",
+            "token",
+            {"modell": "m", "input_tokens": 1689, "output_tokens": 185, "kosten_usd": 0.00010291},
+            at=now - timedelta(hours=h),
+        )
+        for h in (1, 30)
+    ]
     await log_stub.Write(_stream(answers, clusters, tokens))
 
     last = await log_stub.LastAnswers(log_pb2.LastAnswersRequest(quelle="nova", node="responder"))
@@ -191,7 +246,8 @@ async def test_seed_questions_answered_by_rpcs(log_stub: log_pb2_grpc.LogService
     assert last.answers[0].turn_id == "t5"
 
     counts = await log_stub.ClusterCounts(
-        log_pb2.ClusterCountsRequest(pair=common_pb2.Pair(user_id="meister", character_id="nova")))
+        log_pb2.ClusterCountsRequest(pair=common_pb2.Pair(user_id="meister", character_id="nova"))
+    )
     assert [(c.cluster, c.count) for c in counts.counts] == [("naehe", 2)]
 
     usage = await log_stub.TokenUsage(log_pb2.TokenUsageRequest())
@@ -207,11 +263,16 @@ async def test_seed_questions_answered_by_rpcs(log_stub: log_pb2_grpc.LogService
         lambda s: s.Query(log_pb2.QueryRequest(limit=-5)),
         lambda s: s.ClusterCounts(log_pb2.ClusterCountsRequest(pair=common_pb2.Pair(character_id="nova"))),
         lambda s: s.LastAnswers(log_pb2.LastAnswersRequest()),
-        lambda s: s.TokenUsage(log_pb2.TokenUsageRequest(since=Timestamp(seconds=2_000_000_000),
-                                                         until=Timestamp(seconds=1_000_000_000))),
+        lambda s: s.TokenUsage(
+            log_pb2.TokenUsageRequest(
+                since=Timestamp(seconds=2_000_000_000), until=Timestamp(seconds=1_000_000_000)
+            )
+        ),
     ],
 )
-async def test_bad_query_requests_are_invalid_argument(log_stub: log_pb2_grpc.LogServiceStub, call: object) -> None:
+async def test_bad_query_requests_are_invalid_argument(
+    log_stub: log_pb2_grpc.LogServiceStub, call: object
+) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await call(log_stub)  # type: ignore[operator]
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
