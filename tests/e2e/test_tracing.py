@@ -8,6 +8,7 @@ real log service. A ``chat.turn`` span stands for the caller (the chat front end
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -193,23 +194,26 @@ async def test_a_log_write_hop_joins_the_callers_trace(stack: InProcessStack) ->
     """Two hops of the log path itself: a writer inside a traced call → its rows → Query by trace."""
     exporter = install_in_memory_exporter()
     exporter.clear()
-    writer = PipelineLog(GrpcLogSink(stack.log.target), flush_seconds=60.0)
-    await writer.start()
+    writer = PipelineLog(GrpcLogSink(stack.log.target), flush_seconds=0.05)
     with tracer(__name__).start_as_current_span("caller") as root:
+        await writer.start()  # started inside the caller's trace on purpose
         writer.write(turn_id="log-hop", node="test", art="eingang", inhalt={"text": "hallo"})
-        response = await stack.log_stub.Query(log_pb2.QueryRequest(turn_id="log-hop"))
-    assert list(response.records) == []  # nothing flushed yet: write() did not block on the service
+        rows: Sequence[log_pb2.LogRecord] = []
+        for _ in range(100):  # the background flusher delivers within its interval
+            rows = (await stack.log_stub.Query(log_pb2.QueryRequest(turn_id="log-hop"))).records
+            if rows:
+                break
+            await asyncio.sleep(0.05)
     await writer.close()
-    trace_hex = trace.format_trace_id(root.get_span_context().trace_id)
-    rows = (await stack.log_stub.Query(log_pb2.QueryRequest(trace_id=trace_hex))).records
+    trace_id = root.get_span_context().trace_id
+    trace_hex = trace.format_trace_id(trace_id)
     assert [(r.turn_id, r.trace_id) for r in rows] == [("log-hop", trace_hex)]
+    by_trace = (await stack.log_stub.Query(log_pb2.QueryRequest(trace_id=trace_hex))).records
+    assert [r.id for r in by_trace] == [r.id for r in rows]
     spans = exporter.get_finished_spans()
-    query_server = [
-        s
-        for s in _server_spans(spans, "novaberg.log.v1.LogService")
-        if s.name.endswith("/Query") and s.context.trace_id == root.get_span_context().trace_id
-    ]
-    assert len(query_server) == 1 and (query_server[0].attributes or {}).get(ATTR_TURN_ID) == "log-hop"
-    # The flusher's Write calls are not part of the caller's trace (they batch many turns).
-    writes = [s for s in _server_spans(spans, "novaberg.log.v1.LogService") if s.name.endswith("/Write")]
-    assert writes and all(s.context.trace_id != root.get_span_context().trace_id for s in writes)
+    log_server_spans = _server_spans(spans, "novaberg.log.v1.LogService")
+    queries = [s for s in log_server_spans if s.name.endswith("/Query") and s.context.trace_id == trace_id]
+    assert queries and all((s.attributes or {}).get(ATTR_TURN_ID) == "log-hop" for s in queries)
+    # The flusher's Write calls batch many turns: they never join the trace of whoever started it.
+    writes = [s for s in log_server_spans if s.name.endswith("/Write")]
+    assert writes and all(s.context.trace_id != trace_id for s in writes)

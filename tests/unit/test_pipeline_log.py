@@ -368,3 +368,23 @@ def test_from_env_picks_the_sink_and_reads_the_flush_interval() -> None:
     )
     assert isinstance(configured.sink, GrpcLogSink) and configured.sink.target == "localhost:5"
     assert (configured.flush_seconds, configured.batch_size, configured.max_buffer) == (2.5, 500, 7)
+
+
+def test_grpc_sink_splits_messages_by_count_and_size_and_keeps_microseconds() -> None:
+    at = datetime(2026, 5, 14, 18, 32, 0, 123_456, tzinfo=UTC)
+    records = [
+        PendingRecord(at, f"t{i}", "n", "eingang", {"text": "x" * (600 if i >= 5 else 1)}, "System", seq=i)
+        for i in range(8)
+    ]
+    sink = GrpcLogSink("localhost:1", batch_size=3, max_message_bytes=1000)
+    batches = list(sink._batches(records))
+    assert [[r.turn_id for r in b.records] for b in batches] == [
+        ["t0", "t1", "t2"],
+        ["t3", "t4"],
+        ["t5"],
+        ["t6"],
+        ["t7"],
+    ]
+    first = batches[0].records[0]
+    assert (first.erstellt_am.seconds, first.erstellt_am.nanos) == (1_778_783_520, 123_456_000)
+    assert json.loads(first.inhalt_json) == {"text": "x"} and first.span_id == "" and first.user_id == ""
