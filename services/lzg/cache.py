@@ -1,10 +1,10 @@
-"""In-process cache of each pair's immutable node data: ids, embeddings, themes (SPEC §5.3, §5.8).
+"""In-process cache of each pair's immutable node data: ids and embeddings (SPEC §5.3, §5.8).
 
 Promotion compares a new vector with *every* node of the pair, and the spreading read searches
 anchors among them; exact cosine in SQL costs 18–110 ms for a pair of 20,000 nodes, numpy over an
 in-memory matrix ~1 ms (notes/measured-here.md). Only what never changes after a node's
-promotion is cached — id, embedding, themes — so the cache can never serve a stale weight,
-activity, entity or timeline; those are always read fresh from PostgreSQL.
+promotion is cached — id and embedding — so the cache can never serve a stale weight,
+activity, theme, entity or timeline; those are always read fresh from PostgreSQL.
 
 Validity across replicas: nodes are never deleted (SPEC §5.7, no API deletes one) and a pair's
 ids grow in commit order (its writes are serialised by a transaction-scoped advisory lock, and the
@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
-from services.lzg.layers import folded_themes
 
 __all__ = ["PairCache", "PairSnapshot"]
 
@@ -38,11 +36,6 @@ class PairSnapshot:
     """Node ids, ascending."""
     embeddings: npt.NDArray[np.float32]
     """(n, dimension), one L2-normalised row per node (zero row when a node has no vector)."""
-    themen: list[tuple[str, ...]]
-    """Each node's themes as stored."""
-    theme_keys: list[frozenset[str]]
-    """Each node's folded theme keys."""
-    _theme_index: dict[str, list[int]] = field(repr=False)
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -52,12 +45,6 @@ class PairSnapshot:
         if len(self) == 0:
             return np.zeros(0, dtype=np.float64)
         return (self.embeddings @ vector.astype(np.float32, copy=False)).astype(np.float64)
-
-    def rows_sharing_theme(self, keys: frozenset[str]) -> npt.NDArray[np.int64]:
-        """Row numbers of the nodes that share at least one theme key."""
-        n = len(self)
-        rows = {row for key in keys for row in self._theme_index.get(key, ()) if row < n}
-        return np.fromiter(sorted(rows), dtype=np.int64, count=len(rows))
 
     def row_of(self, node_ids: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """Row numbers of node ids known to the snapshot."""
@@ -72,9 +59,6 @@ class _Entry:
         self.n = 0
         self.ids = np.zeros(0, dtype=np.int64)
         self.embeddings = np.zeros((0, dimension), dtype=np.float32)
-        self.themen: list[tuple[str, ...]] = []
-        self.theme_keys: list[frozenset[str]] = []
-        self.theme_index: dict[str, list[int]] = {}
 
     @property
     def nbytes(self) -> int:
@@ -96,23 +80,11 @@ class _Entry:
             vector = row["embedding"]
             if vector is not None:
                 self.embeddings[index] = vector.to_numpy()
-            themen = tuple(row["themen"] or ())
-            keys = folded_themes(themen)
-            self.themen.append(themen)
-            self.theme_keys.append(keys)
-            for key in keys:
-                self.theme_index.setdefault(key, []).append(index)
         self.n = need
 
     def snapshot(self) -> PairSnapshot:
         n = self.n
-        return PairSnapshot(
-            ids=self.ids[:n],
-            embeddings=self.embeddings[:n],
-            themen=self.themen[:n],
-            theme_keys=self.theme_keys[:n],
-            _theme_index=self.theme_index,
-        )
+        return PairSnapshot(ids=self.ids[:n], embeddings=self.embeddings[:n])
 
 
 class PairCache:

@@ -25,15 +25,13 @@ from novaberg_core.embedding import EmbeddingProvider, ModelProfile, lzg_embed_t
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
 from novaberg_core.pipeline_log import PipelineLog
 from services.lzg.cache import PairCache, PairSnapshot
-from services.lzg.edges import FrozenEdge, pair_weights, recompute_frozen
+from services.lzg.edges import pair_weights
 from services.lzg.layers import (
     EdgeLayers,
     Praezision,
     TimelineRef,
     evaluate_layers,
-    folded_themes,
     parse_praezision,
-    timeline_tiefe,
 )
 from services.lzg.render import reader_names, render_memory_block
 from services.lzg.spreading import (
@@ -507,22 +505,15 @@ class LzgEngine:
     ) -> tuple[list[asyncpg.Record], dict[int, TimelineRef]]:
         """Fresh data of every node a layer may connect to the new one (SPEC §5.4).
 
-        Embedding and theme hits come from the cache (immutable data); entity and timeline
-        neighbours from their indexes. Nodes outside all four sets cannot connect. Also returns
-        the pair's timelines that lie within tolerance of the new node's (same precision).
+        Embedding neighbours come from the cache's cosines; theme and entity neighbours from the
+        GIN indexes, timeline neighbours from the timelines within tolerance (returned too).
+        Nodes outside these sets cannot connect.
         """
-        rows = set(np.nonzero(cosines > self.profile.embedding_layer)[0].tolist())
-        rows.update(snapshot.rows_sharing_theme(folded_themes(node.themen)).tolist())
-        node_ids = snapshot.ids[sorted(rows)].tolist() if rows else []
-        near: dict[int, TimelineRef] = {}
-        if timeline is not None:
-            same_precision = await tx.timelines_of_precision(timeline.praezision)
-            near = {
-                tid: ref for tid, ref in same_precision.items() if timeline_tiefe(timeline, ref) is not None
-            }
-        if not node_ids and not node.entitaet_ids and not near:
+        close = snapshot.ids[np.nonzero(cosines > self.profile.embedding_layer)[0]].tolist()
+        near = await tx.timelines_of_precision(timeline) if timeline is not None else {}
+        if not close and not node.themen and not node.entitaet_ids and not near:
             return [], near
-        return await tx.promotion_candidates(node_ids, node.entitaet_ids, list(near)), near
+        return await tx.promotion_candidates(close, node.themen, node.entitaet_ids, list(near)), near
 
     def _trigger1_edges(
         self,
@@ -537,28 +528,20 @@ class LzgEngine:
         """Trigger 1: layers per candidate, then both directed weights for all at once (SPEC §5.4)."""
         if not candidates:
             return []
-        new_keys = folded_themes(node.themen)
-        cand_ids = np.fromiter((c["id"] for c in candidates), dtype=np.int64, count=len(candidates))
-        cand_rows = snapshot.row_of(cand_ids)
+        cand_rows = snapshot.row_of([c["id"] for c in candidates])
         connected: list[tuple[int, float, EdgeLayers]] = []
         for candidate, row in zip(candidates, cand_rows.tolist(), strict=True):
             known_row = row < len(snapshot) and int(snapshot.ids[row]) == candidate["id"]
-            cosine = float(cosines[row]) if known_row else math.nan
-            themen = snapshot.themen[row] if known_row else tuple(candidate["themen"] or ())
-            keys = snapshot.theme_keys[row] if known_row else folded_themes(themen)
             # Timelines of another precision or out of tolerance are not in near_timelines: no layer.
-            ref = (
-                near_timelines.get(candidate["timeline_id"]) if candidate["timeline_id"] is not None else None
-            )
+            timeline_id = candidate["timeline_id"]
             layers = evaluate_layers(
-                older_themen=themen,
-                older_theme_keys=keys,
-                newer_theme_keys=new_keys,
+                older_themen=candidate["themen"],
+                newer_themen=node.themen,
                 entitaet_ids_a=node.entitaet_ids,
                 entitaet_ids_b=candidate["entitaet_ids"],
                 timeline_a=timeline,
-                timeline_b=ref,
-                cosine=cosine,
+                timeline_b=near_timelines.get(timeline_id) if timeline_id is not None else None,
+                cosine=float(cosines[row]) if known_row else math.nan,
                 embedding_schwelle=self.profile.embedding_layer,
             )
             if layers is not None:
@@ -880,29 +863,10 @@ class LzgEngine:
     async def trigger2(self, tx: PairTx, node_id: int) -> tuple[int, list[int]]:
         """Trigger 2 (SPEC §5.5): every edge from or to ``node_id`` from frozen layers and current anchors.
 
-        One read, the formula over arrays, one ``UPDATE … FROM unnest``; returns (edges updated,
-        edges skipped because their winning layer cannot be reconstructed).
+        One set-based statement; returns (edges updated, edges skipped because their winning
+        layer cannot be reconstructed — they keep their weight, syn §7.9.2).
         """
-        rows = await tx.trigger2_edges(node_id)
-        edges = [
-            FrozenEdge(
-                kante_id=r["id"],
-                a_abs=r["a_abs"],
-                b_abs=r["b_abs"],
-                verbindungs_gruende=r["verbindungs_gruende"],
-                anzahl_schichten=r["anzahl_schichten"],
-                embedding_cosine_initial=r["embedding_cosine_initial"],
-                n_geteilte_themen=r["n_geteilte_themen"] or 0,
-                n_themen_a=len(folded_themes(r["a_themen"])) if r["a_themen"] is not None else 0,
-                n_themen_b=len(folded_themes(r["b_themen"])) if r["b_themen"] is not None else 0,
-                timeline_a=timeline_ref(r["a_zeitpunkt"], r["a_praezision"]),
-                timeline_b=timeline_ref(r["b_zeitpunkt"], r["b_praezision"]),
-            )
-            for r in rows
-        ]
-        ids, roh, absolut, skipped = recompute_frozen(edges, self.profile.embedding_layer)
-        await tx.update_edge_weights(ids, roh, absolut)
-        return len(ids), skipped
+        return await tx.trigger2(node_id, self.profile.embedding_layer)
 
     # ================================================================ decay (SPEC §5.7)
 
@@ -1159,8 +1123,7 @@ class LzgEngine:
         if not referencing:
             return _Recompute()
         pairs = await tx.edge_pairs("edge_pairs_of_nodes", referencing)
-        same_precision = await tx.timelines_of_precision(ref.praezision)
-        near = [tid for tid, other in same_precision.items() if timeline_tiefe(ref, other) is not None]
+        near = list(await tx.timelines_of_precision(ref))
         partners = await tx.node_ids("nodes_with_timeline_ids", near) if near else []
         pairs |= {_unordered(x, y) for x in referencing for y in partners if x != y}
         return _Recompute(pairs=pairs, nodes_rewritten=0)
@@ -1183,7 +1146,6 @@ class LzgEngine:
                 existing.add(key)
                 if row["embedding_cosine_initial"] is not None:
                     frozen[key] = row["embedding_cosine_initial"]
-        keys = {i: folded_themes(nodes[i]["themen"]) for i in nodes}
         refs = {i: timeline_ref(nodes[i]["zeitpunkt"], nodes[i]["praezision"]) for i in nodes}
         connected: list[tuple[int, int, EdgeLayers]] = []
         deletions: list[tuple[int, int]] = []
@@ -1195,8 +1157,7 @@ class LzgEngine:
                 cosine = _cosine(nodes[x]["embedding"], nodes[y]["embedding"])
             layers = evaluate_layers(
                 older_themen=nodes[x]["themen"],
-                older_theme_keys=keys[x],
-                newer_theme_keys=keys[y],
+                newer_themen=nodes[y]["themen"],
                 entitaet_ids_a=nodes[x]["entitaet_ids"],
                 entitaet_ids_b=nodes[y]["entitaet_ids"],
                 timeline_a=refs[x],

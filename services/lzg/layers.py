@@ -4,9 +4,10 @@ A layer *fires* between two nodes (entitaet, embedding, themen, timeline); all f
 evaluated. The winner is the firing layer with the highest Schicht-Faktor; it sets the anchor
 factor and the depth (Tiefe) of the edge. Canonical choices made here (the seeds leave them open):
 
-- Themes match after trimming and case folding (as the KZG does, SPEC §4.4); a node's theme
-  count is the number of distinct folded themes; ``geteilte_themen`` carries the older node's
-  spelling, in its order.
+- Themes match exactly, as the seed's array overlap (``themen && …``, served by the GIN index);
+  spelling variants are different themes until theme normalisation exists (syn §7.8). The depth
+  divides by the raw array lengths (syn §7.4: ``max(themen_a.length, themen_b.length)``);
+  ``geteilte_themen`` lists the shared themes once each, in the older node's order.
 - ``geteilte_entitaet_ids`` is sorted ascending; ``verbindungs_gruende`` is in factor order
   (entitaet, embedding, themen, timeline).
 - Timeline distances are taken in UTC: minute/stunde in fractional days, tag in calendar days,
@@ -35,8 +36,6 @@ __all__ = [
     "TimelineRef",
     "embedding_tiefe",
     "evaluate_layers",
-    "fold_theme",
-    "folded_themes",
     "parse_praezision",
     "shared_entities",
     "shared_themes",
@@ -151,24 +150,14 @@ def winner_of(gruende: Iterable[str]) -> Schicht:
 # --- themes ---------------------------------------------------------------------------------
 
 
-def fold_theme(theme: str) -> str:
-    """The matching key of a theme: trimmed and case-folded (SPEC §4.4)."""
-    return theme.strip().casefold()
-
-
-def folded_themes(themen: Iterable[str]) -> frozenset[str]:
-    """The distinct non-empty theme keys of a node."""
-    return frozenset(key for key in (fold_theme(t) for t in themen) if key)
-
-
-def shared_themes(themen_older: Sequence[str], keys_newer: frozenset[str]) -> tuple[str, ...]:
-    """Themes of the older node whose key the newer node also has: older spelling, older order, no repeats."""
+def shared_themes(themen_older: Sequence[str], themen_newer: Iterable[str]) -> tuple[str, ...]:
+    """Themes both nodes carry (exact match), once each, in the older node's order."""
+    newer = set(themen_newer)
     seen: set[str] = set()
     shared: list[str] = []
     for theme in themen_older:
-        key = fold_theme(theme)
-        if key and key in keys_newer and key not in seen:
-            seen.add(key)
+        if theme in newer and theme not in seen:
+            seen.add(theme)
             shared.append(theme)
     return tuple(shared)
 
@@ -247,8 +236,7 @@ def calendar_days(a: datetime, b: datetime) -> int:
 def evaluate_layers(
     *,
     older_themen: Sequence[str],
-    older_theme_keys: frozenset[str],
-    newer_theme_keys: frozenset[str],
+    newer_themen: Sequence[str],
     entitaet_ids_a: Iterable[int],
     entitaet_ids_b: Iterable[int],
     timeline_a: TimelineRef | None,
@@ -258,8 +246,8 @@ def evaluate_layers(
 ) -> EdgeLayers | None:
     """All four layers between two nodes (SPEC §5.4); None when none fires (no edge).
 
-    ``older_*`` is the node with the smaller id (the candidate at creation): its spelling of
-    shared themes is the one stored. ``embedding_cosine`` is always recorded (it is frozen and
+    ``older_themen`` belongs to the node with the smaller id (the candidate at creation): its
+    order of the shared themes is the one stored. ``embedding_cosine`` is always recorded (it is frozen and
     Trigger 2/3 read it); ``timeline_naehe_tage`` only when the timeline layer fires.
     """
     gruende: list[Schicht] = []
@@ -272,10 +260,10 @@ def evaluate_layers(
     if emb is not None:
         gruende.append(Schicht.EMBEDDING)
         tiefen.append(emb)
-    themes = shared_themes(older_themen, newer_theme_keys) if older_theme_keys & newer_theme_keys else ()
+    themes = shared_themes(older_themen, newer_themen)
     if themes:
         gruende.append(Schicht.THEMEN)
-        tiefen.append(themen_tiefe(len(themes), len(older_theme_keys), len(newer_theme_keys)))
+        tiefen.append(themen_tiefe(len(themes), len(older_themen), len(newer_themen)))
     tl = timeline_tiefe(timeline_a, timeline_b)
     naehe: int | None = None
     if tl is not None:

@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,25 @@ from pgvector import Vector
 from novaberg_core.embedding import ModelStamp, check_store_model
 from novaberg_core.migrations import apply_migrations, load_queries
 from novaberg_core.pg import create_pool
-from services.lzg.layers import EdgeLayers, Praezision, TimelineRef
+from services.lzg.layers import LZG_TIMELINE_TOLERANZ, EdgeLayers, Praezision, TimelineRef, timeline_tiefe
 
 __all__ = ["SCHEMA", "EdgeInsert", "LzgStore", "NewNode", "PairTx"]
 
 SCHEMA = "lzg"
 """PostgreSQL schema holding every LZG table."""
 _SQL_DIR = Path(__file__).resolve().parent / "sql"
+# Days around a timeline that surely hold every other timeline within tolerance of it (one unit
+# of slack for calendar units: a month may be 31 days, a distance counts calendar boundaries).
+_UNIT_DAYS = {
+    Praezision.MINUTE: 1,
+    Praezision.STUNDE: 1,
+    Praezision.TAG: 1,
+    Praezision.WOCHE: 7,
+    Praezision.MONAT: 31,
+    Praezision.QUARTAL: 92,
+    Praezision.JAHR: 366,
+}
+_WINDOW_DAYS = {p: (LZG_TIMELINE_TOLERANZ[p] + 1) * _UNIT_DAYS[p] for p in Praezision}
 _EDGE_COLUMNS = (
     "knoten_a_id",
     "knoten_b_id",
@@ -139,9 +151,18 @@ class PairTx:
         row = await self.conn.fetchrow(self.q["timeline_ref"], *self.pair, timeline_id)
         return None if row is None else timeline_ref(row["zeitpunkt"], row["praezision"])
 
-    async def timelines_of_precision(self, praezision: Praezision) -> dict[int, TimelineRef]:
-        rows = await self.conn.fetch(self.q["timelines_of_precision"], *self.pair, praezision.value)
-        return {r["id"]: TimelineRef(r["zeitpunkt"], praezision) for r in rows}
+    async def timelines_of_precision(self, ref: TimelineRef) -> dict[int, TimelineRef]:
+        """The pair's timelines that lie within tolerance of ``ref`` (same precision)."""
+        margin = _WINDOW_DAYS[ref.praezision]
+        rows = await self.conn.fetch(
+            self.q["timelines_of_precision"],
+            *self.pair,
+            ref.praezision.value,
+            ref.zeitpunkt - timedelta(days=margin),
+            ref.zeitpunkt + timedelta(days=margin),
+        )
+        near = {r["id"]: TimelineRef(r["zeitpunkt"], ref.praezision) for r in rows}
+        return {tid: other for tid, other in near.items() if timeline_tiefe(ref, other) is not None}
 
     async def node_activity(self, node_id: int) -> tuple[bool, float]:
         row = await self.conn.fetchrow(self.q["node_activity"], node_id, *self.pair)
@@ -153,13 +174,18 @@ class PairTx:
         return status.endswith(" 1")
 
     async def promotion_candidates(
-        self, node_ids: Sequence[int], entitaet_ids: Sequence[int], timeline_ids: Sequence[int]
+        self,
+        node_ids: Sequence[int],
+        themen: Sequence[str],
+        entitaet_ids: Sequence[int],
+        timeline_ids: Sequence[int],
     ) -> list[asyncpg.Record]:
         return list(
             await self.conn.fetch(
                 self.q["promotion_candidates"],
                 *self.pair,
                 list(node_ids),
+                list(themen),
                 list(entitaet_ids),
                 list(timeline_ids),
             )
@@ -230,14 +256,11 @@ class PairTx:
     ) -> None:
         await self.conn.execute(self.q["reinforce"], list(node_ids), list(roh), list(absolut), as_of)
 
-    async def trigger2_edges(self, node_id: int) -> list[asyncpg.Record]:
-        return list(await self.conn.fetch(self.q["trigger2_edges"], node_id))
-
-    async def update_edge_weights(
-        self, ids: Sequence[int], roh: npt.NDArray[np.float64], absolut: npt.NDArray[np.float64]
-    ) -> None:
-        if ids:
-            await self.conn.execute(self.q["update_edge_weights"], list(ids), roh.tolist(), absolut.tolist())
+    async def trigger2(self, node_id: int, embedding_schwelle: float) -> tuple[int, list[int]]:
+        """Trigger 2 as one statement (SQL formula functions of migration 002); (updated, skipped ids)."""
+        row = await self.conn.fetchrow(self.q["trigger2"], node_id, embedding_schwelle)
+        assert row is not None
+        return int(row["aktualisiert"]), list(row["uebersprungen"])
 
     # --- Trigger 3 ---------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ SELECT atttypmod FROM pg_attribute
 WHERE attrelid = 'lzg_knoten'::regclass AND attname = 'embedding';
 
 -- name: cache_new_nodes
-SELECT id, embedding, themen FROM lzg_knoten
+SELECT id, embedding FROM lzg_knoten
 WHERE user_id = $1 AND character_id = $2 AND id > $3
 ORDER BY id;
 
@@ -31,7 +31,10 @@ SELECT id FROM entitaet WHERE user_id = $1 AND character_id = $2 AND id = ANY($3
 SELECT zeitpunkt, praezision FROM timeline WHERE user_id = $1 AND character_id = $2 AND id = $3;
 
 -- name: timelines_of_precision
-SELECT id, zeitpunkt FROM timeline WHERE user_id = $1 AND character_id = $2 AND praezision = $3;
+-- The pair's timelines of one precision inside a window that covers the tolerance; the exact
+-- distance is checked by the caller.
+SELECT id, zeitpunkt FROM timeline
+WHERE user_id = $1 AND character_id = $2 AND praezision = $3 AND zeitpunkt BETWEEN $4 AND $5;
 
 -- name: node_activity
 SELECT aktiv, gewicht_absolut FROM lzg_knoten WHERE id = $1 AND user_id = $2 AND character_id = $3;
@@ -42,12 +45,12 @@ SET gewicht_decay = $2, verstaerkt_am = $3, decay_am = $3, aktiv = TRUE
 WHERE id = $1 AND NOT aktiv;
 
 -- name: promotion_candidates
--- Fresh mutable data of every node that may connect to a new node: the ones the cache found by
--- embedding or theme, plus the ones sharing an entity or a timeline within tolerance.
-SELECT id, gewicht_absolut, entitaet_ids, timeline_id, themen
+-- Fresh data of every node that may connect to a new node: the ones the cache found close by
+-- embedding, plus those sharing a theme, an entity (GIN indexes) or a timeline within tolerance.
+SELECT id, gewicht_absolut, themen, entitaet_ids, timeline_id
 FROM lzg_knoten
 WHERE user_id = $1 AND character_id = $2
-  AND (id = ANY($3::int[]) OR entitaet_ids && $4::int[] OR timeline_id = ANY($5::int[]));
+  AND (id = ANY($3::int[]) OR themen && $4::text[] OR entitaet_ids && $5::int[] OR timeline_id = ANY($6::int[]));
 
 -- name: insert_node
 INSERT INTO lzg_knoten (
@@ -156,30 +159,34 @@ SET gewicht_roh = u.roh, gewicht_absolut = u.absolut, gewicht_decay = u.absolut,
 FROM unnest($1::int[], $2::float8[], $3::float8[]) AS u(id, roh, absolut)
 WHERE k.id = u.id;
 
--- name: trigger2_edges
--- Every edge from or to a node with what Trigger 2 needs (syn §7.9.1): frozen layer data, both
--- anchors, and — only where that layer wins — the nodes' themes or timeline references.
-SELECT e.id, e.verbindungs_gruende, e.anzahl_schichten, e.embedding_cosine_initial,
-       cardinality(e.geteilte_themen) AS n_geteilte_themen,
-       a.gewicht_absolut AS a_abs, b.gewicht_absolut AS b_abs,
-       CASE WHEN NOT e.verbindungs_gruende && '{entitaet,embedding}' THEN a.themen END AS a_themen,
-       CASE WHEN NOT e.verbindungs_gruende && '{entitaet,embedding}' THEN b.themen END AS b_themen,
-       ta.zeitpunkt AS a_zeitpunkt, ta.praezision AS a_praezision,
-       tb.zeitpunkt AS b_zeitpunkt, tb.praezision AS b_praezision
-FROM lzg_kanten e
-JOIN lzg_knoten a ON a.id = e.knoten_a_id
-JOIN lzg_knoten b ON b.id = e.knoten_b_id
-LEFT JOIN timeline ta ON e.verbindungs_gruende = '{timeline}' AND ta.id = a.timeline_id
-LEFT JOIN timeline tb ON e.verbindungs_gruende = '{timeline}' AND tb.id = b.timeline_id
-WHERE e.id IN (SELECT id FROM lzg_kanten WHERE knoten_a_id = $1
-               UNION ALL
-               SELECT id FROM lzg_kanten WHERE knoten_b_id = $1);
-
--- name: update_edge_weights
-UPDATE lzg_kanten AS e
-SET gewicht_roh = u.roh, gewicht_absolut = u.absolut
-FROM unnest($1::int[], $2::float8[], $3::float8[]) AS u(id, roh, absolut)
-WHERE e.id = u.id;
+-- name: trigger2
+-- Trigger 2 (SPEC §5.5, syn §7.9.1): every edge from or to node $1 recomputed from its frozen layer
+-- data and both anchors' current gewicht_absolut, in one statement (formula: migration 002).
+-- $2 is the embedding-layer threshold of the model profile. Returns how many rows were updated
+-- and the ids of edges whose winning layer cannot be reconstructed (left unchanged).
+WITH berechnet AS (
+    SELECT e.ctid AS zeile, e.id,
+           kante_roh(
+               a.gewicht_absolut, b.gewicht_absolut, schicht_faktor(e.verbindungs_gruende),
+               schicht_tiefe(e.verbindungs_gruende, e.embedding_cosine_initial, $2::float8,
+                             cardinality(e.geteilte_themen), cardinality(a.themen), cardinality(b.themen),
+                             timeline_tiefe(ta.zeitpunkt, ta.praezision, tb.zeitpunkt, tb.praezision)),
+               e.anzahl_schichten) AS roh
+    FROM lzg_kanten AS e
+    JOIN lzg_knoten AS a ON a.id = e.knoten_a_id
+    JOIN lzg_knoten AS b ON b.id = e.knoten_b_id
+    LEFT JOIN timeline AS ta ON e.verbindungs_gruende = '{timeline}' AND ta.id = a.timeline_id
+    LEFT JOIN timeline AS tb ON e.verbindungs_gruende = '{timeline}' AND tb.id = b.timeline_id
+    WHERE e.knoten_a_id = $1 OR e.knoten_b_id = $1
+), geschrieben AS (
+    UPDATE lzg_kanten AS k
+    SET gewicht_roh = c.roh, gewicht_absolut = daempfen(c.roh)
+    FROM berechnet AS c
+    WHERE k.ctid = c.zeile AND c.roh IS NOT NULL
+    RETURNING k.id
+)
+SELECT (SELECT count(*) FROM geschrieben) AS aktualisiert,
+       (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM berechnet WHERE roh IS NULL) AS uebersprungen;
 
 -- name: nodes_for_layers
 -- What re-evaluating all four layers needs of a set of nodes (Trigger 3).

@@ -22,7 +22,7 @@ from novaberg_core.embedding import EmbeddingProvider, ModelProfile, ThresholdSo
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.lzg.edges import pair_weights
 from services.lzg.engine import LzgEngine, PromotionInput, PromotionResult
-from services.lzg.layers import EdgeLayers, Praezision, TimelineRef, evaluate_layers, folded_themes
+from services.lzg.layers import EdgeLayers, Praezision, TimelineRef, evaluate_layers
 from services.lzg.store import LzgStore
 
 DIM = 8
@@ -191,8 +191,7 @@ async def from_scratch(
             cosine = float(np.dot(x["embedding"].to_numpy(), y["embedding"].to_numpy()))
             layers = evaluate_layers(
                 older_themen=x["themen"],
-                older_theme_keys=folded_themes(x["themen"]),
-                newer_theme_keys=folded_themes(y["themen"]),
+                newer_themen=y["themen"],
                 entitaet_ids_a=x["entitaet_ids"],
                 entitaet_ids_b=y["entitaet_ids"],
                 timeline_a=ref_x,

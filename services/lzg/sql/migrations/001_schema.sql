@@ -36,10 +36,11 @@ CREATE TABLE timeline (
 CREATE INDEX idx_timeline_paar ON timeline (user_id, character_id, praezision, zeitpunkt);
 
 -- Nodes, exactly as syn §4.1 (vector length from the model profile).
--- Storage: the embedding (and any long text) lives out of line (toast_tuple_target), so the daily
--- decay rewrites ~250-byte heap tuples instead of ~1.8 kB ones, and fillfactor leaves room on
--- each page for those updates to stay HOT (decay touches no indexed column). Measured in
--- bench/lzg_bench.py (decay over 1,000,000 nodes).
+-- Storage: the daily decay rewrites every active row (SPEC §5.7). It changes no indexed column,
+-- so with room on the page the new versions stay on it (HOT) and no index is touched; fillfactor
+-- 50 leaves room for a full second version of every row of a page (a 384-d row is ~1.9 kB and
+-- stays inline; a 768-d vector is stored out of line, the row is then a few hundred bytes).
+-- The embedding is never compressed (EXTERNAL): float vectors do not compress.
 CREATE TABLE lzg_knoten (
     -- Identität
     id SERIAL PRIMARY KEY,
@@ -76,7 +77,7 @@ CREATE TABLE lzg_knoten (
     sprach_stil TEXT NOT NULL DEFAULT '',
     beziehungs_dynamik TEXT NOT NULL DEFAULT '',
     tone TEXT NOT NULL DEFAULT ''
-) WITH (fillfactor = 70, toast_tuple_target = 256);
+) WITH (fillfactor = 50);
 ALTER TABLE lzg_knoten ALTER COLUMN embedding SET STORAGE EXTERNAL;
 
 CREATE INDEX idx_lzg_knoten_aktiv
@@ -118,8 +119,11 @@ CREATE TABLE lzg_kanten (
     CHECK (knoten_a_id != knoten_b_id),
     UNIQUE (knoten_a_id, knoten_b_id)
 );
+-- The seed's index on knoten_a_id, widened so it also serves "top-K outgoing edges of a node by
+-- gewicht_absolut" (SPEC §5.1, §5.8 step 3): the spreading read walks it in order and stops after
+-- K active targets. One index instead of two: every edge insert and Trigger 2 update pays for each.
 CREATE INDEX idx_lzg_kanten_a
-    ON lzg_kanten (knoten_a_id);
+    ON lzg_kanten (knoten_a_id, gewicht_absolut DESC, id) INCLUDE (knoten_b_id);
 CREATE INDEX idx_lzg_kanten_b
     ON lzg_kanten (knoten_b_id);
 CREATE INDEX idx_lzg_kanten_geteilte_entitaet_ids
@@ -128,11 +132,6 @@ CREATE INDEX idx_lzg_kanten_geteilte_themen
     ON lzg_kanten USING gin (geteilte_themen);
 CREATE INDEX idx_lzg_kanten_verbindungs_gruende
     ON lzg_kanten USING gin (verbindungs_gruende);
--- Top-K outgoing edges of a node by strength (SPEC §5.1, §5.8 step 3): the spreading read walks
--- this index in order and stops after K active targets.
-CREATE INDEX idx_lzg_kanten_a_staerke
-    ON lzg_kanten (knoten_a_id, gewicht_absolut DESC, id) INCLUDE (knoten_b_id);
-
 -- Bridge turn → KZG entry → LZG node (syn §11.2, kzg §10): one row per promotion outcome that
 -- found or made a node; it outlives the KZG hash.
 CREATE TABLE verbindung (

@@ -1,0 +1,585 @@
+"""LZG benchmark on embedded PostgreSQL: promotion, spreading read, Trigger 2, decay (SPEC §5).
+
+Synthetic but realistic pairs: themes from a Zipf-like vocabulary (many rare, a few common),
+entities, timeline references of mixed precision, clustered 384-d embeddings, and the edges a
+real promotion sequence would have formed (every pair of nodes that fires a layer, computed
+with the service's own layer and weight code) — tuned to ~140 outgoing edges per node, as in
+the seeds' production pair. Thresholds: the offline default model's profile (all-MiniLM-L6-v2).
+
+Measured in-process through the engine (no gRPC hop; the embedding model is replaced by a
+table of precomputed vectors — MiniLM adds ~3 ms per text, notes/measured-here.md):
+
+- promotion of one node against 3,000 and 20,000 candidates (incl. edge insert and commit);
+- spreading read, depth 3 (cluster ``glut``), in a pair of 20,000 nodes;
+- Trigger 2 for a node with ~1,000 edge rows (its anchor changed before each run);
+- decay over all ~1,000,000 nodes (one statement; the second day's run too).
+
+    .venv/bin/python bench/lzg_bench.py            # ~1,000,000 nodes (several minutes)
+    .venv/bin/python bench/lzg_bench.py --nodes 200000 --rounds 30
+
+The last line printed is one JSON object with ``promote_p50_ms_3k``, ``promote_p50_ms_20k``,
+``spread_p50_ms_20k``, ``trigger2_p50_ms_1k``, ``decay_s_1m``.
+"""
+
+from __future__ import annotations
+
+import os
+
+# One BLAS thread: on two cores a multi-threaded matrix-vector product waits for a busy core
+# (measured: median 8 ms vs 1 ms for 20,000 × 384 under load); the service does the same.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "libs"))
+
+from pgvector import Vector
+
+from novaberg_core.clusters import default_clusters
+from novaberg_core.embedded import create_database, start_stores, stop_stores
+from novaberg_core.embedding import EmbeddingProvider, profile_for
+from novaberg_core.pipeline_log import NullSink, PipelineLog
+from services.lzg.edges import pair_weights
+from services.lzg.engine import LzgEngine, PromotionInput
+from services.lzg.layers import (
+    EdgeLayers,
+    Praezision,
+    TimelineRef,
+    evaluate_layers,
+    timeline_tiefe,
+)
+from services.lzg.store import SCHEMA, EdgeInsert, LzgStore
+from services.lzg.weights import damp
+
+DIM = 384
+MODEL = "all-minilm-l6-v2-int8"
+T_LOAD = datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
+PRECISIONS = (
+    (Praezision.TAG, 0.60),
+    (Praezision.MINUTE, 0.15),
+    (Praezision.WOCHE, 0.10),
+    (Praezision.MONAT, 0.10),
+    (Praezision.JAHR, 0.05),
+)
+# (theme vocabulary, entity pool) per node of the pair: measured to give ~140 neighbours per node
+SHAPE = {3_000: (0.10, 0.04), 20_000: (2.5, 0.8)}
+WORDS = (
+    "Anna Schokolade Garten Urlaub Norwegen Geige Kino Familie Arbeit Hund Katze Regen Sommer Zug "
+    "Berlin Kuchen Sonntag Schule Freundin Musik Meer Berge Buch Film Kaffee Fahrrad Winter Brief"
+).split()
+NODE_COLUMNS = (
+    "kzg_quell_key", "user_id", "character_id", "beobachter", "inhalt", "embedding", "dimension",
+    "gewicht_roh", "gewicht_absolut", "gewicht_decay", "haeufigkeit", "aktiv", "erstellt_am",
+    "verstaerkt_am", "decay_am", "kzg_erstellt_am", "themen", "gedaechtnistyp", "entitaet_ids",
+    "timeline_id", "emotion", "arousal", "emotions_vektor", "intentionen", "modus", "sprach_stil",
+    "beziehungs_dynamik", "tone",
+)  # fmt: skip
+EMOTIONS = ("freude", "vertrauen", "angst", "ueberraschung", "traurigkeit", "ekel", "wut", "erwartung", "")
+
+
+class VectorTable(EmbeddingProvider):
+    """Precomputed vectors by text: the benchmark measures the LZG, not the model."""
+
+    model_id = MODEL
+    dimension = DIM
+
+    def __init__(self) -> None:
+        self.vectors: dict[str, npt.NDArray[np.float32]] = {}
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.stack([self.vectors[t] for t in texts])
+
+
+def unit_rows(matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
+    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+
+
+def zipf(size: int, exponent: float = 1.0, offset: float = 20.0) -> npt.NDArray[np.float64]:
+    p = 1.0 / (np.arange(size) + offset) ** exponent
+    return p / p.sum()
+
+
+@dataclass
+class PairData:
+    """One synthetic pair before and after loading."""
+
+    user_id: str
+    character_id: str
+    texts: list[str]
+    themen: list[list[str]]
+    entities: list[list[int]]  # entity numbers, mapped to db ids after loading the registry
+    timelines: list[int | None]  # timeline numbers
+    embeddings: npt.NDArray[np.float32]
+    salienz: npt.NDArray[np.float64]
+    emotion: list[str]
+    timeline_refs: list[TimelineRef] = field(default_factory=list)
+    entity_ids: list[int] = field(default_factory=list)  # db id per entity number
+    timeline_ids: list[int] = field(default_factory=list)  # db id per timeline number
+    node_ids: list[int] = field(default_factory=list)
+
+
+class PairGenerator:
+    """Nodes of one pair: themes, entities, timeline refs, clustered vectors; new ones on demand."""
+
+    def __init__(self, rng: np.random.Generator, n: int, user_id: str) -> None:
+        theme_scale, entity_scale = SHAPE.get(n, SHAPE[20_000] if n > 8_000 else SHAPE[3_000])
+        self.rng = rng
+        self.n = n
+        self.user_id = user_id
+        self.vocabulary = max(50, int(n * theme_scale))
+        self.theme_p = zipf(self.vocabulary)
+        self.n_entities = max(10, int(n * entity_scale))
+        self.entity_p = zipf(self.n_entities, 1.0, 3.0)
+        self.n_timelines = max(10, n // 15)
+        self.topics = unit_rows(rng.normal(size=(max(8, self.vocabulary // 4), DIM)))
+        self.timeline_refs = [
+            TimelineRef(
+                T_LOAD - timedelta(days=float(rng.uniform(0, 3 * 365))),
+                PRECISIONS[rng.choice(len(PRECISIONS), p=[p for _, p in PRECISIONS])][0],
+            )
+            for _ in range(self.n_timelines)
+        ]
+        self.serial = 0
+
+    def theme_name(self, number: int) -> str:
+        return f"{WORDS[number % len(WORDS)]}-{number}"
+
+    def nodes(self, count: int) -> PairData:
+        rng = self.rng
+        themes = [
+            sorted(set(rng.choice(self.vocabulary, size=k, p=self.theme_p).tolist()))
+            for k in rng.choice([1, 2, 3, 4], size=count, p=[0.2, 0.35, 0.3, 0.15])
+        ]
+        entities = [
+            sorted(set(rng.choice(self.n_entities, size=m, p=self.entity_p).tolist()))
+            for m in rng.choice([0, 1, 2], size=count, p=[0.45, 0.4, 0.15])
+        ]
+        timelines = [
+            int(rng.integers(self.n_timelines)) if rng.random() < 0.15 else None for _ in range(count)
+        ]
+        topic = np.array([t[0] // 4 % len(self.topics) for t in themes])
+        noise = rng.normal(size=(count, DIM)) / np.sqrt(DIM)
+        embeddings = unit_rows(self.topics[topic] + 0.8 * noise)
+        texts = []
+        for themen in themes:
+            self.serial += 1
+            words = " ".join(self.theme_name(t).split("-")[0] for t in themen)
+            texts.append(
+                f"Erinnerung {self.user_id}/{self.serial}: wir sprachen über {words} und was daraus wurde."
+            )
+        return PairData(
+            user_id=self.user_id,
+            character_id="nova",
+            texts=texts,
+            themen=[[self.theme_name(t) for t in ts] for ts in themes],
+            entities=entities,
+            timelines=timelines,
+            embeddings=embeddings,
+            salienz=rng.uniform(0.42, 1.0, size=count),
+            emotion=[EMOTIONS[i] for i in rng.integers(len(EMOTIONS), size=count)],
+            timeline_refs=self.timeline_refs,
+        )
+
+
+def node_record(pair: PairData, i: int, key: str) -> tuple[Any, ...]:
+    absolut = damp(float(pair.salienz[i]))
+    timeline = pair.timelines[i]
+    return (
+        key, pair.user_id, pair.character_id, "user" if i % 3 else "assistant", pair.texts[i],
+        Vector(pair.embeddings[i]), "beziehungen", float(pair.salienz[i]), absolut, absolut, 1 + i % 5, True,
+        T_LOAD, T_LOAD, T_LOAD, T_LOAD - timedelta(days=20), pair.themen[i], "episodisch",
+        [pair.entity_ids[e] for e in pair.entities[i]],
+        None if timeline is None else pair.timeline_ids[timeline],
+        pair.emotion[i], 0.5, "ruhe->freude", '["information_teilen"]', "alltag", "locker", "nah", "warm",
+    )  # fmt: skip
+
+
+def formation_edges(pair: PairData, embedding_layer: float) -> list[EdgeInsert]:
+    """Every edge a promotion sequence in id order would have formed (Trigger 1 for each node)."""
+    n = len(pair.texts)
+    refs = [None if t is None else pair.timeline_refs[t] for t in pair.timelines]
+    by_theme: dict[str, list[int]] = defaultdict(list)
+    by_entity: dict[int, list[int]] = defaultdict(list)
+    by_timeline: dict[int, list[int]] = defaultdict(list)
+    for i in range(n):
+        for k in set(pair.themen[i]):
+            by_theme[k].append(i)
+        for e in pair.entities[i]:
+            by_entity[e].append(i)
+        if pair.timelines[i] is not None:
+            by_timeline[pair.timelines[i]].append(i)
+    # timelines within tolerance of each other (same precision)
+    near_tl: dict[int, list[int]] = defaultdict(list)
+    tl = pair.timeline_refs
+    for a in range(len(tl)):
+        for b in range(len(tl)):
+            if tl[a].praezision is tl[b].praezision and timeline_tiefe(tl[a], tl[b]) is not None:
+                near_tl[a].append(b)
+    emb = pair.embeddings
+    close: dict[int, set[int]] = defaultdict(set)
+    for start in range(0, n, 2000):
+        block = emb[start : start + 2000] @ emb.T
+        rows, cols = np.nonzero(block > embedding_layer)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            if c < start + r:
+                close[start + r].add(c)
+    abs_ = np.array([damp(float(s)) for s in pair.salienz])
+    connected: list[tuple[int, int, EdgeLayers]] = []
+    for i in range(n):
+        partners: set[int] = set(close[i])
+        for k in set(pair.themen[i]):
+            partners.update(j for j in by_theme[k] if j < i)
+        for e in pair.entities[i]:
+            partners.update(j for j in by_entity[e] if j < i)
+        if pair.timelines[i] is not None:
+            for t in near_tl[pair.timelines[i]]:
+                partners.update(j for j in by_timeline[t] if j < i)
+        for j in partners:
+            layers = evaluate_layers(
+                older_themen=pair.themen[j],
+                newer_themen=pair.themen[i],
+                entitaet_ids_a=pair.entities[i],
+                entitaet_ids_b=pair.entities[j],
+                timeline_a=refs[i],
+                timeline_b=refs[j],
+                cosine=float(emb[i] @ emb[j]),
+                embedding_schwelle=embedding_layer,
+            )
+            if layers is not None:
+                connected.append((i, j, layers))
+    weights = pair_weights(
+        abs_[[c[0] for c in connected]],
+        abs_[[c[1] for c in connected]],
+        [c[2].faktor for c in connected],
+        [c[2].tiefe for c in connected],
+        [c[2].anzahl for c in connected],
+    )
+    ids = pair.node_ids
+    edges: list[EdgeInsert] = []
+    for x, (i, j, layers) in enumerate(connected):
+        db_layers = EdgeLayers(
+            gruende=layers.gruende,
+            tiefe=layers.tiefe,
+            geteilte_entitaet_ids=tuple(sorted(pair.entity_ids[e] for e in layers.geteilte_entitaet_ids)),
+            geteilte_themen=layers.geteilte_themen,
+            timeline_naehe_tage=layers.timeline_naehe_tage,
+            embedding_cosine=layers.embedding_cosine,
+        )
+        edges.append(
+            EdgeInsert(ids[i], ids[j], float(weights.roh_ab[x]), float(weights.abs_ab[x]), T_LOAD, db_layers)
+        )
+        edges.append(
+            EdgeInsert(ids[j], ids[i], float(weights.roh_ba[x]), float(weights.abs_ba[x]), T_LOAD, db_layers)
+        )
+    return edges
+
+
+async def drop_secondary_indexes(store: LzgStore) -> list[str]:
+    """Drop the non-constraint indexes of the two big tables for the bulk load; returns their DDL."""
+    rows = await store.pool.fetch(
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename IN ('lzg_knoten', 'lzg_kanten') "
+        "AND indexname NOT IN (SELECT conname FROM pg_constraint)",
+        SCHEMA,
+    )
+    for row in rows:
+        await store.pool.execute(f"DROP INDEX {SCHEMA}.{row['indexname']}")
+    return [row["indexdef"] for row in rows]
+
+
+async def copy_nodes(store: LzgStore, records: list[tuple[Any, ...]]) -> None:
+    async with store.pool.acquire() as conn:
+        await conn.copy_records_to_table(
+            "lzg_knoten", schema_name=SCHEMA, columns=NODE_COLUMNS, records=records
+        )
+
+
+async def load_filler(store: LzgStore, rng: np.random.Generator, count: int, per_pair: int = 1000) -> None:
+    """Other pairs' nodes (no edges: decay never reads edges), in chunks."""
+    chunk = 20_000
+    done = 0
+    while done < count:
+        size = min(chunk, count - done)
+        vectors = unit_rows(rng.normal(size=(size, DIM)))
+        salienz = rng.uniform(0.42, 1.0, size=size)
+        records = []
+        for i in range(size):
+            n = done + i
+            absolut = damp(float(salienz[i]))
+            user = f"filler-{n // per_pair}"
+            records.append((
+                f"kzg:{user}:nova:f{n}", user, "nova", "user", f"Eine Erinnerung von vielen, Nummer {n}, über {WORDS[n % len(WORDS)]}.",
+                Vector(vectors[i]), "interessen", float(salienz[i]), absolut, absolut, 1, True, T_LOAD, T_LOAD, T_LOAD,
+                T_LOAD - timedelta(days=20), [WORDS[n % len(WORDS)], WORDS[(n * 7) % len(WORDS)]], "episodisch", [], None,
+                EMOTIONS[n % len(EMOTIONS)], 0.5, "", "[]", "alltag", "", "", "",
+            ))  # fmt: skip
+        await copy_nodes(store, records)
+        done += size
+        print(f"  filler nodes: {done:,}/{count:,}", file=sys.stderr, flush=True)
+
+
+async def load_pair(store: LzgStore, pair: PairData, profile_layer: float, gen: PairGenerator) -> int:
+    """Registry rows, nodes and the formation edges of one bench pair; returns the edge rows."""
+    async with store.pool.acquire() as conn:
+        pair.entity_ids = [
+            await conn.fetchval(
+                "INSERT INTO lzg.entitaet (user_id, character_id, name, typ) VALUES ($1, $2, $3, 'person') RETURNING id",
+                pair.user_id, pair.character_id, f"Person {e}",
+            )
+            for e in range(gen.n_entities)
+        ]  # fmt: skip
+        pair.timeline_ids = [
+            await conn.fetchval(
+                "INSERT INTO lzg.timeline (user_id, character_id, zeitpunkt, praezision) VALUES ($1, $2, $3, $4) RETURNING id",
+                pair.user_id, pair.character_id, ref.zeitpunkt, ref.praezision.value,
+            )
+            for ref in pair.timeline_refs
+        ]  # fmt: skip
+    records = [node_record(pair, i, f"kzg:{pair.user_id}:nova:b{i}") for i in range(len(pair.texts))]
+    await copy_nodes(store, records)
+    pair.node_ids = [
+        r["id"]
+        for r in await store.pool.fetch(
+            "SELECT id FROM lzg.lzg_knoten WHERE user_id = $1 AND character_id = $2 ORDER BY id",
+            pair.user_id,
+            "nova",
+        )
+    ]
+    started = time.perf_counter()
+    edges = formation_edges(pair, profile_layer)
+    print(
+        f"  {pair.user_id}: {len(edges):,} edge rows computed in {time.perf_counter() - started:.1f} s",
+        file=sys.stderr,
+    )
+    async with store.pool.acquire() as conn:
+        for start in range(0, len(edges), 200_000):
+            await conn.copy_records_to_table(
+                "lzg_kanten",
+                schema_name=SCHEMA,
+                columns=(
+                    "knoten_a_id",
+                    "knoten_b_id",
+                    "gewicht_roh",
+                    "gewicht_absolut",
+                    "erstellt_am",
+                    "verbindungs_gruende",
+                    "geteilte_entitaet_ids",
+                    "geteilte_themen",
+                    "timeline_naehe_tage",
+                    "embedding_cosine_initial",
+                    "anzahl_schichten",
+                ),
+                records=[e.record() for e in edges[start : start + 200_000]],
+            )
+    return len(edges)
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def bench_promotions(
+    engine: LzgEngine, provider: VectorTable, gen: PairGenerator, pair: PairData, rounds: int
+) -> tuple[list[float], list[int], list[int]]:
+    fresh = gen.nodes(rounds + 3)
+    fresh.entity_ids, fresh.timeline_ids = pair.entity_ids, pair.timeline_ids
+    times: list[float] = []
+    edges: list[int] = []
+    candidates: list[int] = []
+    for i in range(rounds + 3):
+        provider.vectors[fresh.texts[i]] = fresh.embeddings[i]
+        timeline = fresh.timelines[i]
+        job = PromotionInput(
+            kzg_key=f"kzg:{pair.user_id}:nova:p{i}", user_id=pair.user_id, character_id="nova", beobachter="user",
+            inhalt=fresh.texts[i], themen=fresh.themen[i], salienz=float(fresh.salienz[i]), haeufigkeit=1,
+            gedaechtnistyp="episodisch", dimension="beziehungen", emotion=fresh.emotion[i], modus="alltag",
+            arousal=0.5, emotions_vektor="", sprach_stil="", beziehungs_dynamik="", tone="",
+            intentionen=["planung"], entitaet_ids=[pair.entity_ids[e] for e in fresh.entities[i]],
+            timeline_id=None if timeline is None else pair.timeline_ids[timeline],
+            erstellt_am=T_LOAD, entry_turn_id="bench", ausloeser_turn_id="bench", log_turn_id="bench",
+            span_id=None, as_of=T_LOAD + timedelta(hours=1),
+        )  # fmt: skip
+        started = time.perf_counter()
+        result = await engine.promote(job)
+        elapsed = (time.perf_counter() - started) * 1000
+        if i >= 3:  # the first ones warm the cache and the plans
+            times.append(elapsed)
+            edges.append(result.edges_created)
+            candidates.append(result.candidates)
+    return times, edges, candidates
+
+
+async def bench_spreading(
+    engine: LzgEngine, pair: PairData, rng: np.random.Generator, rounds: int
+) -> tuple[list[float], list[int]]:
+    times: list[float] = []
+    pools: list[int] = []
+    for i in range(rounds + 5):
+        base = pair.embeddings[int(rng.integers(len(pair.texts)))].astype(np.float64)
+        query = base + rng.normal(size=DIM) * 0.02
+        started = time.perf_counter()
+        result = await engine.spreading_read(
+            pair.user_id, "nova", query_values=query.tolist(), query_text=None, cluster="glut",
+            nova_emotion=EMOTIONS[i % len(EMOTIONS)],
+        )  # fmt: skip
+        elapsed = (time.perf_counter() - started) * 1000
+        if i >= 5:
+            times.append(elapsed)
+            pools.append(result.pool_size)
+    return times, pools
+
+
+async def bench_trigger2(
+    engine: LzgEngine, store: LzgStore, node_id: int, rounds: int
+) -> tuple[list[float], int]:
+    times: list[float] = []
+    updated = 0
+    for i in range(rounds + 3):
+        # a reinforcement changed the anchor: every edge row gets a new value (no HOT shortcut)
+        await store.pool.execute(
+            "UPDATE lzg.lzg_knoten SET gewicht_absolut = $2 WHERE id = $1", node_id, 3.0 + 0.01 * (i + 1)
+        )
+        started = time.perf_counter()
+        async with store.pair_writer(*(await _pair_of(store, node_id))) as tx:
+            updated, skipped = await engine.trigger2(tx, node_id)
+        elapsed = (time.perf_counter() - started) * 1000
+        assert not skipped
+        if i >= 3:
+            times.append(elapsed)
+    return times, updated
+
+
+async def _pair_of(store: LzgStore, node_id: int) -> tuple[str, str]:
+    row = await store.pool.fetchrow("SELECT user_id, character_id FROM lzg.lzg_knoten WHERE id = $1", node_id)
+    assert row is not None
+    return row["user_id"], row["character_id"]
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    rng = np.random.default_rng(20261129)
+    profile = profile_for(MODEL)
+    data_dir = args.data_dir or tempfile.mkdtemp(prefix="lzg-bench-stores-")
+    urls = start_stores(data_dir, ephemeral=not args.durable)
+    out: dict[str, Any] = {"data_dir": data_dir}
+    try:
+        url = create_database(urls.postgres_url, f"lzg_bench_{os.getpid()}")
+        print(f"  database {url}", file=sys.stderr)
+        store = await LzgStore.open(url, dimension=DIM, max_size=4)
+        provider = VectorTable()
+        await store.check_model(provider.stamp)
+        engine = LzgEngine(store, provider, profile, default_clusters(), PipelineLog(NullSink()))
+        started = time.perf_counter()
+        ddl = await drop_secondary_indexes(store)
+        gens = {n: PairGenerator(rng, n, f"bench-{n // 1000}k") for n in (3_000, 20_000)}
+        pairs = {n: g.nodes(n) for n, g in gens.items()}
+        filler = max(0, args.nodes - sum(gens))
+        await load_filler(store, rng, filler)
+        edge_rows = {}
+        for n, pair in pairs.items():
+            edge_rows[n] = await load_pair(store, pair, profile.embedding_layer, gens[n])
+        async with store.pool.acquire() as conn:
+            await conn.execute("SET maintenance_work_mem = '512MB'")
+            for statement in ddl:
+                await conn.execute(statement)
+            await conn.execute("VACUUM (ANALYZE, FREEZE) lzg.lzg_knoten")
+            await conn.execute("VACUUM (ANALYZE, FREEZE) lzg.lzg_kanten")
+            out["nodes_total"] = await conn.fetchval("SELECT count(*) FROM lzg.lzg_knoten")
+            out["heap_mb"] = await conn.fetchval("SELECT pg_relation_size('lzg.lzg_knoten') / 1048576")
+            out["table_mb"] = await conn.fetchval("SELECT pg_total_relation_size('lzg.lzg_knoten') / 1048576")
+        out["load_s"] = time.perf_counter() - started
+        out["edge_rows"] = edge_rows
+        out["out_degree"] = {n: edge_rows[n] / n for n in pairs}
+        print(f"  loaded in {out['load_s']:.0f} s", file=sys.stderr)
+
+        # the Trigger 2 subject: the node of the 20k pair whose edge rows are closest to 1,000
+        degree = await store.pool.fetch(
+            "SELECT knoten_a_id AS id, count(*) * 2 AS rows FROM lzg.lzg_kanten e JOIN lzg.lzg_knoten k "
+            "ON k.id = e.knoten_a_id WHERE k.user_id = $1 GROUP BY 1 ORDER BY abs(count(*) * 2 - 1000) LIMIT 1",
+            pairs[20_000].user_id,
+        )
+        t2_node = degree[0]["id"]
+
+        for n, pair in pairs.items():
+            times, pools = await bench_spreading(engine, pair, rng, args.rounds * 4)
+            out[f"spread_{n}"] = (times, pools)
+            times, edges, candidates = await bench_promotions(engine, provider, gens[n], pair, args.rounds)
+            out[f"promote_{n}"] = (times, edges, candidates)
+        times, rows = await bench_trigger2(engine, store, t2_node, args.rounds)
+        out["trigger2"] = (times, rows)
+
+        decay_runs = []
+        for day in (1, 2):
+            started = time.perf_counter()
+            decayed, deactivated, _ = await engine.run_decay(T_LOAD + timedelta(days=day))
+            decay_runs.append((time.perf_counter() - started, decayed, deactivated))
+        out["decay"] = decay_runs
+        await store.close()
+    finally:
+        if not args.keep:
+            stop_stores(data_dir)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument(
+        "--nodes", type=int, default=1_000_000, help="nodes in the database (default 1,000,000)"
+    )
+    parser.add_argument("--rounds", type=int, default=60, help="timed promotions / Trigger 2 runs per case")
+    parser.add_argument("--durable", action="store_true", help="PostgreSQL with fsync (default: ephemeral)")
+    parser.add_argument("--data-dir", help="stores directory (default: a new temporary one)")
+    parser.add_argument("--keep", action="store_true", help="leave the stores running")
+    args = parser.parse_args()
+    out = asyncio.run(run(args))
+
+    def row(name: str, values: Sequence[float], target: str, unit: str = "ms") -> None:
+        print(f"| {name} | {pct(values, 0.5):.1f} {unit} | {pct(values, 0.99):.1f} {unit} | {target} |")
+
+    p3, e3, c3 = out["promote_3000"]
+    p20, e20, c20 = out["promote_20000"]
+    s3, pool3 = out["spread_3000"]
+    s20, pool20 = out["spread_20000"]
+    t2, t2_rows = out["trigger2"]
+    (d1, n1, _), (d2, n2, _) = out["decay"]
+    print(f"cores: {os.cpu_count()}; PostgreSQL {'durable' if args.durable else 'ephemeral (fsync off)'}; "
+          f"{out['nodes_total']:,} nodes, lzg_knoten heap {out['heap_mb']} MB / total {out['table_mb']} MB; load {out['load_s']:.0f} s")  # fmt: skip
+    print(f"edge rows: 3k pair {out['edge_rows'][3000]:,} ({out['out_degree'][3000]:.0f} out per node), "
+          f"20k pair {out['edge_rows'][20000]:,} ({out['out_degree'][20000]:.0f} out per node)")  # fmt: skip
+    print(f"promotion: mean edges formed {statistics.fmean(e3):.0f} (3k) / {statistics.fmean(e20):.0f} (20k), "
+          f"candidates {max(c3):,} / {max(c20):,}; spreading pool mean {statistics.fmean(pool3):.1f} / {statistics.fmean(pool20):.1f}")  # fmt: skip
+    print()
+    print("| measurement | p50 | p99 | target |")
+    print("|---|---|---|---|")
+    row("promotion vs 3,000 candidates (incl. edge insert, commit)", p3, "≤ 30 ms")
+    row("promotion vs 20,000 candidates (incl. edge insert, commit)", p20, "≤ 150 ms")
+    row("spreading read depth 3, 3,000 nodes", s3, "")
+    row("spreading read depth 3, 20,000 nodes", s20, "≤ 10 ms p50")
+    row(f"Trigger 2, node with {t2_rows:,} edge rows", t2, "≤ 20 ms")
+    print(f"| decay over {n1:,} nodes (day 1 / day 2: {n2:,}) | {d1:.1f} s | {d2:.1f} s | ≤ 20 s |")
+    print(json.dumps({
+        "promote_p50_ms_3k": round(pct(p3, 0.5), 2),
+        "promote_p50_ms_20k": round(pct(p20, 0.5), 2),
+        "spread_p50_ms_20k": round(pct(s20, 0.5), 2),
+        "trigger2_p50_ms_1k": round(pct(t2, 0.5), 2),
+        "decay_s_1m": round(max(d1, d2), 2),
+    }))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
