@@ -186,6 +186,9 @@ async def test_one_turn_is_one_trace_across_services_and_joins_its_log_rows(stac
     nodes = {r.node for r in rows}
     assert {"observe", "salience", "enricher", "dispatcher", "kzg_speicher", "verwendung"} <= nodes, nodes
     assert any(r.art == "turn_roh" for r in rows)
+    # syn §10.4: the pipeline's cluster decision (dispatcher.cluster) is what ClusterCounts counts.
+    counts = await stack.log_stub.ClusterCounts(log_pb2.ClusterCountsRequest(pair=PAIR))
+    assert [(c.cluster, c.count) for c in counts.counts] == [(dossier.cluster, 1)]
     roh = next(r for r in rows if r.art == "turn_roh")
     assert json.loads(roh.inhalt_json)["response"] == "Anna's birthday is on March 12."
 
