@@ -27,6 +27,7 @@ import asyncio
 import gc
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -109,8 +110,7 @@ def _span_id(i: int) -> str:
     return str(uuid.UUID(int=(i * 2654435761) % (1 << 122) | (4 << 76) | (1 << 63)))
 
 
-def _start_service(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    log_path = Path(tempfile.mkdtemp(prefix="log-bench-")) / "log-service.log"
+def _start_service(env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
     with log_path.open("wb") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "services.log"],
@@ -183,10 +183,15 @@ async def bench_ingest(
             "PYTHONUNBUFFERED": "1",
         }
     )
-    service = _start_service(env)
+    log_path = Path(data_dir) / "log-service.log"
+    service = _start_service(env, log_path)
     try:
         target = f"127.0.0.1:{port}"
-        await wait_for_serving(target, HEALTH_NAME, timeout=60.0)
+        try:
+            await wait_for_serving(target, HEALTH_NAME, timeout=60.0)
+        except Exception:
+            print(log_path.read_text(errors="replace")[-4000:], file=sys.stderr)
+            raise
 
         def writer() -> PipelineLog:
             return PipelineLog(
@@ -294,6 +299,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         ingest = await bench_ingest(pg_url, data_dir, args.rows, args.batch, args.batches_per_send)
     finally:
         stop_stores(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)
     write = bench_write(args.calls)
     return {"ingest": ingest, "write": write}
 
