@@ -45,6 +45,7 @@ from novaberg_core.telemetry import (
     configure_logging,
     current_trace_id_hex,
     flush_telemetry,
+    set_turn_attributes,
     setup_telemetry,
     tracer_provider,
 )
@@ -100,9 +101,43 @@ async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method
     raise AssertionError("context.abort returned")  # pragma: no cover - abort always raises
 
 
+def _request_turn_and_pair(request: Any) -> tuple[str | None, str | None, str | None]:
+    """``turn_id``, ``user_id``, ``character_id`` of a request that carries them (SPEC §7).
+
+    The contracts name them uniformly: a ``pair`` (common.v1.Pair), a ``turn`` (TurnContext) or a
+    plain ``turn_id``; a promotion carries its pair inside ``entry``.
+    """
+    def has(message: Any, name: str) -> bool:
+        try:
+            return bool(message.HasField(name))
+        except (ValueError, AttributeError):
+            return False
+
+    pair = None
+    if has(request, "pair"):
+        pair = request.pair
+    elif has(request, "entry") and has(request.entry, "pair"):
+        pair = request.entry.pair
+    turn_id = None
+    if has(request, "turn"):
+        turn_id = request.turn.turn_id
+    elif isinstance(getattr(request, "turn_id", None), str):
+        turn_id = request.turn_id
+    return turn_id, getattr(pair, "user_id", None), getattr(pair, "character_id", None)
+
+
+def _annotate_span(request: Any) -> None:
+    """Tags the server span with the request's turn and pair, for every service alike."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        set_turn_attributes(span, *_request_turn_and_pair(request))
+
+
 def _wrap_unary_response(behavior: Callable[..., Any], method: str) -> Callable[..., Awaitable[Any]]:
     async def call(request_or_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
+            if hasattr(request_or_iterator, "DESCRIPTOR"):
+                _annotate_span(request_or_iterator)
             result = behavior(request_or_iterator, context)
             if inspect.isawaitable(result):
                 result = await result
@@ -116,6 +151,8 @@ def _wrap_unary_response(behavior: Callable[..., Any], method: str) -> Callable[
 def _wrap_stream_response(behavior: Callable[..., Any], method: str) -> Callable[..., AsyncIterator[Any]]:
     async def call(request_or_iterator: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         try:
+            if hasattr(request_or_iterator, "DESCRIPTOR"):
+                _annotate_span(request_or_iterator)
             result = behavior(request_or_iterator, context)
             if hasattr(result, "__aiter__"):  # async generator handler
                 async for response in result:

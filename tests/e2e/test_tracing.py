@@ -165,6 +165,18 @@ async def test_one_turn_is_one_trace_across_services_and_joins_its_log_rows(stac
             attributes.get(ATTR_USER_ID),
             attributes.get(ATTR_CHARACTER_ID),
         ) == (TURN, PAIR.user_id, PAIR.character_id)
+    # KZG and LZG server spans carry the pair, and the turn wherever the request names it.
+    for span in kzg_spans + lzg_spans:
+        attributes = span.attributes or {}
+        assert (attributes.get(ATTR_USER_ID), attributes.get(ATTR_CHARACTER_ID)) == (
+            PAIR.user_id,
+            PAIR.character_id,
+        ), span.name
+        assert attributes.get(ATTR_TURN_ID) in (None, TURN), span.name
+    turn_tagged = {
+        s.name.rsplit("/", 1)[1] for s in kzg_spans + lzg_spans if (s.attributes or {}).get(ATTR_TURN_ID)
+    }
+    assert {"StoreEntry", "Retrieve", "SpreadingRead", "ReinforceUsed"} <= turn_tagged, turn_tagged
     # Each KZG/LZG hop hangs below a pipeline client span below a pipeline server span below the root:
     # the context crossed the hop, not just the trace id.
     for span in kzg_spans + lzg_spans:
