@@ -3,7 +3,8 @@
 Setup (not timed):
 
 1. Embedded PostgreSQL + Redis in a temporary directory; the log, KZG, LZG and pipeline services
-   as separate processes (``novaberg_core.stack``), embedding model ``minilm`` everywhere. Pixie is
+   as separate processes (``novaberg_core.stack``), one embedding model everywhere (``--model``,
+   default the offline default). Pixie is
    left out so no background promotion competes for the two cores while turns are timed (the
    HIGH turns of the run wait in the promotion queue).
 2. A synthetic pair of ``--nodes`` LZG nodes: English sentences about ~60 topics (Zipf-distributed,
@@ -57,9 +58,15 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg_core.clusters import default_clusters
 from novaberg_core.embedded import start_stores, stop_stores
-from novaberg_core.embedding import lzg_embed_text, make_provider, profile_for, query_embed_text
+from novaberg_core.embedding import (
+    DEFAULT_PROVIDER,
+    lzg_embed_text,
+    make_provider,
+    profile_for,
+    query_embed_text,
+)
 from novaberg_core.stack import start_stack
-from services.lzg.layers import TimelineRef, evaluate_layers, folded_themes
+from services.lzg.layers import TimelineRef, evaluate_layers
 from services.lzg.store import EdgeInsert, LzgStore, NewNode
 from services.lzg.weights import damp, edge_raw, node_weights_at_creation
 
@@ -156,8 +163,10 @@ async def register_entities(lzg: lzg_pb2_grpc.LzgServiceStub) -> dict[str, int]:
     return dict(zip(names, response.entitaet_ids, strict=True))
 
 
-async def seed_pair(postgres_url: str, n: int, max_edges: int, entity_ids: dict[str, int], rng: random.Random) -> Seeded:
-    provider = make_provider("minilm")
+async def seed_pair(
+    postgres_url: str, model: str, n: int, max_edges: int, entity_ids: dict[str, int], rng: random.Random
+) -> Seeded:
+    provider = make_provider(model)
     profile = profile_for(provider.model_id)
     rows = corpus(n, rng)
     started = time.perf_counter()
@@ -198,11 +207,10 @@ async def seed_pair(postgres_url: str, n: int, max_edges: int, entity_ids: dict[
                 for key in keys:
                     candidates.extend(by_key[key][-max_edges:])
                 chosen = rng.sample(sorted(set(candidates)), k=min(max_edges, len(set(candidates))))
-                new_keys = folded_themes(themen)
                 for other in chosen:
                     _, o_themen, o_names = rows[other]
                     layers = evaluate_layers(
-                        older_themen=o_themen, older_theme_keys=folded_themes(o_themen), newer_theme_keys=new_keys,
+                        older_themen=o_themen, newer_themen=themen,
                         entitaet_ids_a=[entity_ids[x] for x in o_names], entitaet_ids_b=[entity_ids[x] for x in names],
                         timeline_a=refs[other], timeline_b=ref, cosine=float(vectors[other] @ vectors[index]),
                         embedding_schwelle=profile.embedding_layer,
@@ -239,9 +247,9 @@ def utterance(rng: random.Random) -> str:
 
 
 async def run_turns(
-    pipeline: pipeline_pb2_grpc.PipelineServiceStub, count: int, rng: random.Random, samples: Samples | None
+    pipeline: pipeline_pb2_grpc.PipelineServiceStub, model: str, count: int, rng: random.Random, samples: Samples | None
 ) -> None:
-    provider = make_provider("minilm")
+    provider = make_provider(model)
     clusters = list(default_clusters().known)
     for number in range(count):
         turn_id = f"bench-{'w' if samples is None else 't'}{number}"
@@ -281,9 +289,9 @@ async def run_turns(
         walls = {"observe": (t1 - t0) * 1000, "dossier": (t2 - t1) * 1000, "dispatch": (t3 - t2) * 1000}
         for step, ms in walls.items():
             samples.wall_ms[step].append(ms)
-        model = observe_model + dossier.model_ms + dispatch_model + answer_embed
-        samples.model_ms.append(model)
-        samples.memory_ms.append(sum(walls.values()) - model)
+        model_total = observe_model + dossier.model_ms + dispatch_model + answer_embed
+        samples.model_ms.append(model_total)
+        samples.memory_ms.append(sum(walls.values()) - model_total)
         samples.answer_embed_ms.append(answer_embed)
         samples.reinforced += len(dispatched.protokoll.verwendet)
         samples.served.append(len(dossier.served_node_ids))
@@ -297,6 +305,7 @@ async def main() -> int:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--model", default=DEFAULT_PROVIDER, help="embedding provider of every service")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory(prefix="turn-bench-") as tmp:
@@ -307,7 +316,7 @@ async def main() -> int:
             started = time.perf_counter()
             stack = await start_stack(
                 root, urls=urls, services=SERVICES,
-                extra_env={"NOVABERG_EMBEDDING": "minilm", "NOVABERG_LOG_LEVEL": "WARNING"},
+                extra_env={"NOVABERG_EMBEDDING": args.model, "NOVABERG_LOG_LEVEL": "WARNING"},
             )  # fmt: skip
             print(f"stack up in {time.perf_counter() - started:.1f} s", file=sys.stderr)
             async with grpc.aio.insecure_channel(stack.addresses["lzg"]) as lzg_channel, grpc.aio.insecure_channel(
@@ -317,16 +326,16 @@ async def main() -> int:
                 pipeline = pipeline_pb2_grpc.PipelineServiceStub(channel)
                 entity_ids = await register_entities(lzg)
                 started = time.perf_counter()
-                seeded = await seed_pair(urls.postgres_url, args.nodes, args.edges, entity_ids, rng)
+                seeded = await seed_pair(urls.postgres_url, args.model, args.nodes, args.edges, entity_ids, rng)
                 print(
                     f"  seeded {len(seeded.ids)} nodes, {seeded.edges} directed edges in "
                     f"{time.perf_counter() - started:.1f} s",
                     file=sys.stderr,
                 )
                 stats = await lzg.GetPairStats(lzg_pb2.GetPairStatsRequest(pair=PAIR))
-                await run_turns(pipeline, args.kzg + args.warmup, rng, None)
+                await run_turns(pipeline, args.model, args.kzg + args.warmup, rng, None)
                 samples = Samples()
-                await run_turns(pipeline, args.turns, rng, samples)
+                await run_turns(pipeline, args.model, args.turns, rng, samples)
         finally:
             if stack is not None:
                 await stack.stop()

@@ -16,6 +16,7 @@ unknown names created) and a dated mention to a timeline ref (``UpsertTimeline``
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -121,32 +122,16 @@ def normalise_instant(day: date | datetime, praezision: str) -> datetime:
     return start.replace(month=1, day=1)
 
 
-async def resolve_mentions(
-    registry: EntityRegistry,
-    pair: common_pb2.Pair,
-    mentions: Sequence[str],
-    candidates: Sequence[str] | frozenset[str],
-    *,
-    create: bool,
-) -> tuple[list[int], list[str]]:
-    """Entity ids in order of first mention, each once; and the names that were new.
-
-    Every mention is looked up (a registered name is found even where it would not be a
-    candidate); only candidates are created, and only when ``create``.
-    """
-    if not mentions:
-        return [], []
-    known = await registry.resolve_entities(pair, mentions, create_missing=False)
-    ids = dict(zip(mentions, known, strict=True))
-    new = [name for name in mentions if ids[name] == 0 and name in candidates]
-    if new and create:
-        created = await registry.resolve_entities(pair, new, create_missing=True)
-        ids.update(zip(new, created, strict=True))
-    ordered = [ids[name] for name in mentions if ids[name] > 0]
-    return list(dict.fromkeys(ordered)), new if create else []
+async def _ids(registry: EntityRegistry, pair: common_pb2.Pair, names: Sequence[str], *, create: bool) -> list[int]:
+    return await registry.resolve_entities(pair, names, create_missing=create) if names else []
 
 
-def _titel(text: str, mention: DatedMention) -> str:
+def ordered_ids(resolved: Mapping[str, int], mentions: Sequence[str]) -> list[int]:
+    """Entity ids in order of first mention, each once, unknown (0) left out (SPEC §4.1)."""
+    return list(dict.fromkeys(resolved[name] for name in mentions if resolved.get(name, 0) > 0))
+
+
+def _titel(text: str) -> str:
     snippet = " ".join(text.split())
     return snippet if len(snippet) <= 120 else snippet[:117] + "..."
 
@@ -169,22 +154,35 @@ class OfflineAnalyzer:
     ) -> AnalyzedTurn:
         findings = text_rules.analyze_text(text, as_of)
         mentions = list(findings.mentions.mentions)
-        known_ids, _ = await resolve_mentions(
-            self.registry, pair, mentions, findings.mentions.candidates, create=False
-        )
-        cues = {**findings.cues, "entity": bool(known_ids) or bool(findings.mentions.candidates)}
-        salienz = text_rules.salience_heuristic(has_content=bool(findings.themen), cues=cues)
-        stored = salienz >= STORE_GATE_RAW
-        ids, created = (
-            await resolve_mentions(self.registry, pair, mentions, findings.mentions.candidates, create=True)
-            if stored and any(name in findings.mentions.candidates for name in mentions)
-            else (known_ids, [])
-        )
-        timeline_id: int | None = None
-        if stored and findings.dated is not None:
-            timeline_id = await self.registry.timeline_for(
-                pair, findings.dated, titel=_titel(text, findings.dated), themen=findings.themen
+        candidates = [name for name in mentions if name in findings.mentions.candidates]
+        others = [name for name in mentions if name not in findings.mentions.candidates]
+        dated = findings.dated
+
+        async def timeline(stored: bool) -> int | None:
+            if not stored or dated is None:
+                return None
+            return await self.registry.timeline_for(pair, dated, titel=_titel(text), themen=findings.themen)
+
+        if candidates:
+            # A name candidate is an entity cue by itself: the score is known before any lookup, so
+            # the registered names, the candidates (created when the turn is stored) and the
+            # timeline ref are resolved in one parallel round trip.
+            cues = {**findings.cues, "entity": True}
+            salienz = text_rules.salience_heuristic(has_content=bool(findings.themen), cues=cues)
+            stored = salienz >= STORE_GATE_RAW
+            other_ids, candidate_ids, timeline_id = await asyncio.gather(
+                _ids(self.registry, pair, others, create=False),
+                _ids(self.registry, pair, candidates, create=stored),
+                timeline(stored),
             )
+        else:
+            other_ids, candidate_ids = await _ids(self.registry, pair, others, create=False), []
+            cues = {**findings.cues, "entity": any(i > 0 for i in other_ids)}
+            salienz = text_rules.salience_heuristic(has_content=bool(findings.themen), cues=cues)
+            stored = salienz >= STORE_GATE_RAW
+            timeline_id = await timeline(stored)
+        resolved = {**dict(zip(others, other_ids, strict=True)), **dict(zip(candidates, candidate_ids, strict=True))}
+        ids = ordered_ids(resolved, mentions)
         intentionen = [i for i in findings.intentionen if i in self.canon.intentionen]
         magnets = common_pb2.Magnets(entitaet_ids=ids)
         if timeline_id is not None:
@@ -205,7 +203,7 @@ class OfflineAnalyzer:
             "cues": cues,
             "emotion_treffer": findings.emotion_hits,
             "erwaehnungen": mentions,
-            "neue_entitaeten": created,
+            "kandidaten": candidates if stored else [],
             "datum": _dated_json(findings.dated),
             "unter_schwelle": not stored,
         }
@@ -433,12 +431,15 @@ class OllamaChatAnalyzer:
             )
         stored = output.salienz >= STORE_GATE_RAW
         names = output.entitaeten
-        ids, created = await resolve_mentions(self.registry, pair, names, frozenset(names), create=stored)
-        timeline_id: int | None = None
-        if stored and output.datum is not None:
-            timeline_id = await self.registry.timeline_for(
-                pair, output.datum, titel=_titel(text, output.datum), themen=output.themen
-            )
+        datum = output.datum
+
+        async def timeline() -> int | None:
+            if not stored or datum is None:
+                return None
+            return await self.registry.timeline_for(pair, datum, titel=_titel(text), themen=output.themen)
+
+        resolved, timeline_id = await asyncio.gather(_ids(self.registry, pair, names, create=stored), timeline())
+        ids = ordered_ids(dict(zip(names, resolved, strict=True)), names)
         magnets = common_pb2.Magnets(entitaet_ids=ids)
         if timeline_id is not None:
             magnets.timeline_id = timeline_id
@@ -458,7 +459,6 @@ class OllamaChatAnalyzer:
         details: dict[str, Any] = {
             "modell": self.model,
             "entitaeten": names,
-            "neue_entitaeten": created,
             "datum": _dated_json(output.datum),
             "kanon_verworfen": output.rejections,
             "input_tokens": int(getattr(response, "prompt_eval_count", 0) or 0),

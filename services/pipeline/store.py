@@ -61,17 +61,27 @@ class ClusterStore:
             raise Unavailable(f"Redis (previous-turn cluster) failed: {error}") from error
         if raw is None:
             return None
+        return self._parse(raw)
+
+    @staticmethod
+    def _parse(raw: object) -> StoredCluster:
+        if not isinstance(raw, str | bytes):
+            raise Unavailable(f"Redis (previous-turn cluster) answered {raw!r}, not a JSON text")
         data = json.loads(raw)
         return StoredCluster(
             cluster=str(data["cluster"]), turn_id=str(data.get("turn_id", "")), gesetzt_am=str(data.get("gesetzt_am", ""))
         )
 
-    async def put(self, pair: common_pb2.Pair, cluster: str, *, turn_id: str, as_of: datetime) -> None:
+    async def put(
+        self, pair: common_pb2.Pair, cluster: str, *, turn_id: str, as_of: datetime
+    ) -> StoredCluster | None:
+        """Store this turn's cluster; returns the one it replaced (one round trip: ``SET … GET``)."""
         value = json.dumps({"cluster": cluster, "turn_id": turn_id, "gesetzt_am": as_of.isoformat()})
         try:
-            await self.client.set(self.key(pair), value)
+            previous = await self.client.set(self.key(pair), value, get=True)
         except redis.exceptions.RedisError as error:
             raise Unavailable(f"Redis (previous-turn cluster) failed: {error}") from error
+        return None if previous is None else self._parse(previous)
 
     async def ping(self) -> None:
         try:

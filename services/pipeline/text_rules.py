@@ -29,6 +29,10 @@ Salience (raw score in 0..1, :func:`salience_heuristic`)
     No theme word at all → 0.1 (below the 0.3 gate: not stored). Otherwise
     ``0.3 + 0.1·personal + 0.2·emotional + 0.15·entity + 0.15·dated + 0.2·importance``, capped at
     1.0 and rounded to two decimals; each cue counts once (see :data:`SALIENCE_WEIGHTS`).
+    personal: a first-person word; emotional: a word of ``data/emotion_lexicon.txt``; entity: a
+    name candidate, or a mention the pair registered as an entity (the analyzer decides the
+    latter after its lookup); dated: a dated mention; importance: ``wichtig``, ``merk dir``,
+    ``vergiss nicht``, ``important``, ``remember`` …
 """
 
 from __future__ import annotations

@@ -241,20 +241,25 @@ class TurnPipeline:
         timing: Timing,
     ) -> tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]:
         """Session append and KZG write of one turn (SPEC §3, §4), the KZG embed text computed here."""
-        embedding: list[float] = []
-        if analysis.salience.salienz >= STORE_GATE_RAW:  # below the gate the KZG writes nothing
-            vector = await self._embed(kzg_embed_text(list(analysis.salience.themen), analysis.inhalt), timing)
-            embedding = vector.tolist()
         ei = analysis.ei
         session_turn = kzg_pb2.SessionTurn(
             role=_ROLE[beobachter], text=text, turn_id=turn.turn_id, created_at=to_timestamp(as_of),
             intention=ei.intentionen[0] if ei.intentionen else "", emotion=ei.emotion, modus=ei.modus,
             arousal=ei.arousal, emotions_vektor=ei.emotions_vektor,
         )  # fmt: skip
-        store_request = kzg_pb2.StoreEntryRequest(
-            pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=ei,
-            magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
-        )  # fmt: skip
+
+        async def store() -> kzg_pb2.StoreEntryResponse:
+            embedding: list[float] = []
+            if analysis.salience.salienz >= STORE_GATE_RAW:  # below the gate the KZG writes nothing
+                text_to_embed = kzg_embed_text(list(analysis.salience.themen), analysis.inhalt)
+                embedding = (await self._embed(text_to_embed, timing)).tolist()
+            request = kzg_pb2.StoreEntryRequest(
+                pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=ei,
+                magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
+            )  # fmt: skip
+            return await _peer("KZG", "StoreEntry", self.kzg.StoreEntry(request, timeout=self.timeout))
+
+        # The session append runs while the model embeds the entry.
         appended, stored = await asyncio.gather(
             _peer(
                 "KZG", "AppendSessionTurn",
@@ -263,7 +268,7 @@ class TurnPipeline:
                     timeout=self.timeout,
                 ),
             ),
-            _peer("KZG", "StoreEntry", self.kzg.StoreEntry(store_request, timeout=self.timeout)),
+            store(),
         )  # fmt: skip
         self.log.db_write(
             turn_id=turn.turn_id, node=writer.split(".")[-1], tabelle="kzg", operation="store_entry",
@@ -324,7 +329,10 @@ class TurnPipeline:
         pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
         set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
         as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
-        stored = await self.clusters.get(pair)
+        # The previous-turn cluster (Redis) is read while the model embeds the query.
+        stored, query = await asyncio.gather(
+            self.clusters.get(pair), self._embed(query_embed_text(request.query_text), timing)
+        )
         cluster = stored.cluster if stored is not None else self.cluster_table.default_cluster
         decision = gravitation_factor(
             cluster, list(request.intentionen), self.cluster_table.gravitation_faktor_by_cluster
@@ -345,12 +353,32 @@ class TurnPipeline:
                 massstab={"cluster_faktor": decision.cluster_faktor, "anweisung_faktor": 0.0},
                 span_id=span_id, erstellt_am=as_of, **pair_kwargs,
             )  # fmt: skip
-            query = await self._embed(query_embed_text(request.query_text), timing)
             goals = [Goal(np.asarray(g.embedding, dtype=np.float32), g.aktivierungs_staerke) for g in request.goals]
             with _TRACER.start_as_current_span("pipeline.gravitation"):
                 search = shift_query(query, goals, decision.faktor)
             search_values = search.tolist()
-            retrieved, spread = await asyncio.gather(
+            async def spread_and_render() -> tuple[lzg_pb2.SpreadingReadResponse, list[lzg_pb2.RenderMemoryBlockResponse]]:
+                spread = await _peer("LZG", "SpreadingRead", self.lzg.SpreadingRead(
+                    lzg_pb2.SpreadingReadRequest(
+                        pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values), cluster=cluster,
+                        nova_emotion=request.nova_emotion, turn=turn,
+                    ),
+                    timeout=self.timeout,
+                ))
+                blocks = await asyncio.gather(*(
+                    _peer("LZG", "RenderMemoryBlock", self.lzg.RenderMemoryBlock(
+                        lzg_pb2.RenderMemoryBlockRequest(
+                            pair=pair, lzg_resonanz=spread.lzg_resonanz, reader=reader, user_name=request.user_name,
+                            character_name=request.character_name,
+                        ),
+                        timeout=self.timeout,
+                    ))
+                    for reader in readers
+                ))
+                return spread, list(blocks)
+
+            # KZG retrieval runs while the LZG reads and renders (SPEC §7: both with the shifted vector).
+            retrieved, (spread, rendered) = await asyncio.gather(
                 _peer("KZG", "Retrieve", self.kzg.Retrieve(
                     kzg_pb2.RetrieveRequest(
                         pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values), top_k=self.kzg_top_k,
@@ -358,13 +386,7 @@ class TurnPipeline:
                     ),
                     timeout=self.timeout,
                 )),
-                _peer("LZG", "SpreadingRead", self.lzg.SpreadingRead(
-                    lzg_pb2.SpreadingReadRequest(
-                        pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values), cluster=cluster,
-                        nova_emotion=request.nova_emotion, turn=turn,
-                    ),
-                    timeout=self.timeout,
-                )),
+                spread_and_render(),
             )  # fmt: skip
             if retrieved.model_id and retrieved.model_id != self.provider.model_id:
                 raise ModelMismatch(
@@ -372,16 +394,6 @@ class TurnPipeline:
                     f"{self.provider.model_id!r}; configure one model for every service"
                 )
             resonanz = spread.lzg_resonanz
-            rendered = await asyncio.gather(*(
-                _peer("LZG", "RenderMemoryBlock", self.lzg.RenderMemoryBlock(
-                    lzg_pb2.RenderMemoryBlockRequest(
-                        pair=pair, lzg_resonanz=resonanz, reader=reader, user_name=request.user_name,
-                        character_name=request.character_name,
-                    ),
-                    timeout=self.timeout,
-                ))
-                for reader in readers
-            ))  # fmt: skip
             order = weigh_hits([(h.entry.beobachter, h.similarity) for h in retrieved.hits], self.weights)
             kzg_hits = [
                 pipeline_pb2.WeightedKzgHit(hit=retrieved.hits[w.index], weight=w.weight, score=w.score) for w in order
@@ -446,16 +458,35 @@ class TurnPipeline:
                 span_id=span_id, inhalt={"text": request.answer_text}, erstellt_am=as_of, **pair_kwargs,
             )  # fmt: skip
 
-            async def analysis_of_answer() -> pipeline_pb2.TurnAnalysis:
+            async def own_entry() -> kzg_pb2.StoreEntryResponse:
+                """The character's own session turn and KZG entry (beobachter = assistant)."""
                 if request.HasField("answer_analysis"):
-                    given = pipeline_pb2.TurnAnalysis()
-                    given.CopyFrom(request.answer_analysis)
-                    if not given.inhalt:
-                        given.inhalt = request.answer_text
-                    return given
-                return (await self._analyze(request.answer_text, pair, assistant, as_of, turn)).analysis
+                    analysis = pipeline_pb2.TurnAnalysis()
+                    analysis.CopyFrom(request.answer_analysis)
+                    if not analysis.inhalt:
+                        analysis.inhalt = request.answer_text
+                else:
+                    analysis = (await self._analyze(request.answer_text, pair, assistant, as_of, turn)).analysis
+                _, stored = await self._write_turn(
+                    pair, assistant, request.answer_text, analysis, turn, as_of, "pipeline.dispatcher", timing
+                )
+                return stored
 
-            reinforced, analysis = await asyncio.gather(
+            async def persist_cluster() -> None:
+                previous = await self.clusters.put(pair, cluster, turn_id=request.turn_id, as_of=as_of)
+                self.log.decision(
+                    turn_id=request.turn_id, node=NODE_DISPATCHER, entscheidung=f"{NODE_DISPATCHER}.cluster",
+                    ausgang=cluster, eingang={"vorher": previous.cluster if previous else None},
+                    massstab={"tabelle": list(self.cluster_table.known)},
+                    span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+                )  # fmt: skip
+                self.log.db_write(
+                    turn_id=request.turn_id, node=NODE_DISPATCHER, tabelle="pipeline:cluster", operation="set",
+                    cluster=cluster, span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+                )  # fmt: skip
+
+            # The three writes are independent of each other; the request was checked in full above.
+            reinforced, stored, _ = await asyncio.gather(
                 _peer("LZG", "ReinforceUsed", self.lzg.ReinforceUsed(
                     lzg_pb2.ReinforceUsedRequest(
                         pair=pair, answer_text=request.answer_text, served_node_ids=served, turn=turn,
@@ -463,28 +494,14 @@ class TurnPipeline:
                     ),
                     timeout=self.timeout,
                 )),
-                analysis_of_answer(),
+                own_entry(),
+                persist_cluster(),
             )  # fmt: skip
             protokoll = reinforced.protokoll
             self.log.write(
                 turn_id=request.turn_id, node=NODE_VERWENDUNG, art="berechnung", span_id=span_id,
                 inhalt=MessageToDict(protokoll, preserving_proto_field_name=True, always_print_fields_with_no_presence=True),
                 erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
-            _, stored = await self._write_turn(
-                pair, assistant, request.answer_text, analysis, turn, as_of, "pipeline.dispatcher", timing
-            )
-            previous = await self.clusters.get(pair)
-            await self.clusters.put(pair, cluster, turn_id=request.turn_id, as_of=as_of)
-            self.log.decision(
-                turn_id=request.turn_id, node=NODE_DISPATCHER, entscheidung=f"{NODE_DISPATCHER}.cluster",
-                ausgang=cluster, eingang={"vorher": previous.cluster if previous else None},
-                massstab={"tabelle": list(self.cluster_table.known)},
-                span_id=span_id, erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
-            self.log.db_write(
-                turn_id=request.turn_id, node=NODE_DISPATCHER, tabelle="pipeline:cluster", operation="set",
-                cluster=cluster, span_id=span_id, erstellt_am=as_of, **pair_kwargs,
             )  # fmt: skip
             self.log.turn_roh(
                 turn_id=request.turn_id, node=NODE_DISPATCHER,

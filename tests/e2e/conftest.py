@@ -1,6 +1,6 @@
 """End-to-end fixtures: all five services as separate processes over gRPC, on real stores.
 
-One stack per e2e package (``libs/novaberg_core/stack.py``), on the session's embedded stores
+One stack per test module (``libs/novaberg_core/stack.py``), on the session's embedded stores
 with a database of its own and a flushed Redis. Tests use their own pairs, so they do not see
 each other's memories; the pipeline-log writers flush every 0.2 s so log records can be read.
 """
@@ -30,9 +30,9 @@ E2E_ENV = {
 }
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 async def stack(store_urls: StoreUrls, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
-    """The five services as processes on a database of their own (dropped afterwards)."""
+    """The five services as processes on a database of their own (dropped afterwards), one stack per module."""
     name = f"e2e_{os.getpid()}"
     drop_database(store_urls.postgres_url, name)
     url = create_database(store_urls.postgres_url, name)

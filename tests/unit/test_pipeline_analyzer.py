@@ -80,7 +80,7 @@ async def test_offline_high_turn_resolves_names_and_date() -> None:
     assert registry.timelines[0][:2] == (datetime(2026, 3, 12, tzinfo=UTC), "tag")
     assert list(a.ei.intentionen) == ["information_teilen"]
     assert a.inhalt == "Meine Schwester Anna hat am 12. März Geburtstag."
-    assert result.details["neue_entitaeten"] == ["Anna"]
+    assert result.details["kandidaten"] == ["Anna"]
 
 
 async def test_offline_same_date_reuses_the_timeline_and_entity() -> None:
@@ -91,6 +91,15 @@ async def test_offline_same_date_reuses_the_timeline_and_entity() -> None:
     assert first.analysis.magnets.timeline_id == second.analysis.magnets.timeline_id
     assert first.analysis.magnets.entitaet_ids[0] == second.analysis.magnets.entitaet_ids[0]
     assert registry.created == ["Anna"]
+
+
+async def test_offline_registered_common_noun_is_an_entity_cue() -> None:
+    text = "Der Zahnarzt war heute sehr nett."  # "Zahnarzt" follows an article: never a candidate
+    plain = await OfflineAnalyzer(MemoryRegistry()).analyze(text, PAIR, USER, AS_OF)
+    known = await OfflineAnalyzer(MemoryRegistry({"zahnarzt": 5})).analyze(text, PAIR, USER, AS_OF)
+    # base 0.3 + dated ("heute") 0.15; the registered entity adds 0.15
+    assert plain.analysis.salience.salienz == pytest.approx(0.45) and list(plain.analysis.magnets.entitaet_ids) == []
+    assert known.analysis.salience.salienz == pytest.approx(0.6) and list(known.analysis.magnets.entitaet_ids) == [5]
 
 
 async def test_offline_below_gate_creates_nothing() -> None:
