@@ -166,17 +166,21 @@ WHERE k.id = u.id;
 -- and the ids of edges whose winning layer cannot be reconstructed (left unchanged).
 WITH berechnet AS (
     SELECT e.ctid AS zeile, e.id,
-           kante_roh(
-               a.gewicht_absolut, b.gewicht_absolut, schicht_faktor(e.verbindungs_gruende),
-               schicht_tiefe(e.verbindungs_gruende, e.embedding_cosine_initial, $2::float8,
-                             cardinality(e.geteilte_themen), cardinality(a.themen), cardinality(b.themen),
-                             timeline_tiefe(ta.zeitpunkt, ta.praezision, tb.zeitpunkt, tb.praezision)),
-               e.anzahl_schichten) AS roh
+           kante_roh(a.gewicht_absolut, b.gewicht_absolut, w.faktor, w.tiefe, e.anzahl_schichten) AS roh
     FROM lzg_kanten AS e
     JOIN lzg_knoten AS a ON a.id = e.knoten_a_id
     JOIN lzg_knoten AS b ON b.id = e.knoten_b_id
     LEFT JOIN timeline AS ta ON e.verbindungs_gruende = '{timeline}' AND ta.id = a.timeline_id
     LEFT JOIN timeline AS tb ON e.verbindungs_gruende = '{timeline}' AND tb.id = b.timeline_id
+    -- OFFSET 0 keeps faktor and tiefe plain columns, so kante_roh is inlined (an argument used
+    -- twice is inlined only when it is cheap), not called as a function per row.
+    CROSS JOIN LATERAL (
+        SELECT schicht_faktor(e.verbindungs_gruende) AS faktor,
+               schicht_tiefe(e.verbindungs_gruende, e.embedding_cosine_initial, $2::float8,
+                             cardinality(e.geteilte_themen), cardinality(a.themen), cardinality(b.themen),
+                             timeline_tiefe(ta.zeitpunkt, ta.praezision, tb.zeitpunkt, tb.praezision)) AS tiefe
+        OFFSET 0
+    ) AS w
     WHERE e.knoten_a_id = $1 OR e.knoten_b_id = $1
 ), geschrieben AS (
     UPDATE lzg_kanten AS k
