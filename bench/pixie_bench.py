@@ -41,15 +41,18 @@ import grpc.aio
 import numpy as np
 import psutil
 import redis.asyncio as aioredis
+from pgvector import Vector
 from redis.exceptions import ResponseError
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.embedded import stores_status
 from novaberg_core.embedding import kzg_embed_text, lzg_embed_text, make_provider
 from novaberg_core.stack import REPO_ROOT, Stack, free_port, start_stack
 from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
-from services.lzg.store import LzgStore, NewNode
+from services.lzg.store import LzgStore
 from services.lzg.weights import node_weights_at_creation
 from services.pixie.store import PixieStore
 from services.pixie.tasks import TASK_DECAY
@@ -108,19 +111,18 @@ async def seed_nodes(stack: Stack, provider: Any, pairs: int, nodes: int, rng: r
             pair = pair_of(p)
             texts = [sentence(rng) for _ in range(nodes)]
             vectors = await provider.embed([lzg_embed_text(t) for t in texts])
+            rows = [
+                (
+                    f"kzg:{pair.user_id}:{pair.character_id}:seed{n}", pair.user_id, pair.character_id, "user",
+                    text, Vector(np.asarray(vector, dtype=np.float32)), "interessen", weights.gewicht_roh,
+                    weights.gewicht_absolut, weights.gewicht_decay, 1, now, now, list(themes(rng)), "episodisch",
+                    [], None, "freude", 0.4, "", "[]", "", "", "", "",
+                )
+                for n, (text, vector) in enumerate(zip(texts, vectors, strict=True))
+            ]
             async with store.pair_writer(pair.user_id, pair.character_id) as tx:
-                for n, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
-                    await tx.insert_node(NewNode(
-                        kzg_quell_key=f"kzg:{pair.user_id}:{pair.character_id}:seed{n}",
-                        user_id=pair.user_id, character_id=pair.character_id, beobachter="user",
-                        inhalt=text, embedding=np.asarray(vector, dtype=np.float32), dimension="interessen",
-                        gewicht_roh=weights.gewicht_roh, gewicht_absolut=weights.gewicht_absolut,
-                        gewicht_decay=weights.gewicht_decay, haeufigkeit=1, erstellt_am=now,
-                        kzg_erstellt_am=now, themen=list(themes(rng)), gedaechtnistyp="episodisch",
-                        entitaet_ids=[], timeline_id=None, emotion="freude", arousal=0.4,
-                        emotions_vektor="", intentionen=[], modus="", sprach_stil="", beziehungs_dynamik="",
-                        tone="",
-                    ))
+                # The LZG's own insert statement, batched (same columns as PairTx.insert_node).
+                await tx.conn.executemany(tx.q["insert_node"], rows)
     finally:
         await store.close()
     return time.perf_counter() - started
@@ -159,6 +161,7 @@ async def queue_state(client: aioredis.Redis) -> tuple[int, int]:
 @dataclass
 class PhaseResult:
     workers: int
+    concurrency: int
     jobs: int
     seconds: float
     per_s: float
@@ -177,19 +180,36 @@ def _cpu_s(pid: int) -> float:
     return float(times.user + times.system)
 
 
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process and its children (PostgreSQL's backends are children of the postmaster)."""
+    try:
+        root = psutil.Process(pid)
+        return _cpu_s(pid) + sum(_cpu_s(child.pid) for child in root.children(recursive=True))
+    except psutil.Error:
+        return 0.0
+
+
 def cpu_snapshot(stack: Stack, pixies: list[subprocess.Popen[bytes]]) -> dict[str, float]:
-    """CPU seconds so far of the services, the Pixie workers and the two stores."""
+    """CPU seconds so far of the services, the Pixie workers and this stack's two stores."""
     snap = {name: _cpu_s(process.pid) for name, process in stack.processes.items()}
     snap["pixie"] = sum(_cpu_s(p.pid) for p in pixies)
-    stores = {"postgres": 0.0, "redis": 0.0}
-    for proc in psutil.process_iter(["name", "cmdline"]):
-        name = (proc.info["name"] or "").lower()
-        if name.startswith("postgres"):
-            stores["postgres"] += _cpu_s(proc.pid)
-        elif "valkey" in name or "redis" in name:
-            stores["redis"] += _cpu_s(proc.pid)
-    snap.update(stores)
+    status = stores_status(stack.data_dir / "stores")
+    for name, store in (("postgres", status.postgres), ("redis", status.redis)):
+        snap[name] = _tree_cpu_s(store.pid) if store is not None else 0.0
     return snap
+
+
+async def edges_per_new_node(log_addr: str) -> float:
+    """Mean ``edges_created`` of the new nodes, from Pixie's own decision rows in the pipeline log."""
+    async with grpc.aio.insecure_channel(log_addr) as channel:
+        rows = (await log_pb2_grpc.LogServiceStub(channel).Query(
+            log_pb2.QueryRequest(node="promotion", art="switch", quelle="Pixie", limit=10_000)
+        )).records
+    edges = [
+        json.loads(r.inhalt_json)["massstab"]["edges_created"] for r in rows
+        if json.loads(r.inhalt_json).get("ausgang") == "neuer_knoten"
+    ]
+    return sum(edges) / len(edges) if edges else 0.0
 
 
 def busy_seconds() -> float:
@@ -197,14 +217,16 @@ def busy_seconds() -> float:
     return float(sum(times) - times.idle - getattr(times, "iowait", 0.0))
 
 
-def spawn_pixie(stack: Stack, replica: str, args: argparse.Namespace, log_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+def spawn_pixie(
+    stack: Stack, replica: str, concurrency: int, batch: int, log_dir: Path
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = dict(stack.env)
     env.update({
         "NOVABERG_PIXIE_PORT": str(port),
         "NOVABERG_PIXIE_REPLICA_ID": replica,
-        "NOVABERG_PIXIE_CONCURRENCY": str(args.concurrency),
-        "NOVABERG_PIXIE_BATCH_SIZE": str(args.batch),
+        "NOVABERG_PIXIE_CONCURRENCY": str(concurrency),
+        "NOVABERG_PIXIE_BATCH_SIZE": str(batch),
         "NOVABERG_PIXIE_BLOCK_MS": "200",
         "NOVABERG_PIXIE_LOG_LEVEL": "WARNING",
     })
@@ -215,11 +237,12 @@ def spawn_pixie(stack: Stack, replica: str, args: argparse.Namespace, log_dir: P
 
 
 async def phase(stack: Stack, kzg: kzg_pb2_grpc.KzgServiceStub, provider: Any, args: argparse.Namespace,
-                workers: int, rng: random.Random, log_dir: Path) -> PhaseResult:
-    await enqueue(kzg, provider, args.pairs, args.jobs, rng, f"{workers}w")
+                workers: int, concurrency: int, batch: int, rng: random.Random, log_dir: Path) -> PhaseResult:
+    tag = f"{workers}w-c{concurrency}"
+    await enqueue(kzg, provider, args.pairs, args.jobs, rng, tag)
     client = aioredis.from_url(stack.urls.redis_url, protocol=2)
-    replicas = [f"bench-{workers}w-{i}" for i in range(workers)]
-    processes = [spawn_pixie(stack, r, args, log_dir) for r in replicas]
+    replicas = [f"bench-{tag}-{i}" for i in range(workers)]
+    processes = [spawn_pixie(stack, r, concurrency, batch, log_dir) for r in replicas]
     try:
         total, _ = await queue_state(client)
         assert total == args.jobs, f"queue holds {total} jobs, expected {args.jobs}"
@@ -263,7 +286,9 @@ async def phase(stack: Stack, kzg: kzg_pb2_grpc.KzgServiceStub, provider: Any, a
     processed = start_len
     seconds = t1 - t0
     cpu = {k: 1000.0 * (cpu1[k] - cpu0.get(k, 0.0)) / processed for k in cpu1}
-    return PhaseResult(workers, processed, seconds, processed / seconds, counts, cpu, (busy1 - busy0) / seconds)
+    return PhaseResult(
+        workers, concurrency, processed, seconds, processed / seconds, counts, cpu, (busy1 - busy0) / seconds
+    )
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -292,29 +317,41 @@ async def main(args: argparse.Namespace) -> None:
                 grpc.aio.insecure_channel(stack.addresses["lzg"]) as lzg_channel:
             kzg = kzg_pb2_grpc.KzgServiceStub(kzg_channel)
             lzg = lzg_pb2_grpc.LzgServiceStub(lzg_channel)
-            results = [await phase(stack, kzg, provider, args, w, rng, log_dir) for w in (1, 2)]
+            # The configured worker, then a serial one (one job in flight per worker): on a host whose
+            # cores the first already fills, the second shows whether replicas add throughput.
+            configs = [(args.concurrency, args.batch), (1, 8)]
+            results = [
+                await phase(stack, kzg, provider, args, w, c, b, rng, log_dir) for c, b in configs for w in (1, 2)
+            ]
             stats = await lzg.GetPairStats(lzg_pb2.GetPairStatsRequest(pair=pair_of(0)))
+            mean_edges = await edges_per_new_node(stack.addresses["log"])  # workers flushed at SIGTERM
     finally:
         await stack.stop(grace=10.0)
 
     print()
     print(f"pairs {args.pairs} × ~{args.nodes} nodes (pair 0 now: {stats.nodes_active} nodes, {stats.edges} edges), "
-          f"model {provider.model_id}, concurrency {args.concurrency}/worker, batch {args.batch}, "
-          f"{os.cpu_count()} CPUs")
-    print(f"{'workers':>7} {'jobs':>6} {'seconds':>8} {'jobs/s':>8} {'busy cores':>10}  outcomes")
+          f"model {provider.model_id}, "
+          f"{os.cpu_count()} CPUs; Trigger 1 formed {mean_edges:.0f} edge rows per new node")
+    print(f"{'workers':>7} {'pairs in flight':>15} {'jobs':>6} {'seconds':>8} {'jobs/s':>8} {'busy cores':>10}  outcomes")
     for r in results:
         shown = {k: v for k, v in sorted(r.counts.items()) if v and k not in ("jobs", "acked")}
-        print(f"{r.workers:>7} {r.jobs:>6} {r.seconds:>8.2f} {r.per_s:>8.1f} {r.busy_cores:>10.2f}  {shown}")
-    print("CPU ms per job: " + "; ".join(
-        f"{r.workers}w " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(r.cpu_ms_per_job.items(), key=lambda kv: -kv[1]))
-        for r in results
-    ))
-    one, two = results[0].per_s, results[1].per_s
-    print(f"two workers / one: {two / one:.2f}×   (targets: ≥ 50/s with one worker, ≥ 1.3× with two)")
+        print(f"{r.workers:>7} {r.concurrency:>15} {r.jobs:>6} {r.seconds:>8.2f} {r.per_s:>8.1f} "
+              f"{r.busy_cores:>10.2f}  {shown}")
+    for r in results:
+        total = sum(r.cpu_ms_per_job.values())
+        parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r.cpu_ms_per_job.items(), key=lambda kv: -kv[1]))
+        print(f"CPU ms per job, {r.workers}w × {r.concurrency}: {total:.1f} = {parts}")
+    one, two, serial_one, serial_two = (r.per_s for r in results)
+    print(f"two workers / one: {two / one:.2f}× (serial workers: {serial_two / serial_one:.2f}×); "
+          f"targets: ≥ 50/s with one worker, ≥ 1.3× with two")
     print(json.dumps({
         "promotions_per_s_1w": round(one, 1),
         "promotions_per_s_2w": round(two, 1),
         "speedup_2w": round(two / one, 2),
+        "busy_cores_1w": round(results[0].busy_cores, 2),
+        "busy_cores_2w": round(results[1].busy_cores, 2),
+        "serial_promotions_per_s_1w": round(serial_one, 1),
+        "serial_promotions_per_s_2w": round(serial_two, 1),
         "pairs": args.pairs,
         "nodes_per_pair": args.nodes,
         "jobs_per_phase": args.jobs,
