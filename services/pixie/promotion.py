@@ -77,6 +77,15 @@ class JobFailed(Exception):
     """One step of a job failed; the job is retried later (or parked)."""
 
 
+class DependencyDown(Exception):
+    """A service Pixie needs is unreachable: an outage, not the job's fault. No attempt is counted
+    (an outage must not park healthy jobs); the jobs stay pending and the worker backs off."""
+
+
+def _is_outage(error: BaseException | None) -> bool:
+    return isinstance(error, grpc.aio.AioRpcError) and error.code() == grpc.StatusCode.UNAVAILABLE
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerSettings:
     """The worker's knobs (see :class:`PixieConfig` for each field's meaning)."""
@@ -200,13 +209,16 @@ class PromotionWorker:
                     deferred.extend(pair_jobs)
 
         results = await asyncio.gather(*(run_pair(g) for g in groups.values()), return_exceptions=True)
-        for result in results:
-            if isinstance(result, asyncio.CancelledError):
-                raise result
-            if isinstance(result, BaseException):
-                # The pair's jobs stay pending and are reclaimed later; nothing is lost.
-                tally.last_error = _describe(result)
-                _LOG.warning("promotion: a pair group failed: %s", tally.last_error, exc_info=result)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        for failure in failures:
+            if isinstance(failure, asyncio.CancelledError):
+                raise failure
+        if failures:
+            # Not a job's fault (those are handled per job): a service or the store failed. The
+            # groups' unfinished jobs stay pending and come back; the caller backs off.
+            for failure in failures[1:]:
+                _LOG.warning("promotion: another pair group failed too: %s", _describe(failure))
+            raise failures[0]
         return deferred
 
     async def _process_pair(
@@ -222,6 +234,7 @@ class PromotionWorker:
                 tally["deferred_locked"] += len(jobs)
                 return False
             done: list[str] = []
+            outage: Exception | None = None
             for job in jobs:
                 try:
                     if self.step_hook is not None:
@@ -230,6 +243,9 @@ class PromotionWorker:
                     if self.step_hook is not None:
                         await self.step_hook("finished", job)
                 except Exception as error:
+                    if _is_outage(error) or (isinstance(error, JobFailed) and _is_outage(error.__cause__)):
+                        outage = error
+                        break
                     await self._on_failure(job, error, tally)
                     continue
                 tally[result] += 1
@@ -240,6 +256,8 @@ class PromotionWorker:
                     if job.job_id in done and self.step_hook is not None:
                         await self.step_hook("acked", job)
                 await self.store.clear_attempts([i for i in done if i in states])
+            if outage is not None:
+                raise DependencyDown(_describe(outage)) from outage
         return True
 
     async def _ack(self, job_ids: list[str], tally: Tally) -> None:
@@ -269,14 +287,17 @@ class PromotionWorker:
                     **logged,
                 )
                 return "expired"
-            promoted = await self.lzg.Promote(
-                lzg_pb2.PromoteRequest(
-                    entry=entry,
-                    turn=common_pb2.TurnContext(turn_id=turn_id, span_id=span_id),
-                    ausloeser_turn_id=job.ausloeser_turn_id,
-                ),
-                timeout=timeout,
-            )
+            try:
+                promoted = await self.lzg.Promote(
+                    lzg_pb2.PromoteRequest(
+                        entry=entry,
+                        turn=common_pb2.TurnContext(turn_id=turn_id, span_id=span_id),
+                        ausloeser_turn_id=job.ausloeser_turn_id,
+                    ),
+                    timeout=timeout,
+                )
+            except grpc.aio.AioRpcError as error:
+                raise JobFailed(f"LZG Promote: {_describe(error)}") from error
             if self.step_hook is not None:
                 await self.step_hook("promoted", job)
             massstab = {
@@ -398,7 +419,7 @@ class PromotionWorker:
         try:
             await self.drain(tally)
         except Exception as exc:
-            outcome, error = OUTCOME_FAILED, f"reading or acking the queue failed: {_describe(exc)}"
+            outcome, error = OUTCOME_FAILED, f"promotion stopped: {_describe(exc)}"
         finished = await self.store.finish_run(
             run.id, outcome=outcome, counts=tally, error=error or _job_error(tally), now=self.clock()
         )

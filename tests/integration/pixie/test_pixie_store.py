@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from services.pixie.store import JobRef, PixieStore
+from services.pixie.store import JobRef, PixieStore, RunRecord
 from services.pixie.tasks import TASK_DECAY, TASK_PROMOTION
 
 pytestmark = pytest.mark.integration
@@ -29,7 +29,7 @@ async def stores(pg_url: str) -> AsyncIterator[tuple[PixieStore, PixieStore]]:
         await b.close()
 
 
-async def _claim(store: PixieStore, replica: str, now: datetime = NOW, day: date = DAY):
+async def _claim(store: PixieStore, replica: str, now: datetime = NOW, day: date = DAY) -> RunRecord | None:
     return await store.claim_daily_run(
         TASK_DECAY, day, trigger="schedule", turn_id=f"t-{replica}", replica=replica, now=now, stale_after_s=600
     )

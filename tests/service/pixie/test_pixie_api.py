@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.timeutil import to_timestamp
-from tests.service.pixie.conftest import PixieCluster, QueueState, expire, queue_state, store_entry
+from tests.service.pixie.conftest import PixieCluster, QueueState, expire, kzg_has, queue_state, store_entry
 
 
 async def test_list_tasks_shows_both_tasks_with_schedule_and_priority(kzg_only_cluster: PixieCluster) -> None:
@@ -187,3 +187,21 @@ async def test_decay_trigger_records_an_honest_failure_when_lzg_and_log_are_down
     rows = (await a.logged("synapsen_decay"))
     assert rows and all(r.user_id is None and r.character_id is None for r in rows)
     assert len([r for r in rows if r.art == "fehler"]) == 4
+
+
+async def test_an_unreachable_lzg_is_an_outage_not_a_poison_job(
+    kzg_only_cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, redis_url: str
+) -> None:
+    a = await kzg_only_cluster.start("pixie-a")  # max_attempts 3; the LZG is unreachable
+    stored = await store_entry(kzg, "Meister hat einen Hund namens Bello.", salienz=0.9)
+    for _ in range(5):
+        run = (await a.api.TriggerTask(pixie_pb2.TriggerTaskRequest(task="synapsen_promotion"))).run
+        assert run.outcome == "failed"
+        assert run.error.startswith("promotion stopped: LZG Promote: UNAVAILABLE")
+        assert run.counts["failed"] == 0 and run.counts["parked"] == 0
+        await asyncio.sleep(0.2)  # reclaimable again
+    # Five outages later the job is neither parked nor lost: it waits in the stream.
+    assert (await a.api.ListParkedJobs(pixie_pb2.ListParkedJobsRequest())).jobs == []
+    assert await a.app.store.pool.fetchval("SELECT count(*) FROM pixie.job_attempts") == 0
+    assert await queue_state(redis_url) == QueueState(1, 1)
+    assert await kzg_has(kzg, stored.kzg_key)

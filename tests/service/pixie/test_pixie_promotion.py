@@ -20,10 +20,11 @@ import redis.asyncio as aioredis
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2_grpc
-from novaberg.pixie.v1 import pixie_pb2
+from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.timeutil import to_timestamp, utc_now
 from services.kzg.models import Pair as KzgPair
 from services.kzg.store import hash_dirty_key
+from services.pixie.promotion import StepHook
 from tests.service.pixie.conftest import (
     PixieCluster,
     QueueState,
@@ -66,11 +67,9 @@ class Crash:
             await asyncio.Event().wait()
 
 
-async def _trigger(replica_api: object, **kwargs: object) -> pixie_pb2.Run:
-    response = await replica_api.TriggerTask(  # type: ignore[attr-defined]
-        pixie_pb2.TriggerTaskRequest(task="synapsen_promotion", **kwargs)
-    )
-    return response.run
+async def _trigger(api: pixie_pb2_grpc.PixieServiceStub) -> pixie_pb2.Run:
+    """TriggerTask(synapsen_promotion): drain what is queued now, return the finished run."""
+    return (await api.TriggerTask(pixie_pb2.TriggerTaskRequest(task="synapsen_promotion"))).run
 
 
 def _nonzero(run: pixie_pb2.Run) -> dict[str, int]:
@@ -94,12 +93,12 @@ async def test_high_entry_becomes_a_node_and_leaves_the_kzg(
     assert (node.kzg_quell_key, node.inhalt, list(node.themen)) == (stored.kzg_key, TEXTS[0], ["Geburtstag", "Familie"])
     assert not await kzg_has(kzg, stored.kzg_key)
     assert await queue_state(redis_url) == QueueState(0, 0)
-    client = aioredis.from_url(redis_url)
+    client = aioredis.from_url(redis_url, decode_responses=True)
     try:
         dirty = await client.hgetall(hash_dirty_key(KzgPair("meister", "nova")))
     finally:
         await client.aclose()
-    assert stored.kzg_key in dirty[b"reason"].decode()
+    assert stored.kzg_key in dirty["reason"]
 
     decisions = [r for r in await a.logged("promotion") if r.art == "switch"]
     assert [(d.inhalt["ausgang"], d.turn_id, d.user_id, d.character_id) for d in decisions] == [
@@ -174,7 +173,7 @@ async def test_two_replicas_never_promote_one_pair_at_once_and_pairs_run_in_para
     spans: list[tuple[str, str, float, float]] = []
     open_at: dict[tuple[str, str], float] = {}
 
-    def recorder(replica: str):  # type: ignore[no-untyped-def]
+    def recorder(replica: str) -> StepHook:
         async def hook(step: str, job: kzg_pb2.PromotionJob) -> None:
             if step == "started":
                 open_at[(replica, job.job_id)] = clock.monotonic()
