@@ -111,7 +111,7 @@ async def seed_nodes(stack: Stack, provider: Any, pairs: int, nodes: int, rng: r
             pair = pair_of(p)
             texts = [sentence(rng) for _ in range(nodes)]
             vectors = await provider.embed([lzg_embed_text(t) for t in texts])
-            rows = [
+            rows: list[tuple[Any, ...]] = [
                 (
                     f"kzg:{pair.user_id}:{pair.character_id}:seed{n}", pair.user_id, pair.character_id, "user",
                     text, Vector(np.asarray(vector, dtype=np.float32)), "interessen", weights.gewicht_roh,
