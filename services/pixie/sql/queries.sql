@@ -49,7 +49,10 @@ SELECT * FROM runs
 SELECT * FROM runs WHERE ($1::text IS NULL OR task = $1) ORDER BY id DESC LIMIT $2;
 
 -- name: last_runs
-SELECT DISTINCT ON (task) * FROM runs WHERE task = ANY($1::text[]) ORDER BY task, id DESC;
+-- One index descent per task (runs_task_newest), however long the history grows.
+SELECT r.*
+  FROM unnest($1::text[]) AS t(task)
+  CROSS JOIN LATERAL (SELECT * FROM runs WHERE runs.task = t.task ORDER BY id DESC LIMIT 1) AS r;
 
 -- name: set_paused
 INSERT INTO task_state (task, paused, updated_at, updated_by) VALUES ($1, $2, $3, $4)
