@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -28,7 +29,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.pipeline_log import PipelineLog
-from novaberg_core.timeutil import utc_now
+from novaberg_core.timeutil import to_timestamp, utc_now
 from services.pixie.config import PixieConfig
 from services.pixie.runlog import RunSpan, log_single_run, new_turn_id
 from services.pixie.store import JobRef, JobState, PixieStore, RunRecord
@@ -179,10 +180,11 @@ class PromotionWorker:
     # --- one batch ----------------------------------------------------------------------
 
     async def process_batch(
-        self, jobs: Sequence[kzg_pb2.PromotionJob], tally: Tally
+        self, jobs: Sequence[kzg_pb2.PromotionJob], tally: Tally, *, as_of: datetime | None = None
     ) -> list[kzg_pb2.PromotionJob]:
         """Processes a batch: pairs in parallel (bounded), each pair's jobs serially under its lock.
 
+        ``as_of`` (a replay's simulated time) goes to Promote and MarkHashDirty; None → now.
         Returns the jobs left untouched because another replica held their pair.
         """
         states = await self.store.job_states([j.job_id for j in jobs])
@@ -205,7 +207,7 @@ class PromotionWorker:
 
         async def run_pair(pair_jobs: list[kzg_pb2.PromotionJob]) -> None:
             async with semaphore:
-                if not await self._process_pair(pair_jobs, states, tally):
+                if not await self._process_pair(pair_jobs, states, tally, as_of):
                     deferred.extend(pair_jobs)
 
         results = await asyncio.gather(*(run_pair(g) for g in groups.values()), return_exceptions=True)
@@ -222,7 +224,8 @@ class PromotionWorker:
         return deferred
 
     async def _process_pair(
-        self, jobs: list[kzg_pb2.PromotionJob], states: dict[str, JobState], tally: Tally
+        self, jobs: list[kzg_pb2.PromotionJob], states: dict[str, JobState], tally: Tally,
+        as_of: datetime | None,
     ) -> bool:
         """One pair's jobs in order under the pair lock; False when another replica holds the pair."""
         first = jobs[0]
@@ -239,7 +242,7 @@ class PromotionWorker:
                 try:
                     if self.step_hook is not None:
                         await self.step_hook("started", job)
-                    result = await self._promote_one(job, tally)
+                    result = await self._promote_one(job, tally, as_of)
                     if self.step_hook is not None:
                         await self.step_hook("finished", job)
                 except Exception as error:
@@ -268,11 +271,13 @@ class PromotionWorker:
 
     # --- one job ------------------------------------------------------------------------
 
-    async def _promote_one(self, job: kzg_pb2.PromotionJob, tally: Tally) -> str:
+    async def _promote_one(self, job: kzg_pb2.PromotionJob, tally: Tally, as_of: datetime | None) -> str:
         """The job's steps (SPEC §5.3); returns the count key of its outcome."""
         pair = job.pair
         turn_id = job.ausloeser_turn_id or f"pixie-job-{job.job_id}"
-        where = {"user_id": pair.user_id, "character_id": pair.character_id}
+        where: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
+        if as_of is not None:
+            where["erstellt_am"] = as_of  # the log rows of a replay sit at its simulated time
         timeout = self.settings.rpc_timeout_s
         async with self.plog.span(turn_id=turn_id, node=NODE, **where) as span_id:
             logged = {"span_id": span_id, **where}
@@ -293,6 +298,7 @@ class PromotionWorker:
                         entry=entry,
                         turn=common_pb2.TurnContext(turn_id=turn_id, span_id=span_id),
                         ausloeser_turn_id=job.ausloeser_turn_id,
+                        as_of=None if as_of is None else to_timestamp(as_of),
                     ),
                     timeout=timeout,
                 )
@@ -309,7 +315,7 @@ class PromotionWorker:
                 # A replay after a crash finds the node already there (already_promoted) and still
                 # owes the delete; the LZG allows it for a new node only (SPEC §5.3 step 6).
                 if promoted.kzg_delete_allowed or promoted.already_promoted:
-                    await self._retire_entry(job, turn_id, span_id, promoted.node_id, tally)
+                    await self._retire_entry(job, turn_id, span_id, promoted.node_id, tally, as_of)
                 key, ausgang = ("already_promoted", "bereits_befoerdert") if promoted.already_promoted \
                     else ("promoted_new", "neuer_knoten")
             elif promoted.outcome in _OUTCOME_COUNT:
@@ -335,15 +341,21 @@ class PromotionWorker:
         return response.entry
 
     async def _retire_entry(
-        self, job: kzg_pb2.PromotionJob, turn_id: str, span_id: str, node_id: int, tally: Tally
+        self, job: kzg_pb2.PromotionJob, turn_id: str, span_id: str, node_id: int, tally: Tally,
+        as_of: datetime | None,
     ) -> None:
         """hash_dirty, then DEL the KZG key verified by EXISTS (SPEC §5.3 step 6)."""
         timeout = self.settings.rpc_timeout_s
         turn = common_pb2.TurnContext(turn_id=turn_id, span_id=span_id)
-        logged = {"span_id": span_id, "user_id": job.pair.user_id, "character_id": job.pair.character_id}
+        logged: dict[str, Any] = {"span_id": span_id, "user_id": job.pair.user_id, "character_id": job.pair.character_id}
+        if as_of is not None:
+            logged["erstellt_am"] = as_of
         try:
             await self.kzg.MarkHashDirty(
-                kzg_pb2.MarkHashDirtyRequest(pair=job.pair, reason=f"promotion {job.kzg_key} -> node {node_id}"),
+                kzg_pb2.MarkHashDirtyRequest(
+                    pair=job.pair, reason=f"promotion {job.kzg_key} -> node {node_id}",
+                    as_of=None if as_of is None else to_timestamp(as_of),
+                ),
                 timeout=timeout,
             )
             deleted = await self.kzg.DeleteEntry(
@@ -394,7 +406,7 @@ class PromotionWorker:
 
     # --- runs ---------------------------------------------------------------------------
 
-    async def drain(self, tally: Tally) -> None:
+    async def drain(self, tally: Tally, *, as_of: datetime | None = None) -> None:
         """Processes the currently available jobs once (new and reclaimable), without blocking."""
         seen: set[str] = set()
         held_back = _HeldBack(self.settings.reclaim_idle_ms)
@@ -405,10 +417,13 @@ class PromotionWorker:
             if not batch:
                 return
             tally["jobs"] += len(fresh)
-            held_back.keep(await self.process_batch(batch, tally))
+            held_back.keep(await self.process_batch(batch, tally, as_of=as_of))
 
-    async def drain_run(self, *, trigger: str, forced: bool = False) -> RunRecord:
-        """TriggerTask for the promotion task: drain once and record it as one run."""
+    async def drain_run(self, *, trigger: str, forced: bool = False, as_of: datetime | None = None) -> RunRecord:
+        """TriggerTask for the promotion task: drain once and record it as one run.
+
+        ``as_of`` (a replay's simulated time) is passed to every promotion; None → now.
+        """
         run = await self.store.insert_run(
             TASK_PROMOTION, trigger=trigger, turn_id=new_turn_id(), replica=self.replica_id,
             now=self.clock(), forced=forced,
@@ -417,7 +432,7 @@ class PromotionWorker:
         tally = new_tally()
         outcome, error = OUTCOME_OK, ""
         try:
-            await self.drain(tally)
+            await self.drain(tally, as_of=as_of)
         except Exception as exc:
             outcome, error = OUTCOME_FAILED, f"promotion stopped: {_describe(exc)}"
         finished = await self.store.finish_run(

@@ -254,7 +254,7 @@ class Scheduler:
                 return await self.worker.skipped_run(trigger="manual", reason=reason)
             return await self._skipped_daily(spec.name, run_day_of(as_of or self.clock()), reason)
         if spec.name == TASK_PROMOTION:
-            return await self.worker.drain_run(trigger="manual", forced=force)
+            return await self.worker.drain_run(trigger="manual", forced=force, as_of=as_of)
         assert spec.kind == KIND_DAILY
         moment = as_of or self.clock()
         day = run_day_of(moment)

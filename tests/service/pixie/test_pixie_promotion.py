@@ -295,3 +295,20 @@ async def test_poison_job_is_parked_after_n_attempts_while_others_become_nodes(
     assert await queue_state(redis_url) == QueueState(0, 0)
     # A fourth run finds nothing: the parked job no longer comes back.
     assert _nonzero(await _trigger(a.api)) == {}
+
+
+async def test_trigger_as_of_is_the_promotions_time(
+    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub
+) -> None:
+    """A replay's simulated time reaches the LZG: the node is created at the trigger's as_of."""
+    a = await cluster.start("pixie-a")
+    await store_entry(kzg, TEXTS[9], salienz=0.9)
+    when = datetime(2026, 3, 14, 18, 30, tzinfo=UTC)
+    run = (await a.api.TriggerTask(
+        pixie_pb2.TriggerTaskRequest(task="synapsen_promotion", as_of=to_timestamp(when))
+    )).run
+    assert run.counts["promoted_new"] == 1
+    (node,) = await nodes_of(lzg)
+    assert node.erstellt_am.ToDatetime(tzinfo=UTC) == when
+    decision = next(r for r in await a.logged("promotion") if r.art == "switch")
+    assert decision.erstellt_am == when
