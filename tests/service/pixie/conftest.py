@@ -15,8 +15,6 @@ from typing import Any
 
 import grpc.aio
 import pytest
-import redis.asyncio as aioredis
-from redis.exceptions import ResponseError
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
@@ -29,7 +27,6 @@ from novaberg_core.pipeline_log import InMemorySink, LogSink, PendingRecord, Pip
 from novaberg_core.server import RunningServer
 from services.kzg.config import KzgConfig
 from services.kzg.server import create_server as create_kzg_server
-from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
 from services.log.config import LogConfig
 from services.log.server import create_server as create_log_server
 from services.lzg.config import LzgConfig
@@ -131,22 +128,10 @@ class QueueState:
     pending: int
 
 
-async def queue_state(redis_url: str) -> QueueState:
-    """Length and pending count of the KZG promotion stream, read from Redis directly.
-
-    (Observation only; InspectPromotionQueue of the KZG fails on this Redis's RESP3 XPENDING
-    summary at the time of writing.)
-    """
-    client = aioredis.from_url(redis_url, protocol=2)
-    try:
-        length = int(await client.xlen(PROMOTION_STREAM))
-        try:
-            summary = await client.xpending(PROMOTION_STREAM, PROMOTION_GROUP)
-        except ResponseError:
-            return QueueState(length, 0)
-        return QueueState(length, int(summary["pending"]))
-    finally:
-        await client.aclose()
+async def queue_state(kzg: kzg_pb2_grpc.KzgServiceStub) -> QueueState:
+    """Length and pending count of the KZG promotion stream (InspectPromotionQueue)."""
+    state = await kzg.InspectPromotionQueue(kzg_pb2.InspectPromotionQueueRequest(limit=1))
+    return QueueState(state.length, state.pending)
 
 
 async def expire(kzg: kzg_pb2_grpc.KzgServiceStub, kzg_key: str, pair: common_pb2.Pair = PAIR) -> None:

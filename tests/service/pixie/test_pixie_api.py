@@ -49,7 +49,7 @@ async def test_unknown_task_and_bad_limit_are_invalid_arguments(kzg_only_cluster
 
 
 async def test_pause_is_seen_by_every_replica_and_blocks_unforced_triggers(
-    kzg_only_cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, redis_url: str
+    kzg_only_cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub
 ) -> None:
     a = await kzg_only_cluster.start("pixie-a")
     b = await kzg_only_cluster.start("pixie-b")
@@ -65,7 +65,7 @@ async def test_pause_is_seen_by_every_replica_and_blocks_unforced_triggers(
 
     skipped = (await b.api.TriggerTask(pixie_pb2.TriggerTaskRequest(task="synapsen_promotion"))).run
     assert skipped.outcome == "skipped" and "paused" in skipped.error and skipped.replica == "pixie-b"
-    assert (await queue_state(redis_url)).length == 1
+    assert (await queue_state(kzg)).length == 1
 
     forced = (await b.api.TriggerTask(pixie_pb2.TriggerTaskRequest(task="synapsen_promotion", force=True))).run
     assert forced.outcome == "ok" and forced.counts["expired"] == 1 and forced.counts["acked"] == 1
@@ -84,7 +84,7 @@ async def test_pause_is_seen_by_every_replica_and_blocks_unforced_triggers(
 
 
 async def test_paused_continuous_worker_leaves_the_queue_alone_until_resumed(
-    kzg_only_cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, redis_url: str
+    kzg_only_cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub
 ) -> None:
     a = await kzg_only_cluster.start("pixie-a", background=True)
     await a.api.PauseTask(pixie_pb2.PauseTaskRequest(task="synapsen_promotion"))
@@ -92,13 +92,13 @@ async def test_paused_continuous_worker_leaves_the_queue_alone_until_resumed(
     queued = await store_entry(kzg, "Meister fährt gern Rad.", salienz=0.9)
     await expire(kzg, queued.kzg_key)
     await asyncio.sleep(0.5)
-    assert (await queue_state(redis_url)).length == 1
+    assert (await queue_state(kzg)).length == 1
     await a.api.ResumeTask(pixie_pb2.ResumeTaskRequest(task="synapsen_promotion"))
     for _ in range(100):
-        if (await queue_state(redis_url)).length == 0:
+        if (await queue_state(kzg)).length == 0:
             break
         await asyncio.sleep(0.05)
-    assert (await queue_state(redis_url)).length == 0
+    assert (await queue_state(kzg)).length == 0
     await kzg_only_cluster.stop(a)  # a graceful stop closes the open run
     b = await kzg_only_cluster.start("pixie-b")
     runs = (await b.api.ListRuns(pixie_pb2.ListRunsRequest(task="synapsen_promotion"))).runs
@@ -107,7 +107,7 @@ async def test_paused_continuous_worker_leaves_the_queue_alone_until_resumed(
 
 
 async def test_expired_entry_ends_as_verfallen_and_is_logged_for_its_pair(
-    kzg_only_cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, redis_url: str
+    kzg_only_cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub
 ) -> None:
     a = await kzg_only_cluster.start("pixie-a")
     queued = await store_entry(kzg, "Meister trinkt morgens Tee.", salienz=0.75, turn_id="turn-tee")
@@ -115,7 +115,7 @@ async def test_expired_entry_ends_as_verfallen_and_is_logged_for_its_pair(
     run = (await a.api.TriggerTask(pixie_pb2.TriggerTaskRequest(task="synapsen_promotion"))).run
     assert run.outcome == "ok" and run.replica == "pixie-a" and run.run_day == ""
     assert {k: v for k, v in run.counts.items() if v} == {"jobs": 1, "expired": 1, "acked": 1}
-    assert await queue_state(redis_url) == QueueState(0, 0)
+    assert await queue_state(kzg) == QueueState(0, 0)
 
     decisions = [r for r in (await a.logged("promotion")) if r.art == "switch"]
     assert len(decisions) == 1
@@ -160,7 +160,7 @@ async def test_poison_job_is_retried_then_parked_and_visible_while_others_pass(
     assert (job.kzg_key, job.user_id, job.character_id, job.attempts) == (poison.kzg_key, "meister", "nova", 3)
     assert job.last_error.startswith("KZG GetEntry: INTERNAL")
     # Parked means acked: nothing of it is left in the stream, so it blocks nothing.
-    assert await queue_state(redis_url) == QueueState(0, 0)
+    assert await queue_state(kzg) == QueueState(0, 0)
     # The entry itself is untouched in the KZG (it may still expire by TTL there).
     parked_decisions = [r for r in (await a.logged("promotion"))
                         if r.art == "switch" and r.inhalt["ausgang"] == "geparkt"]
@@ -190,7 +190,7 @@ async def test_decay_trigger_records_an_honest_failure_when_lzg_and_log_are_down
 
 
 async def test_an_unreachable_lzg_is_an_outage_not_a_poison_job(
-    kzg_only_cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, redis_url: str
+    kzg_only_cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub
 ) -> None:
     a = await kzg_only_cluster.start("pixie-a")  # max_attempts 3; the LZG is unreachable
     stored = await store_entry(kzg, "Meister hat einen Hund namens Bello.", salienz=0.9)
@@ -203,5 +203,5 @@ async def test_an_unreachable_lzg_is_an_outage_not_a_poison_job(
     # Five outages later the job is neither parked nor lost: it waits in the stream.
     assert (await a.api.ListParkedJobs(pixie_pb2.ListParkedJobsRequest())).jobs == []
     assert await a.app.store.pool.fetchval("SELECT count(*) FROM pixie.job_attempts") == 0
-    assert await queue_state(redis_url) == QueueState(1, 1)
+    assert await queue_state(kzg) == QueueState(1, 1)
     assert await kzg_has(kzg, stored.kzg_key)

@@ -72,7 +72,6 @@ def _spawn(
 
 async def test_sigkill_mid_promotion_then_restart_leaves_one_node_per_entry(
     pg_url: str,
-    redis_url: str,
     kzg_server: RunningServer,
     lzg_server: RunningServer,
     kzg: kzg_pb2_grpc.KzgServiceStub,
@@ -104,17 +103,17 @@ async def test_sigkill_mid_promotion_then_restart_leaves_one_node_per_entry(
         await asyncio.sleep(0.005)
     first.kill()
     first.wait()
-    before_restart = await queue_state(redis_url)
+    before_restart = await queue_state(kzg)
     assert before_restart.length > 0, "the kill came too late to test anything"
 
     port2 = free_port()
     second = _spawn(pg_url, kzg_server, lzg_server, "pixie-restarted", port2, tmp_path / "b.log")
     processes.append(second)
     for _ in range(600):
-        if await queue_state(redis_url) == QueueState(0, 0):
+        if await queue_state(kzg) == QueueState(0, 0):
             break
         await asyncio.sleep(0.05)
-    assert await queue_state(redis_url) == QueueState(0, 0), (tmp_path / "b.log").read_text()[-3000:]
+    assert await queue_state(kzg) == QueueState(0, 0), (tmp_path / "b.log").read_text()[-3000:]
 
     # Every entry ended exactly once: as a node that left the KZG, or as a duplicate of an
     # earlier node that stays in the KZG (SPEC §5.3 step 4); no kzg_quell_key twice.

@@ -92,7 +92,7 @@ async def test_high_entry_becomes_a_node_and_leaves_the_kzg(
     node = nodes[0]
     assert (node.kzg_quell_key, node.inhalt, list(node.themen)) == (stored.kzg_key, TEXTS[0], ["Geburtstag", "Familie"])
     assert not await kzg_has(kzg, stored.kzg_key)
-    assert await queue_state(redis_url) == QueueState(0, 0)
+    assert await queue_state(kzg) == QueueState(0, 0)
     client = aioredis.from_url(redis_url, decode_responses=True)
     try:
         dirty = await client.hgetall(hash_dirty_key(KzgPair("meister", "nova")))
@@ -130,7 +130,6 @@ async def test_worker_killed_before_the_ack_leaves_exactly_one_node_after_restar
     cluster: PixieCluster,
     kzg: kzg_pb2_grpc.KzgServiceStub,
     lzg: lzg_pb2_grpc.LzgServiceStub,
-    redis_url: str,
     step: str,
     replay_count: str,
 ) -> None:
@@ -148,7 +147,7 @@ async def test_worker_killed_before_the_ack_leaves_exactly_one_node_after_restar
     nodes = await nodes_of(lzg)
     assert [n.kzg_quell_key for n in nodes] == [stored.kzg_key]
     assert await kzg_has(kzg, stored.kzg_key) == (step == "promoted")
-    assert (await queue_state(redis_url)).pending >= 1
+    assert (await queue_state(kzg)).pending >= 1
 
     # Meanwhile another pair's entry arrives; the restarted worker handles both.
     other = await store_entry(kzg, TEXTS[3], salienz=0.9, pair=common_pb2.Pair(user_id="anna", character_id="nova"))
@@ -164,11 +163,11 @@ async def test_worker_killed_before_the_ack_leaves_exactly_one_node_after_restar
     assert not await kzg_has(kzg, stored.kzg_key)
     anna = await nodes_of(lzg, common_pb2.Pair(user_id="anna", character_id="nova"))
     assert [n.kzg_quell_key for n in anna] == [other.kzg_key]
-    assert await queue_state(redis_url) == QueueState(0, 0)
+    assert await queue_state(kzg) == QueueState(0, 0)
 
 
 async def test_two_replicas_never_promote_one_pair_at_once_and_pairs_run_in_parallel(
-    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub, redis_url: str
+    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub
 ) -> None:
     spans: list[tuple[str, str, float, float]] = []
     open_at: dict[tuple[str, str], float] = {}
@@ -194,10 +193,10 @@ async def test_two_replicas_never_promote_one_pair_at_once_and_pairs_run_in_para
     b = await cluster.start("pixie-b", background=True, step_hook=recorder("b"), batch_size=2,
                             reclaim_idle_ms=10_000)
     for _ in range(400):
-        if await queue_state(redis_url) == QueueState(0, 0):
+        if await queue_state(kzg) == QueueState(0, 0):
             break
         await asyncio.sleep(0.05)
-    assert await queue_state(redis_url) == QueueState(0, 0)
+    assert await queue_state(kzg) == QueueState(0, 0)
     await cluster.stop(a)
     await cluster.stop(b)
 
@@ -292,7 +291,7 @@ async def test_poison_job_is_parked_after_n_attempts_while_others_become_nodes(
     assert len(await nodes_of(lzg)) == 3
     parked = (await a.api.ListParkedJobs(pixie_pb2.ListParkedJobsRequest(limit=10))).jobs
     assert [(p.kzg_key, p.attempts) for p in parked] == [(poison.kzg_key, 3)]
-    assert await queue_state(redis_url) == QueueState(0, 0)
+    assert await queue_state(kzg) == QueueState(0, 0)
     # A fourth run finds nothing: the parked job no longer comes back.
     assert _nonzero(await _trigger(a.api)) == {}
 
