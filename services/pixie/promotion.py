@@ -5,9 +5,11 @@ only after a new node — set the pair's ``hash_dirty`` and delete the KZG key, 
 Delivery is at-least-once; every effect is idempotent (LZG Promote is idempotent on
 ``kzg_quell_key``), so a crash at any step loses no entry and creates no second node.
 
-One actor per pair (SPEC §9): a pair's jobs run serially inside a PostgreSQL advisory lock; a pair
-locked by another replica is left pending for later, and different pairs proceed in parallel.
-A job that keeps failing is retried with exponential backoff and parked after N attempts.
+One actor per pair (SPEC §9): a pair's jobs run serially inside a PostgreSQL advisory lock; for a
+pair another replica holds, the worker waits briefly, then holds its jobs back for the next batch
+(still pending, never lost); different pairs proceed in parallel. A job that keeps failing is
+retried with exponential backoff and parked after N attempts; an unreachable service is an
+outage, not the job's fault — no attempt is counted and the worker backs off.
 """
 
 from __future__ import annotations
@@ -49,11 +51,11 @@ NODE = "promotion"
 """pipeline_log node name of every promotion record (SPEC §5.3)."""
 
 
-
 class Tally(collections.Counter[str]):
     """Counts of one run, plus the last job error seen (reported in the run's ``error``)."""
 
     last_error: str = ""
+
 
 StepHook = Callable[[str, kzg_pb2.PromotionJob], Awaitable[None]]
 """Called at the steps ``started``, ``promoted``, ``deleted``, ``finished`` and ``acked`` of a job.
