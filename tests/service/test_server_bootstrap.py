@@ -22,6 +22,11 @@ import grpc.aio
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
 from novaberg_core import errors
 from novaberg_core.config import CommonConfig
 from novaberg_core.errors import NovabergError
@@ -36,10 +41,6 @@ from novaberg_core.telemetry import (
     setup_telemetry,
     tracer,
 )
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind, StatusCode
 
 SERVICE = "novaberg.test.v1.EchoService"
 SECRET = "password=hunter2 at /srv/internal/db.py"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 from novaberg_core.config import (
     CommonConfig,
     ConfigError,

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
+
 from novaberg_core.timeutil import as_of_or_now, days_between, from_timestamp, to_timestamp, utc_now
 
 
