@@ -33,8 +33,8 @@ protos-check: $(STAMP)
 	if diff -r -q "$$tmp/novaberg" libs/novaberg -x __pycache__; then echo "generated code in sync"; \
 	else echo "generated code is stale: run 'make protos' and commit"; rm -rf "$$tmp"; exit 1; fi; rm -rf "$$tmp"
 
-## All test tiers: unit, integration (embedded stores), service (gRPC), e2e (five processes).
-test: $(STAMP) protos-check
+## Generated code in sync, lint clean, then all test tiers: unit, integration, service, e2e.
+test: $(STAMP) protos-check lint
 	$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
 
 test-unit: $(STAMP)
