@@ -32,6 +32,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -533,6 +534,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         if not args.keep:
             stop_stores(data_dir)
+            if not args.data_dir:
+                shutil.rmtree(data_dir, ignore_errors=True)
     return out
 
 
