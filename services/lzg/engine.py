@@ -873,7 +873,13 @@ class LzgEngine:
     async def run_decay(
         self, as_of: datetime, *, turn_id: str = "", span_id: str | None = None
     ) -> tuple[int, int, float]:
-        """One set-based statement over all active nodes; returns (decayed, deactivated, ms)."""
+        """One set-based statement over all active nodes; returns (decayed, deactivated, ms).
+
+        Incremental form (SPEC §5.7): each node decays by the time since its own ``decay_am``, so
+        two runs on one day decay by the elapsed hours only and together equal one run at the later
+        time; a run at or before a node's ``decay_am`` (a repeat or a backdated replay) leaves it
+        untouched. This is how "idempotent within a day" holds without a calendar-day rule.
+        """
         started = time.perf_counter()
         decayed, deactivated = await self.store.run_decay(
             as_of, LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT

@@ -160,7 +160,12 @@ async def test_inactive_nodes_are_candidates_and_get_edges(
     sleeper = await promote(engine, provider, "Schlafender Knoten", unit(1, 0), themen=["Garten"])
     await engine.run_decay(T0 + timedelta(days=3000))
     fresh = await promote(
-        engine, provider, "Neuer Gartenknoten", unit(0, 1), themen=["Garten", "Beet"], as_of=T0 + timedelta(days=3001)
+        engine,
+        provider,
+        "Neuer Gartenknoten",
+        unit(0, 1),
+        themen=["Garten", "Beet"],
+        as_of=T0 + timedelta(days=3001),
     )
     assert fresh.outcome is PromotionOutcome.NEW_NODE and fresh.edges_created == 2
     edges = await engine.edges(*PAIR, sleeper.node_id, 0)

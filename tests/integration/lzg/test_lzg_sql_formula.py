@@ -118,7 +118,9 @@ async def test_timeline_depth_equals_python_for_every_precision(store: LzgStore)
     )
     fired = 0
     for i, row in enumerate(rows):
-        expected = timeline_tiefe(TimelineRef(za[i], Praezision(pa[i])), TimelineRef(zb[i], Praezision(pb[i])))
+        expected = timeline_tiefe(
+            TimelineRef(za[i], Praezision(pa[i])), TimelineRef(zb[i], Praezision(pb[i]))
+        )
         if expected is None:
             assert row["t"] is None, (za[i], zb[i], pa[i], pb[i])
         else:
