@@ -4,7 +4,9 @@ Setup (not timed):
 
 1. Embedded PostgreSQL + Redis in a temporary directory; the log, KZG, LZG and pipeline services
    as separate processes (``novaberg_core.stack``), one embedding model everywhere (``--model``,
-   default the offline default). Pixie is
+   default the offline default), one BLAS thread per process (``OPENBLAS_NUM_THREADS=1``, as the
+   LZG and pipeline entry points set it; a spinning second BLAS thread per process starves the
+   others on two cores). Pixie is
    left out so no background promotion competes for the two cores while turns are timed (the
    HIGH turns of the run wait in the promotion queue).
 2. A synthetic pair of ``--nodes`` LZG nodes: English sentences about ~60 topics (Zipf-distributed,
@@ -16,8 +18,9 @@ Setup (not timed):
 3. ``--kzg`` user and character turns observed through the pipeline, so the KZG holds a history.
 
 Timed: ``--turns`` turns (after ``--warmup``), each ObserveTurn(user text) → BuildDossier(same
-text) → Dispatch(an answer that takes up the strongest memory served, cluster drawn from the
-table). Per turn:
+text) → Dispatch(an answer, cluster drawn from the table). 60 % of the answers take up the
+strongest memory served (the seed measured 15 of 25 real answers carrying a reinforcement,
+syn §7.1a), the others take up none. Per turn:
 
 - wall time of the three RPCs as the client sees them;
 - model time: the embedding work of the turn. The pipeline reports its own (query, the KZG
@@ -26,7 +29,9 @@ table). Per turn:
   reports, so the bench times the same embedding of the same text with the same model in its own
   process and counts it as model time (``answer_embed_ms`` column);
 - memory time = wall − model time: everything the memory core spends around the models
-  (validation, Redis, PostgreSQL, spreading, rendering, the analyzer's registry calls, gRPC).
+  (validation, Redis, PostgreSQL, spreading, rendering, the analyzer's registry calls, gRPC);
+  "of it in the pipeline" is the part measured inside the pipeline process (its handlers,
+  including the KZG/LZG calls they wait for), the rest is the client's gRPC round trips.
 
     .venv/bin/python bench/turn_bench.py [--nodes 10000] [--turns 200] [--warmup 20]
 
@@ -35,6 +40,12 @@ object with ``memory_p50_ms``, ``memory_p99_ms``, ``model_p50_ms``.
 """
 
 from __future__ import annotations
+
+import os
+
+# One BLAS thread in this process too (it embeds the seed corpus and times the answer embedding),
+# as the services do: a spinning second BLAS thread steals the two cores from the services.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
 import asyncio
@@ -52,12 +63,13 @@ from pathlib import Path
 import grpc
 import grpc.aio
 import numpy as np
+import psutil
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg_core.clusters import default_clusters
-from novaberg_core.embedded import start_stores, stop_stores
+from novaberg_core.embedded import start_stores, stop_stores, stores_status
 from novaberg_core.embedding import (
     DEFAULT_PROVIDER,
     lzg_embed_text,
@@ -114,6 +126,8 @@ TEMPLATES = (
     "I keep thinking about {obj}; {topic} with {person} makes me {feeling}.",
     "At {org} {person} asked me about {topic} and {obj}.",
 )
+USES_MEMORY = 0.6
+"""Share of answers that take up a served memory (15 of 25 in the seed's measurement, syn §7.1a)."""
 EMOTIONS = ("freude", "vertrauen", "angst", "ueberraschung", "traurigkeit", "ekel", "wut", "erwartung", "neutral")
 
 
@@ -130,9 +144,31 @@ class Samples:
     wall_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     model_ms: list[float] = field(default_factory=list)
     memory_ms: list[float] = field(default_factory=list)
+    server_memory_ms: list[float] = field(default_factory=list)
+    server_step_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     answer_embed_ms: list[float] = field(default_factory=list)
     reinforced: int = 0
     served: list[int] = field(default_factory=list)
+
+
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User + system CPU seconds of each process; PostgreSQL with its backends."""
+    used: dict[str, float] = {}
+    for name, pid in pids.items():
+        try:
+            process = psutil.Process(pid)
+            members = [process, *process.children(recursive=True)] if name == "postgres" else [process]
+        except psutil.NoSuchProcess:
+            continue
+        total = 0.0
+        for member in members:
+            try:
+                times = member.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        used[name] = total
+    return used
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -260,7 +296,9 @@ async def run_turns(
         )
         await call
         t1 = time.perf_counter()
-        observe_model = float(dict(await call.trailing_metadata()).get("novaberg-model-ms", 0.0))
+        trailing = dict(await call.trailing_metadata())
+        observe_model = float(trailing.get("novaberg-model-ms", 0.0))
+        observe_memory = float(trailing.get("novaberg-memory-ms", 0.0))
         dossier = await pipeline.BuildDossier(
             pipeline_pb2.BuildDossierRequest(
                 pair=PAIR, turn_id=turn_id, query_text=text, nova_emotion="freude", user_name="Meister",
@@ -269,9 +307,11 @@ async def run_turns(
         )  # fmt: skip
         t2 = time.perf_counter()
         memories = list(dossier.lzg_resonanz.erinnerungen)
-        answer = (
-            f"Oh yes, I remember: {memories[-1].inhalt} Tell me more!" if memories else "Tell me more about it!"
-        )
+        # The seed measured 15 of 25 real answers taking up a served memory (syn §7.1a): so do 60 % here.
+        if memories and rng.random() < USES_MEMORY:
+            answer = f"Oh yes, I remember: {memories[-1].inhalt} Tell me more!"
+        else:
+            answer = "That sounds lovely. How did you feel about it?"
         call = pipeline.Dispatch(
             pipeline_pb2.DispatchRequest(
                 pair=PAIR, turn_id=turn_id, user_prompt=text, answer_text=answer, cluster=rng.choice(clusters),
@@ -280,7 +320,9 @@ async def run_turns(
         )  # fmt: skip
         dispatched = await call
         t3 = time.perf_counter()
-        dispatch_model = float(dict(await call.trailing_metadata()).get("novaberg-model-ms", 0.0))
+        trailing = dict(await call.trailing_metadata())
+        dispatch_model = float(trailing.get("novaberg-model-ms", 0.0))
+        dispatch_memory = float(trailing.get("novaberg-memory-ms", 0.0))
         e0 = time.perf_counter()
         await provider.embed_one(query_embed_text(answer))  # what ReinforceUsed spends in the model
         answer_embed = (time.perf_counter() - e0) * 1000.0
@@ -293,6 +335,10 @@ async def run_turns(
         samples.model_ms.append(model_total)
         samples.memory_ms.append(sum(walls.values()) - model_total)
         samples.answer_embed_ms.append(answer_embed)
+        samples.server_memory_ms.append(observe_memory + dossier.memory_ms + dispatch_memory - answer_embed)
+        samples.server_step_ms["observe"].append(observe_memory)
+        samples.server_step_ms["dossier"].append(dossier.memory_ms)
+        samples.server_step_ms["dispatch"].append(dispatch_memory - answer_embed)
         samples.reinforced += len(dispatched.protokoll.verwendet)
         samples.served.append(len(dossier.served_node_ids))
 
@@ -316,7 +362,7 @@ async def main() -> int:
             started = time.perf_counter()
             stack = await start_stack(
                 root, urls=urls, services=SERVICES,
-                extra_env={"NOVABERG_EMBEDDING": args.model, "NOVABERG_LOG_LEVEL": "WARNING"},
+                extra_env={"NOVABERG_EMBEDDING": args.model, "NOVABERG_LOG_LEVEL": "WARNING", "OPENBLAS_NUM_THREADS": "1"},
             )  # fmt: skip
             print(f"stack up in {time.perf_counter() - started:.1f} s", file=sys.stderr)
             async with grpc.aio.insecure_channel(stack.addresses["lzg"]) as lzg_channel, grpc.aio.insecure_channel(
@@ -334,8 +380,16 @@ async def main() -> int:
                 )
                 stats = await lzg.GetPairStats(lzg_pb2.GetPairStatsRequest(pair=PAIR))
                 await run_turns(pipeline, args.model, args.kzg + args.warmup, rng, None)
+                status = stores_status(root / "stores")
+                pids = {name: process.pid for name, process in stack.processes.items()}
+                for name, store_process in (("postgres", status.postgres), ("redis", status.redis)):
+                    if store_process is not None:
+                        pids[name] = store_process.pid
+                pids["bench client"] = psutil.Process().pid
+                cpu_before = cpu_seconds(pids)
                 samples = Samples()
                 await run_turns(pipeline, args.model, args.turns, rng, samples)
+                cpu_after = cpu_seconds(pids)
         finally:
             if stack is not None:
                 await stack.stop()
@@ -349,9 +403,14 @@ async def main() -> int:
         ("model (embedding)", samples.model_ms),
         ("  of it answer embed", samples.answer_embed_ms),
         ("memory (wall - model)", samples.memory_ms),
+        ("  of it in the pipeline", samples.server_memory_ms),
+        *((f"    {step}", values) for step, values in samples.server_step_ms.items()),
     ]
     for name, values in rows:
         print(f"{name:<22}{percentile(values, 50):>10.2f}{percentile(values, 99):>10.2f}{statistics.fmean(values):>10.2f}")
+    cpu = {name: (cpu_after[name] - cpu_before[name]) * 1000.0 / args.turns for name in cpu_after if name in cpu_before}
+    print("CPU ms per turn: " + ", ".join(f"{name} {ms:.1f}" for name, ms in cpu.items()))
+    print(f"load average during the run: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
     print(f"memories served per dossier: mean {statistics.fmean(samples.served):.2f}; "
           f"reinforced over the run: {samples.reinforced}")  # fmt: skip
     result = {

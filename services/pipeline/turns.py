@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -98,6 +99,35 @@ async def _peer(peer: str, method: str, call: Awaitable[_T]) -> _T:
         raise kind(f"{peer} {method}: {error.details()}") from error
 
 
+class PairNodeCache:
+    """Node ids known to belong to a pair, learnt from the dossiers this process served.
+
+    A node never changes its pair and is never hard-deleted (SPEC §5.7, §10), so a node once
+    served to a pair belongs to it for good: Dispatch checks only ids it has not seen (another
+    replica's dossier, or a caller's guess) against the LZG. Bounded: least recently used pairs
+    are forgotten first, and a pair keeps at most ``max_ids`` ids.
+    """
+
+    def __init__(self, max_pairs: int = 10_000, max_ids: int = 1_000) -> None:
+        self.max_pairs = max_pairs
+        self.max_ids = max_ids
+        self._ids: OrderedDict[tuple[str, str], set[int]] = OrderedDict()
+
+    def add(self, pair: common_pb2.Pair, node_ids: list[int]) -> None:
+        key = (pair.user_id, pair.character_id)
+        known = self._ids.pop(key, set())
+        if len(known) + len(node_ids) > self.max_ids:
+            known = set()
+        known.update(node_ids)
+        self._ids[key] = known
+        while len(self._ids) > self.max_pairs:
+            self._ids.popitem(last=False)
+
+    def unknown(self, pair: common_pb2.Pair, node_ids: list[int]) -> list[int]:
+        known = self._ids.get((pair.user_id, pair.character_id), set())
+        return [node_id for node_id in node_ids if node_id not in known]
+
+
 async def _raise(error: BaseException) -> None:
     raise error
 
@@ -129,6 +159,7 @@ class TurnPipeline:
         self.weights = weights or PerspectiveWeights()
         self.kzg_top_k = kzg_top_k
         self.timeout = peer_timeout_s
+        self.known_nodes = PairNodeCache()
 
     # ------------------------------------------------------------------ helpers
 
@@ -162,8 +193,11 @@ class TurnPipeline:
                     f"{field}.magnets.timeline_id {magnets.timeline_id} is not a timeline ref of this pair"
                 )
 
-    async def _check_served(self, pair: common_pb2.Pair, node_ids: list[int]) -> None:
+    async def _check_served(self, pair: common_pb2.Pair, served: list[int]) -> None:
         """Served node ids must be nodes of this very pair; checked before Dispatch writes anything."""
+        node_ids = self.known_nodes.unknown(pair, served)
+        if not node_ids:
+            return
         answers = await asyncio.gather(
             *(
                 self.lzg.GetNode(lzg_pb2.GetNodeRequest(pair=pair, node_id=node_id), timeout=self.timeout)
@@ -181,6 +215,7 @@ class TurnPipeline:
                 raise answer
         if missing:
             raise NotFound(f"served_node_ids {missing} are not nodes of this pair")
+        self.known_nodes.add(pair, node_ids)
 
     async def _analyze(
         self,
@@ -399,6 +434,7 @@ class TurnPipeline:
                 pipeline_pb2.WeightedKzgHit(hit=retrieved.hits[w.index], weight=w.weight, score=w.score) for w in order
             ]
             served = [e.knoten_id for e in resonanz.erinnerungen]
+            self.known_nodes.add(pair, served)
             self.log.db_read(
                 turn_id=request.turn_id, node=NODE_ENRICHER, tabelle="kzg", treffer=len(kzg_hits),
                 schwelle=retrieved.threshold, unter_schwelle=retrieved.dropped_below_threshold,
