@@ -56,7 +56,8 @@ class PipelineConfig:
     """``RETRIEVAL_KZG_GEWICHT_ASSISTANT`` (mem §11.6): weight of the character's own hits."""
 
     peer_timeout_s: float = 10.0
-    """Deadline of each call to the KZG or LZG service."""
+    """Deadline of each call to the KZG or LZG service; a call waits up to this long for a peer that is
+    (re)starting instead of failing at once (``wait_for_ready``)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PipelineConfig:

@@ -107,7 +107,7 @@ class LzgRegistry:
             lzg_pb2.ResolveEntitiesRequest(
                 pair=pair, names=list(names), create_missing=create_missing, typ_for_new=NEW_ENTITY_TYP
             ),
-            timeout=self.timeout_s,
+            timeout=self.timeout_s, wait_for_ready=True,
         )
         ids = list(response.entitaet_ids)
         if len(ids) != len(names):
@@ -118,7 +118,7 @@ class LzgRegistry:
         self, pair: common_pb2.Pair, mention: DatedMention, *, titel: str, themen: Sequence[str]
     ) -> int:
         """Reuses the pair's ref at the same instant and precision, else creates one."""
-        listed = await self.stub.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=pair), timeout=self.timeout_s)
+        listed = await self.stub.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=pair), timeout=self.timeout_s, wait_for_ready=True)
         for timeline in listed.timelines:
             if timeline.praezision == mention.praezision and from_timestamp(timeline.zeitpunkt) == mention.zeitpunkt:
                 return int(timeline.id)
@@ -132,7 +132,7 @@ class LzgRegistry:
                     themen=list(themen),
                 ),
             ),
-            timeout=self.timeout_s,
+            timeout=self.timeout_s, wait_for_ready=True,
         )
         return int(created.timeline.id)
 

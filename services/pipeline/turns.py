@@ -178,7 +178,7 @@ class TurnPipeline:
         if ids:
             listed = await _peer(
                 "LZG", "ListEntities",
-                self.lzg.ListEntities(lzg_pb2.ListEntitiesRequest(pair=pair, ids=ids), timeout=self.timeout),
+                self.lzg.ListEntities(lzg_pb2.ListEntitiesRequest(pair=pair, ids=ids), timeout=self.timeout, wait_for_ready=True),
             )  # fmt: skip
             missing = sorted(set(ids) - {e.id for e in listed.entities})
             if missing:
@@ -186,7 +186,7 @@ class TurnPipeline:
         if magnets.HasField("timeline_id"):
             timelines = await _peer(
                 "LZG", "ListTimelines",
-                self.lzg.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=pair), timeout=self.timeout),
+                self.lzg.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=pair), timeout=self.timeout, wait_for_ready=True),
             )  # fmt: skip
             if magnets.timeline_id not in {t.id for t in timelines.timelines}:
                 raise InvalidArgument(
@@ -200,7 +200,7 @@ class TurnPipeline:
             return
         answers = await asyncio.gather(
             *(
-                self.lzg.GetNode(lzg_pb2.GetNodeRequest(pair=pair, node_id=node_id), timeout=self.timeout)
+                self.lzg.GetNode(lzg_pb2.GetNodeRequest(pair=pair, node_id=node_id), timeout=self.timeout, wait_for_ready=True)
                 for node_id in node_ids
             ),
             return_exceptions=True,
@@ -292,7 +292,7 @@ class TurnPipeline:
                 pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=ei,
                 magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
             )  # fmt: skip
-            return await _peer("KZG", "StoreEntry", self.kzg.StoreEntry(request, timeout=self.timeout))
+            return await _peer("KZG", "StoreEntry", self.kzg.StoreEntry(request, timeout=self.timeout, wait_for_ready=True))
 
         # The session append runs while the model embeds the entry.
         appended, stored = await asyncio.gather(
@@ -300,7 +300,7 @@ class TurnPipeline:
                 "KZG", "AppendSessionTurn",
                 self.kzg.AppendSessionTurn(
                     kzg_pb2.AppendSessionTurnRequest(pair=pair, turn=session_turn, as_of=to_timestamp(as_of)),
-                    timeout=self.timeout,
+                    timeout=self.timeout, wait_for_ready=True,
                 ),
             ),
             store(),
@@ -398,7 +398,7 @@ class TurnPipeline:
                         pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values), cluster=cluster,
                         nova_emotion=request.nova_emotion, turn=turn,
                     ),
-                    timeout=self.timeout,
+                    timeout=self.timeout, wait_for_ready=True,
                 ))
                 blocks = await asyncio.gather(*(
                     _peer("LZG", "RenderMemoryBlock", self.lzg.RenderMemoryBlock(
@@ -406,7 +406,7 @@ class TurnPipeline:
                             pair=pair, lzg_resonanz=spread.lzg_resonanz, reader=reader, user_name=request.user_name,
                             character_name=request.character_name,
                         ),
-                        timeout=self.timeout,
+                        timeout=self.timeout, wait_for_ready=True,
                     ))
                     for reader in readers
                 ))
@@ -419,7 +419,7 @@ class TurnPipeline:
                         pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values), top_k=self.kzg_top_k,
                         turn=turn,
                     ),
-                    timeout=self.timeout,
+                    timeout=self.timeout, wait_for_ready=True,
                 )),
                 spread_and_render(),
             )  # fmt: skip
@@ -528,7 +528,7 @@ class TurnPipeline:
                         pair=pair, answer_text=request.answer_text, served_node_ids=served, turn=turn,
                         as_of=to_timestamp(as_of),
                     ),
-                    timeout=self.timeout,
+                    timeout=self.timeout, wait_for_ready=True,
                 )),
                 own_entry(),
                 persist_cluster(),

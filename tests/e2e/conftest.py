@@ -20,7 +20,7 @@ from novaberg_core.embedded import (
     ensure_vector_extension,
     reset_redis,
 )
-from novaberg_core.stack import Stack, start_stack
+from novaberg_core.stack import SERVICES, Stack, start_stack
 from tests.e2e.helpers import Clients
 
 E2E_ENV = {
@@ -39,10 +39,17 @@ async def stack(store_urls: StoreUrls, tmp_path_factory: pytest.TempPathFactory)
     ensure_vector_extension(url)
     reset_redis(store_urls.redis_url)
     data_dir: Path = tmp_path_factory.mktemp("e2e-stack")
+    # Pixie starts once its peers serve: a promotion attempt that meets a peer still starting is
+    # retried only after the worker's backoff (tens of seconds), longer than these tests wait.
     running = await start_stack(
-        data_dir, urls=StoreUrls(postgres_url=url, redis_url=store_urls.redis_url), extra_env=E2E_ENV
+        data_dir,
+        urls=StoreUrls(postgres_url=url, redis_url=store_urls.redis_url),
+        services=[s for s in SERVICES if s != "pixie"],
+        extra_env=E2E_ENV,
     )
     try:
+        running.start_service("pixie")
+        await running.wait_serving("pixie")
         yield running
     finally:
         await running.stop()

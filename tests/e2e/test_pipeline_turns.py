@@ -92,7 +92,10 @@ async def story(stack: Stack) -> Story:
             )
         )  # fmt: skip
         assert not b.analyzed_by_service and b.kzg.queued_for_promotion
-        nodes = {n.inhalt: n for n in await _promoted(clients, STORY, 2)}
+        try:
+            nodes = {n.inhalt: n for n in await _promoted(clients, STORY, 2)}
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n--- pixie log:\n{stack.log_tail('pixie')}") from None
         return Story(a.kzg.kzg_key, b.kzg.kzg_key, nodes[A_TEXT].id, nodes[B_TEXT].id, anna_id)
     finally:
         await clients.close()
