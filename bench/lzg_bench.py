@@ -16,6 +16,9 @@ table of precomputed vectors — MiniLM adds ~3 ms per text, notes/measured-here
 
     .venv/bin/python bench/lzg_bench.py            # ~1,000,000 nodes (several minutes)
     .venv/bin/python bench/lzg_bench.py --nodes 200000 --rounds 30
+    .venv/bin/python bench/lzg_bench.py --only trigger2,spread --nodes 0   # just the 20k pair
+
+With ``--only`` the JSON line holds only the keys of the stages that ran.
 
 The last line printed is one JSON object with ``promote_p50_ms_3k``, ``promote_p50_ms_20k``,
 ``spread_p50_ms_20k``, ``trigger2_p50_ms_1k``, ``decay_s_1m``.
@@ -223,8 +226,9 @@ def formation_edges(pair: PairData, embedding_layer: float) -> list[EdgeInsert]:
             by_theme[k].append(i)
         for e in pair.entities[i]:
             by_entity[e].append(i)
-        if pair.timelines[i] is not None:
-            by_timeline[pair.timelines[i]].append(i)
+        own = pair.timelines[i]
+        if own is not None:
+            by_timeline[own].append(i)
     # timelines within tolerance of each other (same precision)
     near_tl: dict[int, list[int]] = defaultdict(list)
     tl = pair.timeline_refs
@@ -248,8 +252,9 @@ def formation_edges(pair: PairData, embedding_layer: float) -> list[EdgeInsert]:
             partners.update(j for j in by_theme[k] if j < i)
         for e in pair.entities[i]:
             partners.update(j for j in by_entity[e] if j < i)
-        if pair.timelines[i] is not None:
-            for t in near_tl[pair.timelines[i]]:
+        own = pair.timelines[i]
+        if own is not None:
+            for t in near_tl[own]:
                 partners.update(j for j in by_timeline[t] if j < i)
         for j in partners:
             layers = evaluate_layers(
@@ -318,7 +323,7 @@ async def load_filler(store: LzgStore, rng: np.random.Generator, count: int, per
         size = min(chunk, count - done)
         vectors = unit_rows(rng.normal(size=(size, DIM)))
         salienz = rng.uniform(0.42, 1.0, size=size)
-        records = []
+        records: list[tuple[Any, ...]] = []
         for i in range(size):
             n = done + i
             absolut = damp(float(salienz[i]))
@@ -481,6 +486,7 @@ async def bench_trigger2(
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
+    stages = set(args.only)
     rng = np.random.default_rng(20261129)
     profile = profile_for(MODEL)
     data_dir = args.data_dir or tempfile.mkdtemp(prefix="lzg-bench-stores-")
@@ -497,6 +503,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         ddl = await drop_secondary_indexes(store)
         gens = {n: PairGenerator(rng, n, f"bench-{n // 1000}k") for n in (3_000, 20_000)}
         pairs = {n: g.nodes(n) for n, g in gens.items()}
+        if not stages & {"promote", "spread"}:  # Trigger 2 and decay need only the 20k pair
+            del pairs[3_000]
         filler = max(0, args.nodes - sum(gens))
         await load_filler(store, rng, filler)
         edge_rows = {}
@@ -517,19 +525,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"  loaded in {out['load_s']:.0f} s", file=sys.stderr)
 
         for n, pair in pairs.items():
-            times, pools = await bench_spreading(engine, pair, rng, args.rounds * 4)
-            out[f"spread_{n}"] = (times, pools)
-            times, edges, candidates = await bench_promotions(engine, provider, gens[n], pair, args.rounds)
-            out[f"promote_{n}"] = (times, edges, candidates)
-        times, rows = await bench_trigger2(engine, store, pairs[20_000], args.rounds)
-        out["trigger2"] = (times, rows)
+            if "spread" in stages:
+                times, pools = await bench_spreading(engine, pair, rng, args.rounds * 4)
+                out[f"spread_{n}"] = (times, pools)
+            if "promote" in stages:
+                times, edges, candidates = await bench_promotions(
+                    engine, provider, gens[n], pair, args.rounds
+                )
+                out[f"promote_{n}"] = (times, edges, candidates)
+        if "trigger2" in stages:
+            times, rows = await bench_trigger2(engine, store, pairs[20_000], args.rounds)
+            out["trigger2"] = (times, rows)
 
-        decay_runs = []
-        for day in (1, 2):
-            started = time.perf_counter()
-            decayed, deactivated, _ = await engine.run_decay(T_LOAD + timedelta(days=day))
-            decay_runs.append((time.perf_counter() - started, decayed, deactivated))
-        out["decay"] = decay_runs
+        if "decay" in stages:
+            decay_runs = []
+            for day in (1, 2):
+                started = time.perf_counter()
+                decayed, deactivated, _ = await engine.run_decay(T_LOAD + timedelta(days=day))
+                decay_runs.append((time.perf_counter() - started, decayed, deactivated))
+            out["decay"] = decay_runs
         await store.close()
     finally:
         if not args.keep:
@@ -537,6 +551,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if not args.data_dir:
                 shutil.rmtree(data_dir, ignore_errors=True)
     return out
+
+
+STAGES = ("promote", "spread", "trigger2", "decay")
+
+
+def stages_arg(text: str) -> tuple[str, ...]:
+    chosen = tuple(s.strip() for s in text.split(",") if s.strip())
+    unknown = [s for s in chosen if s not in STAGES]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"stages are {', '.join(STAGES)}; got {text!r}")
+    return chosen
 
 
 def main() -> None:
@@ -548,40 +573,55 @@ def main() -> None:
     parser.add_argument("--durable", action="store_true", help="PostgreSQL with fsync (default: ephemeral)")
     parser.add_argument("--data-dir", help="stores directory (default: a new temporary one)")
     parser.add_argument("--keep", action="store_true", help="leave the stores running")
+    parser.add_argument(
+        "--only",
+        type=stages_arg,
+        default=STAGES,
+        help=f"comma-separated stages to time (default all: {','.join(STAGES)})",
+    )
     args = parser.parse_args()
     out = asyncio.run(run(args))
 
     def row(name: str, values: Sequence[float], target: str, unit: str = "ms") -> None:
         print(f"| {name} | {pct(values, 0.5):.1f} {unit} | {pct(values, 0.99):.1f} {unit} | {target} |")
 
-    p3, e3, c3 = out["promote_3000"]
-    p20, e20, c20 = out["promote_20000"]
-    s3, pool3 = out["spread_3000"]
-    s20, pool20 = out["spread_20000"]
-    t2, t2_rows = out["trigger2"]
-    (d1, n1, _), (d2, n2, _) = out["decay"]
+    summary: dict[str, float] = {}
     print(f"cores: {os.cpu_count()}; PostgreSQL {'durable' if args.durable else 'ephemeral (fsync off)'}; "
           f"{out['nodes_total']:,} nodes, lzg_knoten heap {out['heap_mb']} MB / total {out['table_mb']} MB; load {out['load_s']:.0f} s")  # fmt: skip
-    print(f"edge rows: 3k pair {out['edge_rows'][3000]:,} ({out['out_degree'][3000]:.0f} out per node), "
-          f"20k pair {out['edge_rows'][20000]:,} ({out['out_degree'][20000]:.0f} out per node)")  # fmt: skip
-    print(f"promotion: mean edges formed {statistics.fmean(e3):.0f} (3k) / {statistics.fmean(e20):.0f} (20k), "
-          f"candidates {max(c3):,} / {max(c20):,}; spreading pool mean {statistics.fmean(pool3):.1f} / {statistics.fmean(pool20):.1f}")  # fmt: skip
+    print("edge rows: " + ", ".join(
+        f"{n // 1000}k pair {out['edge_rows'][n]:,} ({out['out_degree'][n]:.0f} out per node)" for n in out["edge_rows"]
+    ))  # fmt: skip
+    if "promote_3000" in out:
+        _, e3, c3 = out["promote_3000"]
+        _, e20, c20 = out["promote_20000"]
+        print(f"promotion: mean edges formed {statistics.fmean(e3):.0f} (3k) / {statistics.fmean(e20):.0f} (20k), "
+              f"candidates {max(c3):,} / {max(c20):,}")  # fmt: skip
+    if "spread_3000" in out:
+        print(f"spreading pool mean {statistics.fmean(out['spread_3000'][1]):.1f} (3k) / "
+              f"{statistics.fmean(out['spread_20000'][1]):.1f} (20k)")  # fmt: skip
     print()
     print("| measurement | p50 | p99 | target |")
     print("|---|---|---|---|")
-    row("promotion vs 3,000 candidates (incl. edge insert, commit)", p3, "≤ 30 ms")
-    row("promotion vs 20,000 candidates (incl. edge insert, commit)", p20, "≤ 150 ms")
-    row("spreading read depth 3, 3,000 nodes", s3, "")
-    row("spreading read depth 3, 20,000 nodes", s20, "≤ 10 ms p50")
-    row(f"Trigger 2, nodes with ~1,000 edge rows (mean {t2_rows:,.0f})", t2, "≤ 20 ms")
-    print(f"| decay over {n1:,} nodes (day 1 / day 2: {n2:,}) | {d1:.1f} s | {d2:.1f} s | ≤ 20 s |")
-    print(json.dumps({
-        "promote_p50_ms_3k": round(pct(p3, 0.5), 2),
-        "promote_p50_ms_20k": round(pct(p20, 0.5), 2),
-        "spread_p50_ms_20k": round(pct(s20, 0.5), 2),
-        "trigger2_p50_ms_1k": round(pct(t2, 0.5), 2),
-        "decay_s_1m": round(max(d1, d2), 2),
-    }))  # fmt: skip
+    if "promote_3000" in out:
+        p3, p20 = out["promote_3000"][0], out["promote_20000"][0]
+        row("promotion vs 3,000 candidates (incl. edge insert, commit)", p3, "≤ 30 ms")
+        row("promotion vs 20,000 candidates (incl. edge insert, commit)", p20, "≤ 150 ms")
+        summary["promote_p50_ms_3k"] = round(pct(p3, 0.5), 2)
+        summary["promote_p50_ms_20k"] = round(pct(p20, 0.5), 2)
+    if "spread_3000" in out:
+        s3, s20 = out["spread_3000"][0], out["spread_20000"][0]
+        row("spreading read depth 3, 3,000 nodes", s3, "")
+        row("spreading read depth 3, 20,000 nodes", s20, "≤ 10 ms p50")
+        summary["spread_p50_ms_20k"] = round(pct(s20, 0.5), 2)
+    if "trigger2" in out:
+        t2, t2_rows = out["trigger2"]
+        row(f"Trigger 2, nodes with ~1,000 edge rows (mean {t2_rows:,.0f})", t2, "≤ 20 ms")
+        summary["trigger2_p50_ms_1k"] = round(pct(t2, 0.5), 2)
+    if "decay" in out:
+        (d1, n1, _), (d2, n2, _) = out["decay"]
+        print(f"| decay over {n1:,} nodes (day 1 / day 2: {n2:,}) | {d1:.1f} s | {d2:.1f} s | ≤ 20 s |")
+        summary["decay_s_1m"] = round(max(d1, d2), 2)
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":
