@@ -130,6 +130,9 @@ def stack_env(
             "PYTHONUNBUFFERED": "1",
         }
     )
+    # One BLAS thread per service: the embeddings and cosines are small products that a second,
+    # spinning BLAS thread per process only slows down when six processes share a few cores.
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     for service, address in addresses.items():
         env[f"NOVABERG_{service.upper()}_ADDR"] = address
         env[f"NOVABERG_{service.upper()}_PORT"] = address.rsplit(":", 1)[1]
