@@ -131,20 +131,26 @@ class PromoteResponse(_message.Message):
     def __init__(self, outcome: _Optional[_Union[_common_pb2.PromotionOutcome, str]] = ..., node_id: _Optional[int] = ..., best_cosine: _Optional[float] = ..., edges_created: _Optional[int] = ..., kzg_delete_allowed: _Optional[bool] = ..., already_promoted: _Optional[bool] = ..., candidates: _Optional[int] = ...) -> None: ...
 
 class SpreadingReadRequest(_message.Message):
-    __slots__ = ("pair", "query_vector", "query_text", "cluster", "nova_emotion", "turn")
+    __slots__ = ("pair", "query_vector", "query_text", "cluster", "nova_emotion", "turn", "readers", "user_name", "character_name")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_FIELD_NUMBER: _ClassVar[int]
     NOVA_EMOTION_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
+    READERS_FIELD_NUMBER: _ClassVar[int]
+    USER_NAME_FIELD_NUMBER: _ClassVar[int]
+    CHARACTER_NAME_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     query_vector: QueryVector
     query_text: str
     cluster: str
     nova_emotion: str
     turn: _common_pb2.TurnContext
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., query_text: _Optional[str] = ..., cluster: _Optional[str] = ..., nova_emotion: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ...) -> None: ...
+    readers: _containers.RepeatedScalarFieldContainer[str]
+    user_name: str
+    character_name: str
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., query_text: _Optional[str] = ..., cluster: _Optional[str] = ..., nova_emotion: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., readers: _Optional[_Iterable[str]] = ..., user_name: _Optional[str] = ..., character_name: _Optional[str] = ...) -> None: ...
 
 class QueryVector(_message.Message):
     __slots__ = ("values",)
@@ -209,12 +215,21 @@ class LzgResonanz(_message.Message):
     def __init__(self, anker_anzahl: _Optional[int] = ..., sprung_tiefe: _Optional[int] = ..., cluster: _Optional[str] = ..., nova_sektor: _Optional[str] = ..., erinnerungen: _Optional[_Iterable[_Union[Erinnerung, _Mapping]]] = ...) -> None: ...
 
 class SpreadingReadResponse(_message.Message):
-    __slots__ = ("lzg_resonanz", "pool_size")
+    __slots__ = ("lzg_resonanz", "pool_size", "memory_blocks")
+    class MemoryBlocksEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     LZG_RESONANZ_FIELD_NUMBER: _ClassVar[int]
     POOL_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BLOCKS_FIELD_NUMBER: _ClassVar[int]
     lzg_resonanz: LzgResonanz
     pool_size: int
-    def __init__(self, lzg_resonanz: _Optional[_Union[LzgResonanz, _Mapping]] = ..., pool_size: _Optional[int] = ...) -> None: ...
+    memory_blocks: _containers.ScalarMap[str, str]
+    def __init__(self, lzg_resonanz: _Optional[_Union[LzgResonanz, _Mapping]] = ..., pool_size: _Optional[int] = ..., memory_blocks: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class RenderMemoryBlockRequest(_message.Message):
     __slots__ = ("pair", "lzg_resonanz", "reader", "user_name", "character_name")
@@ -271,18 +286,20 @@ class VerwendungsProtokoll(_message.Message):
     def __init__(self, geprueft: _Optional[int] = ..., verwendet: _Optional[_Iterable[int]] = ..., naehen_alle: _Optional[_Iterable[_Union[NodeNaehe, _Mapping]]] = ..., knappster_verworfener: _Optional[_Union[NodeNaehe, _Mapping]] = ..., schwelle: _Optional[float] = ..., deckel: _Optional[int] = ..., ausgang: _Optional[_Union[VerwendungAusgang, str]] = ..., kanten_neu: _Optional[int] = ..., kanten_fehler: _Optional[int] = ..., kanten_dauer_ms: _Optional[float] = ..., error: _Optional[str] = ...) -> None: ...
 
 class ReinforceUsedRequest(_message.Message):
-    __slots__ = ("pair", "answer_text", "served_node_ids", "turn", "as_of")
+    __slots__ = ("pair", "answer_text", "served_node_ids", "turn", "as_of", "answer_vector")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     ANSWER_TEXT_FIELD_NUMBER: _ClassVar[int]
     SERVED_NODE_IDS_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_VECTOR_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     answer_text: str
     served_node_ids: _containers.RepeatedScalarFieldContainer[int]
     turn: _common_pb2.TurnContext
     as_of: _timestamp_pb2.Timestamp
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., answer_text: _Optional[str] = ..., served_node_ids: _Optional[_Iterable[int]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    answer_vector: QueryVector
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., answer_text: _Optional[str] = ..., served_node_ids: _Optional[_Iterable[int]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., answer_vector: _Optional[_Union[QueryVector, _Mapping]] = ...) -> None: ...
 
 class ReinforceUsedResponse(_message.Message):
     __slots__ = ("protokoll",)
