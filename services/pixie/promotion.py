@@ -2,6 +2,7 @@
 
 Per job: read the entry fresh from the KZG (gone → ``verfallen``), let the LZG promote it, and —
 only after a new node — set the pair's ``hash_dirty`` and delete the KZG key, then ack the job.
+A failing or unverified delete is logged loudly and counted, not raised (SPEC §5.3 step 6).
 Delivery is at-least-once; every effect is idempotent (LZG Promote is idempotent on
 ``kzg_quell_key``), so a crash at any step loses no entry and creates no second node.
 
@@ -66,7 +67,7 @@ at that point); None in production.
 
 COUNT_KEYS = (
     "jobs", "promoted_new", "already_promoted", "duplicates", "half_reactivations", "expired",
-    "kzg_deleted", "failed", "parked", "deferred_locked", "deferred_backoff", "acked",
+    "kzg_deleted", "kzg_delete_failed", "failed", "parked", "deferred_locked", "deferred_backoff", "acked",
 )
 """Counts of a promotion run (all present, zero when nothing happened)."""
 
@@ -346,7 +347,11 @@ class PromotionWorker:
         self, job: kzg_pb2.PromotionJob, turn_id: str, span_id: str, node_id: int, tally: Tally,
         as_of: datetime | None,
     ) -> None:
-        """hash_dirty, then DEL the KZG key verified by EXISTS (SPEC §5.3 step 6)."""
+        """hash_dirty, then DEL the KZG key verified by EXISTS (SPEC §5.3 step 6).
+
+        A failing or unverified DEL is logged loudly and counted (``kzg_delete_failed``), not
+        raised: the job is still acked. Only an unreachable KZG keeps the job pending (outage).
+        """
         timeout = self.settings.rpc_timeout_s
         turn = common_pb2.TurnContext(turn_id=turn_id, span_id=span_id)
         logged: dict[str, Any] = {"span_id": span_id, "user_id": job.pair.user_id, "character_id": job.pair.character_id}
@@ -360,16 +365,34 @@ class PromotionWorker:
                 ),
                 timeout=timeout,
             )
+        except grpc.aio.AioRpcError as error:
+            raise JobFailed(f"KZG MarkHashDirty after new node {node_id}: {_describe(error)}") from error
+        failure = ""
+        try:
             deleted = await self.kzg.DeleteEntry(
                 kzg_pb2.DeleteEntryRequest(pair=job.pair, kzg_key=job.kzg_key, turn=turn), timeout=timeout
             )
         except grpc.aio.AioRpcError as error:
-            raise JobFailed(f"KZG retire after new node {node_id}: {_describe(error)}") from error
-        if not deleted.verified_gone:
-            # Loud, and retried: the replay finds the node (already_promoted) and deletes again.
-            self.plog.error(turn_id=turn_id, node=NODE, typ="kzg_delete",
-                            message=f"{job.kzg_key} still exists after DEL (node {node_id})", **logged)
-            raise JobFailed(f"KZG DeleteEntry: {job.kzg_key} still exists after DEL")
+            if _is_outage(error):
+                # The KZG is unreachable (its ack would fail too): an outage, the job stays pending
+                # and its replay (already_promoted) deletes again.
+                raise JobFailed(f"KZG DeleteEntry after new node {node_id}: {_describe(error)}") from error
+            failure = f"DEL failed: {_describe(error)}"
+        else:
+            if not deleted.verified_gone:
+                failure = "still exists after DEL (EXISTS answered 1)"
+        if failure:
+            # SPEC §5.3 step 6: logged loudly, not raised. The node exists and promotion is
+            # idempotent on kzg_quell_key, so the job is acked; the entry leaves by its TTL.
+            message = f"KZG entry {job.kzg_key} not deleted after new node {node_id}: {failure}"
+            _LOG.error("promotion: %s", message)
+            self.plog.write(
+                turn_id=turn_id, node=NODE, art="fehler",
+                inhalt={"typ": "kzg_delete", "message": message, "kzg_key": job.kzg_key, "lzg_id": node_id},
+                **logged,
+            )
+            tally["kzg_delete_failed"] += 1
+            return
         self.plog.db_write(turn_id=turn_id, node=NODE, tabelle="kzg", operation="delete",
                            kzg_key=job.kzg_key, deleted=deleted.deleted, lzg_id=node_id, **logged)
         tally["kzg_deleted"] += 1

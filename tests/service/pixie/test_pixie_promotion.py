@@ -1,8 +1,9 @@
 """Promotion end to end through the real KZG, LZG and log services (SPEC §4.6, §5.3, §9).
 
-A promoted-as-new entry leaves the KZG, a duplicate stays (SPEC §10); a worker killed between
-promote and ack leaves exactly one node after a restart; two replicas never promote one pair at
-the same time, run the daily task once, and a poison job is parked while the others pass.
+A promoted-as-new entry leaves the KZG, a duplicate or half-reactivated one stays (SPEC §10); a
+worker killed between promote and ack leaves exactly one node after a restart; two replicas never
+promote one pair at the same time, run the daily task once, a poison job is deferred by its backoff
+and parked while the others pass, and a failing KZG delete is logged, not raised (SPEC §5.3 step 6).
 """
 
 from __future__ import annotations
@@ -10,16 +11,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import time as clock
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
+from typing import Any, cast
 
+import grpc
+import grpc.aio
 import pytest
 import redis.asyncio as aioredis
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
-from novaberg.lzg.v1 import lzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.timeutil import to_timestamp, utc_now
 from services.kzg.models import Pair as KzgPair
@@ -311,3 +316,138 @@ async def test_trigger_as_of_is_the_promotions_time(
     assert node.erstellt_am.ToDatetime(tzinfo=UTC) == when
     decision = next(r for r in await a.logged("promotion") if r.art == "switch")
     assert decision.erstellt_am == when
+
+
+async def _poison(redis_url: str, kzg_key: str) -> None:
+    """Makes the entry undecodable, so every GetEntry of it fails (the job fails, not the KZG)."""
+    client = aioredis.from_url(redis_url)
+    try:
+        await client.hset(kzg_key, "entitaet_ids", "eins,zwei")
+    finally:
+        await client.aclose()
+
+
+async def test_a_failed_job_is_deferred_by_its_backoff_while_another_pair_passes(
+    cluster: PixieCluster,
+    kzg: kzg_pb2_grpc.KzgServiceStub,
+    lzg: lzg_pb2_grpc.LzgServiceStub,
+    redis_url: str,
+) -> None:
+    a = await cluster.start("pixie-a", backoff_base_s=30.0, backoff_max_s=300.0)
+    poison = await store_entry(kzg, TEXTS[10], salienz=0.9)
+    await _poison(redis_url, poison.kzg_key)
+    first = await _trigger(a.api)
+    assert _nonzero(first) == {"jobs": 1, "failed": 1}
+    (pending,) = (await kzg.InspectPromotionQueue(kzg_pb2.InspectPromotionQueueRequest(limit=10))).pending_jobs
+    assert pending.kzg_key == poison.kzg_key
+    state = (await a.app.store.job_states([pending.job_id]))[pending.job_id]
+    assert state.attempts == 1 and not state.parked
+    assert state.next_attempt_at is not None and state.next_attempt_at > utc_now() + timedelta(seconds=25)
+
+    anna = common_pb2.Pair(user_id="anna", character_id="nova")
+    other = await store_entry(kzg, TEXTS[11], salienz=0.9, pair=anna)
+    # Well inside the 30 s backoff; only long enough (reclaim_idle_ms 150) that the run reclaims
+    # the failed job, so the deferral decides, not the stream.
+    await asyncio.sleep(0.2)
+    second = await _trigger(a.api)
+    assert second.outcome == "ok"
+    assert _nonzero(second) == {"jobs": 2, "deferred_backoff": 1, "promoted_new": 1, "kzg_deleted": 1, "acked": 1}
+
+    state = (await a.app.store.job_states([pending.job_id]))[pending.job_id]
+    assert state.attempts == 1 and not state.parked
+    queue = await kzg.InspectPromotionQueue(kzg_pb2.InspectPromotionQueueRequest(limit=10))
+    assert (queue.length, queue.pending) == (1, 1)
+    assert [(j.job_id, j.delivery_count) for j in queue.pending_jobs] == [(pending.job_id, 2)]
+    assert list((await a.api.ListParkedJobs(pixie_pb2.ListParkedJobsRequest(limit=10))).jobs) == []
+    assert await nodes_of(lzg) == []
+    assert [n.kzg_quell_key for n in await nodes_of(lzg, anna)] == [other.kzg_key]
+
+
+async def test_a_near_duplicate_of_a_sleeping_node_half_reactivates_it_and_stays_in_the_kzg(
+    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub
+) -> None:
+    a = await cluster.start("pixie-a")
+    first = await store_entry(kzg, TEXTS[7], salienz=0.9)
+    assert _nonzero(await _trigger(a.api))["promoted_new"] == 1
+    # 3.928 × exp(−0.0015 × 2500) ≈ 0.092 < 0.1: the node falls asleep (SPEC §5.7).
+    asleep_at = utc_now() + timedelta(days=2500)
+    decayed = await lzg.RunDecay(lzg_pb2.RunDecayRequest(as_of=to_timestamp(asleep_at)))
+    assert decayed.nodes_deactivated == 1
+    (sleeping,) = await nodes_of(lzg)
+    assert not sleeping.aktiv and sleeping.gewicht_decay < 0.1
+
+    again = await store_entry(kzg, TEXTS[7], salienz=0.9, themen=("Schwester",))
+    assert again.queued_for_promotion and again.tier == kzg_pb2.TIER_HIGH
+    woken_at = asleep_at + timedelta(days=1)
+    run = (await a.api.TriggerTask(
+        pixie_pb2.TriggerTaskRequest(task="synapsen_promotion", as_of=to_timestamp(woken_at))
+    )).run
+    assert run.outcome == "ok"
+    assert _nonzero(run) == {"jobs": 1, "half_reactivations": 1, "acked": 1}
+
+    (node,) = await nodes_of(lzg)
+    assert (node.id, node.kzg_quell_key, node.aktiv) == (sleeping.id, first.kzg_key, True)
+    assert node.gewicht_absolut == pytest.approx(3.928, abs=1e-3)  # unchanged
+    assert node.gewicht_decay == pytest.approx((node.gewicht_absolut + 0.1) / 2)  # 2.014
+    assert node.verstaerkt_am.ToDatetime(tzinfo=UTC) == woken_at
+    assert await kzg_has(kzg, again.kzg_key)  # a half-reactivated entry stays (SPEC §10)
+    ausgaenge = [r.inhalt["ausgang"] for r in await a.logged("promotion") if r.art == "switch"]
+    assert ausgaenge == ["neuer_knoten", "halbreaktivierung"]
+
+
+@dataclass
+class FailingDelete:
+    """The real KZG stub, except that DeleteEntry does not take effect: it answers ``verified_gone
+    = False`` (``mode="unverified"``) or fails with INTERNAL (``mode="error"``)."""
+
+    real: kzg_pb2_grpc.KzgServiceStub
+    mode: str
+    calls: list[str] = field(default_factory=list)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    async def DeleteEntry(self, request: kzg_pb2.DeleteEntryRequest, **_: Any) -> kzg_pb2.DeleteEntryResponse:
+        self.calls.append(request.kzg_key)
+        if self.mode == "error":
+            raise grpc.aio.AioRpcError(
+                grpc.StatusCode.INTERNAL, grpc.aio.Metadata(), grpc.aio.Metadata(), details="DEL refused"
+            )
+        return kzg_pb2.DeleteEntryResponse(deleted=False, verified_gone=False)
+
+
+@pytest.mark.parametrize("mode", ["unverified", "error"])
+async def test_a_failing_kzg_delete_is_logged_counted_and_the_job_acked(
+    cluster: PixieCluster,
+    kzg: kzg_pb2_grpc.KzgServiceStub,
+    lzg: lzg_pb2_grpc.LzgServiceStub,
+    mode: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """SPEC §5.3 step 6: a failing DEL is logged loudly, not raised (the node exists)."""
+    caplog.set_level(logging.ERROR, logger="services.pixie.promotion")
+    a = await cluster.start("pixie-a")
+    failing = FailingDelete(a.app.worker.kzg, mode)
+    a.app.worker.kzg = cast(kzg_pb2_grpc.KzgServiceStub, failing)
+    stored = await store_entry(kzg, TEXTS[8], salienz=0.9, turn_id="turn-del")
+
+    run = await _trigger(a.api)
+    assert run.outcome == "ok" and run.error == ""
+    assert _nonzero(run) == {"jobs": 1, "promoted_new": 1, "kzg_delete_failed": 1, "acked": 1}
+    assert failing.calls == [stored.kzg_key]
+    assert await queue_state(kzg) == QueueState(0, 0)  # acked, not pending
+    assert list((await a.api.ListParkedJobs(pixie_pb2.ListParkedJobsRequest(limit=10))).jobs) == []
+    assert [n.kzg_quell_key for n in await nodes_of(lzg)] == [stored.kzg_key]
+    assert await kzg_has(kzg, stored.kzg_key)  # the DEL did not take effect; the TTL removes it
+
+    errors = [r for r in await a.logged("promotion") if r.art == "fehler"]
+    assert len(errors) == 1
+    error = errors[0]
+    assert (error.turn_id, error.inhalt["typ"], error.inhalt["kzg_key"]) == ("turn-del", "kzg_delete", stored.kzg_key)
+    assert stored.kzg_key in error.inhalt["message"]
+    assert not [r for r in await a.logged("promotion") if r.art == "db_write"]
+    loud = [r for r in caplog.records if r.levelno == logging.ERROR and r.name == "services.pixie.promotion"]
+    assert len(loud) == 1 and stored.kzg_key in loud[0].getMessage()
+    # Nothing comes back: the job is done, and no second node can appear.
+    assert _nonzero(await _trigger(a.api)) == {}
+    assert len(await nodes_of(lzg)) == 1
