@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,6 +15,7 @@ from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.errors import InvalidArgument, ModelMismatch, NotFound
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.kzg.memory import KzgMemory
+from services.kzg.models import Vector
 from services.kzg.store import MODEL_KEY, KzgStore
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 
@@ -100,10 +105,7 @@ async def test_a_changed_declaration_rebuilds_the_index_and_keeps_the_entries(
     hnsw = KzgStore.from_url(redis_url, dimension=provider.dimension, vector_algorithm="HNSW")
     try:
         assert await hnsw.ensure_index() is True
-        for _ in range(50):  # background re-indexing of the kept hashes
-            found = await hnsw.knn(PAIR, vector, 3)
-            if found:
-                break
+        found = await _knn_once_indexed(hnsw, vector)
         assert [key for key, _ in found] == [stored.kzg_key]
         assert found[0][1] == pytest.approx(1.0, abs=1e-5)
     finally:
@@ -128,6 +130,24 @@ async def test_the_model_stamp_is_recorded_once(kzg: KzgMemory) -> None:
     assert stamp == {"model_id": kzg.provider.model_id, "dimension": kzg.provider.dimension}
     await kzg.start()  # a restart with the same model is fine
     assert json.loads(await kzg.store.redis.get(MODEL_KEY)) == stamp
+
+
+async def _knn_once_indexed(store: KzgStore, vector: Vector, within: float = 5.0) -> list[tuple[str, float]]:
+    """KNN after the background re-indexing of the kept hashes has finished (FT.INFO ``indexing``
+    0, ``percent_indexed`` 1), polling with short sleeps up to ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        info = await store.redis.ft(store.index_name).info()
+        indexed = not int(_field(info, "indexing")) and float(_field(info, "percent_indexed")) >= 1.0
+        found = await store.knn(PAIR, vector, 3) if indexed else []
+        if found or time.monotonic() >= deadline:
+            return found
+        await asyncio.sleep(0.05)
+
+
+def _field(info: Mapping[Any, Any], name: str) -> Any:
+    """A field of an FT.INFO answer (bytes keys under RESP3 / without decoding, str keys otherwise)."""
+    return info[name.encode()] if name.encode() in info else info[name]
 
 
 def _s(value: object) -> str:

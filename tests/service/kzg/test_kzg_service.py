@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 from redis.asyncio import Redis
 
 from novaberg.common.v1 import common_pb2
@@ -14,6 +15,8 @@ from services.kzg.domain import KZG_TTL_HIGH_SEKUNDEN, salienz_berechnen
 
 PAIR = common_pb2.Pair(user_id="anna@example.org", character_id="nova")
 OTHER = common_pb2.Pair(user_id="ben", character_id="nova")
+DIRTY_KEY = f"hash_dirty:{PAIR.user_id}:{PAIR.character_id}"
+"""The pair's hash_dirty marker, spelt out here rather than taken from the store module."""
 
 
 def _store(salienz: float, inhalt: str, themen: list[str], **kwargs: object) -> kzg_pb2.StoreEntryRequest:
@@ -88,7 +91,7 @@ async def test_writes_and_reads_leave_pipeline_log_records(
     assert (write.user_id, write.character_id) == (PAIR.user_id, PAIR.character_id)
 
 
-async def test_promotion_jobs_over_grpc(kzg_stub: kzg_pb2_grpc.KzgServiceStub) -> None:
+async def test_promotion_jobs_over_grpc(kzg_stub: kzg_pb2_grpc.KzgServiceStub, redis_url: str) -> None:
     stored = await kzg_stub.StoreEntry(_store(0.9, "Anna is getting married in May.", ["Hochzeit"]))
     jobs = (await kzg_stub.ReadPromotionJobs(kzg_pb2.ReadPromotionJobsRequest(consumer="pixie-1", count=5))).jobs
     assert [(j.kzg_key, j.ausloeser_turn_id, j.delivery_count) for j in jobs] == [(stored.kzg_key, "turn-1", 1)]
@@ -99,7 +102,20 @@ async def test_promotion_jobs_over_grpc(kzg_stub: kzg_pb2_grpc.KzgServiceStub) -
     assert acked.acked == 1
     inspected = await kzg_stub.InspectPromotionQueue(kzg_pb2.InspectPromotionQueueRequest(limit=5))
     assert (inspected.length, inspected.pending) == (0, 0)
-    await kzg_stub.MarkHashDirty(kzg_pb2.MarkHashDirtyRequest(pair=PAIR, reason="test"))
+
+    redis = Redis.from_url(redis_url, decode_responses=True)
+    try:
+        # The HIGH write set the pair's marker; MarkHashDirty (Pixie after a promotion) overwrites it.
+        assert (await redis.hgetall(DIRTY_KEY))["reason"] == "kzg_salienz_high"
+        await kzg_stub.MarkHashDirty(kzg_pb2.MarkHashDirtyRequest(
+            pair=PAIR, reason=f"promotion {stored.kzg_key} -> node 7", as_of=Timestamp(seconds=1_790_000_100)
+        ))
+        marker = await redis.hgetall(DIRTY_KEY)
+        assert marker["reason"] == f"promotion {stored.kzg_key} -> node 7"
+        assert float(marker["gesetzt_am"]) == 1_790_000_100.0
+        assert not await redis.exists(f"hash_dirty:{OTHER.user_id}:{OTHER.character_id}")
+    finally:
+        await redis.aclose()
 
 
 async def test_session_over_grpc(kzg_stub: kzg_pb2_grpc.KzgServiceStub) -> None:
