@@ -344,6 +344,7 @@ async def cmd_observe(clients: ServiceClients, args: argparse.Namespace, out: Ca
         analysis.salience.salienz = args.salienz
         analysis.salience.themen.extend(t.strip() for t in (args.themen or "").split(",") if t.strip())
         analysis.salience.gedaechtnistyp = args.gedaechtnistyp
+        analysis.salience.dimension = args.dimension
         analysis.ei.emotion = args.emotion or ""
         analysis.ei.modus = "alltag"
         analysis.inhalt = args.inhalt or ""
@@ -744,6 +745,8 @@ def build_parser() -> argparse.ArgumentParser:
     observe.add_argument("--emotion", help="Plutchik emotion label (with --salienz)")
     observe.add_argument("--inhalt", help="distilled content (default: the text)")
     observe.add_argument("--gedaechtnistyp", default="episodisch")
+    observe.add_argument("--dimension", default="allgemein",
+                         help="life area of the turn (with --salienz; the LZG refuses an empty one)")
 
     recall = client("recall", "build the dossier for a question: memory block plus paths")
     _pair_options(recall)
