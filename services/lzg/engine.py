@@ -260,8 +260,8 @@ class LzgEngine:
             raise InvalidArgument(f"entry.haeufigkeit must be >= 1, got {entry.haeufigkeit}")
         if len(entry.gedaechtnistyp) > _GEDAECHTNISTYP_MAX:
             raise InvalidArgument(f"entry.gedaechtnistyp is longer than {_GEDAECHTNISTYP_MAX} characters")
-        if not entry.dimension:
-            raise InvalidArgument("entry.dimension must not be empty")
+        # An empty `dimension` is stored as '' (the column is NOT NULL, not non-empty): the KZG
+        # accepts such entries, and refusing them here would turn them into poison jobs.
         _finite(entry.arousal, "entry.ei.arousal")
         if entry.erstellt_am is None:
             raise InvalidArgument("entry.erstellt_am must be set")

@@ -312,3 +312,14 @@ def _timeline(when, praezision: str = "tag"):  # type: ignore[no-untyped-def]
     from services.lzg.engine import Timeline
 
     return Timeline(0, "", "", when, praezision, "", ())
+
+
+async def test_an_entry_without_dimension_is_promoted_not_refused(
+    engine: LzgEngine, provider: TableProvider, store: LzgStore
+) -> None:
+    """The KZG accepts entries without a `dimension`; refusing them here would make poison jobs."""
+    provider.vectors["Ohne Dimension"] = unit(0, 1, 1)
+    result = await engine.promote(entry("Ohne Dimension", dimension=""))
+    assert result.outcome is PromotionOutcome.NEW_NODE
+    rows = (await dump(store, "lzg_knoten"))["lzg_knoten"]
+    assert len(rows) == 1 and "" in rows[0] and "Ohne Dimension" in rows[0]
