@@ -55,6 +55,11 @@ class PipelineConfig:
     gewicht_assistant: float = 0.7
     """``RETRIEVAL_KZG_GEWICHT_ASSISTANT`` (mem §11.6): weight of the character's own hits."""
 
+    registry_cache_s: float = 60.0
+    """How long the analyzers remember an entity or timeline id the LZG gave for a name or date, per pair
+    (``NOVABERG_PIPELINE_REGISTRY_CACHE_S``; 0 = ask the LZG every time). A merge, delete or rename
+    made elsewhere reaches new turns at most this much later (see ``services.pipeline.store.RegistryCache``)."""
+
     peer_timeout_s: float = 10.0
     """Deadline of each call to the KZG or LZG service; a call waits up to this long for a peer that is
     (re)starting instead of failing at once (``wait_for_ready``)."""
@@ -83,5 +88,6 @@ class PipelineConfig:
             kzg_top_k=env_int(f"{_PREFIX}KZG_TOP_K", 10, min_value=1, max_value=100, env=env),
             gewicht_user=env_float(f"{_PREFIX}GEWICHT_USER", 1.0, min_value=0.0, env=env),
             gewicht_assistant=env_float(f"{_PREFIX}GEWICHT_ASSISTANT", 0.7, min_value=0.0, env=env),
+            registry_cache_s=env_float(f"{_PREFIX}REGISTRY_CACHE_S", 60.0, min_value=0.0, env=env),
             peer_timeout_s=env_float(f"{_PREFIX}PEER_TIMEOUT_S", 10.0, min_value=0.1, env=env),
         )

@@ -13,7 +13,7 @@ from services.pipeline.analyzer import Analyzer, EntityRegistry, OfflineAnalyzer
 from services.pipeline.config import PipelineConfig
 from services.pipeline.dossier import PerspectiveWeights
 from services.pipeline.servicer import PipelineServicer
-from services.pipeline.store import ClusterStore, LzgRegistry, Peers
+from services.pipeline.store import ClusterStore, LzgRegistry, Peers, RegistryCache
 from services.pipeline.turns import TurnPipeline
 
 __all__ = ["SERVICE_NAME", "build_analyzer", "create_server", "main"]
@@ -54,7 +54,7 @@ async def create_server(
         await clusters.close()
         await peers.close()
         raise
-    registry = LzgRegistry(peers.lzg, cfg.peer_timeout_s)
+    registry = LzgRegistry(peers.lzg, cfg.peer_timeout_s, RegistryCache(cfg.registry_cache_s))
     pipeline = TurnPipeline(
         kzg=peers.kzg,
         lzg=peers.lzg,

@@ -3,12 +3,18 @@
 The pipeline owns nothing persistent but the cluster of the previous turn per pair (SPEC §1),
 kept in Redis under ``pipeline:cluster:{user_id}:{character_id}``. Everything else is reached
 through the KZG and LZG services' gRPC contracts.
+
+The analyzers' registry lookups (:class:`LzgRegistry`) are remembered per pair for a short
+while (:class:`RegistryCache`), because every observed turn names the same few people and places:
+see the class for why that is safe and how long a change made elsewhere stays unseen.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -25,7 +31,7 @@ from novaberg_core.timeutil import from_timestamp, to_timestamp
 from services.pipeline.analyzer import NEW_ENTITY_TYP
 from services.pipeline.text_rules import DatedMention
 
-__all__ = ["CLUSTER_KEY", "ClusterStore", "LzgRegistry", "Peers", "StoredCluster"]
+__all__ = ["CLUSTER_KEY", "ClusterStore", "LzgRegistry", "Peers", "RegistryCache", "StoredCluster"]
 
 CLUSTER_KEY = "pipeline:cluster:{user_id}:{character_id}"
 """Redis key of a pair's previous-turn cluster (a JSON object, no TTL)."""
@@ -93,34 +99,154 @@ class ClusterStore:
         await self.client.aclose()
 
 
-class LzgRegistry:
-    """The analyzers' :class:`~services.pipeline.analyzer.EntityRegistry` over the LZG service."""
+def entity_key(name: str) -> str:
+    """How the LZG matches a name to an entity: trimmed, case-insensitive (``casefold``)."""
+    return name.strip().casefold()
 
-    def __init__(self, stub: lzg_pb2_grpc.LzgServiceStub, timeout_s: float) -> None:
+
+_PairKey = tuple[str, str]
+_TimelineKey = tuple[datetime, str]
+
+
+class RegistryCache:
+    """Entity and timeline ids the LZG gave this process, per pair, each for ``ttl_s`` seconds.
+
+    Why this is safe: an id names the same entity (timeline ref) until a merge, delete, rename
+    or update in the registry — Trigger 3 calls, made by a curator or a tool, never by a turn.
+    A turn that uses a remembered id after such a change records what a turn written just
+    before the change records: an id that promotion later drops with an ERROR if it is gone
+    (SPEC §5.3, the LZG's known-entity and known-timeline checks), and KZG entries wait days for
+    promotion anyway. The cache only shortens the lookup; it adds at most ``ttl_s`` to that
+    window. What it remembers:
+
+    - the ids the LZG returned, "unknown" (0) included — but an unknown name is only answered
+      from here for a lookup that would not create it (a name the turn wants created is always
+      asked for, so it is created or found); an entity another caller registers for a name
+      remembered as unknown is seen at most ``ttl_s`` later, like any other change;
+    - per pair, under the LZG's own matching key (:func:`entity_key`; a timeline by instant and
+      ``praezision``), so another pair's ids are never used;
+    - bounded: ``max_pairs`` pairs (least recently used forgotten first), ``max_names`` names
+      and timelines per pair (over that the pair starts afresh).
+
+    ``ttl_s = 0`` turns it off. A process learns of no change made elsewhere: restart or wait
+    ``ttl_s`` after a merge to have every new turn use the merged entity (:meth:`forget` drops a
+    pair at once, e.g. from a test or an admin hook).
+    """
+
+    def __init__(
+        self,
+        ttl_s: float = 60.0,
+        *,
+        max_pairs: int = 10_000,
+        max_names: int = 2_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ttl_s = ttl_s
+        self.max_pairs = max_pairs
+        self.max_names = max_names
+        self.clock = clock
+        self._pairs: OrderedDict[_PairKey, dict[str | _TimelineKey, tuple[int, float]]] = OrderedDict()
+
+    def _pair(
+        self, pair: common_pb2.Pair, *, create: bool
+    ) -> dict[str | _TimelineKey, tuple[int, float]] | None:
+        key = (pair.user_id, pair.character_id)
+        known = self._pairs.get(key)
+        if known is None and create:
+            known = self._pairs[key] = {}
+            while len(self._pairs) > self.max_pairs:
+                self._pairs.popitem(last=False)
+        if known is not None:
+            self._pairs.move_to_end(key)
+        return known
+
+    def _get(self, pair: common_pb2.Pair, key: str | _TimelineKey) -> int | None:
+        if self.ttl_s <= 0:
+            return None
+        known = self._pair(pair, create=False)
+        if known is None or key not in known:
+            return None
+        value, expires = known[key]
+        if self.clock() >= expires:
+            del known[key]
+            return None
+        return value
+
+    def _put(self, pair: common_pb2.Pair, key: str | _TimelineKey, value: int) -> None:
+        if self.ttl_s <= 0 or value < 0:
+            return
+        known = self._pair(pair, create=True)
+        assert known is not None
+        if key not in known and len(known) >= self.max_names:
+            known.clear()
+        known[key] = (value, self.clock() + self.ttl_s)
+
+    def entity(self, pair: common_pb2.Pair, name: str) -> int | None:
+        """The remembered id of ``name`` in ``pair`` (0: the LZG knew no such entity); None: ask the LZG."""
+        return self._get(pair, entity_key(name))
+
+    def remember_entity(self, pair: common_pb2.Pair, name: str, entity_id: int) -> None:
+        self._put(pair, entity_key(name), entity_id)
+
+    def timeline(self, pair: common_pb2.Pair, mention: DatedMention) -> int | None:
+        return self._get(pair, (mention.zeitpunkt, mention.praezision))
+
+    def remember_timeline(self, pair: common_pb2.Pair, mention: DatedMention, timeline_id: int) -> None:
+        if timeline_id > 0:
+            self._put(pair, (mention.zeitpunkt, mention.praezision), timeline_id)
+
+    def forget(self, pair: common_pb2.Pair) -> None:
+        """Drop everything remembered for ``pair``."""
+        self._pairs.pop((pair.user_id, pair.character_id), None)
+
+
+class LzgRegistry:
+    """The analyzers' :class:`~services.pipeline.analyzer.EntityRegistry` over the LZG service.
+
+    Ids the LZG gave are remembered in ``cache`` (:class:`RegistryCache`); only names and dates
+    not remembered are asked for, so a turn naming known people costs no round trip.
+    """
+
+    def __init__(
+        self, stub: lzg_pb2_grpc.LzgServiceStub, timeout_s: float, cache: RegistryCache | None = None
+    ) -> None:
         self.stub = stub
         self.timeout_s = timeout_s
+        self.cache = cache if cache is not None else RegistryCache(ttl_s=0.0)
 
     async def resolve_entities(
         self, pair: common_pb2.Pair, names: Sequence[str], *, create_missing: bool
     ) -> list[int]:
-        response = await self.stub.ResolveEntities(
-            lzg_pb2.ResolveEntitiesRequest(
-                pair=pair, names=list(names), create_missing=create_missing, typ_for_new=NEW_ENTITY_TYP
-            ),
-            timeout=self.timeout_s, wait_for_ready=True,
-        )
-        ids = list(response.entitaet_ids)
-        if len(ids) != len(names):
-            raise Unavailable(f"LZG ResolveEntities answered {len(ids)} ids for {len(names)} names")
-        return ids
+        known = {name: self.cache.entity(pair, name) for name in names}
+        if create_missing:  # a name to create is never answered "unknown" from memory
+            known = {name: found or None for name, found in known.items()}
+        ask = list(dict.fromkeys(name for name, found in known.items() if found is None))
+        if ask:
+            response = await self.stub.ResolveEntities(
+                lzg_pb2.ResolveEntitiesRequest(
+                    pair=pair, names=ask, create_missing=create_missing, typ_for_new=NEW_ENTITY_TYP
+                ),
+                timeout=self.timeout_s, wait_for_ready=True,
+            )
+            ids = list(response.entitaet_ids)
+            if len(ids) != len(ask):
+                raise Unavailable(f"LZG ResolveEntities answered {len(ids)} ids for {len(ask)} names")
+            for name, entity_id in zip(ask, ids, strict=True):
+                known[name] = entity_id
+                self.cache.remember_entity(pair, name, entity_id)
+        return [known[name] or 0 for name in names]
 
     async def timeline_for(
         self, pair: common_pb2.Pair, mention: DatedMention, *, titel: str, themen: Sequence[str]
     ) -> int:
         """Reuses the pair's ref at the same instant and precision, else creates one."""
+        remembered = self.cache.timeline(pair, mention)
+        if remembered is not None:
+            return remembered
         listed = await self.stub.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=pair), timeout=self.timeout_s, wait_for_ready=True)
         for timeline in listed.timelines:
             if timeline.praezision == mention.praezision and from_timestamp(timeline.zeitpunkt) == mention.zeitpunkt:
+                self.cache.remember_timeline(pair, mention, int(timeline.id))
                 return int(timeline.id)
         created = await self.stub.UpsertTimeline(
             lzg_pb2.UpsertTimelineRequest(
@@ -134,6 +260,7 @@ class LzgRegistry:
             ),
             timeout=self.timeout_s, wait_for_ready=True,
         )
+        self.cache.remember_timeline(pair, mention, int(created.timeline.id))
         return int(created.timeline.id)
 
 

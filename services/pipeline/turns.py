@@ -6,8 +6,10 @@ calls the KZG and LZG services with one ``turn_id`` (and the step's ``span_id``)
 pipeline-log records under that ``turn_id``.
 
 Time split: ``model_ms`` is the time spent in the embedding model inside this service (the query,
-and the KZG embed texts, which are computed here and handed to the KZG so its write stays a
-pure store operation); ``memory_ms`` is everything else the call spent.
+the KZG embed texts, which are computed here and handed to the KZG so its write stays a pure
+store operation, and the answer, handed to the LZG's usage reinforcement); ``memory_ms`` is
+everything else the call spent. One call runs one model batch at a time, so no model time is
+counted twice.
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ class Timing:
 
     started: float = field(default_factory=time.perf_counter)
     model_ms: float = 0.0
+    model_turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held while this call's batch runs: two steps of one call never overlap in the model's time."""
 
     def memory_ms(self) -> float:
         return max((time.perf_counter() - self.started) * 1000.0 - self.model_ms, 0.0)
@@ -97,6 +101,13 @@ async def _peer(peer: str, method: str, call: Awaitable[_T]) -> _T:
         if kind is None:
             raise
         raise kind(f"{peer} {method}: {error.details()}") from error
+
+
+def kzg_entry_text(analysis: pipeline_pb2.TurnAnalysis) -> str | None:
+    """The KZG embed text of a turn (SPEC §2); None below the store gate, where the KZG writes nothing."""
+    if analysis.salience.salienz < STORE_GATE_RAW:
+        return None
+    return kzg_embed_text(list(analysis.salience.themen), analysis.inhalt)
 
 
 class PairNodeCache:
@@ -163,12 +174,18 @@ class TurnPipeline:
 
     # ------------------------------------------------------------------ helpers
 
+    async def _embed_texts(self, texts: list[str], timing: Timing) -> np.ndarray:
+        """One batch through the model, counted as model time."""
+        async with timing.model_turn:
+            started = time.perf_counter()
+            with _TRACER.start_as_current_span("pipeline.embed") as span:
+                span.set_attribute("novaberg.texts", len(texts))
+                vectors = await self.provider.embed(texts)
+            timing.model_ms += (time.perf_counter() - started) * 1000.0
+        return vectors
+
     async def _embed(self, text: str, timing: Timing) -> np.ndarray:
-        started = time.perf_counter()
-        with _TRACER.start_as_current_span("pipeline.embed"):
-            vector = await self.provider.embed_one(text)
-        timing.model_ms += (time.perf_counter() - started) * 1000.0
-        return vector
+        return (await self._embed_texts([text], timing))[0]
 
     async def _check_magnets(self, pair: common_pb2.Pair, magnets: common_pb2.Magnets, field: str) -> None:
         """A caller's magnet ids must be entities / a timeline ref of this very pair (SPEC §10)."""
@@ -274,8 +291,12 @@ class TurnPipeline:
         as_of: datetime,
         writer: str,
         timing: Timing,
+        vector: np.ndarray | None = None,
     ) -> tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]:
-        """Session append and KZG write of one turn (SPEC §3, §4), the KZG embed text computed here."""
+        """Session append and KZG write of one turn (SPEC §3, §4), the KZG embed text computed here.
+
+        ``vector``: the embedding of :func:`kzg_entry_text` when the caller already has it.
+        """
         ei = analysis.ei
         session_turn = kzg_pb2.SessionTurn(
             role=_ROLE[beobachter], text=text, turn_id=turn.turn_id, created_at=to_timestamp(as_of),
@@ -285,9 +306,9 @@ class TurnPipeline:
 
         async def store() -> kzg_pb2.StoreEntryResponse:
             embedding: list[float] = []
-            if analysis.salience.salienz >= STORE_GATE_RAW:  # below the gate the KZG writes nothing
-                text_to_embed = kzg_embed_text(list(analysis.salience.themen), analysis.inhalt)
-                embedding = (await self._embed(text_to_embed, timing)).tolist()
+            text_to_embed = kzg_entry_text(analysis)
+            if text_to_embed is not None:
+                embedding = (vector if vector is not None else await self._embed(text_to_embed, timing)).tolist()
             request = kzg_pb2.StoreEntryRequest(
                 pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=ei,
                 magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
@@ -392,28 +413,9 @@ class TurnPipeline:
             with _TRACER.start_as_current_span("pipeline.gravitation"):
                 search = shift_query(query, goals, decision.faktor)
             search_values = search.tolist()
-            async def spread_and_render() -> tuple[lzg_pb2.SpreadingReadResponse, list[lzg_pb2.RenderMemoryBlockResponse]]:
-                spread = await _peer("LZG", "SpreadingRead", self.lzg.SpreadingRead(
-                    lzg_pb2.SpreadingReadRequest(
-                        pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values), cluster=cluster,
-                        nova_emotion=request.nova_emotion, turn=turn,
-                    ),
-                    timeout=self.timeout, wait_for_ready=True,
-                ))
-                blocks = await asyncio.gather(*(
-                    _peer("LZG", "RenderMemoryBlock", self.lzg.RenderMemoryBlock(
-                        lzg_pb2.RenderMemoryBlockRequest(
-                            pair=pair, lzg_resonanz=spread.lzg_resonanz, reader=reader, user_name=request.user_name,
-                            character_name=request.character_name,
-                        ),
-                        timeout=self.timeout, wait_for_ready=True,
-                    ))
-                    for reader in readers
-                ))
-                return spread, list(blocks)
-
-            # KZG retrieval runs while the LZG reads and renders (SPEC §7: both with the shifted vector).
-            retrieved, (spread, rendered) = await asyncio.gather(
+            # KZG retrieval runs while the LZG reads and renders the blocks in the same call (SPEC §7:
+            # both with the shifted vector).
+            retrieved, spread = await asyncio.gather(
                 _peer("KZG", "Retrieve", self.kzg.Retrieve(
                     kzg_pb2.RetrieveRequest(
                         pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values), top_k=self.kzg_top_k,
@@ -421,7 +423,14 @@ class TurnPipeline:
                     ),
                     timeout=self.timeout, wait_for_ready=True,
                 )),
-                spread_and_render(),
+                _peer("LZG", "SpreadingRead", self.lzg.SpreadingRead(
+                    lzg_pb2.SpreadingReadRequest(
+                        pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values), cluster=cluster,
+                        nova_emotion=request.nova_emotion, turn=turn, readers=readers,
+                        user_name=request.user_name, character_name=request.character_name,
+                    ),
+                    timeout=self.timeout, wait_for_ready=True,
+                )),
             )  # fmt: skip
             if retrieved.model_id and retrieved.model_id != self.provider.model_id:
                 raise ModelMismatch(
@@ -429,6 +438,11 @@ class TurnPipeline:
                     f"{self.provider.model_id!r}; configure one model for every service"
                 )
             resonanz = spread.lzg_resonanz
+            missing_blocks = [reader for reader in readers if reader not in spread.memory_blocks]
+            if missing_blocks:
+                raise Unavailable(
+                    f"LZG SpreadingRead rendered no memory block for {missing_blocks}; it predates the readers field"
+                )
             order = weigh_hits([(h.entry.beobachter, h.similarity) for h in retrieved.hits], self.weights)
             kzg_hits = [
                 pipeline_pb2.WeightedKzgHit(hit=retrieved.hits[w.index], weight=w.weight, score=w.score) for w in order
@@ -456,7 +470,7 @@ class TurnPipeline:
             gravitation_faktor=decision.faktor,
             kzg_hits=kzg_hits,
             lzg_resonanz=resonanz,
-            memory_blocks={reader: block.text for reader, block in zip(readers, rendered, strict=True)},
+            memory_blocks={reader: spread.memory_blocks[reader] for reader in readers},
             served_node_ids=served,
             model_ms=timing.model_ms,
         )
@@ -494,8 +508,9 @@ class TurnPipeline:
                 span_id=span_id, inhalt={"text": request.answer_text}, erstellt_am=as_of, **pair_kwargs,
             )  # fmt: skip
 
-            async def own_entry() -> kzg_pb2.StoreEntryResponse:
-                """The character's own session turn and KZG entry (beobachter = assistant)."""
+            async def prepare() -> tuple[pipeline_pb2.TurnAnalysis, np.ndarray | None, np.ndarray | None]:
+                """The answer's analysis, then one model batch: the answer (for the usage reinforcement,
+                when there is a served node to compare it with) and the character's KZG entry text."""
                 if request.HasField("answer_analysis"):
                     analysis = pipeline_pb2.TurnAnalysis()
                     analysis.CopyFrom(request.answer_analysis)
@@ -503,8 +518,36 @@ class TurnPipeline:
                         analysis.inhalt = request.answer_text
                 else:
                     analysis = (await self._analyze(request.answer_text, pair, assistant, as_of, turn)).analysis
+                texts = [query_embed_text(request.answer_text)] if served else []
+                entry_text = kzg_entry_text(analysis)
+                if entry_text is not None:
+                    texts.append(entry_text)
+                vectors = await self._embed_texts(texts, timing) if texts else None
+                answer = vectors[0] if vectors is not None and served else None
+                entry = vectors[-1] if vectors is not None and entry_text is not None else None
+                return analysis, answer, entry
+
+            prepared = asyncio.ensure_future(prepare())
+
+            async def reinforce() -> lzg_pb2.ReinforceUsedResponse:
+                """Usage reinforcement with the answer vector embedded here (SPEC §5.6)."""
+                _, answer, _ = await prepared
+                reinforce_request = lzg_pb2.ReinforceUsedRequest(
+                    pair=pair, answer_text=request.answer_text, served_node_ids=served, turn=turn,
+                    as_of=to_timestamp(as_of),
+                )  # fmt: skip
+                if answer is not None:
+                    reinforce_request.answer_vector.values.extend(answer.tolist())
+                return await _peer(
+                    "LZG", "ReinforceUsed",
+                    self.lzg.ReinforceUsed(reinforce_request, timeout=self.timeout, wait_for_ready=True),
+                )  # fmt: skip
+
+            async def own_entry() -> kzg_pb2.StoreEntryResponse:
+                """The character's own session turn and KZG entry (beobachter = assistant)."""
+                analysis, _, entry = await prepared
                 _, stored = await self._write_turn(
-                    pair, assistant, request.answer_text, analysis, turn, as_of, "pipeline.dispatcher", timing
+                    pair, assistant, request.answer_text, analysis, turn, as_of, "pipeline.dispatcher", timing, entry
                 )
                 return stored
 
@@ -522,17 +565,7 @@ class TurnPipeline:
                 )  # fmt: skip
 
             # The three writes are independent of each other; the request was checked in full above.
-            reinforced, stored, _ = await asyncio.gather(
-                _peer("LZG", "ReinforceUsed", self.lzg.ReinforceUsed(
-                    lzg_pb2.ReinforceUsedRequest(
-                        pair=pair, answer_text=request.answer_text, served_node_ids=served, turn=turn,
-                        as_of=to_timestamp(as_of),
-                    ),
-                    timeout=self.timeout, wait_for_ready=True,
-                )),
-                own_entry(),
-                persist_cluster(),
-            )  # fmt: skip
+            reinforced, stored, _ = await asyncio.gather(reinforce(), own_entry(), persist_cluster())
             protokoll = reinforced.protokoll
             self.log.write(
                 turn_id=request.turn_id, node=NODE_VERWENDUNG, art="berechnung", span_id=span_id,
