@@ -23,11 +23,11 @@ strongest memory served (the seed measured 15 of 25 real answers carrying a rein
 syn §7.1a), the others take up none. Per turn:
 
 - wall time of the three RPCs as the client sees them;
-- model time: the embedding work of the turn. The pipeline reports its own (query, the KZG
-  embed texts of both turns) in ``BuildDossierResponse.model_ms`` and trailing metadata
-  ``novaberg-model-ms``; the LZG embeds the answer once inside ReinforceUsed, which no contract
-  reports, so the bench times the same embedding of the same text with the same model in its own
-  process and counts it as model time (``answer_embed_ms`` column);
+- model time: all embedding work of the turn, as the pipeline reports it for each call
+  (``BuildDossierResponse.model_ms`` and the trailing metadata ``novaberg-model-ms``): the
+  KZG embed texts of both observed turns, the query, and the answer — the pipeline embeds the
+  answer itself and hands the vector to the LZG's ReinforceUsed (``answer_vector``), so no model
+  runs outside the pipeline during a turn (the LZG embeds nothing, the KZG gets its vectors);
 - memory time = wall − model time: everything the memory core spends around the models
   (validation, Redis, PostgreSQL, spreading, rendering, the analyzer's registry calls, gRPC);
   "of it in the pipeline" is the part measured inside the pipeline process (its handlers,
@@ -43,8 +43,7 @@ from __future__ import annotations
 
 import os
 
-# One BLAS thread in this process too (it embeds the seed corpus and times the answer embedding),
-# as the services do: a spinning second BLAS thread steals the two cores from the services.
+# One BLAS thread in this process too (it embeds the seed corpus), as the services do: a spinning second BLAS thread steals the two cores from the services.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse
@@ -75,7 +74,6 @@ from novaberg_core.embedding import (
     lzg_embed_text,
     make_provider,
     profile_for,
-    query_embed_text,
 )
 from novaberg_core.stack import start_stack
 from services.lzg.layers import TimelineRef, evaluate_layers
@@ -146,7 +144,7 @@ class Samples:
     memory_ms: list[float] = field(default_factory=list)
     server_memory_ms: list[float] = field(default_factory=list)
     server_step_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    answer_embed_ms: list[float] = field(default_factory=list)
+    model_step_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     reinforced: int = 0
     served: list[int] = field(default_factory=list)
 
@@ -283,9 +281,8 @@ def utterance(rng: random.Random) -> str:
 
 
 async def run_turns(
-    pipeline: pipeline_pb2_grpc.PipelineServiceStub, model: str, count: int, rng: random.Random, samples: Samples | None
+    pipeline: pipeline_pb2_grpc.PipelineServiceStub, count: int, rng: random.Random, samples: Samples | None
 ) -> None:
-    provider = make_provider(model)
     clusters = list(default_clusters().known)
     for number in range(count):
         turn_id = f"bench-{'w' if samples is None else 't'}{number}"
@@ -323,22 +320,20 @@ async def run_turns(
         trailing = dict(await call.trailing_metadata())
         dispatch_model = float(trailing.get("novaberg-model-ms", 0.0))
         dispatch_memory = float(trailing.get("novaberg-memory-ms", 0.0))
-        e0 = time.perf_counter()
-        await provider.embed_one(query_embed_text(answer))  # what ReinforceUsed spends in the model
-        answer_embed = (time.perf_counter() - e0) * 1000.0
         if samples is None:
             continue
         walls = {"observe": (t1 - t0) * 1000, "dossier": (t2 - t1) * 1000, "dispatch": (t3 - t2) * 1000}
         for step, ms in walls.items():
             samples.wall_ms[step].append(ms)
-        model_total = observe_model + dossier.model_ms + dispatch_model + answer_embed
+        model_total = observe_model + dossier.model_ms + dispatch_model
         samples.model_ms.append(model_total)
         samples.memory_ms.append(sum(walls.values()) - model_total)
-        samples.answer_embed_ms.append(answer_embed)
-        samples.server_memory_ms.append(observe_memory + dossier.memory_ms + dispatch_memory - answer_embed)
+        for step, ms in (("observe", observe_model), ("dossier", dossier.model_ms), ("dispatch", dispatch_model)):
+            samples.model_step_ms[step].append(ms)
+        samples.server_memory_ms.append(observe_memory + dossier.memory_ms + dispatch_memory)
         samples.server_step_ms["observe"].append(observe_memory)
         samples.server_step_ms["dossier"].append(dossier.memory_ms)
-        samples.server_step_ms["dispatch"].append(dispatch_memory - answer_embed)
+        samples.server_step_ms["dispatch"].append(dispatch_memory)
         samples.reinforced += len(dispatched.protokoll.verwendet)
         samples.served.append(len(dossier.served_node_ids))
 
@@ -379,7 +374,7 @@ async def main() -> int:
                     file=sys.stderr,
                 )
                 stats = await lzg.GetPairStats(lzg_pb2.GetPairStatsRequest(pair=PAIR))
-                await run_turns(pipeline, args.model, args.kzg + args.warmup, rng, None)
+                await run_turns(pipeline, args.kzg + args.warmup, rng, None)
                 status = stores_status(root / "stores")
                 pids = {name: process.pid for name, process in stack.processes.items()}
                 for name, store_process in (("postgres", status.postgres), ("redis", status.redis)):
@@ -388,7 +383,7 @@ async def main() -> int:
                 pids["bench client"] = psutil.Process().pid
                 cpu_before = cpu_seconds(pids)
                 samples = Samples()
-                await run_turns(pipeline, args.model, args.turns, rng, samples)
+                await run_turns(pipeline, args.turns, rng, samples)
                 cpu_after = cpu_seconds(pids)
         finally:
             if stack is not None:
@@ -401,7 +396,7 @@ async def main() -> int:
     rows = [
         *((f"wall {step}", values) for step, values in samples.wall_ms.items()),
         ("model (embedding)", samples.model_ms),
-        ("  of it answer embed", samples.answer_embed_ms),
+        *((f"    {step}", values) for step, values in samples.model_step_ms.items()),
         ("memory (wall - model)", samples.memory_ms),
         ("  of it in the pipeline", samples.server_memory_ms),
         *((f"    {step}", values) for step, values in samples.server_step_ms.items()),
