@@ -116,6 +116,11 @@ class EdgeInsert:
         )
 
 
+def _node_pairs(edges: Iterable[EdgeInsert]) -> set[tuple[int, int]]:
+    """The unordered node pairs (smaller id first) of directed edges."""
+    return {(min(e.knoten_a_id, e.knoten_b_id), max(e.knoten_a_id, e.knoten_b_id)) for e in edges}
+
+
 def timeline_ref(zeitpunkt: datetime | None, praezision: str | None) -> TimelineRef | None:
     """A timeline reference from two nullable columns."""
     if zeitpunkt is None or praezision is None:
@@ -223,12 +228,13 @@ class PairTx:
         return int(node_id)
 
     async def insert_edges(self, edges: Sequence[EdgeInsert]) -> int:
-        """Bulk insert with binary COPY (Trigger 1)."""
+        """Bulk insert with binary COPY (Trigger 1), then the pairs' rank rows (migration 003)."""
         if not edges:
             return 0
         await self.conn.copy_records_to_table(
             "lzg_kanten", schema_name=SCHEMA, columns=_EDGE_COLUMNS, records=[e.record() for e in edges]
         )
+        await self._rank_rows("rank_rows_insert", _node_pairs(edges))
         return len(edges)
 
     async def insert_bridge(
@@ -257,7 +263,7 @@ class PairTx:
         await self.conn.execute(self.q["reinforce"], list(node_ids), list(roh), list(absolut), as_of)
 
     async def trigger2(self, node_id: int, embedding_schwelle: float) -> tuple[int, list[int]]:
-        """Trigger 2 as one statement (SQL formula functions of migration 002); (updated, skipped ids)."""
+        """Trigger 2 as one statement (formula: migration 002, rank rows: 003); (updated, skipped ids)."""
         row = await self.conn.fetchrow(self.q["trigger2"], node_id, embedding_schwelle)
         assert row is not None
         return int(row["aktualisiert"]), list(row["uebersprungen"])
@@ -282,19 +288,30 @@ class PairTx:
         """Insert or rewrite directed edges; returns how many were new."""
         if not edges:
             return 0
+        pairs = _node_pairs(edges)
+        await self._rank_rows("rank_rows_delete", pairs)
         inserted = 0
         statement = await self.conn.prepare(self.q["upsert_edge"])
         for edge in edges:
             inserted += bool(await statement.fetchval(*edge.record()))
+        await self._rank_rows("rank_rows_insert", pairs)
         return inserted
 
     async def delete_edges_between(self, pairs: Sequence[tuple[int, int]]) -> int:
+        """Both directed edges of each node pair, with the pair's rank row."""
         if not pairs:
             return 0
+        await self._rank_rows("rank_rows_delete", {(min(p), max(p)) for p in pairs})
         status = await self.conn.execute(
             self.q["delete_edges_between"], [p[0] for p in pairs], [p[1] for p in pairs]
         )
         return int(status.split()[-1])
+
+    async def _rank_rows(self, query: str, pairs: Iterable[tuple[int, int]]) -> None:
+        """Insert or delete the rank rows of node pairs (x < y) — derived from lzg_kanten (migration 003)."""
+        ordered = sorted(pairs)
+        if ordered:
+            await self.conn.execute(self.q[query], [x for x, _ in ordered], [y for _, y in ordered])
 
     async def execute(self, query: str, *args: Any) -> str:
         return str(await self.conn.execute(self.q[query], *args))

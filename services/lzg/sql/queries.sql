@@ -126,20 +126,35 @@ WHERE id = ANY($1::int[]) AND user_id = $2 AND character_id = $3 AND aktiv;
 -- name: shell
 -- One shell of the spreading read (SPEC §5.8 step 3): for each frontier item the top K outgoing
 -- edges by gewicht_absolut, not back to the node it came from, target active and of the pair.
-SELECT f.ord, x.kante_id, x.knoten_b_id, x.verbindungs_gruende, x.geteilte_entitaet_ids, x.geteilte_themen,
+-- A node's outgoing edges are its rank rows under x (x→y) and under y (y→x), each branch in index
+-- order; the K best of both branches are the K best of all (migration 003).
+SELECT f.ord, x.kante_id, x.knoten_b_id, e.verbindungs_gruende, e.geteilte_entitaet_ids, e.geteilte_themen,
        x.inhalt, x.themen, x.entitaet_ids, x.emotion, x.erstellt_am, x.gewicht_decay, x.beobachter
 FROM unnest($1::int[], $2::int[], $3::int[]) AS f(ord, src, pred)
 CROSS JOIN LATERAL (
-    SELECT e.id AS kante_id, e.knoten_b_id, e.verbindungs_gruende, e.geteilte_entitaet_ids, e.geteilte_themen,
-           e.gewicht_absolut, n.inhalt, n.themen, n.entitaet_ids, n.emotion, n.erstellt_am, n.gewicht_decay,
-           n.beobachter
-    FROM lzg_kanten e
-    JOIN lzg_knoten n ON n.id = e.knoten_b_id
-    WHERE e.knoten_a_id = f.src AND e.knoten_b_id <> f.pred
-      AND n.aktiv AND n.user_id = $5 AND n.character_id = $6
-    ORDER BY e.gewicht_absolut DESC, e.id
+    SELECT beide.* FROM (
+        (SELECT r.kante_xy_id AS kante_id, r.knoten_y_id AS knoten_b_id, r.gewicht_xy AS gewicht_absolut,
+                n.inhalt, n.themen, n.entitaet_ids, n.emotion, n.erstellt_am, n.gewicht_decay, n.beobachter
+         FROM lzg_kanten_rang AS r
+         JOIN lzg_knoten AS n ON n.id = r.knoten_y_id
+         WHERE r.knoten_x_id = f.src AND r.knoten_y_id <> f.pred
+           AND n.aktiv AND n.user_id = $5 AND n.character_id = $6
+         ORDER BY r.gewicht_xy DESC, r.kante_xy_id
+         LIMIT $4)
+        UNION ALL
+        (SELECT r.kante_yx_id, r.knoten_x_id, r.gewicht_yx,
+                n.inhalt, n.themen, n.entitaet_ids, n.emotion, n.erstellt_am, n.gewicht_decay, n.beobachter
+         FROM lzg_kanten_rang AS r
+         JOIN lzg_knoten AS n ON n.id = r.knoten_x_id
+         WHERE r.knoten_y_id = f.src AND r.knoten_x_id <> f.pred
+           AND n.aktiv AND n.user_id = $5 AND n.character_id = $6
+         ORDER BY r.gewicht_yx DESC, r.kante_yx_id
+         LIMIT $4)
+    ) AS beide
+    ORDER BY beide.gewicht_absolut DESC, beide.kante_id
     LIMIT $4
 ) AS x
+JOIN lzg_kanten AS e ON e.id = x.kante_id
 ORDER BY f.ord, x.gewicht_absolut DESC, x.kante_id;
 
 -- name: served_embeddings
@@ -164,6 +179,9 @@ WHERE k.id = u.id;
 -- data and both anchors' current gewicht_absolut, in one statement (formula: migration 002).
 -- $2 is the embedding-layer threshold of the model profile. Returns how many rows were updated
 -- and the ids of edges whose winning layer cannot be reconstructed (left unchanged).
+-- No index of lzg_kanten holds a weight and its pages have room, so the rewrite is a HOT update;
+-- the node's rank rows (one per neighbour, found by two index range scans) follow in the same
+-- statement (migration 003; a data-modifying WITH always runs to completion).
 WITH berechnet AS (
     SELECT e.ctid AS zeile, e.id,
            kante_roh(a.gewicht_absolut, b.gewicht_absolut, w.faktor, w.tiefe, e.anzahl_schichten) AS roh
@@ -187,7 +205,18 @@ WITH berechnet AS (
     SET gewicht_roh = c.roh, gewicht_absolut = daempfen(c.roh)
     FROM berechnet AS c
     WHERE k.ctid = c.zeile AND c.roh IS NOT NULL
-    RETURNING k.id
+    RETURNING k.knoten_a_id, k.knoten_b_id, k.gewicht_absolut
+), paare AS (
+    SELECT least(knoten_a_id, knoten_b_id) AS x, greatest(knoten_a_id, knoten_b_id) AS y,
+           max(gewicht_absolut) FILTER (WHERE knoten_a_id < knoten_b_id) AS xy,
+           max(gewicht_absolut) FILTER (WHERE knoten_a_id > knoten_b_id) AS yx
+    FROM geschrieben
+    GROUP BY 1, 2
+), rang AS (
+    UPDATE lzg_kanten_rang AS r
+    SET gewicht_xy = coalesce(p.xy, r.gewicht_xy), gewicht_yx = coalesce(p.yx, r.gewicht_yx)
+    FROM paare AS p
+    WHERE (r.knoten_x_id = $1 OR r.knoten_y_id = $1) AND r.knoten_x_id = p.x AND r.knoten_y_id = p.y
 )
 SELECT (SELECT count(*) FROM geschrieben) AS aktualisiert,
        (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM berechnet WHERE roh IS NULL) AS uebersprungen;
@@ -225,6 +254,19 @@ RETURNING (xmax = 0) AS inserted;
 DELETE FROM lzg_kanten AS e
 USING unnest($1::int[], $2::int[]) AS p(x, y)
 WHERE (e.knoten_a_id = p.x AND e.knoten_b_id = p.y) OR (e.knoten_a_id = p.y AND e.knoten_b_id = p.x);
+
+-- name: rank_rows_insert
+-- The rank rows (migration 003) of node pairs {x < y} whose two directed edges exist.
+INSERT INTO lzg_kanten_rang (knoten_x_id, knoten_y_id, kante_xy_id, kante_yx_id, gewicht_xy, gewicht_yx)
+SELECT xy.knoten_a_id, xy.knoten_b_id, xy.id, yx.id, xy.gewicht_absolut, yx.gewicht_absolut
+FROM unnest($1::int[], $2::int[]) AS p(x, y)
+JOIN lzg_kanten AS xy ON xy.knoten_a_id = p.x AND xy.knoten_b_id = p.y
+JOIN lzg_kanten AS yx ON yx.knoten_a_id = p.y AND yx.knoten_b_id = p.x;
+
+-- name: rank_rows_delete
+DELETE FROM lzg_kanten_rang AS r
+USING unnest($1::int[], $2::int[]) AS p(x, y)
+WHERE r.knoten_x_id = p.x AND r.knoten_y_id = p.y;
 
 -- name: entity
 SELECT id, user_id, character_id, name, typ, aliases FROM entitaet

@@ -224,6 +224,7 @@ async def assert_edges_equal_from_scratch(store: LzgStore, pair: tuple[str, str]
         )
     got = {(r["knoten_a_id"], r["knoten_b_id"]): r for r in stored}
     assert set(got) == set(expected), (sorted(set(got) - set(expected)), sorted(set(expected) - set(got)))
+    await assert_rank_rows_match_edges(store)
     for key, (layers, roh, absolut) in expected.items():
         row = got[key]
         assert tuple(row["verbindungs_gruende"]) == tuple(g.value for g in layers.gruende), key
@@ -234,3 +235,39 @@ async def assert_edges_equal_from_scratch(store: LzgStore, pair: tuple[str, str]
         assert row["gewicht_roh"] == pytest.approx(roh, abs=1e-6), key
         assert row["gewicht_absolut"] == pytest.approx(absolut, abs=1e-6), key
     return len(expected)
+
+
+async def assert_rank_rows_match_edges(store: LzgStore) -> int:
+    """lzg_kanten_rang (migration 003) is exactly derived from lzg_kanten: one row per connected pair.
+
+    Each row carries both directed edges' ids and their current gewicht_absolut, bit for bit.
+    """
+    async with store.pool.acquire() as conn:
+        edges = await conn.fetch("SELECT id, knoten_a_id, knoten_b_id, gewicht_absolut FROM lzg.lzg_kanten")
+        ranks = await conn.fetch("SELECT * FROM lzg.lzg_kanten_rang")
+    by_key = {(r["knoten_a_id"], r["knoten_b_id"]): r for r in edges}
+    expected = sorted(
+        (
+            x,
+            y,
+            by_key[(x, y)]["id"],
+            by_key[(y, x)]["id"],
+            by_key[(x, y)]["gewicht_absolut"],
+            by_key[(y, x)]["gewicht_absolut"],
+        )
+        for x, y in by_key
+        if x < y
+    )
+    got = sorted(
+        (
+            r["knoten_x_id"],
+            r["knoten_y_id"],
+            r["kante_xy_id"],
+            r["kante_yx_id"],
+            r["gewicht_xy"],
+            r["gewicht_yx"],
+        )
+        for r in ranks
+    )
+    assert got == expected
+    return len(got)

@@ -107,7 +107,7 @@ async def test_constraints_and_indexes_are_the_seeds(store: LzgStore) -> None:
         assert fragment in knoten[name], name
     kanten = await _indexes(store, "lzg_kanten")
     for name, fragment in {
-        "idx_lzg_kanten_a": "(knoten_a_id, gewicht_absolut DESC, id) INCLUDE (knoten_b_id)",
+        "idx_lzg_kanten_a": "(knoten_a_id)",
         "idx_lzg_kanten_b": "(knoten_b_id)",
         "idx_lzg_kanten_geteilte_entitaet_ids": "USING gin (geteilte_entitaet_ids)",
         "idx_lzg_kanten_geteilte_themen": "USING gin (geteilte_themen)",
@@ -116,6 +116,33 @@ async def test_constraints_and_indexes_are_the_seeds(store: LzgStore) -> None:
         assert fragment in kanten[name], name
     every = " ".join([*knoten.values(), *kanten.values()])
     assert "ivfflat" not in every and "hnsw" not in every  # exact search only (SPEC §5.1)
+
+
+async def test_no_edge_index_holds_a_weight_and_the_rank_table_orders_both_directions(
+    store: LzgStore,
+) -> None:
+    # Trigger 2 rewrites only weights: with none indexed and room on the page it is a HOT update
+    # (migration 003); the spreading read's order lives in lzg_kanten_rang.
+    kanten = await _indexes(store, "lzg_kanten")
+    assert kanten["idx_lzg_kanten_a"].endswith("USING btree (knoten_a_id)")
+    assert not [d for d in kanten.values() if "gewicht" in d]
+    options = await store.pool.fetchval(
+        "SELECT reloptions FROM pg_class WHERE oid = 'lzg.lzg_kanten'::regclass"
+    )
+    assert options == ["fillfactor=50"]
+    rang = await _indexes(store, "lzg_kanten_rang")
+    assert (
+        "(knoten_x_id, gewicht_xy DESC, kante_xy_id) INCLUDE (knoten_y_id)" in rang["idx_lzg_kanten_rang_x"]
+    )
+    assert (
+        "(knoten_y_id, gewicht_yx DESC, kante_yx_id) INCLUDE (knoten_x_id)" in rang["idx_lzg_kanten_rang_y"]
+    )
+    assert len(rang) == 2  # every index is paid by each Trigger 2 row update
+    # the formula's node inputs, for an index-only read of a node's neighbours
+    knoten = await _indexes(store, "lzg_knoten")
+    assert knoten["idx_lzg_knoten_kantenformel"].endswith(
+        "(id) INCLUDE (gewicht_absolut, timeline_id, themen)"
+    )
 
 
 async def test_registry_tables_exist_with_their_columns(store: LzgStore) -> None:
@@ -142,4 +169,4 @@ async def test_migrations_are_recorded_and_idempotent(store: LzgStore, pg_url: s
     versions = [
         r["version"] for r in await store.pool.fetch("SELECT version FROM lzg.schema_migrations ORDER BY 1")
     ]
-    assert versions == [1, 2]
+    assert versions == [1, 2, 3]
