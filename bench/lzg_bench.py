@@ -94,6 +94,15 @@ NODE_COLUMNS = (
     "timeline_id", "emotion", "arousal", "emotions_vektor", "intentionen", "modus", "sprach_stil",
     "beziehungs_dynamik", "tone",
 )  # fmt: skip
+# The rank rows of migration 003 in formation order, as Trigger 1 writes them (a node's pairs together).
+RANK_ROWS = """
+INSERT INTO lzg.lzg_kanten_rang (knoten_x_id, knoten_y_id, kante_xy_id, kante_yx_id, gewicht_xy, gewicht_yx)
+SELECT xy.knoten_a_id, xy.knoten_b_id, xy.id, yx.id, xy.gewicht_absolut, yx.gewicht_absolut
+FROM lzg.lzg_kanten AS xy
+JOIN lzg.lzg_kanten AS yx ON yx.knoten_a_id = xy.knoten_b_id AND yx.knoten_b_id = xy.knoten_a_id
+WHERE xy.knoten_a_id < xy.knoten_b_id
+ORDER BY least(xy.id, yx.id)
+"""
 EMOTIONS = ("freude", "vertrauen", "angst", "ueberraschung", "traurigkeit", "ekel", "wut", "erwartung", "")
 
 
@@ -297,9 +306,10 @@ def formation_edges(pair: PairData, embedding_layer: float) -> list[EdgeInsert]:
 
 
 async def drop_secondary_indexes(store: LzgStore) -> list[str]:
-    """Drop the non-constraint indexes of the two big tables for the bulk load; returns their DDL."""
+    """Drop the non-constraint indexes of the big tables for the bulk load; returns their DDL."""
     rows = await store.pool.fetch(
-        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename IN ('lzg_knoten', 'lzg_kanten') "
+        "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1 "
+        "AND tablename IN ('lzg_knoten', 'lzg_kanten', 'lzg_kanten_rang') "
         "AND indexname NOT IN (SELECT conname FROM pg_constraint)",
         SCHEMA,
     )
@@ -511,11 +521,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for n, pair in pairs.items():
             edge_rows[n] = await load_pair(store, pair, profile.embedding_layer, gens[n])
         async with store.pool.acquire() as conn:
+            # the rank rows Trigger 1 writes with each node's edges (migration 003), all at once
+            await conn.execute(RANK_ROWS)
             await conn.execute("SET maintenance_work_mem = '512MB'")
             for statement in ddl:
                 await conn.execute(statement)
             await conn.execute("VACUUM (ANALYZE, FREEZE) lzg.lzg_knoten")
             await conn.execute("VACUUM (ANALYZE, FREEZE) lzg.lzg_kanten")
+            await conn.execute("VACUUM (ANALYZE, FREEZE) lzg.lzg_kanten_rang")
             out["nodes_total"] = await conn.fetchval("SELECT count(*) FROM lzg.lzg_knoten")
             out["heap_mb"] = await conn.fetchval("SELECT pg_relation_size('lzg.lzg_knoten') / 1048576")
             out["table_mb"] = await conn.fetchval("SELECT pg_total_relation_size('lzg.lzg_knoten') / 1048576")
