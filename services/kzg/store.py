@@ -375,11 +375,19 @@ class KzgStore:
         ]
         for name, value in fields.items():
             args += [name, value]
-        for update in updates:
-            args += [
-                update.expected_haeufigkeit, update.haeufigkeit, repr(update.salienz),
-                update.ttl_seconds, "1" if update.reaches_high else "0",
-            ]
+        # The neighbours' values as one JSON argument (strings, so salienz keeps its repr exactly).
+        args.append(
+            json.dumps(
+                [
+                    [
+                        update.expected_haeufigkeit, str(update.haeufigkeit), repr(update.salienz),
+                        str(update.ttl_seconds), "1" if update.reaches_high else "0",
+                    ]
+                    for update in updates
+                ],
+                separators=(",", ":"),
+            )
+        )
         keys = [key, PROMOTION_STREAM, hash_dirty_key_, *(u.key for u in updates)]
         result = await self._store_entry(keys=keys, args=args)
         status = int(result[0])

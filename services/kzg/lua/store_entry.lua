@@ -11,8 +11,10 @@
 -- ARGV[4]  hash_dirty reason ('' = leave the marker alone)
 -- ARGV[5]  now as unix seconds (hash_dirty timestamp)
 -- ARGV[6]  N, the number of field/value pairs of the new entry, followed by them
--- then per neighbour five values: expected haeufigkeit ('' = field absent), new haeufigkeit,
--- new salienz, TTL of its new tier, '1' when the new salienz is at or above KZG_SALIENZ_HIGH.
+-- then one JSON array with one array of five strings per neighbour (in KEYS order): expected
+-- haeufigkeit ('' = field absent), new haeufigkeit, new salienz, TTL of its new tier, '1' when
+-- the new salienz is at or above KZG_SALIENZ_HIGH. (One argument instead of five per neighbour:
+-- the client packs a few hundred arguments per write otherwise.)
 --
 -- Returns {status, code per neighbour…}: status 1 = created, 0 = reinforce only, -1 = the key
 -- already existed (nothing written). Codes: 1 reinforced, 2 reinforced and queued,
@@ -46,20 +48,21 @@ if ARGV[1] == 'create' then
 end
 
 local results = {status}
-local pos = 7 + 2 * nfields
+local updates = cjson.decode(ARGV[7 + 2 * nfields])
 for k = 4, #KEYS do
   local key = KEYS[k]
+  local u = updates[k - 3]
   local code = 0
   if redis.call('EXISTS', key) == 1 then
     local current = redis.call('HGET', key, 'haeufigkeit') or ''
-    if current ~= ARGV[pos] then
+    if current ~= u[1] then
       code = -1
     else
-      redis.call('HSET', key, 'haeufigkeit', ARGV[pos + 1], 'salienz', ARGV[pos + 2])
+      redis.call('HSET', key, 'haeufigkeit', u[2], 'salienz', u[3])
       -- max(remaining, TTL of the new tier)
-      redis.call('EXPIRE', key, ARGV[pos + 3], 'GT')
+      redis.call('EXPIRE', key, u[4], 'GT')
       code = 1
-      if ARGV[pos + 4] == '1' and redis.call('HGET', key, 'promotion_queued') ~= '1' then
+      if u[5] == '1' and redis.call('HGET', key, 'promotion_queued') ~= '1' then
         redis.call('HSET', key, 'promotion_queued', '1')
         enqueue(key)
         code = 2
@@ -67,6 +70,5 @@ for k = 4, #KEYS do
     end
   end
   results[#results + 1] = code
-  pos = pos + 5
 end
 return results
