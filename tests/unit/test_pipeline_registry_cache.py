@@ -74,7 +74,12 @@ async def test_a_resolved_name_is_answered_from_memory_in_its_pair_only() -> Non
 async def test_only_names_not_remembered_are_asked_for_in_request_order() -> None:
     reg, lzg, _ = registry()
     await reg.resolve_entities(A, ["Anna"], create_missing=False)
-    assert await reg.resolve_entities(A, ["Tom", "Anna", "Lena", "Tom"], create_missing=True) == [102, 7, 103, 102]
+    assert await reg.resolve_entities(A, ["Tom", "Anna", "Lena", "Tom"], create_missing=True) == [
+        102,
+        7,
+        103,
+        102,
+    ]
     assert lzg.asked() == [["Anna"], ["Tom", "Lena"]]
 
 
