@@ -264,6 +264,7 @@ class PairTx:
 
     async def trigger2(self, node_id: int, embedding_schwelle: float) -> tuple[int, list[int]]:
         """Trigger 2 as one statement (formula: migration 002, rank rows: 003); (updated, skipped ids)."""
+        await self.conn.execute(self.q["trigger2_reads_in_backend"])
         row = await self.conn.fetchrow(self.q["trigger2"], node_id, embedding_schwelle)
         assert row is not None
         return int(row["aktualisiert"]), list(row["uebersprungen"])

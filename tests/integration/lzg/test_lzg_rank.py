@@ -120,6 +120,9 @@ async def test_trigger2_rewrites_the_edges_as_hot_updates_and_one_rank_row_per_n
                 "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE schemaname = 'lzg'"
             )
         }
+        # its heap pages read by the backend itself, for this transaction only (queries.sql)
+        assert await tx.conn.fetchval("SHOW effective_io_concurrency") == "0"
+    assert await store.pool.fetchval("SHOW effective_io_concurrency") != "0"
     # every edge row of the node rewritten without a new index entry; half as many rank rows
     assert updated >= 10 and stats["lzg_kanten"] == (updated, updated)
     assert stats["lzg_kanten_rang"][0] == updated // 2
