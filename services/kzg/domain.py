@@ -14,6 +14,7 @@ from decimal import ROUND_FLOOR, Decimal
 
 from novaberg_core.canon import Canon
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.pairs import check_pair as check_pair_ids
 
 # --------------------------------------------------------------------------- salience (SPEC §4.2)
 
@@ -152,14 +153,8 @@ REINFORCEMENT_MODES = ("thema", "aus")
 
 
 def check_pair(user_id: str, character_id: str) -> None:
-    """Both ids non-empty and free of ``:`` (it would make the key scheme ambiguous)."""
-    for name, value in (("pair.user_id", user_id), ("pair.character_id", character_id)):
-        if not value or not value.strip():
-            raise InvalidArgument(f"{name} must not be empty")
-        if ":" in value:
-            raise InvalidArgument(f"{name} must not contain ':' (it separates the parts of KZG keys): {value!r}")
-        if value != value.strip():
-            raise InvalidArgument(f"{name} must not start or end with whitespace: {value!r}")
+    """The shared pair rule (no ``:`` — it would make the key scheme ambiguous)."""
+    check_pair_ids(user_id, character_id)
 
 
 def check_entry_id(entry_id: str) -> None:

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from novaberg_core.clusters import ClusterTable
 from novaberg_core.embedding import EmbeddingProvider, ModelProfile, lzg_embed_text, query_embed_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
+from novaberg_core.pairs import check_pair as check_pair_ids
 from novaberg_core.pipeline_log import PipelineLog
 from services.lzg.cache import PairCache, PairSnapshot
 from services.lzg.edges import pair_weights
@@ -73,19 +74,13 @@ _LOG = logging.getLogger(__name__)
 
 BEOBACHTER = ("user", "assistant")
 """Perspectives of an entry (SPEC §0)."""
-_CHARACTER_ID_MAX = 50  # VARCHAR(50) of the seed schema
 _GEDAECHTNISTYP_MAX = 20  # VARCHAR(20)
 _ANCHOR_BATCHES = (16, 256)  # cosine-ranked ids checked for activity per round before "all the rest"
 
 
 def check_pair(user_id: str, character_id: str, field_name: str = "pair") -> tuple[str, str]:
-    """Both pair ids non-blank; a character id fits the schema (SPEC §0)."""
-    if not user_id or not user_id.strip():
-        raise InvalidArgument(f"{field_name}.user_id must not be empty")
-    if not character_id or not character_id.strip():
-        raise InvalidArgument(f"{field_name}.character_id must not be empty")
-    if len(character_id) > _CHARACTER_ID_MAX:
-        raise InvalidArgument(f"{field_name}.character_id is longer than {_CHARACTER_ID_MAX} characters")
+    """The shared pair rule (SPEC §0); returns the ids for convenience."""
+    check_pair_ids(user_id, character_id, field_name)
     return user_id, character_id
 
 

@@ -16,6 +16,8 @@ from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.clusters import ClusterTable
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.pairs import PAIR_ID_MAX_LEN
+from novaberg_core.pairs import check_pair as check_pair_ids
 from services.pipeline.dossier import READERS
 
 __all__ = [
@@ -28,8 +30,6 @@ __all__ = [
     "check_pair",
 ]
 
-PAIR_ID_MAX_LEN = 50
-"""Width of ``user_id`` / ``character_id`` in pipeline_log (syn §10.1)."""
 TURN_ID_MAX_LEN = 100
 """Width of ``turn_id`` in pipeline_log (syn §10.1)."""
 GEDAECHTNISTYP_MAX_LEN = 20
@@ -39,18 +39,10 @@ _BEOBACHTER = (common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT)
 
 
 def check_pair(pair: common_pb2.Pair, has_pair: bool) -> None:
-    """Both ids set, no ``:`` (it separates key parts), no outer whitespace, at most 50 characters."""
+    """A pair is required and follows the shared pair rule (novaberg_core.pairs)."""
     if not has_pair:
         raise InvalidArgument("pair is required")
-    for name, value in (("pair.user_id", pair.user_id), ("pair.character_id", pair.character_id)):
-        if not value.strip():
-            raise InvalidArgument(f"{name} must not be empty")
-        if ":" in value:
-            raise InvalidArgument(f"{name} must not contain ':' (it separates the parts of memory keys): {value!r}")
-        if value != value.strip():
-            raise InvalidArgument(f"{name} must not start or end with whitespace: {value!r}")
-        if len(value) > PAIR_ID_MAX_LEN:
-            raise InvalidArgument(f"{name} must be at most {PAIR_ID_MAX_LEN} characters, got {len(value)}")
+    check_pair_ids(pair.user_id, pair.character_id)
 
 
 def check_turn_id(turn_id: str) -> None:
