@@ -71,7 +71,7 @@ def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
             raise InvalidArgument(f"{field}.salience.themen[{index}] must not contain '|' or control characters: {theme!r}")
     if not analysis.salience.dimension.strip():
         raise InvalidArgument(
-            f"{field}.salience.dimension must not be empty (an entry without one can never be promoted to the LZG)"
+            f"{field}.salience.dimension must not be empty (salience dimension 5; the offline analyzer uses 'allgemein')"
         )
     if len(analysis.salience.gedaechtnistyp) > GEDAECHTNISTYP_MAX_LEN:
         raise InvalidArgument(
