@@ -47,7 +47,7 @@ test-e2e: $(STAMP)
 	$(PY) -m pytest -q tests/e2e
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check libs/novaberg_core services tests bench
+	$(VENV)/bin/ruff check --no-cache libs/novaberg_core services tests bench
 	$(VENV)/bin/mypy libs/novaberg_core services
 
 ## Start embedded stores and all five services, show them working; ONCE=1 exits after the demo.

@@ -10,8 +10,6 @@ from dataclasses import dataclass
 
 import grpc.aio
 import pytest
-from services.lzg.config import LzgConfig
-from services.lzg.server import create_server as create_lzg_server
 
 from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2_grpc
@@ -22,6 +20,8 @@ from novaberg_core.pipeline_log import InMemorySink, PendingRecord, PipelineLog
 from novaberg_core.server import RunningServer
 from services.kzg.config import KzgConfig
 from services.kzg.server import create_server as create_kzg_server
+from services.lzg.config import LzgConfig
+from services.lzg.server import create_server as create_lzg_server
 from services.pipeline.analyzer import Analyzer
 from services.pipeline.config import PipelineConfig
 from services.pipeline.server import create_server as create_pipeline_server
