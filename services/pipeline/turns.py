@@ -291,36 +291,43 @@ class TurnPipeline:
         as_of: datetime,
         writer: str,
         timing: Timing,
-        vector: np.ndarray | None = None,
+        vector: Awaitable[np.ndarray | None] | None = None,
     ) -> tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]:
-        """Session append and KZG write of one turn in one KZG call (SPEC §3, §4), the KZG embed text
-        computed here (``vector``: its embedding, when the caller computed it already)."""
+        """Session append and KZG write of one turn (SPEC §3, §4), the KZG embed text computed here.
+
+        ``vector``: the embedding of :func:`kzg_entry_text` when the caller computes it (awaited only
+        by the KZG write, so the session append does not wait for the model).
+        """
         ei = analysis.ei
         session_turn = kzg_pb2.SessionTurn(
             role=_ROLE[beobachter], text=text, turn_id=turn.turn_id, created_at=to_timestamp(as_of),
             intention=ei.intentionen[0] if ei.intentionen else "", emotion=ei.emotion, modus=ei.modus,
             arousal=ei.arousal, emotions_vektor=ei.emotions_vektor,
         )  # fmt: skip
-        embedding: list[float] = []
-        text_to_embed = kzg_entry_text(analysis)
-        if text_to_embed is not None:
-            embedding = (vector if vector is not None else await self._embed(text_to_embed, timing)).tolist()
-        request = kzg_pb2.StoreEntryRequest(
-            pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=ei,
-            magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
-            session_turn=session_turn,
-        )  # fmt: skip
-        stored = await _peer("KZG", "StoreEntry", self.kzg.StoreEntry(request, timeout=self.timeout, wait_for_ready=True))
-        if stored.HasField("session"):
-            appended = stored.session
-        else:  # a KZG from before StoreEntryRequest.session_turn ignored the turn: append it on its own
-            appended = await _peer(
+
+        async def store() -> kzg_pb2.StoreEntryResponse:
+            embedding: list[float] = []
+            given = await vector if vector is not None else None
+            text_to_embed = kzg_entry_text(analysis)
+            if text_to_embed is not None:
+                embedding = (given if given is not None else await self._embed(text_to_embed, timing)).tolist()
+            request = kzg_pb2.StoreEntryRequest(
+                pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=ei,
+                magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
+            )  # fmt: skip
+            return await _peer("KZG", "StoreEntry", self.kzg.StoreEntry(request, timeout=self.timeout, wait_for_ready=True))
+
+        # The session append runs while the model embeds the entry.
+        appended, stored = await asyncio.gather(
+            _peer(
                 "KZG", "AppendSessionTurn",
                 self.kzg.AppendSessionTurn(
                     kzg_pb2.AppendSessionTurnRequest(pair=pair, turn=session_turn, as_of=to_timestamp(as_of)),
                     timeout=self.timeout, wait_for_ready=True,
                 ),
-            )  # fmt: skip
+            ),
+            store(),
+        )  # fmt: skip
         self.log.db_write(
             turn_id=turn.turn_id, node=writer.split(".")[-1], tabelle="kzg", operation="store_entry",
             beobachter=_ROLE[beobachter], ergebnis=kzg_pb2.StoreOutcome.Name(stored.outcome),
@@ -503,30 +510,36 @@ class TurnPipeline:
                 span_id=span_id, inhalt={"text": request.answer_text}, erstellt_am=as_of, **pair_kwargs,
             )  # fmt: skip
 
-            async def prepare() -> tuple[pipeline_pb2.TurnAnalysis, np.ndarray | None, np.ndarray | None]:
-                """The answer's analysis, then one model batch: the answer (for the usage reinforcement,
-                when a served node can be compared with it) and the character's KZG entry text."""
+            async def analyse_answer() -> pipeline_pb2.TurnAnalysis:
                 if request.HasField("answer_analysis"):
                     analysis = pipeline_pb2.TurnAnalysis()
                     analysis.CopyFrom(request.answer_analysis)
                     if not analysis.inhalt:
                         analysis.inhalt = request.answer_text
-                else:
-                    analysis = (await self._analyze(request.answer_text, pair, assistant, as_of, turn)).analysis
+                    return analysis
+                return (await self._analyze(request.answer_text, pair, assistant, as_of, turn)).analysis
+
+            async def embed_answer() -> tuple[np.ndarray | None, np.ndarray | None]:
+                """One model batch: the answer (for the usage reinforcement, when a served node can be
+                compared with it) and the character's KZG entry text (when the entry passes the gate)."""
                 texts = [query_embed_text(request.answer_text)] if served else []
-                entry_text = kzg_entry_text(analysis)
+                entry_text = kzg_entry_text(await analysed)
                 if entry_text is not None:
                     texts.append(entry_text)
-                vectors = await self._embed_texts(texts, timing) if texts else None
-                answer = vectors[0] if vectors is not None and served else None
-                entry = vectors[-1] if vectors is not None and entry_text is not None else None
-                return analysis, answer, entry
+                if not texts:
+                    return None, None
+                vectors = await self._embed_texts(texts, timing)
+                return (vectors[0] if served else None), (vectors[-1] if entry_text is not None else None)
 
-            prepared = asyncio.ensure_future(prepare())
+            analysed = asyncio.ensure_future(analyse_answer())
+            embedded = asyncio.ensure_future(embed_answer())
+
+            async def entry_vector() -> np.ndarray | None:
+                return (await embedded)[1]
 
             async def reinforce() -> lzg_pb2.ReinforceUsedResponse:
                 """Usage reinforcement with the answer vector embedded here (SPEC §5.6)."""
-                _, answer, _ = await prepared
+                answer, _ = await embedded
                 reinforce_request = lzg_pb2.ReinforceUsedRequest(
                     pair=pair, answer_text=request.answer_text, served_node_ids=served, turn=turn,
                     as_of=to_timestamp(as_of),
@@ -539,11 +552,11 @@ class TurnPipeline:
                 )  # fmt: skip
 
             async def own_entry() -> kzg_pb2.StoreEntryResponse:
-                """The character's own session turn and KZG entry (beobachter = assistant)."""
-                analysis, _, entry = await prepared
+                """The character's own session turn (sent once analysed) and KZG entry (beobachter = assistant)."""
                 _, stored = await self._write_turn(
-                    pair, assistant, request.answer_text, analysis, turn, as_of, "pipeline.dispatcher", timing, entry
-                )
+                    pair, assistant, request.answer_text, await analysed, turn, as_of, "pipeline.dispatcher", timing,
+                    entry_vector(),
+                )  # fmt: skip
                 return stored
 
             async def persist_cluster() -> None:
