@@ -188,7 +188,13 @@ class KzgMemory:
         self, pair: Pair, turn: SessionTurnRecord, *, as_of: float | None = None
     ) -> AppendResult:
         """Append, refresh the 4 h TTL, fold the oldest 10 turns into the summary above 25."""
-        self._validate_session_turn(pair, turn)
+        check_pair(pair.user_id, pair.character_id)
+        if turn.role not in SESSION_ROLES:
+            raise InvalidArgument(f"turn.role must be one of {', '.join(SESSION_ROLES)}, got {turn.role!r}")
+        if not turn.text.strip():
+            raise InvalidArgument("turn.text must not be empty")
+        if not math.isfinite(turn.arousal):
+            raise InvalidArgument(f"turn.arousal must be a finite number, got {turn.arousal!r}")
         if not turn.created_at:
             turn = dataclasses.replace(turn, created_at=as_of if as_of is not None else self.clock())
         length = await self.store.session_append(pair, turn)
@@ -202,15 +208,6 @@ class KzgMemory:
             user_id=pair.user_id, character_id=pair.character_id,
         )
         return AppendResult(turn_count=length, summarized=summarized, trimmed=trimmed)
-
-    def _validate_session_turn(self, pair: Pair, turn: SessionTurnRecord, field: str = "turn") -> None:
-        check_pair(pair.user_id, pair.character_id)
-        if turn.role not in SESSION_ROLES:
-            raise InvalidArgument(f"{field}.role must be one of {', '.join(SESSION_ROLES)}, got {turn.role!r}")
-        if not turn.text.strip():
-            raise InvalidArgument(f"{field}.text must not be empty")
-        if not math.isfinite(turn.arousal):
-            raise InvalidArgument(f"{field}.arousal must be a finite number, got {turn.arousal!r}")
 
     async def get_session(self, pair: Pair) -> SessionState:
         check_pair(pair.user_id, pair.character_id)
@@ -324,24 +321,6 @@ class KzgMemory:
             queued_for_promotion=queue, reinforced_count=reinforced, reinforced_queued_count=queued,
             canon_rejections=rejections,
         )
-
-    async def store_entry_with_session(
-        self, entry: EntryInput, turn: SessionTurnRecord
-    ) -> tuple[StoreResult, AppendResult]:
-        """A write and its session turn in one call (SPEC §3, §4): both checked before either is written.
-
-        Without a caller's ``entry_id`` the key is fresh, so both run at once; with one, the session
-        turn is appended only after the write succeeded (an existing id changes nothing).
-        """
-        self._validate_session_turn(entry.pair, turn, "session_turn")
-        self._validate_entry(entry)
-        if entry.entry_id:
-            stored = await self.store_entry(entry)
-            return stored, await self.append_session_turn(entry.pair, turn, as_of=entry.as_of)
-        stored, appended = await asyncio.gather(
-            self.store_entry(entry), self.append_session_turn(entry.pair, turn, as_of=entry.as_of)
-        )
-        return stored, appended
 
     def bulk_fields(self, entry: EntryInput) -> tuple[str, dict[str, str | bytes], int] | None:
         """(key, hash, TTL) of an entry with an explicit embedding, without logs or reinforcement.

@@ -17,7 +17,6 @@ from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg_core.errors import InvalidArgument
 from services.kzg.memory import KzgMemory
 from services.kzg.models import (
-    AppendResult,
     EntryInput,
     KzgEntryData,
     Pair,
@@ -121,21 +120,6 @@ def _job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
     )
 
 
-def _session_turn(t: kzg_pb2.SessionTurn) -> SessionTurnRecord:
-    return SessionTurnRecord(
-        role=t.role, text=t.text, turn_id=t.turn_id,
-        created_at=_seconds(t.created_at) if t.HasField("created_at") else 0.0,
-        intention=t.intention, emotion=t.emotion, modus=t.modus, arousal=t.arousal,
-        emotions_vektor=t.emotions_vektor,
-    )  # fmt: skip
-
-
-def _appended(result: AppendResult) -> kzg_pb2.AppendSessionTurnResponse:
-    return kzg_pb2.AppendSessionTurnResponse(
-        turn_count=result.turn_count, summarized=result.summarized, trimmed=result.trimmed
-    )
-
-
 class KzgServicer(kzg_pb2_grpc.KzgServiceServicer):
     """KzgService over one :class:`KzgMemory`."""
 
@@ -145,10 +129,17 @@ class KzgServicer(kzg_pb2_grpc.KzgServiceServicer):
     async def AppendSessionTurn(
         self, request: kzg_pb2.AppendSessionTurnRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.AppendSessionTurnResponse:
-        result = await self.memory.append_session_turn(
-            _pair(request.pair), _session_turn(request.turn), as_of=_as_of(request.as_of)
+        t = request.turn
+        turn = SessionTurnRecord(
+            role=t.role, text=t.text, turn_id=t.turn_id,
+            created_at=_seconds(t.created_at) if t.HasField("created_at") else 0.0,
+            intention=t.intention, emotion=t.emotion, modus=t.modus, arousal=t.arousal,
+            emotions_vektor=t.emotions_vektor,
         )
-        return _appended(result)
+        result = await self.memory.append_session_turn(_pair(request.pair), turn, as_of=_as_of(request.as_of))
+        return kzg_pb2.AppendSessionTurnResponse(
+            turn_count=result.turn_count, summarized=result.summarized, trimmed=result.trimmed
+        )
 
     async def GetSession(
         self, request: kzg_pb2.GetSessionRequest, context: grpc.aio.ServicerContext
@@ -196,14 +187,8 @@ class KzgServicer(kzg_pb2_grpc.KzgServiceServicer):
             as_of=_as_of(request.as_of),
             writer=request.writer,
         )
-        session: kzg_pb2.AppendSessionTurnResponse | None = None
-        if request.HasField("session_turn"):
-            result, appended = await self.memory.store_entry_with_session(entry, _session_turn(request.session_turn))
-            session = _appended(appended)
-        else:
-            result = await self.memory.store_entry(entry)
+        result = await self.memory.store_entry(entry)
         return kzg_pb2.StoreEntryResponse(
-            session=session,
             outcome=kzg_pb2.STORE_OUTCOME_STORED if result.stored else kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE,
             kzg_key=result.kzg_key,
             tier=int(result.tier) if result.tier is not None else kzg_pb2.TIER_UNSPECIFIED,  # type: ignore[arg-type]
