@@ -26,17 +26,17 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from novaberg.common.v1 import common_pb2 as novaberg_dot_common_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19novaberg/kzg/v1/kzg.proto\x12\x0fnovaberg.kzg.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fnovaberg/common/v1/common.proto\"\xc7\x01\n\x0bSessionTurn\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\x12.\n\ncreated_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tintention\x18\x05 \x01(\t\x12\x0f\n\x07\x65motion\x18\x06 \x01(\t\x12\r\n\x05modus\x18\x07 \x01(\t\x12\x0f\n\x07\x61rousal\x18\x08 \x01(\x01\x12\x17\n\x0f\x65motions_vektor\x18\t \x01(\t\"\x99\x01\n\x18\x41ppendSessionTurnRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12*\n\x04turn\x18\x02 \x01(\x0b\x32\x1c.novaberg.kzg.v1.SessionTurn\x12)\n\x05\x61s_of\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"T\n\x19\x41ppendSessionTurnResponse\x12\x12\n\nturn_count\x18\x01 \x01(\x05\x12\x12\n\nsummarized\x18\x02 \x01(\x08\x12\x0f\n\x07trimmed\x18\x03 \x01(\x08\";\n\x11GetSessionRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\"g\n\x12GetSessionResponse\x12+\n\x05turns\x18\x01 \x03(\x0b\x32\x1c.novaberg.kzg.v1.SessionTurn\x12\x0f\n\x07summary\x18\x02 \x01(\t\x12\x13\n\x0bttl_seconds\x18\x03 \x01(\x03\"\xd0\x03\n\x11StoreEntryRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x32\n\nbeobachter\x18\x02 \x01(\x0e\x32\x1e.novaberg.common.v1.Beobachter\x12\x0e\n\x06inhalt\x18\x03 \x01(\t\x12\x34\n\x08salience\x18\x04 \x01(\x0b\x32\".novaberg.common.v1.SalienceResult\x12(\n\x02\x65i\x18\x05 \x01(\x0b\x32\x1c.novaberg.common.v1.EiFields\x12,\n\x07magnets\x18\x06 \x01(\x0b\x32\x1b.novaberg.common.v1.Magnets\x12-\n\x04turn\x18\x07 \x01(\x0b\x32\x1f.novaberg.common.v1.TurnContext\x12\x11\n\tembedding\x18\x08 \x03(\x02\x12\x10\n\x08\x65ntry_id\x18\t \x01(\t\x12)\n\x05\x61s_of\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06writer\x18\x0b \x01(\t\x12\x32\n\x0csession_turn\x18\x0c \x01(\x0b\x32\x1c.novaberg.kzg.v1.SessionTurn\"\xd0\x02\n\x12StoreEntryResponse\x12.\n\x07outcome\x18\x01 \x01(\x0e\x32\x1d.novaberg.kzg.v1.StoreOutcome\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12#\n\x04tier\x18\x03 \x01(\x0e\x32\x15.novaberg.kzg.v1.Tier\x12\x0f\n\x07salienz\x18\x04 \x01(\x01\x12\x13\n\x0bttl_seconds\x18\x05 \x01(\x03\x12\x1c\n\x14queued_for_promotion\x18\x06 \x01(\x08\x12\x18\n\x10reinforced_count\x18\x07 \x01(\x05\x12\x1f\n\x17reinforced_queued_count\x18\x08 \x01(\x05\x12\x18\n\x10\x63\x61non_rejections\x18\t \x03(\t\x12;\n\x07session\x18\n \x01(\x0b\x32*.novaberg.kzg.v1.AppendSessionTurnResponse\"\xab\x01\n\x0fRetrieveFilters\x12\x0f\n\x07\x65motion\x18\x01 \x03(\t\x12\r\n\x05modus\x18\x02 \x03(\t\x12\x14\n\x0c\x65ntitaet_ids\x18\x03 \x03(\x05\x12\x0e\n\x06themen\x18\x04 \x03(\t\x12\x18\n\x0btimeline_id\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0bmin_salienz\x18\x06 \x01(\x01H\x01\x88\x01\x01\x42\x0e\n\x0c_timeline_idB\x0e\n\x0c_min_salienz\"\xb3\x02\n\x0fRetrieveRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x14\n\nquery_text\x18\x02 \x01(\tH\x00\x12\x34\n\x0cquery_vector\x18\x03 \x01(\x0b\x32\x1c.novaberg.kzg.v1.QueryVectorH\x00\x12\x32\n\nbeobachter\x18\x04 \x01(\x0e\x32\x1e.novaberg.common.v1.Beobachter\x12\x31\n\x07\x66ilters\x18\x05 \x01(\x0b\x32 .novaberg.kzg.v1.RetrieveFilters\x12\r\n\x05top_k\x18\x06 \x01(\x05\x12-\n\x04turn\x18\x07 \x01(\x0b\x32\x1f.novaberg.common.v1.TurnContextB\x07\n\x05query\"\x1d\n\x0bQueryVector\x12\x0e\n\x06values\x18\x01 \x03(\x02\"N\n\x0bRetrieveHit\x12+\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1c.novaberg.common.v1.KzgEntry\x12\x12\n\nsimilarity\x18\x02 \x01(\x01\"\x84\x01\n\x10RetrieveResponse\x12*\n\x04hits\x18\x01 \x03(\x0b\x32\x1c.novaberg.kzg.v1.RetrieveHit\x12\x11\n\tthreshold\x18\x02 \x01(\x01\x12\x10\n\x08model_id\x18\x03 \x01(\t\x12\x1f\n\x17\x64ropped_below_threshold\x18\x04 \x01(\x05\"e\n\x0fGetEntryRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12\x19\n\x11include_embedding\x18\x03 \x01(\x08\"?\n\x10GetEntryResponse\x12+\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1c.novaberg.common.v1.KzgEntry\"|\n\x12\x44\x65leteEntryRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12-\n\x04turn\x18\x03 \x01(\x0b\x32\x1f.novaberg.common.v1.TurnContext\"=\n\x13\x44\x65leteEntryResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\x12\x15\n\rverified_gone\x18\x02 \x01(\x08\"y\n\x14MarkHashDirtyRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12)\n\x05\x61s_of\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x17\n\x15MarkHashDirtyResponse\"\x8a\x01\n\x0cPromotionJob\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12\x19\n\x11\x61usloeser_turn_id\x18\x03 \x01(\t\x12&\n\x04pair\x18\x04 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x16\n\x0e\x64\x65livery_count\x18\x05 \x01(\x03\"f\n\x18ReadPromotionJobsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x10\n\x08\x62lock_ms\x18\x03 \x01(\x05\x12\x17\n\x0freclaim_idle_ms\x18\x04 \x01(\x03\"H\n\x19ReadPromotionJobsResponse\x12+\n\x04jobs\x18\x01 \x03(\x0b\x32\x1d.novaberg.kzg.v1.PromotionJob\"*\n\x17\x41\x63kPromotionJobsRequest\x12\x0f\n\x07job_ids\x18\x01 \x03(\t\")\n\x18\x41\x63kPromotionJobsResponse\x12\r\n\x05\x61\x63ked\x18\x01 \x01(\x05\"-\n\x1cInspectPromotionQueueRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"\x88\x01\n\x1dInspectPromotionQueueResponse\x12\x0e\n\x06length\x18\x01 \x01(\x03\x12\x0f\n\x07pending\x18\x02 \x01(\x03\x12\x11\n\tconsumers\x18\x03 \x03(\t\x12\x33\n\x0cpending_jobs\x18\x04 \x03(\x0b\x32\x1d.novaberg.kzg.v1.PromotionJob*n\n\x0cStoreOutcome\x12\x1d\n\x19STORE_OUTCOME_UNSPECIFIED\x10\x00\x12\x18\n\x14STORE_OUTCOME_STORED\x10\x01\x12%\n!STORE_OUTCOME_REJECTED_BELOW_GATE\x10\x02*K\n\x04Tier\x12\x14\n\x10TIER_UNSPECIFIED\x10\x00\x12\x10\n\x0cTIER_MINIMUM\x10\x01\x12\x0c\n\x08TIER_MID\x10\x02\x12\r\n\tTIER_HIGH\x10\x03\x32\xcf\x07\n\nKzgService\x12j\n\x11\x41ppendSessionTurn\x12).novaberg.kzg.v1.AppendSessionTurnRequest\x1a*.novaberg.kzg.v1.AppendSessionTurnResponse\x12U\n\nGetSession\x12\".novaberg.kzg.v1.GetSessionRequest\x1a#.novaberg.kzg.v1.GetSessionResponse\x12U\n\nStoreEntry\x12\".novaberg.kzg.v1.StoreEntryRequest\x1a#.novaberg.kzg.v1.StoreEntryResponse\x12O\n\x08Retrieve\x12 .novaberg.kzg.v1.RetrieveRequest\x1a!.novaberg.kzg.v1.RetrieveResponse\x12O\n\x08GetEntry\x12 .novaberg.kzg.v1.GetEntryRequest\x1a!.novaberg.kzg.v1.GetEntryResponse\x12X\n\x0b\x44\x65leteEntry\x12#.novaberg.kzg.v1.DeleteEntryRequest\x1a$.novaberg.kzg.v1.DeleteEntryResponse\x12^\n\rMarkHashDirty\x12%.novaberg.kzg.v1.MarkHashDirtyRequest\x1a&.novaberg.kzg.v1.MarkHashDirtyResponse\x12j\n\x11ReadPromotionJobs\x12).novaberg.kzg.v1.ReadPromotionJobsRequest\x1a*.novaberg.kzg.v1.ReadPromotionJobsResponse\x12g\n\x10\x41\x63kPromotionJobs\x12(.novaberg.kzg.v1.AckPromotionJobsRequest\x1a).novaberg.kzg.v1.AckPromotionJobsResponse\x12v\n\x15InspectPromotionQueue\x12-.novaberg.kzg.v1.InspectPromotionQueueRequest\x1a..novaberg.kzg.v1.InspectPromotionQueueResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19novaberg/kzg/v1/kzg.proto\x12\x0fnovaberg.kzg.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fnovaberg/common/v1/common.proto\"\xc7\x01\n\x0bSessionTurn\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\x12.\n\ncreated_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tintention\x18\x05 \x01(\t\x12\x0f\n\x07\x65motion\x18\x06 \x01(\t\x12\r\n\x05modus\x18\x07 \x01(\t\x12\x0f\n\x07\x61rousal\x18\x08 \x01(\x01\x12\x17\n\x0f\x65motions_vektor\x18\t \x01(\t\"\x99\x01\n\x18\x41ppendSessionTurnRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12*\n\x04turn\x18\x02 \x01(\x0b\x32\x1c.novaberg.kzg.v1.SessionTurn\x12)\n\x05\x61s_of\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"T\n\x19\x41ppendSessionTurnResponse\x12\x12\n\nturn_count\x18\x01 \x01(\x05\x12\x12\n\nsummarized\x18\x02 \x01(\x08\x12\x0f\n\x07trimmed\x18\x03 \x01(\x08\";\n\x11GetSessionRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\"g\n\x12GetSessionResponse\x12+\n\x05turns\x18\x01 \x03(\x0b\x32\x1c.novaberg.kzg.v1.SessionTurn\x12\x0f\n\x07summary\x18\x02 \x01(\t\x12\x13\n\x0bttl_seconds\x18\x03 \x01(\x03\"\x9c\x03\n\x11StoreEntryRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x32\n\nbeobachter\x18\x02 \x01(\x0e\x32\x1e.novaberg.common.v1.Beobachter\x12\x0e\n\x06inhalt\x18\x03 \x01(\t\x12\x34\n\x08salience\x18\x04 \x01(\x0b\x32\".novaberg.common.v1.SalienceResult\x12(\n\x02\x65i\x18\x05 \x01(\x0b\x32\x1c.novaberg.common.v1.EiFields\x12,\n\x07magnets\x18\x06 \x01(\x0b\x32\x1b.novaberg.common.v1.Magnets\x12-\n\x04turn\x18\x07 \x01(\x0b\x32\x1f.novaberg.common.v1.TurnContext\x12\x11\n\tembedding\x18\x08 \x03(\x02\x12\x10\n\x08\x65ntry_id\x18\t \x01(\t\x12)\n\x05\x61s_of\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06writer\x18\x0b \x01(\t\"\x93\x02\n\x12StoreEntryResponse\x12.\n\x07outcome\x18\x01 \x01(\x0e\x32\x1d.novaberg.kzg.v1.StoreOutcome\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12#\n\x04tier\x18\x03 \x01(\x0e\x32\x15.novaberg.kzg.v1.Tier\x12\x0f\n\x07salienz\x18\x04 \x01(\x01\x12\x13\n\x0bttl_seconds\x18\x05 \x01(\x03\x12\x1c\n\x14queued_for_promotion\x18\x06 \x01(\x08\x12\x18\n\x10reinforced_count\x18\x07 \x01(\x05\x12\x1f\n\x17reinforced_queued_count\x18\x08 \x01(\x05\x12\x18\n\x10\x63\x61non_rejections\x18\t \x03(\t\"\xab\x01\n\x0fRetrieveFilters\x12\x0f\n\x07\x65motion\x18\x01 \x03(\t\x12\r\n\x05modus\x18\x02 \x03(\t\x12\x14\n\x0c\x65ntitaet_ids\x18\x03 \x03(\x05\x12\x0e\n\x06themen\x18\x04 \x03(\t\x12\x18\n\x0btimeline_id\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\x18\n\x0bmin_salienz\x18\x06 \x01(\x01H\x01\x88\x01\x01\x42\x0e\n\x0c_timeline_idB\x0e\n\x0c_min_salienz\"\xb3\x02\n\x0fRetrieveRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x14\n\nquery_text\x18\x02 \x01(\tH\x00\x12\x34\n\x0cquery_vector\x18\x03 \x01(\x0b\x32\x1c.novaberg.kzg.v1.QueryVectorH\x00\x12\x32\n\nbeobachter\x18\x04 \x01(\x0e\x32\x1e.novaberg.common.v1.Beobachter\x12\x31\n\x07\x66ilters\x18\x05 \x01(\x0b\x32 .novaberg.kzg.v1.RetrieveFilters\x12\r\n\x05top_k\x18\x06 \x01(\x05\x12-\n\x04turn\x18\x07 \x01(\x0b\x32\x1f.novaberg.common.v1.TurnContextB\x07\n\x05query\"\x1d\n\x0bQueryVector\x12\x0e\n\x06values\x18\x01 \x03(\x02\"N\n\x0bRetrieveHit\x12+\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1c.novaberg.common.v1.KzgEntry\x12\x12\n\nsimilarity\x18\x02 \x01(\x01\"\x84\x01\n\x10RetrieveResponse\x12*\n\x04hits\x18\x01 \x03(\x0b\x32\x1c.novaberg.kzg.v1.RetrieveHit\x12\x11\n\tthreshold\x18\x02 \x01(\x01\x12\x10\n\x08model_id\x18\x03 \x01(\t\x12\x1f\n\x17\x64ropped_below_threshold\x18\x04 \x01(\x05\"e\n\x0fGetEntryRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12\x19\n\x11include_embedding\x18\x03 \x01(\x08\"?\n\x10GetEntryResponse\x12+\n\x05\x65ntry\x18\x01 \x01(\x0b\x32\x1c.novaberg.common.v1.KzgEntry\"|\n\x12\x44\x65leteEntryRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12-\n\x04turn\x18\x03 \x01(\x0b\x32\x1f.novaberg.common.v1.TurnContext\"=\n\x13\x44\x65leteEntryResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x08\x12\x15\n\rverified_gone\x18\x02 \x01(\x08\"y\n\x14MarkHashDirtyRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12)\n\x05\x61s_of\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x17\n\x15MarkHashDirtyResponse\"\x8a\x01\n\x0cPromotionJob\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12\x19\n\x11\x61usloeser_turn_id\x18\x03 \x01(\t\x12&\n\x04pair\x18\x04 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x16\n\x0e\x64\x65livery_count\x18\x05 \x01(\x03\"f\n\x18ReadPromotionJobsRequest\x12\x10\n\x08\x63onsumer\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x10\n\x08\x62lock_ms\x18\x03 \x01(\x05\x12\x17\n\x0freclaim_idle_ms\x18\x04 \x01(\x03\"H\n\x19ReadPromotionJobsResponse\x12+\n\x04jobs\x18\x01 \x03(\x0b\x32\x1d.novaberg.kzg.v1.PromotionJob\"*\n\x17\x41\x63kPromotionJobsRequest\x12\x0f\n\x07job_ids\x18\x01 \x03(\t\")\n\x18\x41\x63kPromotionJobsResponse\x12\r\n\x05\x61\x63ked\x18\x01 \x01(\x05\"-\n\x1cInspectPromotionQueueRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"\x88\x01\n\x1dInspectPromotionQueueResponse\x12\x0e\n\x06length\x18\x01 \x01(\x03\x12\x0f\n\x07pending\x18\x02 \x01(\x03\x12\x11\n\tconsumers\x18\x03 \x03(\t\x12\x33\n\x0cpending_jobs\x18\x04 \x03(\x0b\x32\x1d.novaberg.kzg.v1.PromotionJob*n\n\x0cStoreOutcome\x12\x1d\n\x19STORE_OUTCOME_UNSPECIFIED\x10\x00\x12\x18\n\x14STORE_OUTCOME_STORED\x10\x01\x12%\n!STORE_OUTCOME_REJECTED_BELOW_GATE\x10\x02*K\n\x04Tier\x12\x14\n\x10TIER_UNSPECIFIED\x10\x00\x12\x10\n\x0cTIER_MINIMUM\x10\x01\x12\x0c\n\x08TIER_MID\x10\x02\x12\r\n\tTIER_HIGH\x10\x03\x32\xcf\x07\n\nKzgService\x12j\n\x11\x41ppendSessionTurn\x12).novaberg.kzg.v1.AppendSessionTurnRequest\x1a*.novaberg.kzg.v1.AppendSessionTurnResponse\x12U\n\nGetSession\x12\".novaberg.kzg.v1.GetSessionRequest\x1a#.novaberg.kzg.v1.GetSessionResponse\x12U\n\nStoreEntry\x12\".novaberg.kzg.v1.StoreEntryRequest\x1a#.novaberg.kzg.v1.StoreEntryResponse\x12O\n\x08Retrieve\x12 .novaberg.kzg.v1.RetrieveRequest\x1a!.novaberg.kzg.v1.RetrieveResponse\x12O\n\x08GetEntry\x12 .novaberg.kzg.v1.GetEntryRequest\x1a!.novaberg.kzg.v1.GetEntryResponse\x12X\n\x0b\x44\x65leteEntry\x12#.novaberg.kzg.v1.DeleteEntryRequest\x1a$.novaberg.kzg.v1.DeleteEntryResponse\x12^\n\rMarkHashDirty\x12%.novaberg.kzg.v1.MarkHashDirtyRequest\x1a&.novaberg.kzg.v1.MarkHashDirtyResponse\x12j\n\x11ReadPromotionJobs\x12).novaberg.kzg.v1.ReadPromotionJobsRequest\x1a*.novaberg.kzg.v1.ReadPromotionJobsResponse\x12g\n\x10\x41\x63kPromotionJobs\x12(.novaberg.kzg.v1.AckPromotionJobsRequest\x1a).novaberg.kzg.v1.AckPromotionJobsResponse\x12v\n\x15InspectPromotionQueue\x12-.novaberg.kzg.v1.InspectPromotionQueueRequest\x1a..novaberg.kzg.v1.InspectPromotionQueueResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'novaberg.kzg.v1.kzg_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_STOREOUTCOME']._serialized_start=3355
-  _globals['_STOREOUTCOME']._serialized_end=3465
-  _globals['_TIER']._serialized_start=3467
-  _globals['_TIER']._serialized_end=3542
+  _globals['_STOREOUTCOME']._serialized_start=3242
+  _globals['_STOREOUTCOME']._serialized_end=3352
+  _globals['_TIER']._serialized_start=3354
+  _globals['_TIER']._serialized_end=3429
   _globals['_SESSIONTURN']._serialized_start=113
   _globals['_SESSIONTURN']._serialized_end=312
   _globals['_APPENDSESSIONTURNREQUEST']._serialized_start=315
@@ -48,45 +48,45 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETSESSIONRESPONSE']._serialized_start=617
   _globals['_GETSESSIONRESPONSE']._serialized_end=720
   _globals['_STOREENTRYREQUEST']._serialized_start=723
-  _globals['_STOREENTRYREQUEST']._serialized_end=1187
-  _globals['_STOREENTRYRESPONSE']._serialized_start=1190
-  _globals['_STOREENTRYRESPONSE']._serialized_end=1526
-  _globals['_RETRIEVEFILTERS']._serialized_start=1529
-  _globals['_RETRIEVEFILTERS']._serialized_end=1700
-  _globals['_RETRIEVEREQUEST']._serialized_start=1703
-  _globals['_RETRIEVEREQUEST']._serialized_end=2010
-  _globals['_QUERYVECTOR']._serialized_start=2012
-  _globals['_QUERYVECTOR']._serialized_end=2041
-  _globals['_RETRIEVEHIT']._serialized_start=2043
-  _globals['_RETRIEVEHIT']._serialized_end=2121
-  _globals['_RETRIEVERESPONSE']._serialized_start=2124
-  _globals['_RETRIEVERESPONSE']._serialized_end=2256
-  _globals['_GETENTRYREQUEST']._serialized_start=2258
-  _globals['_GETENTRYREQUEST']._serialized_end=2359
-  _globals['_GETENTRYRESPONSE']._serialized_start=2361
-  _globals['_GETENTRYRESPONSE']._serialized_end=2424
-  _globals['_DELETEENTRYREQUEST']._serialized_start=2426
-  _globals['_DELETEENTRYREQUEST']._serialized_end=2550
-  _globals['_DELETEENTRYRESPONSE']._serialized_start=2552
-  _globals['_DELETEENTRYRESPONSE']._serialized_end=2613
-  _globals['_MARKHASHDIRTYREQUEST']._serialized_start=2615
-  _globals['_MARKHASHDIRTYREQUEST']._serialized_end=2736
-  _globals['_MARKHASHDIRTYRESPONSE']._serialized_start=2738
-  _globals['_MARKHASHDIRTYRESPONSE']._serialized_end=2761
-  _globals['_PROMOTIONJOB']._serialized_start=2764
-  _globals['_PROMOTIONJOB']._serialized_end=2902
-  _globals['_READPROMOTIONJOBSREQUEST']._serialized_start=2904
-  _globals['_READPROMOTIONJOBSREQUEST']._serialized_end=3006
-  _globals['_READPROMOTIONJOBSRESPONSE']._serialized_start=3008
-  _globals['_READPROMOTIONJOBSRESPONSE']._serialized_end=3080
-  _globals['_ACKPROMOTIONJOBSREQUEST']._serialized_start=3082
-  _globals['_ACKPROMOTIONJOBSREQUEST']._serialized_end=3124
-  _globals['_ACKPROMOTIONJOBSRESPONSE']._serialized_start=3126
-  _globals['_ACKPROMOTIONJOBSRESPONSE']._serialized_end=3167
-  _globals['_INSPECTPROMOTIONQUEUEREQUEST']._serialized_start=3169
-  _globals['_INSPECTPROMOTIONQUEUEREQUEST']._serialized_end=3214
-  _globals['_INSPECTPROMOTIONQUEUERESPONSE']._serialized_start=3217
-  _globals['_INSPECTPROMOTIONQUEUERESPONSE']._serialized_end=3353
-  _globals['_KZGSERVICE']._serialized_start=3545
-  _globals['_KZGSERVICE']._serialized_end=4520
+  _globals['_STOREENTRYREQUEST']._serialized_end=1135
+  _globals['_STOREENTRYRESPONSE']._serialized_start=1138
+  _globals['_STOREENTRYRESPONSE']._serialized_end=1413
+  _globals['_RETRIEVEFILTERS']._serialized_start=1416
+  _globals['_RETRIEVEFILTERS']._serialized_end=1587
+  _globals['_RETRIEVEREQUEST']._serialized_start=1590
+  _globals['_RETRIEVEREQUEST']._serialized_end=1897
+  _globals['_QUERYVECTOR']._serialized_start=1899
+  _globals['_QUERYVECTOR']._serialized_end=1928
+  _globals['_RETRIEVEHIT']._serialized_start=1930
+  _globals['_RETRIEVEHIT']._serialized_end=2008
+  _globals['_RETRIEVERESPONSE']._serialized_start=2011
+  _globals['_RETRIEVERESPONSE']._serialized_end=2143
+  _globals['_GETENTRYREQUEST']._serialized_start=2145
+  _globals['_GETENTRYREQUEST']._serialized_end=2246
+  _globals['_GETENTRYRESPONSE']._serialized_start=2248
+  _globals['_GETENTRYRESPONSE']._serialized_end=2311
+  _globals['_DELETEENTRYREQUEST']._serialized_start=2313
+  _globals['_DELETEENTRYREQUEST']._serialized_end=2437
+  _globals['_DELETEENTRYRESPONSE']._serialized_start=2439
+  _globals['_DELETEENTRYRESPONSE']._serialized_end=2500
+  _globals['_MARKHASHDIRTYREQUEST']._serialized_start=2502
+  _globals['_MARKHASHDIRTYREQUEST']._serialized_end=2623
+  _globals['_MARKHASHDIRTYRESPONSE']._serialized_start=2625
+  _globals['_MARKHASHDIRTYRESPONSE']._serialized_end=2648
+  _globals['_PROMOTIONJOB']._serialized_start=2651
+  _globals['_PROMOTIONJOB']._serialized_end=2789
+  _globals['_READPROMOTIONJOBSREQUEST']._serialized_start=2791
+  _globals['_READPROMOTIONJOBSREQUEST']._serialized_end=2893
+  _globals['_READPROMOTIONJOBSRESPONSE']._serialized_start=2895
+  _globals['_READPROMOTIONJOBSRESPONSE']._serialized_end=2967
+  _globals['_ACKPROMOTIONJOBSREQUEST']._serialized_start=2969
+  _globals['_ACKPROMOTIONJOBSREQUEST']._serialized_end=3011
+  _globals['_ACKPROMOTIONJOBSRESPONSE']._serialized_start=3013
+  _globals['_ACKPROMOTIONJOBSRESPONSE']._serialized_end=3054
+  _globals['_INSPECTPROMOTIONQUEUEREQUEST']._serialized_start=3056
+  _globals['_INSPECTPROMOTIONQUEUEREQUEST']._serialized_end=3101
+  _globals['_INSPECTPROMOTIONQUEUERESPONSE']._serialized_start=3104
+  _globals['_INSPECTPROMOTIONQUEUERESPONSE']._serialized_end=3240
+  _globals['_KZGSERVICE']._serialized_start=3432
+  _globals['_KZGSERVICE']._serialized_end=4407
 # @@protoc_insertion_point(module_scope)

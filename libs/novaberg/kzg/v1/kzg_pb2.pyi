@@ -90,7 +90,7 @@ class GetSessionResponse(_message.Message):
     def __init__(self, turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., summary: _Optional[str] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
 
 class StoreEntryRequest(_message.Message):
-    __slots__ = ("pair", "beobachter", "inhalt", "salience", "ei", "magnets", "turn", "embedding", "entry_id", "as_of", "writer", "session_turn")
+    __slots__ = ("pair", "beobachter", "inhalt", "salience", "ei", "magnets", "turn", "embedding", "entry_id", "as_of", "writer")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     BEOBACHTER_FIELD_NUMBER: _ClassVar[int]
     INHALT_FIELD_NUMBER: _ClassVar[int]
@@ -102,7 +102,6 @@ class StoreEntryRequest(_message.Message):
     ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
     WRITER_FIELD_NUMBER: _ClassVar[int]
-    SESSION_TURN_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     beobachter: _common_pb2.Beobachter
     inhalt: str
@@ -114,11 +113,10 @@ class StoreEntryRequest(_message.Message):
     entry_id: str
     as_of: _timestamp_pb2.Timestamp
     writer: str
-    session_turn: SessionTurn
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., salience: _Optional[_Union[_common_pb2.SalienceResult, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ..., entry_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., writer: _Optional[str] = ..., session_turn: _Optional[_Union[SessionTurn, _Mapping]] = ...) -> None: ...
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., salience: _Optional[_Union[_common_pb2.SalienceResult, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ..., entry_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., writer: _Optional[str] = ...) -> None: ...
 
 class StoreEntryResponse(_message.Message):
-    __slots__ = ("outcome", "kzg_key", "tier", "salienz", "ttl_seconds", "queued_for_promotion", "reinforced_count", "reinforced_queued_count", "canon_rejections", "session")
+    __slots__ = ("outcome", "kzg_key", "tier", "salienz", "ttl_seconds", "queued_for_promotion", "reinforced_count", "reinforced_queued_count", "canon_rejections")
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     KZG_KEY_FIELD_NUMBER: _ClassVar[int]
     TIER_FIELD_NUMBER: _ClassVar[int]
@@ -128,7 +126,6 @@ class StoreEntryResponse(_message.Message):
     REINFORCED_COUNT_FIELD_NUMBER: _ClassVar[int]
     REINFORCED_QUEUED_COUNT_FIELD_NUMBER: _ClassVar[int]
     CANON_REJECTIONS_FIELD_NUMBER: _ClassVar[int]
-    SESSION_FIELD_NUMBER: _ClassVar[int]
     outcome: StoreOutcome
     kzg_key: str
     tier: Tier
@@ -138,8 +135,7 @@ class StoreEntryResponse(_message.Message):
     reinforced_count: int
     reinforced_queued_count: int
     canon_rejections: _containers.RepeatedScalarFieldContainer[str]
-    session: AppendSessionTurnResponse
-    def __init__(self, outcome: _Optional[_Union[StoreOutcome, str]] = ..., kzg_key: _Optional[str] = ..., tier: _Optional[_Union[Tier, str]] = ..., salienz: _Optional[float] = ..., ttl_seconds: _Optional[int] = ..., queued_for_promotion: _Optional[bool] = ..., reinforced_count: _Optional[int] = ..., reinforced_queued_count: _Optional[int] = ..., canon_rejections: _Optional[_Iterable[str]] = ..., session: _Optional[_Union[AppendSessionTurnResponse, _Mapping]] = ...) -> None: ...
+    def __init__(self, outcome: _Optional[_Union[StoreOutcome, str]] = ..., kzg_key: _Optional[str] = ..., tier: _Optional[_Union[Tier, str]] = ..., salienz: _Optional[float] = ..., ttl_seconds: _Optional[int] = ..., queued_for_promotion: _Optional[bool] = ..., reinforced_count: _Optional[int] = ..., reinforced_queued_count: _Optional[int] = ..., canon_rejections: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RetrieveFilters(_message.Message):
     __slots__ = ("emotion", "modus", "entitaet_ids", "themen", "timeline_id", "min_salienz")
