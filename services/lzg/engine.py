@@ -756,8 +756,13 @@ class LzgEngine:
         as_of: datetime,
         turn_id: str = "",
         span_id: str | None = None,
+        answer_vector: npt.NDArray[np.float32] | None = None,
     ) -> Verwendungsprotokoll:
-        """Reinforce the served nodes the answer used, then Trigger 2 for each; one protocol record."""
+        """Reinforce the served nodes the answer used, then Trigger 2 for each; one protocol record.
+
+        ``answer_vector`` is the caller's embedding of ``answer_text`` (already checked); without it
+        the answer is embedded here.
+        """
         check_pair(user_id, character_id)
         served = list(dict.fromkeys(served_node_ids))
         if any(i <= 0 for i in served):
@@ -768,7 +773,7 @@ class LzgEngine:
         )
         record.geprueft = len(served)
         try:
-            await self._reinforce(user_id, character_id, answer_text, served, as_of, record)
+            await self._reinforce(user_id, character_id, answer_text, served, as_of, record, answer_vector)
         except (asyncpg.PostgresError, OSError) as exc:
             record.ausgang = Ausgang.DB_FEHLER
             record.error = f"{type(exc).__name__}: {exc}"
@@ -798,6 +803,7 @@ class LzgEngine:
         served: list[int],
         as_of: datetime,
         record: Verwendungsprotokoll,
+        answer_vector: npt.NDArray[np.float32] | None = None,
     ) -> None:
         # Foreign ids are an error of the call, checked before anything else happens.
         if served:
@@ -812,7 +818,10 @@ class LzgEngine:
             record.ausgang = Ausgang.OHNE_KANDIDAT
             return
         try:
-            answer = await self.provider.embed_one(query_embed_text(answer_text))
+            if answer_vector is not None:
+                answer = answer_vector
+            else:
+                answer = await self.provider.embed_one(query_embed_text(answer_text))
         except Exception as exc:  # any model failure is an outcome of the record, not a call error
             record.ausgang = Ausgang.EMBED_FEHLER
             record.error = f"{type(exc).__name__}: {exc}"

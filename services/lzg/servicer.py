@@ -7,19 +7,15 @@ Two contract conveniences live here because they only combine engine calls:
 - ``SpreadingRead.readers`` renders the memory blocks of the read in the same call (SPEC §5.9),
   every reader checked before anything is read;
 - ``ReinforceUsed.answer_vector`` is the caller's embedding of ``answer_text``: checked here
-  (dimension, finite values; a bad one changes nothing, SPEC §10) and handed to the engine in
-  place of the model's vector through :class:`CallerAnswerVectors` — the engine embeds the
-  answer through its provider, and for this one call and this one text the provider answers
-  with the caller's vector.
+  (dimension, finite values; a bad one changes nothing, SPEC §10) and handed to the engine,
+  which then embeds nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -29,7 +25,6 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
-from novaberg_core.embedding import EmbeddingProvider, query_embed_text
 from novaberg_core.embedding.base import Vectors
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
@@ -38,7 +33,7 @@ from services.lzg.render import reader_names
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
 from services.lzg.usage import Ausgang, Verwendungsprotokoll
 
-__all__ = ["CallerAnswerVectors", "LzgServicer", "answer_vector"]
+__all__ = ["LzgServicer", "answer_vector"]
 
 _BEOBACHTER_NAME = {
     common_pb2.BEOBACHTER_USER: "user",
@@ -308,9 +303,6 @@ def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
     )
 
 
-_CALLER_ANSWER: ContextVar[tuple[str, Vectors] | None] = ContextVar("lzg_caller_answer", default=None)
-"""(embed text, vector) of the ReinforceUsed call running in this context, when the caller sent a vector."""
-
 _UNIT_NORM_TOLERANCE = 1e-6
 """A vector whose norm is this close to 1 is a model's L2-normalised output and is used bit for bit."""
 
@@ -335,51 +327,11 @@ def answer_vector(values: Sequence[float], dimension: int, model_id: str) -> Vec
     return (vector.astype(np.float64) / norm).astype(np.float32)
 
 
-class CallerAnswerVectors(EmbeddingProvider):
-    """The engine's model, except for the answer whose vector the current ReinforceUsed caller sent.
-
-    The vector is bound to the call's context (:func:`given_answer`), so concurrent calls never
-    see each other's vectors, and only the exact embed text of that answer is answered from it.
-    """
-
-    def __init__(self, inner: EmbeddingProvider) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dimension = inner.dimension
-
-    async def embed(self, texts: Sequence[str]) -> Vectors:
-        given = _CALLER_ANSWER.get()
-        if given is not None and len(texts) == 1 and not isinstance(texts, str) and texts[0] == given[0]:
-            return given[1].reshape(1, -1).copy()
-        return await self.inner.embed(texts)
-
-    async def embed_one(self, text: str) -> Vectors:
-        given = _CALLER_ANSWER.get()
-        if given is not None and text == given[0]:
-            return given[1].copy()
-        return await self.inner.embed_one(text)
-
-
-@contextmanager
-def given_answer(answer_text: str, vector: Vectors | None) -> Iterator[None]:
-    """Within the block, the engine's provider answers ``answer_text`` with ``vector`` (when given)."""
-    if vector is None:
-        yield
-        return
-    token = _CALLER_ANSWER.set((query_embed_text(answer_text), vector))
-    try:
-        yield
-    finally:
-        _CALLER_ANSWER.reset(token)
-
-
 class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
     """Translates each RPC to one engine call (SpreadingRead with readers: the read and its renders)."""
 
     def __init__(self, engine: LzgEngine) -> None:
         self.engine = engine
-        if not isinstance(engine.provider, CallerAnswerVectors):
-            engine.provider = CallerAnswerVectors(engine.provider)
 
     async def Promote(
         self, request: lzg_pb2.PromoteRequest, context: grpc.aio.ServicerContext
@@ -454,16 +406,16 @@ class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
             if request.HasField("answer_vector")
             else None
         )
-        with given_answer(request.answer_text, given):
-            record = await self.engine.reinforce_used(
-                request.pair.user_id,
-                request.pair.character_id,
-                request.answer_text,
-                list(request.served_node_ids),
-                as_of=_as_of(request),
-                turn_id=request.turn.turn_id,
-                span_id=_span(request.turn),
-            )
+        record = await self.engine.reinforce_used(
+            request.pair.user_id,
+            request.pair.character_id,
+            request.answer_text,
+            list(request.served_node_ids),
+            as_of=_as_of(request),
+            turn_id=request.turn.turn_id,
+            span_id=_span(request.turn),
+            answer_vector=given,
+        )
         return lzg_pb2.ReinforceUsedResponse(protokoll=protokoll_to_proto(record))
 
     async def RunDecay(
