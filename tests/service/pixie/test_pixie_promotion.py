@@ -348,7 +348,7 @@ async def test_a_failed_job_is_deferred_by_its_backoff_while_another_pair_passes
     other = await store_entry(kzg, TEXTS[11], salienz=0.9, pair=anna)
     # Well inside the 30 s backoff; only long enough (reclaim_idle_ms 150) that the run reclaims
     # the failed job, so the deferral decides, not the stream.
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(0.5)
     second = await _trigger(a.api)
     assert second.outcome == "ok"
     assert _nonzero(second) == {"jobs": 2, "deferred_backoff": 1, "promoted_new": 1, "kzg_deleted": 1, "acked": 1}
