@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from novaberg_core.embedded import StoreUrls, start_stores
+from novaberg_core.embedded import StoreUrls, start_stores, stop_stores
 from novaberg_core.errors import Unavailable
 from novaberg_core.server import wait_for_serving
 
@@ -52,6 +52,8 @@ class Stack:
     addresses: dict[str, str]
     env: dict[str, str]
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    stores_dir: Path | None = None
+    """The embedded stores this stack started itself (stopped with it); None when given by URL."""
 
     def log_path(self, service: str) -> Path:
         return self.data_dir / "logs" / f"{service}.log"
@@ -108,9 +110,12 @@ class Stack:
             process.wait()
 
     async def stop(self, grace: float = 10.0) -> None:
+        """Stops the services in reverse start order, then the stores this stack started."""
         for service in reversed(SERVICES):
             if service in self.processes:
                 await self.stop_service(service, grace)
+        if self.stores_dir is not None:
+            await asyncio.to_thread(stop_stores, self.stores_dir)
 
     def log_tail(self, service: str, lines: int = 30) -> str:
         with contextlib.suppress(OSError):
@@ -150,13 +155,24 @@ async def start_stack(
     extra_env: Mapping[str, str] | None = None,
     timeout: float = 90.0,  # noqa: ASYNC109
 ) -> Stack:
-    """Starts the stores (unless ``urls`` are given) and ``services``; returns once all are SERVING."""
+    """Starts the stores (unless ``urls`` are given) and ``services``; returns once all are SERVING.
+
+    Stores started here belong to the stack: :meth:`Stack.stop` stops them too (their data stays).
+    """
     root = Path(data_dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
+    stores_dir = None
     if urls is None:
-        urls = await asyncio.to_thread(start_stores, root / "stores")
+        stores_dir = root / "stores"
+        urls = await asyncio.to_thread(start_stores, stores_dir)
     addresses = {service: f"127.0.0.1:{free_port()}" for service in SERVICES}
-    stack = Stack(data_dir=root, urls=urls, addresses=addresses, env=stack_env(urls, addresses, extra_env))
+    stack = Stack(
+        data_dir=root,
+        urls=urls,
+        addresses=addresses,
+        env=stack_env(urls, addresses, extra_env),
+        stores_dir=stores_dir,
+    )
     try:
         for service in services:
             stack.start_service(service)
