@@ -746,7 +746,7 @@ def build_parser() -> argparse.ArgumentParser:
     observe.add_argument("--inhalt", help="distilled content (default: the text)")
     observe.add_argument("--gedaechtnistyp", default="episodisch")
     observe.add_argument("--dimension", default="allgemein",
-                         help="life area of the turn (with --salienz; the LZG refuses an empty one)")
+                         help="life area of the turn (with --salienz; the pipeline requires one)")
 
     recall = client("recall", "build the dossier for a question: memory block plus paths")
     _pair_options(recall)

@@ -7,6 +7,7 @@ pgvector-python).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
@@ -28,10 +29,10 @@ async def ensure_schema(url: str, schema: str) -> None:
     """Creates the service's schema and the vector extension once (DDL at start-up only)."""
     conn = await _connect(url)
     try:
-        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_checked_schema(schema)}")
-    except asyncpg.UniqueViolationError:
-        pass  # two replicas raced on CREATE ... IF NOT EXISTS; the object exists now
+        # Two replicas racing on CREATE ... IF NOT EXISTS: the loser's error means the object exists.
+        for ddl in ("CREATE EXTENSION IF NOT EXISTS vector", f"CREATE SCHEMA IF NOT EXISTS {_checked_schema(schema)}"):
+            with contextlib.suppress(asyncpg.UniqueViolationError):
+                await conn.execute(ddl)
     finally:
         await conn.close()
 

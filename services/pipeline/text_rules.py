@@ -64,7 +64,7 @@ MAX_THEMEN = 5
 """At most this many themes per turn."""
 
 DEFAULT_DIMENSION = "allgemein"
-"""``dimension`` of a turn no keyword assigns to a life area (the LZG refuses an empty one)."""
+"""``dimension`` of a turn no keyword assigns to a life area (the pipeline requires one: salience dimension 5)."""
 
 SALIENCE_BASE = 0.3
 SALIENCE_NO_CONTENT = 0.1

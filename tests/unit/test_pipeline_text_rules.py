@@ -143,5 +143,5 @@ def test_analyze_text_emotion_and_imperative() -> None:
 def test_small_talk_falls_below_the_gate() -> None:
     findings = analyze_text("ok, danke", AS_OF)
     assert findings.themen == []
-    assert findings.dimension == "allgemein"  # never empty: the LZG refuses to promote an entry without one
+    assert findings.dimension == "allgemein"  # never empty: the pipeline requires a dimension
     assert findings.salienz == 0.1
