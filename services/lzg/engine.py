@@ -52,9 +52,9 @@ from services.lzg.usage import VERWENDUNG_MAX_JE_TURN, Ausgang, Verwendungsproto
 from services.lzg.weights import (
     LZG_KNOTEN_DECAY_RATE,
     LZG_KNOTEN_MIN_GEWICHT,
+    LZG_KNOTEN_REINFORCEMENT_BOOST,
     half_reactivation_decay,
     node_weights_at_creation,
-    reinforced_weights,
 )
 
 __all__ = [
@@ -149,6 +149,8 @@ class SpreadingResult:
 
     resonanz: LzgResonanz
     pool_size: int
+    memory_blocks: dict[str, str] = field(default_factory=dict)
+    """The memory block of each reader the read was asked to render (SPEC §5.9)."""
 
 
 @dataclass(frozen=True)
@@ -602,9 +604,18 @@ class LzgEngine:
         nova_emotion: str,
         turn_id: str = "",
         span_id: str | None = None,
+        readers: Sequence[str] = (),
+        user_name: str = "",
+        character_name: str = "",
     ) -> SpreadingResult:
-        """Anchors, shells, dedup, sort, top 3 (SPEC §5.8); reads only."""
+        """Anchors, shells, dedup, sort, top 3 (SPEC §5.8); reads only.
+
+        With ``readers``, the memory block of each (SPEC §5.9) is rendered from the same
+        consistent view, the entity names read once for all of them.
+        """
         check_pair(user_id, character_id)
+        for reader in readers:  # an unknown reader fails before anything is read (SPEC §10)
+            reader_names(reader)
         canonical = self.clusters.canonical(cluster)
         hops = self.clusters.enricher_spruenge(canonical)
         if query_values is not None:
@@ -626,7 +637,14 @@ class LzgEngine:
                     break
                 frontier = await self._shell(conn, frontier, schale, user_id, character_id)
                 pool.extend(frontier)
-        top = select_top(pool, nova_emotion)
+            top = select_top(pool, nova_emotion)
+            names = await self._entity_names(conn, user_id, character_id, top) if readers else {}
+        blocks = {
+            reader: render_memory_block(
+                top, reader, names, user_name=user_name, character_name=character_name
+            )
+            for reader in readers
+        }
         sektor = sector_of(nova_emotion)
         resonanz = LzgResonanz(
             anker_anzahl=len(anchors),
@@ -651,7 +669,7 @@ class LzgEngine:
                 character_id=character_id,
                 span_id=span_id,
             )
-        return SpreadingResult(resonanz, pool_size)
+        return SpreadingResult(resonanz, pool_size, blocks)
 
     async def _anchors(
         self,
@@ -735,14 +753,21 @@ class LzgEngine:
         """The memory block for one reader, entity names looked up in the pair's registry."""
         check_pair(user_id, character_id)
         reader_names(reader)  # an unknown reader fails before any read
-        ids = sorted({i for e in erinnerungen for step in e.pfad for i in step.geteilte_entitaet_ids})
-        names: dict[int, str] = {}
-        if ids:
-            rows = await self.store.fetch("entity_names", user_id, character_id, ids)
-            names = {r["id"]: r["name"] for r in rows}
+        async with self.store.reader() as conn:
+            names = await self._entity_names(conn, user_id, character_id, erinnerungen)
         return render_memory_block(
             erinnerungen, reader, names, user_name=user_name, character_name=character_name
         )
+
+    async def _entity_names(
+        self, conn: asyncpg.Connection, user_id: str, character_id: str, erinnerungen: Sequence[Erinnerung]
+    ) -> dict[int, str]:
+        """Names of the entities the paths of ``erinnerungen`` share, from the pair's registry."""
+        ids = sorted({i for e in erinnerungen for step in e.pfad for i in step.geteilte_entitaet_ids})
+        if not ids:
+            return {}
+        rows = await conn.fetch(self.store.q["entity_names"], user_id, character_id, ids)
+        return {r["id"]: r["name"] for r in rows}
 
     # ================================================================ usage reinforcement (SPEC §5.6)
 
@@ -805,12 +830,12 @@ class LzgEngine:
         record: Verwendungsprotokoll,
         answer_vector: npt.NDArray[np.float32] | None = None,
     ) -> None:
-        # Foreign ids are an error of the call, checked before anything else happens.
-        if served:
-            rows = await self.store.fetch("node_ids_in_pair", user_id, character_id, served)
-            missing = sorted(set(served) - {r["id"] for r in rows})
-            if missing:
-                raise NotFound(f"served_node_ids {missing} are not nodes of this pair")
+        # Foreign ids are an error of the call, checked before anything else happens; the same
+        # read brings the served nodes' vectors.
+        rows = await self.store.fetch("served_nodes", served, user_id, character_id) if served else []
+        missing = sorted(set(served) - {r["id"] for r in rows})
+        if missing:
+            raise NotFound(f"served_node_ids {missing} are not nodes of this pair")
         if not answer_text.strip():
             record.ausgang = Ausgang.ANTWORT_LEER
             return
@@ -826,11 +851,7 @@ class LzgEngine:
             record.ausgang = Ausgang.EMBED_FEHLER
             record.error = f"{type(exc).__name__}: {exc}"
             return
-        vectors = {
-            r["id"]: r["embedding"].to_numpy()
-            for r in await self.store.fetch("served_embeddings", served, user_id, character_id)
-            if r["embedding"] is not None
-        }
+        vectors = {r["id"]: r["embedding"].to_numpy() for r in rows if r["embedding"] is not None}
         answer_norm = float(np.linalg.norm(answer))
         usable = {i: v for i, v in vectors.items() if float(np.linalg.norm(v)) > 0.0}
         if answer_norm == 0.0 or not usable:
@@ -846,31 +867,32 @@ class LzgEngine:
         record.knappster_verworfener = selection.knappster_verworfener
         if not selection.verwendet:
             return
-        async with self.store.pair_writer(user_id, character_id) as tx:
-            current = await tx.weights_for_update(selection.verwendet)
-            ids = sorted(current)
-            new = [reinforced_weights(current[i]) for i in ids]
-            await tx.reinforce(ids, [w.gewicht_roh for w in new], [w.gewicht_absolut for w in new], as_of)
-        started = time.perf_counter()
-        for node_id in selection.verwendet:
-            try:
-                async with self.store.pair_writer(user_id, character_id) as tx:
-                    updated, skipped = await self.trigger2(tx, node_id)
-                record.kanten_neu += updated
-                if skipped:
-                    _LOG.error("trigger 2 for node %d skipped edges without a layer: %s", node_id, skipped)
-            except (asyncpg.PostgresError, OSError) as exc:
-                record.kanten_fehler += 1
-                record.error = f"trigger 2 for node {node_id}: {type(exc).__name__}: {exc}"
-        record.kanten_dauer_ms = (time.perf_counter() - started) * 1000.0
+        # The nodes (roh += boost, SPEC §5.6) and Trigger 2 of all of them in one round trip; a
+        # failing Trigger 2 rolls back alone and leaves the edges on their old weight (syn §7.9.2).
+        written = await self.store.reinforce_used(
+            user_id, character_id, selection.verwendet, LZG_KNOTEN_REINFORCEMENT_BOOST, as_of,
+            self.profile.embedding_layer,
+        )  # fmt: skip
+        record.kanten_neu = written.edges_updated
+        record.kanten_dauer_ms = written.edges_ms
+        if written.edges_skipped:
+            _LOG.error(
+                "trigger 2 for nodes %s skipped edges without a layer: %s",
+                written.reinforced,
+                written.edges_skipped,
+            )
+        if written.error is not None:
+            record.kanten_fehler = len(written.reinforced)
+            record.error = f"trigger 2 for nodes {written.reinforced}: {written.error}"
 
-    async def trigger2(self, tx: PairTx, node_id: int) -> tuple[int, list[int]]:
-        """Trigger 2 (SPEC §5.5): every edge from or to ``node_id`` from frozen layers and current anchors.
+    async def trigger2(self, tx: PairTx, node_ids: int | Sequence[int]) -> tuple[int, list[int]]:
+        """Trigger 2 (SPEC §5.5): every edge from or to the nodes from frozen layers and current anchors.
 
-        One set-based statement; returns (edges updated, edges skipped because their winning
-        layer cannot be reconstructed — they keep their weight, syn §7.9.2).
+        One set-based statement in ``tx``; returns (directed edges updated, edges skipped because
+        their winning layer cannot be reconstructed — they keep their weight, syn §7.9.2).
         """
-        return await tx.trigger2(node_id, self.profile.embedding_layer)
+        ids = [node_ids] if isinstance(node_ids, int) else list(node_ids)
+        return await tx.trigger2(ids, self.profile.embedding_layer)
 
     # ================================================================ decay (SPEC §5.7)
 

@@ -13,7 +13,6 @@ Two contract conveniences live here because they only combine engine calls:
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -29,7 +28,6 @@ from novaberg_core.embedding.base import Vectors
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.engine import Entity, LzgEngine, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
-from services.lzg.render import reader_names
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
 from services.lzg.usage import Ausgang, Verwendungsprotokoll
 
@@ -350,9 +348,6 @@ class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
     async def SpreadingRead(
         self, request: lzg_pb2.SpreadingReadRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.SpreadingReadResponse:
-        readers = list(dict.fromkeys(request.readers))
-        for reader in readers:  # an unknown reader fails before anything is read (SPEC §10)
-            reader_names(reader)
         which = request.WhichOneof("query")
         result = await self.engine.spreading_read(
             request.pair.user_id,
@@ -363,24 +358,14 @@ class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
             nova_emotion=request.nova_emotion,
             turn_id=request.turn.turn_id,
             span_id=_span(request.turn),
-        )
-        blocks = await asyncio.gather(
-            *(
-                self.engine.render(
-                    request.pair.user_id,
-                    request.pair.character_id,
-                    result.resonanz.erinnerungen,
-                    reader,
-                    user_name=request.user_name,
-                    character_name=request.character_name,
-                )
-                for reader in readers
-            )
+            readers=list(dict.fromkeys(request.readers)),
+            user_name=request.user_name,
+            character_name=request.character_name,
         )
         return lzg_pb2.SpreadingReadResponse(
             lzg_resonanz=resonanz_to_proto(result.resonanz),
             pool_size=result.pool_size,
-            memory_blocks=dict(zip(readers, blocks, strict=True)),
+            memory_blocks=result.memory_blocks,
         )
 
     async def RenderMemoryBlock(

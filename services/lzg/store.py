@@ -26,7 +26,7 @@ from novaberg_core.migrations import apply_migrations, load_queries
 from novaberg_core.pg import create_pool
 from services.lzg.layers import LZG_TIMELINE_TOLERANZ, EdgeLayers, Praezision, TimelineRef, timeline_tiefe
 
-__all__ = ["SCHEMA", "EdgeInsert", "LzgStore", "NewNode", "PairTx"]
+__all__ = ["SCHEMA", "EdgeInsert", "LzgStore", "NewNode", "PairTx", "UsageWrite"]
 
 SCHEMA = "lzg"
 """PostgreSQL schema holding every LZG table."""
@@ -126,6 +126,22 @@ def timeline_ref(zeitpunkt: datetime | None, praezision: str | None) -> Timeline
     if zeitpunkt is None or praezision is None:
         return None
     return TimelineRef(zeitpunkt, Praezision(praezision))
+
+
+@dataclass(frozen=True, slots=True)
+class UsageWrite:
+    """What one usage reinforcement wrote (SPEC §5.6, §5.5)."""
+
+    reinforced: list[int]
+    """The node ids reinforced (those of the pair), ascending."""
+    edges_updated: int
+    """Directed edges Trigger 2 recomputed (an edge between two reinforced nodes counts once)."""
+    edges_skipped: list[int]
+    """Edge ids whose winning layer cannot be reconstructed (left on their weight)."""
+    error: str | None
+    """Trigger 2's database error (rolled back alone; the reinforcement stays), or None."""
+    edges_ms: float
+    """Time Trigger 2 took inside the database."""
 
 
 class PairTx:
@@ -253,19 +269,9 @@ class PairTx:
 
     # --- reinforcement and Trigger 2 -----------------------------------------------------------
 
-    async def weights_for_update(self, node_ids: Sequence[int]) -> dict[int, float]:
-        rows = await self.conn.fetch(self.q["weights_for_update"], list(node_ids), *self.pair)
-        return {r["id"]: float(r["gewicht_roh"]) for r in rows}
-
-    async def reinforce(
-        self, node_ids: Sequence[int], roh: Sequence[float], absolut: Sequence[float], as_of: datetime
-    ) -> None:
-        await self.conn.execute(self.q["reinforce"], list(node_ids), list(roh), list(absolut), as_of)
-
-    async def trigger2(self, node_id: int, embedding_schwelle: float) -> tuple[int, list[int]]:
-        """Trigger 2 as one statement (formula: migration 002, rank rows: 003); (updated, skipped ids)."""
-        await self.conn.execute(self.q["trigger2_reads_in_backend"])
-        row = await self.conn.fetchrow(self.q["trigger2"], node_id, embedding_schwelle)
+    async def trigger2(self, node_ids: Sequence[int], embedding_schwelle: float) -> tuple[int, list[int]]:
+        """Trigger 2 for ``node_ids`` as one statement (migration 004); (edges updated, skipped ids)."""
+        row = await self.conn.fetchrow(self.q["trigger2"], list(node_ids), embedding_schwelle)
         assert row is not None
         return int(row["aktualisiert"]), list(row["uebersprungen"])
 
@@ -379,6 +385,28 @@ class LzgStore:
 
     async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
         return await self.pool.fetchrow(self.q[query], *args)
+
+    async def reinforce_used(
+        self,
+        user_id: str,
+        character_id: str,
+        node_ids: Sequence[int],
+        boost: float,
+        as_of: datetime,
+        embedding_schwelle: float,
+    ) -> UsageWrite:
+        """SPEC §5.6 then §5.5 for ``node_ids`` in one call under the pair lock (migration 004)."""
+        row = await self.pool.fetchrow(
+            self.q["reinforce_used"], user_id, character_id, list(node_ids), boost, as_of, embedding_schwelle
+        )
+        assert row is not None
+        return UsageWrite(
+            reinforced=list(row["verstaerkt"]),
+            edges_updated=int(row["aktualisiert"]),
+            edges_skipped=list(row["uebersprungen"]),
+            error=row["fehler"],
+            edges_ms=float(row["kanten_ms"]),
+        )
 
     async def run_decay(self, as_of: datetime, rate: float, minimum: float) -> tuple[int, int]:
         """SPEC §5.7 over all pairs in one statement; returns (decayed, deactivated)."""

@@ -145,3 +145,12 @@ def test_small_talk_falls_below_the_gate() -> None:
     assert findings.themen == []
     assert findings.dimension == "allgemein"  # never empty: the pipeline requires a dimension
     assert findings.salienz == 0.1
+
+
+def test_english_conversation_words_are_no_themes() -> None:
+    # Verbs of saying and evaluations name no topic; as themes they would reinforce every
+    # entry that also "said" or "sounded lovely" (SPEC §4.4).
+    assert analyze_text("That sounds lovely. How did you feel about it?", AS_OF).themen == []
+    findings = analyze_text("Yesterday Tom asked me about hiking and the mountains.", AS_OF)
+    assert findings.themen == ["tom", "hiking", "mountains"]
+    assert analyze_text("Vielleicht erzählt Anna vom Zahnarzt.", AS_OF).themen == ["anna", "zahnarzt"]

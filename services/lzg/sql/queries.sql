@@ -3,8 +3,8 @@
 
 -- name: lock_pair
 -- Serialises every write of one pair (promotion, reinforcement + Trigger 2, Trigger 3); other
--- pairs run in parallel. A hash collision between two pairs only serialises them.
-SELECT pg_advisory_xact_lock(hashtextextended('lzg:' || $1 || chr(31) || $2, 0));
+-- pairs run in parallel (migration 004).
+SELECT paar_sperren($1, $2);
 
 -- name: model_stamp
 SELECT model_id, dimension FROM modell WHERE id;
@@ -81,9 +81,6 @@ WHERE user_id = $1 AND character_id = $2 AND (aktiv OR $3)
 ORDER BY gewicht_decay DESC, id
 LIMIT $4;
 
--- name: node_ids_in_pair
-SELECT id FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 AND id = ANY($3::int[]);
-
 -- name: edges_of_node
 SELECT * FROM lzg_kanten WHERE knoten_a_id = $1 OR knoten_b_id = $1 ORDER BY id LIMIT $2;
 
@@ -157,77 +154,18 @@ CROSS JOIN LATERAL (
 JOIN lzg_kanten AS e ON e.id = x.kante_id
 ORDER BY f.ord, x.gewicht_absolut DESC, x.kante_id;
 
--- name: served_embeddings
+-- name: served_nodes
+-- The served nodes that belong to the pair, with their vectors (an id missing here is foreign).
 SELECT id, embedding FROM lzg_knoten WHERE id = ANY($1::int[]) AND user_id = $2 AND character_id = $3;
 
--- name: weights_for_update
-SELECT id, gewicht_roh FROM lzg_knoten
-WHERE id = ANY($1::int[]) AND user_id = $2 AND character_id = $3
-ORDER BY id
-FOR UPDATE;
-
--- name: reinforce
--- SPEC §5.6: roh += boost; absolut = damp(roh); decay = absolut; timestamps; aktiv; haeufigkeit + 1.
-UPDATE lzg_knoten AS k
-SET gewicht_roh = u.roh, gewicht_absolut = u.absolut, gewicht_decay = u.absolut,
-    verstaerkt_am = $4, decay_am = $4, aktiv = TRUE, haeufigkeit = k.haeufigkeit + 1
-FROM unnest($1::int[], $2::float8[], $3::float8[]) AS u(id, roh, absolut)
-WHERE k.id = u.id;
-
--- name: trigger2_reads_in_backend
--- For the rest of the Trigger 2 transaction: the backend reads heap pages itself. Trigger 2 reads
--- ~500 single random pages (the node's edge rows and rank rows) through bitmap heap scans; with
--- prefetching on, PostgreSQL 18 hands each read to an I/O worker process and waits for it — on
--- this 2-core machine, with the pages in the OS cache, 3–4 ms of process hand-offs per Trigger 2
--- (measured: 20.9 → 16.9 ms p50; io_method = sync gives the same).
-SET LOCAL effective_io_concurrency = 0;
+-- name: reinforce_used
+-- SPEC §5.6 + §5.5: the nodes reinforced and their edges recomputed in one call (migration 004).
+SELECT * FROM verwendung_verstaerken($1, $2, $3::int[], $4, $5, $6);
 
 -- name: trigger2
--- Trigger 2 (SPEC §5.5, syn §7.9.1): every edge from or to node $1 recomputed from its frozen layer
--- data and both anchors' current gewicht_absolut, in one statement (formula: migration 002).
--- $2 is the embedding-layer threshold of the model profile. Returns how many rows were updated
--- and the ids of edges whose winning layer cannot be reconstructed (left unchanged).
--- No index of lzg_kanten holds a weight and its pages have room, so the rewrite is a HOT update;
--- the node's rank rows (one per neighbour, found by two index range scans) follow in the same
--- statement (migration 003; a data-modifying WITH always runs to completion).
-WITH berechnet AS (
-    SELECT e.ctid AS zeile, e.id,
-           kante_roh(a.gewicht_absolut, b.gewicht_absolut, w.faktor, w.tiefe, e.anzahl_schichten) AS roh
-    FROM lzg_kanten AS e
-    JOIN lzg_knoten AS a ON a.id = e.knoten_a_id
-    JOIN lzg_knoten AS b ON b.id = e.knoten_b_id
-    LEFT JOIN timeline AS ta ON e.verbindungs_gruende = '{timeline}' AND ta.id = a.timeline_id
-    LEFT JOIN timeline AS tb ON e.verbindungs_gruende = '{timeline}' AND tb.id = b.timeline_id
-    -- OFFSET 0 keeps faktor and tiefe plain columns, so kante_roh is inlined (an argument used
-    -- twice is inlined only when it is cheap), not called as a function per row.
-    CROSS JOIN LATERAL (
-        SELECT schicht_faktor(e.verbindungs_gruende) AS faktor,
-               schicht_tiefe(e.verbindungs_gruende, e.embedding_cosine_initial, $2::float8,
-                             cardinality(e.geteilte_themen), cardinality(a.themen), cardinality(b.themen),
-                             timeline_tiefe(ta.zeitpunkt, ta.praezision, tb.zeitpunkt, tb.praezision)) AS tiefe
-        OFFSET 0
-    ) AS w
-    WHERE e.knoten_a_id = $1 OR e.knoten_b_id = $1
-), geschrieben AS (
-    UPDATE lzg_kanten AS k
-    SET gewicht_roh = c.roh, gewicht_absolut = daempfen(c.roh)
-    FROM berechnet AS c
-    WHERE k.ctid = c.zeile AND c.roh IS NOT NULL
-    RETURNING k.knoten_a_id, k.knoten_b_id, k.gewicht_absolut
-), paare AS (
-    SELECT least(knoten_a_id, knoten_b_id) AS x, greatest(knoten_a_id, knoten_b_id) AS y,
-           max(gewicht_absolut) FILTER (WHERE knoten_a_id < knoten_b_id) AS xy,
-           max(gewicht_absolut) FILTER (WHERE knoten_a_id > knoten_b_id) AS yx
-    FROM geschrieben
-    GROUP BY 1, 2
-), rang AS (
-    UPDATE lzg_kanten_rang AS r
-    SET gewicht_xy = coalesce(p.xy, r.gewicht_xy), gewicht_yx = coalesce(p.yx, r.gewicht_yx)
-    FROM paare AS p
-    WHERE (r.knoten_x_id = $1 OR r.knoten_y_id = $1) AND r.knoten_x_id = p.x AND r.knoten_y_id = p.y
-)
-SELECT (SELECT count(*) FROM geschrieben) AS aktualisiert,
-       (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM berechnet WHERE roh IS NULL) AS uebersprungen;
+-- Trigger 2 (SPEC §5.5) for the nodes $1 in the caller's transaction (migration 004); $2 is the
+-- embedding-layer threshold of the model profile.
+SELECT aktualisiert, uebersprungen FROM kanten_neu_berechnen($1::int[], $2);
 
 -- name: nodes_for_layers
 -- What re-evaluating all four layers needs of a set of nodes (Trigger 3).

@@ -169,4 +169,4 @@ async def test_migrations_are_recorded_and_idempotent(store: LzgStore, pg_url: s
     versions = [
         r["version"] for r in await store.pool.fetch("SELECT version FROM lzg.schema_migrations ORDER BY 1")
     ]
-    assert versions == [1, 2, 3]
+    assert versions == [1, 2, 3, 4]

@@ -128,6 +128,51 @@ async def test_trigger2_after_reinforcement_equals_a_from_scratch_recompute(
     assert await assert_edges_equal_from_scratch(store, PAIR) > 10
 
 
+async def test_reinforcement_in_sql_equals_the_python_rule_to_the_last_bit(
+    engine: LzgEngine, provider: TableProvider, store: LzgStore
+) -> None:
+    ids = await _graph(engine, provider)
+    before = {
+        r["id"]: r["gewicht_roh"]
+        for r in await store.pool.fetch("SELECT id, gewicht_roh FROM lzg.lzg_knoten")
+    }
+    written = await store.reinforce_used(*PAIR, ids[:4], 0.1, T0 + timedelta(days=3), 0.9)
+    assert written.reinforced == sorted(ids[:4]) and written.error is None
+    for node_id in ids[:4]:
+        node = await engine.node(*PAIR, node_id)
+        expected = reinforced_weights(before[node_id])
+        assert node["gewicht_roh"] == expected.gewicht_roh
+        assert node["gewicht_absolut"] == pytest.approx(expected.gewicht_absolut, rel=1e-15)
+        assert node["gewicht_decay"] == node["gewicht_absolut"]
+    # another pair's ids are not reinforced, even when named
+    assert (await store.reinforce_used(*OTHER, ids[:1], 0.1, T0, 0.9)).reinforced == []
+
+
+async def test_a_failing_trigger2_keeps_the_reinforcement_and_reports_every_node(
+    engine: LzgEngine, provider: TableProvider, store: LzgStore
+) -> None:
+    ids = await _graph(engine, provider)
+    edges_before = await dump(store, "lzg_kanten")
+    await store.pool.execute(
+        """
+        CREATE FUNCTION lzg.kanten_gesperrt() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN RAISE EXCEPTION 'kanten gesperrt'; END $$;
+        CREATE TRIGGER kanten_gesperrt BEFORE UPDATE ON lzg.lzg_kanten
+        FOR EACH ROW EXECUTE FUNCTION lzg.kanten_gesperrt();
+        """
+    )
+    provider.vectors["Antwort über Anna"] = at_cosine(unit(1, 0, 0), 0.9, axis=5)
+    record = await engine.reinforce_used(
+        *PAIR, "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1), turn_id="t1"
+    )
+    assert record.ausgang.value == "gerechnet" and record.verwendet == [ids[0]]
+    assert record.kanten_fehler == 1 and record.kanten_neu == 0
+    assert record.error is not None and "kanten gesperrt" in record.error and str(ids[0]) in record.error
+    node = await engine.node(*PAIR, ids[0])
+    assert node["haeufigkeit"] == 3 and node["gewicht_roh"] == reinforced_weights(0.5).gewicht_roh
+    assert await dump(store, "lzg_kanten") == edges_before
+
+
 async def test_trigger2_touches_only_the_edges_of_the_node(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
