@@ -473,3 +473,25 @@ def test_config_error_exits_2_naming_the_variable() -> None:
     assert proc.returncode == 2, out
     assert "NOVABERG_ECHO_PORT must be an integer, got 'abc'" in out
     assert "Traceback" not in out
+
+
+def test_a_service_process_runs_on_the_configured_event_loop(tmp_path: Path) -> None:
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import asyncio\n"
+        "from novaberg_core.server import run_service\n"
+        "async def main():\n"
+        "    print(type(asyncio.get_running_loop()).__module__)\n"
+        "run_service(main)\n",
+        encoding="utf-8",
+    )
+    for choice, module in (("uvloop", "uvloop"), ("asyncio", "asyncio.unix_events"), (None, "uvloop")):
+        env = {k: v for k, v in os.environ.items() if k != "NOVABERG_EVENT_LOOP"}
+        if choice is not None:
+            env["NOVABERG_EVENT_LOOP"] = choice
+        done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == module
+    env = {**os.environ, "NOVABERG_EVENT_LOOP": "trio"}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "NOVABERG_EVENT_LOOP must be one of uvloop, asyncio" in done.stderr
