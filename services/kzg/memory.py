@@ -457,10 +457,25 @@ class KzgMemory:
             raise NotFound(f"KZG entry {key} does not exist (expired, deleted or never written)")
         return entry
 
-    async def delete_entry(self, pair: Pair, key: str, *, turn_id: str = "", span_id: str = "") -> tuple[bool, bool]:
-        """DEL, then EXISTS to verify (SPEC §5.3 step 6); a missing key is reported, not an error."""
+    async def delete_entry(
+        self, pair: Pair, key: str, *, turn_id: str = "", span_id: str = "", hash_dirty_reason: str = "",
+        as_of: float | None = None,
+    ) -> tuple[bool, bool]:
+        """DEL, then EXISTS to verify (SPEC §5.3 step 6); a missing key is reported, not an error.
+
+        With ``hash_dirty_reason`` the pair's marker is set first, as :meth:`mark_hash_dirty` would.
+        """
         self._check_key(pair, key)
-        deleted, gone = await self.store.delete_entry(key)
+        marker = None
+        if hash_dirty_reason:
+            marker = (pair, hash_dirty_reason, as_of if as_of is not None else self.clock())
+        deleted, gone = await self.store.delete_entry(key, hash_dirty=marker)
+        if hash_dirty_reason:
+            self.log.db_write(
+                turn_id=_log_turn(turn_id), node=_WRITE_NODE, tabelle="hash_dirty", operation="hset",
+                grund=hash_dirty_reason, span_id=_log_span(span_id), user_id=pair.user_id,
+                character_id=pair.character_id,
+            )  # fmt: skip
         self.log.db_write(
             turn_id=_log_turn(turn_id), node=_WRITE_NODE, tabelle="kzg", operation="del", kzg_key=key,
             geloescht=deleted, verifiziert_weg=gone, span_id=_log_span(span_id),

@@ -243,10 +243,15 @@ class KzgServicer(kzg_pb2_grpc.KzgServiceServicer):
     async def DeleteEntry(
         self, request: kzg_pb2.DeleteEntryRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.DeleteEntryResponse:
+        if request.HasField("as_of") and not request.hash_dirty_reason:
+            raise InvalidArgument("as_of is the hash_dirty marker's time; it needs hash_dirty_reason")
         deleted, gone = await self.memory.delete_entry(
-            _pair(request.pair), request.kzg_key, turn_id=request.turn.turn_id, span_id=request.turn.span_id
+            _pair(request.pair), request.kzg_key, turn_id=request.turn.turn_id, span_id=request.turn.span_id,
+            hash_dirty_reason=request.hash_dirty_reason, as_of=_as_of(request.as_of),
+        )  # fmt: skip
+        return kzg_pb2.DeleteEntryResponse(
+            deleted=deleted, verified_gone=gone, hash_dirty_set=bool(request.hash_dirty_reason)
         )
-        return kzg_pb2.DeleteEntryResponse(deleted=deleted, verified_gone=gone)
 
     async def MarkHashDirty(
         self, request: kzg_pb2.MarkHashDirtyRequest, context: grpc.aio.ServicerContext

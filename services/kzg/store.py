@@ -469,10 +469,18 @@ class KzgStore:
             return None
         return decode_entry(key, raw, int(ttl), with_embedding=with_embedding)
 
-    async def delete_entry(self, key: str) -> tuple[bool, bool]:
-        """DEL then EXISTS: (deleted, verified_gone)."""
-        deleted = await self.redis.delete(key)
-        still_there = await self.redis.exists(key)
+    async def delete_entry(self, key: str, *, hash_dirty: tuple[Pair, str, float] | None = None) -> tuple[bool, bool]:
+        """DEL then EXISTS in one round trip: (deleted, verified_gone).
+
+        ``hash_dirty`` = (pair, reason, time): the pair's marker is set first, in the same round trip.
+        """
+        async with self.redis.pipeline(transaction=False) as pipe:
+            if hash_dirty is not None:
+                pair, reason, now = hash_dirty
+                pipe.hset(hash_dirty_key(pair), mapping={"reason": reason, "gesetzt_am": repr(now)})
+            pipe.delete(key)
+            pipe.exists(key)
+            *_, deleted, still_there = await pipe.execute()
         return bool(deleted), not still_there
 
     async def mark_hash_dirty(self, pair: Pair, reason: str, now: float) -> None:

@@ -207,10 +207,11 @@ class PromotionWorker:
         groups = group_by_key(((j.pair.user_id, j.pair.character_id), j) for j in ready)
         semaphore = asyncio.Semaphore(self.settings.concurrency)
         deferred: list[kzg_pb2.PromotionJob] = []
+        finished: list[kzg_pb2.PromotionJob] = []
 
         async def run_pair(pair_jobs: list[kzg_pb2.PromotionJob]) -> None:
             async with semaphore:
-                if not await self._process_pair(pair_jobs, states, tally, as_of):
+                if not await self._process_pair(pair_jobs, states, tally, as_of, finished):
                     deferred.extend(pair_jobs)
 
         results = await asyncio.gather(*(run_pair(g) for g in groups.values()), return_exceptions=True)
@@ -218,6 +219,14 @@ class PromotionWorker:
         for failure in failures:
             if isinstance(failure, asyncio.CancelledError):
                 raise failure
+        if finished:
+            # One ack for the batch's finished jobs (until then they stay pending to this consumer;
+            # a crash replays them, and every step is idempotent).
+            await self._ack([j.job_id for j in finished], tally)
+            if self.step_hook is not None:
+                for job in finished:
+                    await self.step_hook("acked", job)
+            await self.store.clear_attempts([j.job_id for j in finished if j.job_id in states])
         if failures:
             # Not a job's fault (those are handled per job): a service or the store failed. The
             # groups' unfinished jobs stay pending and come back; the caller backs off.
@@ -228,9 +237,12 @@ class PromotionWorker:
 
     async def _process_pair(
         self, jobs: list[kzg_pb2.PromotionJob], states: dict[str, JobState], tally: Tally,
-        as_of: datetime | None,
+        as_of: datetime | None, finished: list[kzg_pb2.PromotionJob],
     ) -> bool:
-        """One pair's jobs in order under the pair lock; False when another replica holds the pair."""
+        """One pair's jobs in order under the pair lock; False when another replica holds the pair.
+
+        Jobs that ran to their outcome are appended to ``finished`` (the batch acks them).
+        """
         first = jobs[0]
         async with self.store.pair_lock(
             first.pair.user_id, first.pair.character_id, wait_ms=self.settings.pair_lock_wait_ms
@@ -239,7 +251,6 @@ class PromotionWorker:
                 # Another replica promotes this pair right now: leave the jobs pending for later.
                 tally["deferred_locked"] += len(jobs)
                 return False
-            done: list[str] = []
             outage: Exception | None = None
             for job in jobs:
                 try:
@@ -255,13 +266,7 @@ class PromotionWorker:
                     await self._on_failure(job, error, tally)
                     continue
                 tally[result] += 1
-                done.append(job.job_id)
-            if done:
-                await self._ack(done, tally)
-                for job in jobs:
-                    if job.job_id in done and self.step_hook is not None:
-                        await self.step_hook("acked", job)
-                await self.store.clear_attempts([i for i in done if i in states])
+                finished.append(job)
             if outage is not None:
                 raise DependencyDown(_describe(outage)) from outage
         return True
@@ -347,7 +352,7 @@ class PromotionWorker:
         self, job: kzg_pb2.PromotionJob, turn_id: str, span_id: str, node_id: int, tally: Tally,
         as_of: datetime | None,
     ) -> None:
-        """hash_dirty, then DEL the KZG key verified by EXISTS (SPEC §5.3 step 6).
+        """hash_dirty, then DEL the KZG key verified by EXISTS (SPEC §5.3 step 6), in one KZG call.
 
         A failing or unverified DEL is logged loudly and counted (``kzg_delete_failed``), not
         raised: the job is still acked. Only an unreachable KZG keeps the job pending (outage).
@@ -357,27 +362,22 @@ class PromotionWorker:
         logged: dict[str, Any] = {"span_id": span_id, "user_id": job.pair.user_id, "character_id": job.pair.character_id}
         if as_of is not None:
             logged["erstellt_am"] = as_of
+        failure = ""
         try:
-            await self.kzg.MarkHashDirty(
-                kzg_pb2.MarkHashDirtyRequest(
-                    pair=job.pair, reason=f"promotion {job.kzg_key} -> node {node_id}",
+            deleted = await self.kzg.DeleteEntry(
+                kzg_pb2.DeleteEntryRequest(
+                    pair=job.pair, kzg_key=job.kzg_key, turn=turn,
+                    hash_dirty_reason=f"promotion {job.kzg_key} -> node {node_id}",
                     as_of=None if as_of is None else to_timestamp(as_of),
                 ),
                 timeout=timeout,
             )
         except grpc.aio.AioRpcError as error:
-            raise JobFailed(f"KZG MarkHashDirty after new node {node_id}: {_describe(error)}") from error
-        failure = ""
-        try:
-            deleted = await self.kzg.DeleteEntry(
-                kzg_pb2.DeleteEntryRequest(pair=job.pair, kzg_key=job.kzg_key, turn=turn), timeout=timeout
-            )
-        except grpc.aio.AioRpcError as error:
             if _is_outage(error):
                 # The KZG is unreachable (its ack would fail too): an outage, the job stays pending
-                # and its replay (already_promoted) deletes again.
+                # and its replay (already_promoted) marks and deletes again.
                 raise JobFailed(f"KZG DeleteEntry after new node {node_id}: {_describe(error)}") from error
-            failure = f"DEL failed: {_describe(error)}"
+            failure = f"DEL (with the hash_dirty marker) failed: {_describe(error)}"
         else:
             if not deleted.verified_gone:
                 failure = "still exists after DEL (EXISTS answered 1)"

@@ -114,6 +114,23 @@ async def test_promotion_jobs_over_grpc(kzg_stub: kzg_pb2_grpc.KzgServiceStub, r
         assert marker["reason"] == f"promotion {stored.kzg_key} -> node 7"
         assert float(marker["gesetzt_am"]) == 1_790_000_100.0
         assert not await redis.exists(f"hash_dirty:{OTHER.user_id}:{OTHER.character_id}")
+
+        # A marker time without a reason is refused, and nothing is deleted.
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await kzg_stub.DeleteEntry(kzg_pb2.DeleteEntryRequest(
+                pair=PAIR, kzg_key=stored.kzg_key, as_of=Timestamp(seconds=1_790_000_200)
+            ))
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "hash_dirty_reason" in refused.value.details()
+        assert await redis.exists(stored.kzg_key)
+        # Pixie after a new node: the marker and the DEL in one call.
+        retired = await kzg_stub.DeleteEntry(kzg_pb2.DeleteEntryRequest(
+            pair=PAIR, kzg_key=stored.kzg_key, hash_dirty_reason="promotion -> node 8",
+            as_of=Timestamp(seconds=1_790_000_300),
+        ))
+        assert retired.deleted and retired.verified_gone and retired.hash_dirty_set
+        assert not await redis.exists(stored.kzg_key)
+        marker = await redis.hgetall(DIRTY_KEY)
+        assert (marker["reason"], marker["gesetzt_am"]) == ("promotion -> node 8", "1790000300.0")
     finally:
         await redis.aclose()
 

@@ -214,22 +214,28 @@ class GetEntryResponse(_message.Message):
     def __init__(self, entry: _Optional[_Union[_common_pb2.KzgEntry, _Mapping]] = ...) -> None: ...
 
 class DeleteEntryRequest(_message.Message):
-    __slots__ = ("pair", "kzg_key", "turn")
+    __slots__ = ("pair", "kzg_key", "turn", "hash_dirty_reason", "as_of")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     KZG_KEY_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
+    HASH_DIRTY_REASON_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     kzg_key: str
     turn: _common_pb2.TurnContext
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., kzg_key: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ...) -> None: ...
+    hash_dirty_reason: str
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., kzg_key: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., hash_dirty_reason: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class DeleteEntryResponse(_message.Message):
-    __slots__ = ("deleted", "verified_gone")
+    __slots__ = ("deleted", "verified_gone", "hash_dirty_set")
     DELETED_FIELD_NUMBER: _ClassVar[int]
     VERIFIED_GONE_FIELD_NUMBER: _ClassVar[int]
+    HASH_DIRTY_SET_FIELD_NUMBER: _ClassVar[int]
     deleted: bool
     verified_gone: bool
-    def __init__(self, deleted: _Optional[bool] = ..., verified_gone: _Optional[bool] = ...) -> None: ...
+    hash_dirty_set: bool
+    def __init__(self, deleted: _Optional[bool] = ..., verified_gone: _Optional[bool] = ..., hash_dirty_set: _Optional[bool] = ...) -> None: ...
 
 class MarkHashDirtyRequest(_message.Message):
     __slots__ = ("pair", "reason", "as_of")

@@ -124,7 +124,8 @@ class KzgServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def DeleteEntry(self, request, context):
-        """Deletes an entry and verifies with EXISTS (SPEC §5.3 step 6).
+        """Deletes an entry and verifies with EXISTS (SPEC §5.3 step 6); optionally sets the pair's
+        hash_dirty marker first, in the same call (Pixie after a new node).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
