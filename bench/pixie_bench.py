@@ -340,7 +340,8 @@ async def main(args: argparse.Namespace) -> None:
     for r in results:
         total = sum(r.cpu_ms_per_job.values())
         parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r.cpu_ms_per_job.items(), key=lambda kv: -kv[1]))
-        print(f"CPU ms per job, {r.workers}w × {r.concurrency}: {total:.1f} = {parts}")
+        print(f"CPU ms per job, {r.workers}w × {r.concurrency}: {total:.1f} = {parts}; "
+              f"the one LZG process busy {r.cpu_ms_per_job.get('lzg', 0.0) * r.per_s / 1000:.2f} of a core")
     one, two, serial_one, serial_two = (r.per_s for r in results)
     print(f"two workers / one: {two / one:.2f}× (serial workers: {serial_two / serial_one:.2f}×); "
           f"targets: ≥ 50/s with one worker, ≥ 1.3× with two")
