@@ -174,10 +174,13 @@ async def start_stack(
         stores_dir=stores_dir,
     )
     try:
-        for service in services:
-            stack.start_service(service)
-        for service in services:
-            await stack.wait_serving(service, timeout)
+        # Pixie last, once its peers serve: a gRPC channel whose first connect is refused waits out
+        # a reconnect backoff, and Pixie's calls fail fast meanwhile (an outage to its worker).
+        for wave in ([s for s in services if s != "pixie"], [s for s in services if s == "pixie"]):
+            for service in wave:
+                stack.start_service(service)
+            for service in wave:
+                await stack.wait_serving(service, timeout)
     except BaseException:
         await stack.stop(grace=2.0)
         raise
