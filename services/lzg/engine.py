@@ -753,7 +753,7 @@ class LzgEngine:
         """The memory block for one reader, entity names looked up in the pair's registry."""
         check_pair(user_id, character_id)
         reader_names(reader)  # an unknown reader fails before any read
-        async with self.store.reader() as conn:
+        async with self.store.pool.acquire() as conn:
             names = await self._entity_names(conn, user_id, character_id, erinnerungen)
         return render_memory_block(
             erinnerungen, reader, names, user_name=user_name, character_name=character_name
