@@ -96,6 +96,9 @@ class PixieConfig:
     log_retention_days: int = 0
     """Retention horizon passed to Purge; 0 → the log service's default (365 days, SPEC §8)."""
 
+    run_retention_days: int = 90
+    """The daily task deletes finished runs older than this (the newest run of each task stays); 0 keeps all."""
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PixieConfig:
         """Read ``NOVABERG_PIXIE_*`` plus the shared ``NOVABERG_POSTGRES_URL`` and service addresses."""
@@ -122,4 +125,5 @@ class PixieConfig:
             daily_retry_s=env_float(f"{p}DAILY_RETRY_S", 900.0, min_value=0.0, env=env),
             rpc_timeout_s=env_float(f"{p}RPC_TIMEOUT_S", 30.0, min_value=0.1, env=env),
             log_retention_days=env_int(f"{p}LOG_RETENTION_DAYS", 0, min_value=0, env=env),
+            run_retention_days=env_int(f"{p}RUN_RETENTION_DAYS", 90, min_value=0, env=env),
         )

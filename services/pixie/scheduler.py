@@ -1,7 +1,7 @@
 """The scheduler: task registry, daily decay once per day across replicas, triggers, pause (SPEC §9).
 
-``synapsen_decay`` = LZG ``RunDecay`` (SPEC §5.7) then log ``Purge`` (SPEC §8), once per UTC day
-from ``decay_at``. The replica whose claim row wins the unique index runs it; the others skip.
+``synapsen_decay`` = LZG ``RunDecay`` (SPEC §5.7) then log ``Purge`` (SPEC §8) and the purge of
+Pixie's own finished runs older than ``run_retention_days``, once per UTC day from ``decay_at``. The replica whose claim row wins the unique index runs it; the others skip.
 ``synapsen_promotion`` runs continuously in :class:`PromotionWorker`; both honour pause/resume,
 which is persisted so every replica sees it.
 """
@@ -13,8 +13,9 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 
+import asyncpg
 import grpc.aio
 
 from novaberg.common.v1 import common_pb2
@@ -58,6 +59,7 @@ class SchedulerSettings:
     daily_retry_s: float = 900.0
     rpc_timeout_s: float = 30.0
     log_retention_days: int = 0
+    run_retention_days: int = 90
 
     @property
     def long_rpc_timeout_s(self) -> float:
@@ -214,6 +216,20 @@ class Scheduler:
                     self.plog.db_write(
                         turn_id=run.turn_id, node=DECAY_NODE, tabelle="pipeline_log", operation="purge",
                         span_id=span.span_id, deleted=purged.deleted, kept_turn_roh=purged.kept_turn_roh,
+                    )
+            if self.settings.run_retention_days > 0:
+                # Pixie's own run history: operational bookkeeping on the real clock, not memory
+                # time, so a replay's as_of months ahead does not age it.
+                before = self.clock() - timedelta(days=self.settings.run_retention_days)
+                try:
+                    runs_deleted = await self.store.purge_runs(before)
+                except (asyncpg.PostgresError, OSError) as error:
+                    errors.append(f"run history purge failed: {type(error).__name__}: {error}")
+                else:
+                    counts["runs_deleted"] = runs_deleted
+                    self.plog.db_write(
+                        turn_id=run.turn_id, node=DECAY_NODE, tabelle="pixie.runs", operation="purge",
+                        span_id=span.span_id, deleted=runs_deleted, before=before.isoformat(),
                     )
         finally:
             heartbeat.cancel()

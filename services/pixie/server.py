@@ -65,6 +65,7 @@ class PixieApp:
                 decay_at=cfg.decay_at, scheduler_interval_s=cfg.scheduler_interval_s,
                 stale_run_s=cfg.stale_run_s, daily_retry_s=cfg.daily_retry_s,
                 rpc_timeout_s=cfg.rpc_timeout_s, log_retention_days=cfg.log_retention_days,
+                run_retention_days=cfg.run_retention_days,
             ),
         )
         return cls(cfg, store, clients, plog, worker, scheduler, owns_plog=pipeline_log is None)

@@ -215,6 +215,11 @@ class PixieStore:
         rows = await self.pool.fetch(_QUERIES["list_runs"], task, limit)
         return [_run(r) for r in rows]
 
+    async def purge_runs(self, before: datetime) -> int:
+        """Deletes finished runs started before ``before``, keeping each task's newest; returns how many."""
+        status = await self.pool.execute(_QUERIES["purge_runs"], before)
+        return int(status.rsplit(" ", 1)[-1])
+
     async def last_runs(self, tasks: Sequence[str]) -> dict[str, RunRecord]:
         rows = await self.pool.fetch(_QUERIES["last_runs"], list(tasks))
         return {r["task"]: _run(r) for r in rows}

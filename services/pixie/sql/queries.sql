@@ -54,6 +54,12 @@ SELECT r.*
   FROM unnest($1::text[]) AS t(task)
   CROSS JOIN LATERAL (SELECT * FROM runs WHERE runs.task = t.task ORDER BY id DESC LIMIT 1) AS r;
 
+-- name: purge_runs
+-- Finished runs started before $1; the newest run of every task stays (the API's "last run").
+DELETE FROM runs
+ WHERE ended_at IS NOT NULL AND started_at < $1
+   AND id NOT IN (SELECT max(id) FROM runs GROUP BY task);
+
 -- name: set_paused
 INSERT INTO task_state (task, paused, updated_at, updated_by) VALUES ($1, $2, $3, $4)
 ON CONFLICT (task) DO UPDATE

@@ -176,7 +176,7 @@ async def test_decay_trigger_records_an_honest_failure_when_lzg_and_log_are_down
     run = (await a.api.TriggerTask(
         pixie_pb2.TriggerTaskRequest(task="synapsen_decay", as_of=to_timestamp(as_of))
     )).run
-    assert run.outcome == "failed" and run.run_day == "2026-11-29" and dict(run.counts) == {}
+    assert run.outcome == "failed" and run.run_day == "2026-11-29" and dict(run.counts) == {"runs_deleted": 0}
     assert "LZG RunDecay failed: UNAVAILABLE" in run.error
     assert "log Purge not run" in run.error
     # A failed run releases the day: the next trigger runs again instead of being skipped.

@@ -55,7 +55,7 @@ async def test_purge_still_runs_when_the_lzg_is_down_and_the_partial_outcome_is_
         pixie_pb2.TriggerTaskRequest(task="synapsen_decay", as_of=to_timestamp(AS_OF))
     )).run
     assert run.outcome == "failed" and run.run_day == "2026-11-29"
-    assert dict(run.counts) == {"log_rows_deleted": 3, "kept_turn_roh": 1}
+    assert dict(run.counts) == {"log_rows_deleted": 3, "kept_turn_roh": 1, "runs_deleted": 0}
     assert run.error.startswith("LZG RunDecay failed: UNAVAILABLE") and "Purge" not in run.error
 
     left = (await log_api.Query(log_pb2.QueryRequest(node="test"))).records
@@ -64,12 +64,14 @@ async def test_purge_still_runs_when_the_lzg_is_down_and_the_partial_outcome_is_
     # The run's own rows reached the log service: maintenance rows, pair NULL, one turn_id.
     await log_only_cluster.stop(a)
     rows = (await log_api.Query(log_pb2.QueryRequest(node="synapsen_decay"))).records
-    assert [r.art for r in rows] == ["span_start", "db_write", "fehler", "berechnung", "span_end"]
+    assert [r.art for r in rows] == ["span_start", "db_write", "db_write", "fehler", "berechnung", "span_end"]
     assert {(r.user_id, r.character_id, r.quelle) for r in rows} == {("", "", "Pixie")}
     assert len({r.turn_id for r in rows}) == 1 and len({r.span_id for r in rows}) == 1
     assert json.loads(rows[1].inhalt_json)["deleted"] == 3
-    result = json.loads(rows[3].inhalt_json)
-    assert result["outcome"] == "failed" and result["counts"] == {"log_rows_deleted": 3, "kept_turn_roh": 1}
+    assert json.loads(rows[2].inhalt_json)["deleted"] == 0  # no run older than 90 days yet
+    result = json.loads(rows[4].inhalt_json)
+    assert result["outcome"] == "failed"
+    assert result["counts"] == {"log_rows_deleted": 3, "kept_turn_roh": 1, "runs_deleted": 0}
 
 
 async def test_a_second_trigger_on_the_same_day_is_skipped_unless_forced(
@@ -106,3 +108,38 @@ async def test_a_second_trigger_on_the_same_day_is_skipped_unless_forced(
     finally:
         await cluster.close()
 
+
+
+async def test_the_daily_task_purges_old_runs_but_keeps_each_tasks_newest(
+    pg_url: str, kzg_server: RunningServer, log_server: RunningServer
+) -> None:
+    cluster = PixieCluster(
+        pixie_config(pg_url, kzg_addr=kzg_server.target, lzg_addr=UNREACHABLE, log_addr=log_server.target)
+    )
+    try:
+        a = await cluster.start("pixie-a")
+        store = a.app.store
+        now = datetime.now(UTC)
+
+        async def run(task: str, days_ago: float, *, finished: bool = True) -> int:
+            started = now - timedelta(days=days_ago)
+            record = await store.insert_run(task, trigger="worker", turn_id="t", replica="pixie-z", now=started)
+            if finished:
+                await store.finish_run(record.id, outcome="ok", counts={}, error="", now=started)
+            return record.id
+
+        old_promotions = [await run("synapsen_promotion", d) for d in (200, 120, 91)]
+        recent_promotion = await run("synapsen_promotion", 89)
+        unfinished_old = await run("synapsen_promotion", 150, finished=False)
+        old_decay = await run("synapsen_decay", 300)  # the run below becomes its task's newest
+        newest_promotion = await run("synapsen_promotion", 95)  # old too, but the newest of its task: stays
+
+        decay = (await a.api.TriggerTask(
+            pixie_pb2.TriggerTaskRequest(task="synapsen_decay", as_of=to_timestamp(AS_OF), force=True)
+        )).run
+        assert decay.counts["runs_deleted"] == len(old_promotions) + 1
+        left = {r.id for r in await store.list_runs(None, 100)}
+        assert left.isdisjoint([*old_promotions, old_decay])
+        assert {recent_promotion, unfinished_old, newest_promotion, decay.id} <= left
+    finally:
+        await cluster.close()

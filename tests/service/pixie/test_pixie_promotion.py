@@ -240,7 +240,7 @@ async def test_two_replicas_run_the_daily_task_once(
     assert len(runs) == 1, [(r.replica, r.outcome, r.error) for r in runs]
     run = runs[0]
     assert (run.outcome, run.run_day, run.error) == ("ok", today.isoformat(), "")
-    assert set(run.counts) == {"nodes_decayed", "nodes_deactivated", "log_rows_deleted", "kept_turn_roh"}
+    assert set(run.counts) == {"nodes_decayed", "nodes_deactivated", "log_rows_deleted", "kept_turn_roh", "runs_deleted"}
     assert run.replica in ("pixie-a", "pixie-b")
 
     # Both replicas ticking at the very same moment for a new day: one runs, one skips.
@@ -262,7 +262,9 @@ async def test_daily_run_decays_the_lzg_and_reports_counts(
         pixie_pb2.TriggerTaskRequest(task="synapsen_decay", as_of=to_timestamp(as_of))
     )).run
     assert run.outcome == "ok" and run.run_day == as_of.date().isoformat()
-    assert dict(run.counts) == {"nodes_decayed": 1, "nodes_deactivated": 1, "log_rows_deleted": 0, "kept_turn_roh": 0}
+    assert dict(run.counts) == {
+        "nodes_decayed": 1, "nodes_deactivated": 1, "log_rows_deleted": 0, "kept_turn_roh": 0, "runs_deleted": 0,
+    }
     (node,) = await nodes_of(lzg)
     assert not node.aktiv and node.gewicht_decay < 0.1
     assert node.gewicht_absolut == pytest.approx(3.928, abs=1e-3)  # never changed by decay
