@@ -22,6 +22,8 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -205,7 +207,7 @@ class KzgMemory:
         self.log.db_write(
             turn_id=_log_turn(turn.turn_id), node=_SESSION_NODE, tabelle="session", operation="append",
             rolle=turn.role, laenge=length, zusammengefasst=summarized, gekuerzt=trimmed,
-            user_id=pair.user_id, character_id=pair.character_id,
+            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=_log_time(as_of),
         )
         return AppendResult(turn_count=length, summarized=summarized, trimmed=trimmed)
 
@@ -246,7 +248,10 @@ class KzgMemory:
         """Gate, canon, embed, write with TTL, queue ≥ HIGH, reinforce neighbours (SPEC §4.1–§4.4)."""
         themen = self._validate_entry(entry)
         pair = entry.pair
-        pair_kwargs = {"user_id": pair.user_id, "character_id": pair.character_id}
+        # The log records of this write: the pair, and a replay's simulated time.
+        pair_kwargs: dict[str, Any] = {
+            "user_id": pair.user_id, "character_id": pair.character_id, "erstellt_am": _log_time(entry.as_of),
+        }
         turn_id, span_id = _log_turn(entry.turn_id), _log_span(entry.span_id)
 
         canon = check_canon(entry.modus, entry.intentionen, self.canon)
@@ -340,7 +345,7 @@ class KzgMemory:
         return entry_key(entry.pair, entry.entry_id or uuid.uuid4().hex), fields, ttl_seconds(tier)
 
     def _updates(
-        self, neighbours: Sequence[Neighbour], turn_id: str, pair_kwargs: dict[str, str]
+        self, neighbours: Sequence[Neighbour], turn_id: str, pair_kwargs: dict[str, Any]
     ) -> list[NeighbourUpdate]:
         """Reinforcement of each neighbour by SPEC §4.4; entries without salienz_eingang are skipped."""
         updates = []
@@ -376,7 +381,7 @@ class KzgMemory:
         updates: list[NeighbourUpdate],
         codes: list[int],
         turn_id: str,
-        pair_kwargs: dict[str, str],
+        pair_kwargs: dict[str, Any],
     ) -> tuple[int, int]:
         """Retry neighbours whose haeufigkeit changed concurrently (compare-and-set); → (reinforced, queued)."""
         reinforced = sum(1 for c in codes if c > 0)
@@ -432,6 +437,7 @@ class KzgMemory:
             verworfen_unter_schwelle=dropped, schwelle=self.retrieval_threshold, top_k=top_k,
             beobachter=query.beobachter or "beide", kzg_keys=[h.entry.kzg_key for h in hits],
             span_id=_log_span(query.span_id), user_id=pair.user_id, character_id=pair.character_id,
+            erstellt_am=_log_time(query.as_of),
         )
         return RetrieveResult(
             hits=hits, threshold=self.retrieval_threshold, model_id=self.provider.model_id,
@@ -526,6 +532,11 @@ class KzgMemory:
 
     async def inspect_promotion_queue(self, limit: int) -> QueueState:
         return await self.store.inspect_queue(limit if limit > 0 else 100)
+
+
+def _log_time(as_of: float | None) -> datetime | None:
+    """A request's ``as_of`` as the log records' time (None → the log's now)."""
+    return None if as_of is None else datetime.fromtimestamp(as_of, UTC)
 
 
 def _log_turn(turn_id: str) -> str:

@@ -128,6 +128,8 @@ class RetrieveQuery:
     top_k: int = 10
     turn_id: str = ""
     span_id: str = ""
+    as_of: float | None = None
+    """Unix seconds of the read for its log records (a replay's simulated time); None → now."""
 
 
 @dataclass(frozen=True)

@@ -223,6 +223,7 @@ class KzgServicer(kzg_pb2_grpc.KzgServiceServicer):
             top_k=request.top_k,
             turn_id=request.turn.turn_id,
             span_id=request.turn.span_id,
+            as_of=_as_of(request.as_of),
         )
         result = await self.memory.retrieve(query)
         return kzg_pb2.RetrieveResponse(

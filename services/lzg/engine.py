@@ -607,11 +607,13 @@ class LzgEngine:
         readers: Sequence[str] = (),
         user_name: str = "",
         character_name: str = "",
+        as_of: datetime | None = None,
     ) -> SpreadingResult:
         """Anchors, shells, dedup, sort, top 3 (SPEC §5.8); reads only.
 
         With ``readers``, the memory block of each (SPEC §5.9) is rendered from the same
-        consistent view, the entity names read once for all of them.
+        consistent view, the entity names read once for all of them. ``as_of`` is the time of
+        the log record (a replay's simulated time; None → now).
         """
         check_pair(user_id, character_id)
         for reader in readers:  # an unknown reader fails before anything is read (SPEC §10)
@@ -668,6 +670,7 @@ class LzgEngine:
                 user_id=user_id,
                 character_id=character_id,
                 span_id=span_id,
+                erstellt_am=as_of,
             )
         return SpreadingResult(resonanz, pool_size, blocks)
 

@@ -361,6 +361,7 @@ class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
             readers=list(dict.fromkeys(request.readers)),
             user_name=request.user_name,
             character_name=request.character_name,
+            as_of=_as_of(request) if request.HasField("as_of") else None,
         )
         return lzg_pb2.SpreadingReadResponse(
             lzg_resonanz=resonanz_to_proto(result.resonanz),

@@ -421,7 +421,7 @@ class TurnPipeline:
                 _peer("KZG", "Retrieve", self.kzg.Retrieve(
                     kzg_pb2.RetrieveRequest(
                         pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values), top_k=self.kzg_top_k,
-                        turn=turn,
+                        turn=turn, as_of=to_timestamp(as_of),
                     ),
                     timeout=self.timeout, wait_for_ready=True,
                 )),
@@ -430,6 +430,7 @@ class TurnPipeline:
                         pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values), cluster=cluster,
                         nova_emotion=request.nova_emotion, turn=turn, readers=readers,
                         user_name=request.user_name, character_name=request.character_name,
+                        as_of=to_timestamp(as_of),
                     ),
                     timeout=self.timeout, wait_for_ready=True,
                 )),

@@ -14,12 +14,14 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
+from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.clients import ServiceClients
 from novaberg_core.demo import DemoResult, load_script, run_demo
@@ -125,6 +127,24 @@ async def test_the_answer_that_uses_a_memory_reinforces_it(demo_run: DemoRun) ->
     assert now.gewicht_roh >= before.gewicht_roh + REINFORCEMENT_BOOST - 1e-9
     assert now.haeufigkeit > before.haeufigkeit
     assert now.gewicht_decay == pytest.approx(now.gewicht_absolut)
+
+
+async def test_a_replayed_turn_tells_its_story_at_its_simulated_time(demo_run: DemoRun) -> None:
+    """Every service logs a replayed turn at the turn's ``as_of``, so ``novaberg log`` reads in order."""
+    question = demo_run.result.questions[0]
+    expected = {"observe", "kzg_speicher", "session", "kzg", "enricher", "dispatcher", "verwendung"}
+    async with ServiceClients(demo_run.stack.addresses) as clients:
+        records: list[log_pb2.LogRecord] = []
+        for _ in range(50):  # each service's writer flushes every 0.2 s
+            records = list((await clients.call("log", "Query", log_pb2.QueryRequest(turn_id=question.turn_id))).records)
+            if expected <= {r.node for r in records}:
+                break
+            await asyncio.sleep(0.1)
+    nodes = {r.node for r in records}
+    assert expected <= nodes, nodes
+    times = {(r.node, r.art): from_timestamp(r.erstellt_am) for r in records}
+    late = {key: t for key, t in times.items() if not question.when <= t <= question.when + timedelta(hours=1)}
+    assert not late, f"records outside the turn's simulated hour {question.when}: {late}"
 
 
 def test_the_cli_reads_the_same_stack(demo_run: DemoRun, tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ class RetrieveFilters(_message.Message):
     def __init__(self, emotion: _Optional[_Iterable[str]] = ..., modus: _Optional[_Iterable[str]] = ..., entitaet_ids: _Optional[_Iterable[int]] = ..., themen: _Optional[_Iterable[str]] = ..., timeline_id: _Optional[int] = ..., min_salienz: _Optional[float] = ...) -> None: ...
 
 class RetrieveRequest(_message.Message):
-    __slots__ = ("pair", "query_text", "query_vector", "beobachter", "filters", "top_k", "turn")
+    __slots__ = ("pair", "query_text", "query_vector", "beobachter", "filters", "top_k", "turn", "as_of")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +162,7 @@ class RetrieveRequest(_message.Message):
     FILTERS_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     query_text: str
     query_vector: QueryVector
@@ -169,7 +170,8 @@ class RetrieveRequest(_message.Message):
     filters: RetrieveFilters
     top_k: int
     turn: _common_pb2.TurnContext
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., filters: _Optional[_Union[RetrieveFilters, _Mapping]] = ..., top_k: _Optional[int] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ...) -> None: ...
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., filters: _Optional[_Union[RetrieveFilters, _Mapping]] = ..., top_k: _Optional[int] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class QueryVector(_message.Message):
     __slots__ = ("values",)

@@ -131,7 +131,7 @@ class PromoteResponse(_message.Message):
     def __init__(self, outcome: _Optional[_Union[_common_pb2.PromotionOutcome, str]] = ..., node_id: _Optional[int] = ..., best_cosine: _Optional[float] = ..., edges_created: _Optional[int] = ..., kzg_delete_allowed: _Optional[bool] = ..., already_promoted: _Optional[bool] = ..., candidates: _Optional[int] = ...) -> None: ...
 
 class SpreadingReadRequest(_message.Message):
-    __slots__ = ("pair", "query_vector", "query_text", "cluster", "nova_emotion", "turn", "readers", "user_name", "character_name")
+    __slots__ = ("pair", "query_vector", "query_text", "cluster", "nova_emotion", "turn", "readers", "user_name", "character_name", "as_of")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
@@ -141,6 +141,7 @@ class SpreadingReadRequest(_message.Message):
     READERS_FIELD_NUMBER: _ClassVar[int]
     USER_NAME_FIELD_NUMBER: _ClassVar[int]
     CHARACTER_NAME_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     query_vector: QueryVector
     query_text: str
@@ -150,7 +151,8 @@ class SpreadingReadRequest(_message.Message):
     readers: _containers.RepeatedScalarFieldContainer[str]
     user_name: str
     character_name: str
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., query_text: _Optional[str] = ..., cluster: _Optional[str] = ..., nova_emotion: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., readers: _Optional[_Iterable[str]] = ..., user_name: _Optional[str] = ..., character_name: _Optional[str] = ...) -> None: ...
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., query_text: _Optional[str] = ..., cluster: _Optional[str] = ..., nova_emotion: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., readers: _Optional[_Iterable[str]] = ..., user_name: _Optional[str] = ..., character_name: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class QueryVector(_message.Message):
     __slots__ = ("values",)
