@@ -38,7 +38,7 @@ import uvloop
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from opentelemetry import trace
-from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor, filters
+from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor
 
 from novaberg_core.config import CommonConfig, ConfigError, env_choice
 from novaberg_core.errors import NovabergError, Unavailable, status_code_for
@@ -74,10 +74,20 @@ _PASS_THROUGH_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DE
 _TELEMETRY_FLUSH_TIMEOUT_S = 3.0
 
 
-# Span filter (True = trace the call): health probes and reflection are tooling noise.
-_TRACED = filters.negate(
-    filters.any_of(filters.health_check(), filters.service_name(reflection.SERVICE_NAME))
-)
+_UNTRACED_PREFIXES = ("/grpc.health.v1.Health/", f"/{reflection.SERVICE_NAME}/")
+
+
+def _traced(details: Any) -> bool:
+    """Span filter (True = trace the call): health probes and reflection are tooling noise.
+
+    The same rule as OpenTelemetry's ``negate(any_of(health_check(), service_name(reflection)))``,
+    as one prefix test: those filters run an ``isinstance`` against a typing Protocol on every
+    call of every service (measured ~2 % of the pipeline's CPU).
+    """
+    method = details.method
+    if isinstance(method, bytes):  # grpc.aio client call details carry bytes (grpc/grpc#31092)
+        method = method.decode()
+    return not method.startswith(_UNTRACED_PREFIXES)
 
 
 async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method: str) -> NoReturn:
@@ -301,7 +311,7 @@ async def create_server(
     """
     provider = setup_telemetry(cfg.service_name, cfg.otel_exporter)
     interceptors: list[grpc.aio.ServerInterceptor] = [
-        aio_server_interceptor(tracer_provider=provider, filter_=_TRACED),
+        aio_server_interceptor(tracer_provider=provider, filter_=_traced),
         ErrorMappingInterceptor(),
         *extra_interceptors,
     ]
@@ -419,7 +429,7 @@ def run_service(main: Callable[[], Awaitable[None]], *, log_level: str = "INFO")
 
 def insecure_channel(target: str, *, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
     """A client channel whose calls carry the current trace context (client spans, health excluded)."""
-    interceptors = aio_client_interceptors(tracer_provider=tracer_provider(), filter_=_TRACED)
+    interceptors = aio_client_interceptors(tracer_provider=tracer_provider(), filter_=_traced)
     return grpc.aio.insecure_channel(target, options=list(options), interceptors=interceptors)
 
 

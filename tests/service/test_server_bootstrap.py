@@ -352,6 +352,22 @@ async def test_server_span_for_rpc_and_none_for_health(
     assert not [s for s in spans.get_finished_spans() if "grpc.health" in s.name]
 
 
+async def test_health_and_reflection_calls_leave_no_span_on_either_side(
+    echo_server: tuple[EchoService, RunningServer], spans: InMemorySpanExporter
+) -> None:
+    async with insecure_channel(echo_server[1].target) as traced:  # client spans on this side too
+        assert await _health(traced, SERVICE) == health_pb2.HealthCheckResponse.SERVING
+        stub = reflection_pb2_grpc.ServerReflectionStub(traced)
+        call = stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
+        assert [r async for r in call]
+        assert await traced.unary_unary(f"/{SERVICE}/Unary")(b"hallo") == b"hallo"
+    finished = await _finished(spans, lambda s: s.kind in (SpanKind.CLIENT, SpanKind.SERVER), count=2)
+    assert sorted((s.kind.name, s.name) for s in finished) == [
+        ("CLIENT", f"/{SERVICE}/Unary"), ("SERVER", f"/{SERVICE}/Unary"),
+    ]
+    assert not [s for s in spans.get_finished_spans() if "Health" in s.name or "Reflection" in s.name]
+
+
 async def test_internal_error_span_keeps_the_real_cause(
     channel: grpc.aio.Channel, spans: InMemorySpanExporter
 ) -> None:
