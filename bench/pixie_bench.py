@@ -14,7 +14,7 @@ and nothing is pending. Every job runs the full path: GetEntry → LZG Promote (
 all ~1,000 nodes of the pair, insert, Trigger 1 edges, bridge row) → MarkHashDirty → DeleteEntry
 → ack, plus Pixie's lock, attempt bookkeeping and pipeline-log records.
 
-    .venv/bin/python bench/pixie_bench.py [--pairs 8] [--nodes 1000] [--jobs 600] [--concurrency 8]
+    .venv/bin/python bench/pixie_bench.py [--pairs 32] [--nodes 1000] [--jobs 1200] [--concurrency 8]
 
 Targets (issue 6): ≥ 50 promotions/s with one worker, two workers ≥ 1.3× one. The last line
 printed is one JSON object with ``promotions_per_s_1w`` and ``promotions_per_s_2w``.
@@ -300,6 +300,9 @@ async def main(args: argparse.Namespace) -> None:
         "NOVABERG_EMBEDDING": args.embedding,
         "NOVABERG_KZG_REINFORCEMENT": "aus",
         "NOVABERG_LOG_LEVEL": "WARNING",
+        # One LZG serves every worker here (production runs LZG replicas): room for two workers'
+        # 2 × 8 promotions in flight, each holding a connection for its transaction.
+        "NOVABERG_LZG_POOL_MAX": "24",
     }
     print(f"starting stores and log/kzg/lzg services in {data_dir} …", flush=True)
     stack = await start_stack(data_dir, services=("log", "kzg", "lzg"), extra_env=extra_env)
@@ -362,9 +365,9 @@ async def main(args: argparse.Namespace) -> None:
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pairs", type=int, default=8)
+    parser.add_argument("--pairs", type=int, default=32, help="more than a worker's pairs in flight, so a second worker has pairs of its own")
     parser.add_argument("--nodes", type=int, default=1000, help="seeded nodes per pair")
-    parser.add_argument("--jobs", type=int, default=600, help="promotion jobs per phase")
+    parser.add_argument("--jobs", type=int, default=1200, help="promotion jobs per phase")
     parser.add_argument("--concurrency", type=int, default=8, help="pairs in flight per worker")
     parser.add_argument("--batch", type=int, default=32, help="jobs per stream read")
     parser.add_argument("--embedding", default="use", choices=("use", "minilm"))
