@@ -405,8 +405,8 @@ def run_service(main: Callable[[], Awaitable[None]], *, log_level: str = "INFO")
 
     The loop is uvloop unless ``NOVABERG_EVENT_LOOP=asyncio``: grpc.aio, asyncpg and redis-py
     hand every call's completion through the loop, and uvloop's loop costs less per hand-off
-    (bench/turn_bench.py: memory time p50 −1 to −1.5 ms per turn, ~0.6 ms less CPU per service
-    and turn; docs/decisions.md). A :class:`ConfigError` ends the process with exit code 2 and
+    (turn benchmark: memory time p50 −0.6 to −1.5 ms per turn, ~0.6 ms less CPU per service and
+    turn; docs/decisions.md). A :class:`ConfigError` ends the process with exit code 2 and
     the message alone (it names the variable); Ctrl-C before the server is up exits 130 without
     a traceback.
     """
