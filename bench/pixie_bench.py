@@ -11,8 +11,9 @@ Each phase then queues ``--jobs`` new HIGH entries through the KZG service (spre
 starts N Pixie workers as ``python -m services.pixie`` processes (N = 1, then 2; each with
 ``--concurrency`` pairs in flight) and times the queue from the first acked job until it is empty
 and nothing is pending. Every job runs the full path: GetEntry → LZG Promote (embed, compare with
-all ~1,000 nodes of the pair, insert, Trigger 1 edges, bridge row) → MarkHashDirty → DeleteEntry
-→ ack, plus Pixie's lock, attempt bookkeeping and pipeline-log records.
+all ~1,000 nodes of the pair, insert, Trigger 1 edges, bridge row) → DeleteEntry with the
+pair's hash_dirty marker → ack (one per batch), plus Pixie's lock, attempt bookkeeping and
+pipeline-log records.
 
     .venv/bin/python bench/pixie_bench.py [--pairs 32] [--nodes 1000] [--jobs 1200] [--concurrency 8]
 
