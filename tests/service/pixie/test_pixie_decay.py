@@ -110,36 +110,28 @@ async def test_a_second_trigger_on_the_same_day_is_skipped_unless_forced(
 
 
 
-async def test_the_daily_task_purges_old_runs_but_keeps_each_tasks_newest(
-    pg_url: str, kzg_server: RunningServer, log_server: RunningServer
-) -> None:
-    cluster = PixieCluster(
-        pixie_config(pg_url, kzg_addr=kzg_server.target, lzg_addr=UNREACHABLE, log_addr=log_server.target)
-    )
-    try:
-        a = await cluster.start("pixie-a")
-        store = a.app.store
-        now = datetime.now(UTC)
+async def test_the_daily_task_purges_old_runs_but_keeps_each_tasks_newest(log_only_cluster: PixieCluster) -> None:
+    a = await log_only_cluster.start("pixie-a")
+    store = a.app.store
+    now = datetime.now(UTC)
 
-        async def run(task: str, days_ago: float, *, finished: bool = True) -> int:
-            started = now - timedelta(days=days_ago)
-            record = await store.insert_run(task, trigger="worker", turn_id="t", replica="pixie-z", now=started)
-            if finished:
-                await store.finish_run(record.id, outcome="ok", counts={}, error="", now=started)
-            return record.id
+    async def run(task: str, days_ago: float, *, finished: bool = True) -> int:
+        started = now - timedelta(days=days_ago)
+        record = await store.insert_run(task, trigger="worker", turn_id="t", replica="pixie-z", now=started)
+        if finished:
+            await store.finish_run(record.id, outcome="ok", counts={}, error="", now=started)
+        return record.id
 
-        old_promotions = [await run("synapsen_promotion", d) for d in (200, 120, 91)]
-        recent_promotion = await run("synapsen_promotion", 89)
-        unfinished_old = await run("synapsen_promotion", 150, finished=False)
-        old_decay = await run("synapsen_decay", 300)  # the run below becomes its task's newest
-        newest_promotion = await run("synapsen_promotion", 95)  # old too, but the newest of its task: stays
+    old_promotions = [await run("synapsen_promotion", d) for d in (200, 120, 91)]
+    recent_promotion = await run("synapsen_promotion", 89)
+    unfinished_old = await run("synapsen_promotion", 150, finished=False)
+    old_decay = await run("synapsen_decay", 300)  # the run below becomes its task's newest
+    newest_promotion = await run("synapsen_promotion", 95)  # old too, but the newest of its task: stays
 
-        decay = (await a.api.TriggerTask(
-            pixie_pb2.TriggerTaskRequest(task="synapsen_decay", as_of=to_timestamp(AS_OF), force=True)
-        )).run
-        assert decay.counts["runs_deleted"] == len(old_promotions) + 1
-        left = {r.id for r in await store.list_runs(None, 100)}
-        assert left.isdisjoint([*old_promotions, old_decay])
-        assert {recent_promotion, unfinished_old, newest_promotion, decay.id} <= left
-    finally:
-        await cluster.close()
+    decay = (await a.api.TriggerTask(
+        pixie_pb2.TriggerTaskRequest(task="synapsen_decay", as_of=to_timestamp(AS_OF), force=True)
+    )).run
+    assert decay.counts["runs_deleted"] == len(old_promotions) + 1
+    left = {r.id for r in await store.list_runs(None, 100)}
+    assert left.isdisjoint([*old_promotions, old_decay])
+    assert {recent_promotion, unfinished_old, newest_promotion, decay.id} <= left
