@@ -61,7 +61,7 @@ class ActivatedGoal(_message.Message):
     def __init__(self, embedding: _Optional[_Iterable[float]] = ..., aktivierungs_staerke: _Optional[float] = ...) -> None: ...
 
 class BuildDossierRequest(_message.Message):
-    __slots__ = ("pair", "turn_id", "query_text", "intentionen", "goals", "nova_emotion", "readers", "user_name", "character_name", "include_vectors", "as_of")
+    __slots__ = ("pair", "turn_id", "query_text", "intentionen", "goals", "nova_emotion", "readers", "user_name", "character_name", "include_vectors", "as_of", "recall_k")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +73,7 @@ class BuildDossierRequest(_message.Message):
     CHARACTER_NAME_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_VECTORS_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
+    RECALL_K_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     turn_id: str
     query_text: str
@@ -84,7 +85,36 @@ class BuildDossierRequest(_message.Message):
     character_name: str
     include_vectors: bool
     as_of: _timestamp_pb2.Timestamp
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., turn_id: _Optional[str] = ..., query_text: _Optional[str] = ..., intentionen: _Optional[_Iterable[str]] = ..., goals: _Optional[_Iterable[_Union[ActivatedGoal, _Mapping]]] = ..., nova_emotion: _Optional[str] = ..., readers: _Optional[_Iterable[str]] = ..., user_name: _Optional[str] = ..., character_name: _Optional[str] = ..., include_vectors: _Optional[bool] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    recall_k: int
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., turn_id: _Optional[str] = ..., query_text: _Optional[str] = ..., intentionen: _Optional[_Iterable[str]] = ..., goals: _Optional[_Iterable[_Union[ActivatedGoal, _Mapping]]] = ..., nova_emotion: _Optional[str] = ..., readers: _Optional[_Iterable[str]] = ..., user_name: _Optional[str] = ..., character_name: _Optional[str] = ..., include_vectors: _Optional[bool] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recall_k: _Optional[int] = ...) -> None: ...
+
+class RecallItem(_message.Message):
+    __slots__ = ("layer", "beobachter", "speaker", "zeitpunkt", "score", "inhalt", "turn_id", "kzg_key", "knoten_id", "schale", "pfad", "quellen")
+    LAYER_FIELD_NUMBER: _ClassVar[int]
+    BEOBACHTER_FIELD_NUMBER: _ClassVar[int]
+    SPEAKER_FIELD_NUMBER: _ClassVar[int]
+    ZEITPUNKT_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    INHALT_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    KZG_KEY_FIELD_NUMBER: _ClassVar[int]
+    KNOTEN_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHALE_FIELD_NUMBER: _ClassVar[int]
+    PFAD_FIELD_NUMBER: _ClassVar[int]
+    QUELLEN_FIELD_NUMBER: _ClassVar[int]
+    layer: str
+    beobachter: _common_pb2.Beobachter
+    speaker: str
+    zeitpunkt: _timestamp_pb2.Timestamp
+    score: float
+    inhalt: str
+    turn_id: str
+    kzg_key: str
+    knoten_id: int
+    schale: int
+    pfad: _containers.RepeatedCompositeFieldContainer[_lzg_pb2.PfadSchritt]
+    quellen: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, layer: _Optional[str] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., speaker: _Optional[str] = ..., zeitpunkt: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., score: _Optional[float] = ..., inhalt: _Optional[str] = ..., turn_id: _Optional[str] = ..., kzg_key: _Optional[str] = ..., knoten_id: _Optional[int] = ..., schale: _Optional[int] = ..., pfad: _Optional[_Iterable[_Union[_lzg_pb2.PfadSchritt, _Mapping]]] = ..., quellen: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class WeightedKzgHit(_message.Message):
     __slots__ = ("hit", "weight", "score")
@@ -97,7 +127,7 @@ class WeightedKzgHit(_message.Message):
     def __init__(self, hit: _Optional[_Union[_kzg_pb2.RetrieveHit, _Mapping]] = ..., weight: _Optional[float] = ..., score: _Optional[float] = ...) -> None: ...
 
 class BuildDossierResponse(_message.Message):
-    __slots__ = ("cluster", "gravitation_faktor", "kzg_hits", "lzg_resonanz", "memory_blocks", "served_node_ids", "query_vector", "search_vector", "memory_ms", "model_ms")
+    __slots__ = ("cluster", "gravitation_faktor", "kzg_hits", "lzg_resonanz", "memory_blocks", "served_node_ids", "query_vector", "search_vector", "memory_ms", "model_ms", "recall")
     class MemoryBlocksEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -115,6 +145,7 @@ class BuildDossierResponse(_message.Message):
     SEARCH_VECTOR_FIELD_NUMBER: _ClassVar[int]
     MEMORY_MS_FIELD_NUMBER: _ClassVar[int]
     MODEL_MS_FIELD_NUMBER: _ClassVar[int]
+    RECALL_FIELD_NUMBER: _ClassVar[int]
     cluster: str
     gravitation_faktor: float
     kzg_hits: _containers.RepeatedCompositeFieldContainer[WeightedKzgHit]
@@ -125,7 +156,8 @@ class BuildDossierResponse(_message.Message):
     search_vector: _containers.RepeatedScalarFieldContainer[float]
     memory_ms: float
     model_ms: float
-    def __init__(self, cluster: _Optional[str] = ..., gravitation_faktor: _Optional[float] = ..., kzg_hits: _Optional[_Iterable[_Union[WeightedKzgHit, _Mapping]]] = ..., lzg_resonanz: _Optional[_Union[_lzg_pb2.LzgResonanz, _Mapping]] = ..., memory_blocks: _Optional[_Mapping[str, str]] = ..., served_node_ids: _Optional[_Iterable[int]] = ..., query_vector: _Optional[_Iterable[float]] = ..., search_vector: _Optional[_Iterable[float]] = ..., memory_ms: _Optional[float] = ..., model_ms: _Optional[float] = ...) -> None: ...
+    recall: _containers.RepeatedCompositeFieldContainer[RecallItem]
+    def __init__(self, cluster: _Optional[str] = ..., gravitation_faktor: _Optional[float] = ..., kzg_hits: _Optional[_Iterable[_Union[WeightedKzgHit, _Mapping]]] = ..., lzg_resonanz: _Optional[_Union[_lzg_pb2.LzgResonanz, _Mapping]] = ..., memory_blocks: _Optional[_Mapping[str, str]] = ..., served_node_ids: _Optional[_Iterable[int]] = ..., query_vector: _Optional[_Iterable[float]] = ..., search_vector: _Optional[_Iterable[float]] = ..., memory_ms: _Optional[float] = ..., model_ms: _Optional[float] = ..., recall: _Optional[_Iterable[_Union[RecallItem, _Mapping]]] = ...) -> None: ...
 
 class DispatchRequest(_message.Message):
     __slots__ = ("pair", "turn_id", "user_prompt", "answer_text", "cluster", "served_node_ids", "answer_analysis", "user_emotion_json", "nova_emotion_json", "as_of")
