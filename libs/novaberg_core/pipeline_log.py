@@ -43,6 +43,7 @@ from opentelemetry import trace
 
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg_core.config import env_float, env_int, env_str
+from novaberg_core.contract import PAIR_ID_MAX_LEN, TURN_ID_MAX_LEN
 from novaberg_core.server import insecure_channel
 
 __all__ = [
@@ -87,10 +88,9 @@ SHAPED_ARTEN: Final[frozenset[str]] = frozenset({"switch", "token", "turn_roh"})
 """Arts whose ``inhalt`` has a fixed shape that :func:`record_problem` checks."""
 
 # Column widths of log.pipeline_log (syn §10.1).
-TURN_ID_MAX_LEN: Final = 100
 QUELLE_MAX_LEN: Final = 50
 NODE_MAX_LEN: Final = 50
-PAIR_ID_MAX_LEN: Final = 50
+
 
 DEFAULT_FLUSH_SECONDS: Final = 10.0
 """LZG_PIPELINE_LOG_FLUSH_SEKUNDEN (syn §3 config block)."""

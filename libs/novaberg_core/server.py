@@ -35,13 +35,17 @@ from typing import Any, NoReturn
 import grpc
 import grpc.aio
 import uvloop
+from google.protobuf.message import Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from opentelemetry import trace
 from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor
 
 from novaberg_core.config import CommonConfig, ConfigError, env_choice
+from novaberg_core.contract import UNDECODABLE, check_request, safe_deserializer
 from novaberg_core.errors import NovabergError, Unavailable, status_code_for
+from novaberg_core.peers import CHANNEL_OPTIONS
+from novaberg_core.store_errors import store_outage
 from novaberg_core.telemetry import (
     configure_logging,
     current_trace_id_hex,
@@ -94,6 +98,7 @@ async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method
     """End the call with the status for ``error`` (STYLE rule 5); never returns."""
     if isinstance(error, grpc.aio.AbortError):
         raise error  # the handler already aborted with its own status
+    error = store_outage(error) or error
     if isinstance(error, NovabergError):
         code = status_code_for(error)
         message = str(error) or type(error).__name__
@@ -145,12 +150,35 @@ def _annotate_span(request: Any) -> None:
         set_turn_attributes(span, *_request_turn_and_pair(request))
 
 
+def _checked(request: Any) -> Any:
+    """The request after the shared contract (novaberg_core.contract); refusals raise InvalidArgument."""
+    if isinstance(request, UNDECODABLE):
+        raise request.refuse()
+    if isinstance(request, Message):
+        check_request(request)
+    return request
+
+
+async def _checked_stream(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """A request stream whose every message passes :func:`_checked` before the handler sees it."""
+    async for request in requests:
+        yield _checked(request)
+
+
+def _prepare(request_or_iterator: Any) -> Any:
+    """Check a unary request (and tag the span with its turn and pair), or wrap a request stream."""
+    if hasattr(request_or_iterator, "__aiter__"):
+        return _checked_stream(request_or_iterator)
+    request = _checked(request_or_iterator)
+    if isinstance(request, Message):
+        _annotate_span(request)
+    return request
+
+
 def _wrap_unary_response(behavior: Callable[..., Any], method: str) -> Callable[..., Awaitable[Any]]:
     async def call(request_or_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            if hasattr(request_or_iterator, "DESCRIPTOR"):
-                _annotate_span(request_or_iterator)
-            result = behavior(request_or_iterator, context)
+            result = behavior(_prepare(request_or_iterator), context)
             if inspect.isawaitable(result):
                 result = await result
             return result
@@ -163,9 +191,7 @@ def _wrap_unary_response(behavior: Callable[..., Any], method: str) -> Callable[
 def _wrap_stream_response(behavior: Callable[..., Any], method: str) -> Callable[..., AsyncIterator[Any]]:
     async def call(request_or_iterator: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         try:
-            if hasattr(request_or_iterator, "DESCRIPTOR"):
-                _annotate_span(request_or_iterator)
-            result = behavior(request_or_iterator, context)
+            result = behavior(_prepare(request_or_iterator), context)
             if hasattr(result, "__aiter__"):  # async generator handler
                 async for response in result:
                     yield response
@@ -181,9 +207,13 @@ def _wrap_stream_response(behavior: Callable[..., Any], method: str) -> Callable
 
 
 class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
-    """Maps exceptions escaping a handler to a status (STYLE rule 5), for all four call shapes.
+    """Checks every request against the shared contract, then maps exceptions escaping a handler to
+    a status (STYLE rule 5), for all four call shapes.
 
-    A :class:`NovabergError` aborts with its ``status_code`` and message; a downstream
+    A request that does not parse (invalid UTF-8 included) or breaks the contract of
+    :mod:`novaberg_core.contract` is INVALID_ARGUMENT before the handler runs. A
+    :class:`NovabergError` aborts with its ``status_code`` and message; a store that cannot be
+    reached is UNAVAILABLE naming the store (:mod:`novaberg_core.store_errors`); a downstream
     ``UNAVAILABLE``/``DEADLINE_EXCEEDED`` keeps its code; anything else is logged with its
     traceback and answered ``INTERNAL`` with only a trace id, never the exception text.
     Handlers must be ``async`` (coroutines or async generators), as everywhere in ``grpc.aio``.
@@ -198,27 +228,28 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
         if handler is None:
             return None
         method: str = handler_call_details.method
+        deserializer = safe_deserializer(handler.request_deserializer) if handler.request_deserializer else None
         if handler.request_streaming and handler.response_streaming:
             return grpc.stream_stream_rpc_method_handler(
                 _wrap_stream_response(handler.stream_stream, method),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=deserializer,
                 response_serializer=handler.response_serializer,
             )
         if handler.request_streaming:
             return grpc.stream_unary_rpc_method_handler(
                 _wrap_unary_response(handler.stream_unary, method),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=deserializer,
                 response_serializer=handler.response_serializer,
             )
         if handler.response_streaming:
             return grpc.unary_stream_rpc_method_handler(
                 _wrap_stream_response(handler.unary_stream, method),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=deserializer,
                 response_serializer=handler.response_serializer,
             )
         return grpc.unary_unary_rpc_method_handler(
             _wrap_unary_response(handler.unary_unary, method),
-            request_deserializer=handler.request_deserializer,
+            request_deserializer=deserializer,
             response_serializer=handler.response_serializer,
         )
 
@@ -428,9 +459,12 @@ def run_service(main: Callable[[], Awaitable[None]], *, log_level: str = "INFO")
 
 
 def insecure_channel(target: str, *, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
-    """A client channel whose calls carry the current trace context (client spans, health excluded)."""
+    """A client channel to a peer: its calls carry the trace context (client spans, health excluded),
+    idempotent calls are retried on UNAVAILABLE and load is spread round-robin (``novaberg_core.peers``)."""
     interceptors = aio_client_interceptors(tracer_provider=tracer_provider(), filter_=_traced)
-    return grpc.aio.insecure_channel(target, options=list(options), interceptors=interceptors)
+    given = {name for name, _ in options}
+    merged = [*options, *(option for option in CHANNEL_OPTIONS if option[0] not in given)]
+    return grpc.aio.insecure_channel(target, options=merged, interceptors=interceptors)
 
 
 async def wait_for_serving(target: str, service: str = "", timeout: float = 10.0) -> None:  # noqa: ASYNC109

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 
 from novaberg_core.canon import Canon
+from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.pairs import check_pair as check_pair_ids
 
 # --------------------------------------------------------------------------- salience (SPEC §4.2)
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from novaberg_core.canon import Canon, default_canon
+from novaberg_core.contract import pair_token, user_token
 from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text, query_embed_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
 from novaberg_core.pipeline_log import PipelineLog
@@ -128,6 +129,8 @@ def entry_fields(
         "tone": entry.tone,
         "user_id": entry.pair.user_id,
         "character_id": entry.pair.character_id,
+        "paar": pair_token(entry.pair.user_id, entry.pair.character_id),
+        "nutzer": user_token(entry.pair.user_id),
         "beobachter": entry.beobachter,
         "entitaet_ids": ",".join(str(i) for i in dedupe_entitaet_ids(entry.entitaet_ids)),
         "embedding": encode_vector(vector),

@@ -20,6 +20,8 @@ import numpy as np
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError, WatchError
 
+from novaberg_core import redis_client
+from novaberg_core.contract import pair_token, user_token
 from novaberg_core.embedding import ModelStamp, check_store_model
 from services.kzg.domain import (
     SESSION_MAX_TURNS,
@@ -240,7 +242,7 @@ class KzgStore:
     @classmethod
     def from_url(cls, url: str, *, dimension: int, vector_algorithm: str = "FLAT") -> KzgStore:
         """A store on a new client for ``url`` (RESP3, no response decoding)."""
-        client = Redis.from_url(url, protocol=3, decode_responses=False)
+        client = redis_client.connect(url, decode_responses=False)
         return cls(client, dimension=dimension, vector_algorithm=vector_algorithm)
 
     async def close(self) -> None:
@@ -285,6 +287,7 @@ class KzgStore:
         if exists:
             _LOG.warning("kzg: index %s declaration changed, rebuilding it (documents kept)", self.index_name)
             await self.redis.execute_command("FT.DROPINDEX", self.index_name)
+        await self.backfill_pair_tokens()
         try:
             await self.redis.execute_command(*args)
         except ResponseError as error:
@@ -292,6 +295,32 @@ class KzgStore:
                 raise
         await self.redis.set(INDEX_META_KEY, fingerprint)
         return True
+
+    async def backfill_pair_tokens(self, chunk: int = 500) -> int:
+        """Give entries written before the token fields existed their ``paar``/``nutzer`` tokens.
+
+        Runs only when the index declaration changed; one pipelined round trip per ``chunk`` keys.
+        Returns how many entries got tokens.
+        """
+        written = 0
+        cursor: int = 0
+        while True:
+            cursor, keys = await self.redis.scan(cursor, match=f"{self.schema['prefix']}*", count=chunk, _type="HASH")
+            if keys:
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    for key in keys:
+                        pipe.hmget(key, ["user_id", "character_id", "paar"])
+                    rows = await pipe.execute()
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    for key, (user_id, character_id, token) in zip(keys, rows, strict=True):
+                        if token is None and user_id is not None and character_id is not None:
+                            pipe.hset(key, mapping={
+                                "paar": pair_token(_s(user_id), _s(character_id)), "nutzer": user_token(_s(user_id)),
+                            })  # fmt: skip
+                            written += 1
+                    await pipe.execute()
+            if cursor == 0:
+                return written
 
     async def check_model(self, configured: ModelStamp) -> None:
         """Refuse a store filled by another model (SPEC §2); an unstamped store gets ``configured``."""
@@ -405,7 +434,8 @@ class KzgStore:
     # ------------------------------------------------------------------ read path
 
     def _pair_clause(self, pair: Pair) -> str:
-        return f"@user_id:{{{escape_tag(pair.user_id)}}} @character_id:{{{escape_tag(pair.character_id)}}}"
+        """The pair filter: its hex token, which no id can split or widen (novaberg_core.contract)."""
+        return f"@paar:{{{pair_token(pair.user_id, pair.character_id)}}}"
 
     def _filter_clause(self, beobachter: str | None, filters: RetrieveFilters) -> str:
         parts = []

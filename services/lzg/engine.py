@@ -21,9 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from novaberg_core.clusters import ClusterTable
+from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.embedding import EmbeddingProvider, ModelProfile, lzg_embed_text, query_embed_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
-from novaberg_core.pairs import check_pair as check_pair_ids
 from novaberg_core.pipeline_log import PipelineLog
 from services.lzg.cache import PairCache, PairSnapshot
 from services.lzg.edges import pair_weights
@@ -995,6 +995,9 @@ class LzgEngine:
     ) -> list[int]:
         """Ids for names or aliases (case-insensitive), 0 where unknown unless created."""
         check_pair(user_id, character_id)
+        blank = [index for index, raw in enumerate(names) if not raw.strip()]
+        if blank:  # refused before anything is read or created
+            raise InvalidArgument(f"names must not contain blank names (index {blank})")
         rows = await self.store.fetch("entities", user_id, character_id, [])
         by_key: dict[str, int] = {}
         for row in rows:
@@ -1005,8 +1008,6 @@ class LzgEngine:
         result: list[int] = []
         for raw in names:
             key = raw.strip().casefold()
-            if not key:
-                raise InvalidArgument("names must not contain blank names")
             if key not in by_key and create_missing:
                 entity, _ = await self.upsert_entity(
                     user_id, character_id, Entity(0, user_id, character_id, raw.strip(), typ_for_new, ())

@@ -25,6 +25,7 @@ import redis.exceptions
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core import redis_client
 from novaberg_core.errors import Unavailable
 from novaberg_core.server import insecure_channel
 from novaberg_core.timeutil import from_timestamp, to_timestamp
@@ -54,7 +55,7 @@ class ClusterStore:
 
     @classmethod
     def from_url(cls, url: str) -> ClusterStore:
-        return cls(aioredis.from_url(url, decode_responses=True))
+        return cls(redis_client.connect(url, decode_responses=True))
 
     @staticmethod
     def key(pair: common_pb2.Pair) -> str:

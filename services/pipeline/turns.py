@@ -18,7 +18,7 @@ import asyncio
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -35,14 +35,13 @@ from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.clusters import ClusterTable
 from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text, query_embed_text
 from novaberg_core.errors import (
-    DeadlineExceeded,
-    FailedPrecondition,
     InvalidArgument,
     ModelMismatch,
     NotFound,
     NovabergError,
     Unavailable,
 )
+from novaberg_core.peers import call_peer, peer_error
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import set_turn_attributes, tracer
 from novaberg_core.timeutil import as_of_or_now, to_timestamp
@@ -65,13 +64,6 @@ NODE_VERWENDUNG = "verwendung"
 
 _ROLE = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
 
-_PEER_ERRORS: Mapping[grpc.StatusCode, type[NovabergError]] = {
-    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
-    grpc.StatusCode.NOT_FOUND: NotFound,
-    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
-    grpc.StatusCode.UNAVAILABLE: Unavailable,
-    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
-}
 
 
 @dataclass(slots=True)
@@ -87,20 +79,7 @@ class Timing:
         return max((time.perf_counter() - self.started) * 1000.0 - self.model_ms, 0.0)
 
 
-async def _peer(peer: str, method: str, call: Awaitable[_T]) -> _T:
-    """Await a KZG/LZG call; its status becomes the matching domain error, naming peer and method.
-
-    The pipeline checks requests before calling, so a peer's INVALID_ARGUMENT means the peer
-    knows something the pipeline could not (it is still the caller's input, so it stays
-    INVALID_ARGUMENT instead of becoming INTERNAL).
-    """
-    try:
-        return await call
-    except grpc.aio.AioRpcError as error:
-        kind = _PEER_ERRORS.get(error.code())
-        if kind is None:
-            raise
-        raise kind(f"{peer} {method}: {error.details()}") from error
+_peer = call_peer
 
 
 def kzg_entry_text(analysis: pipeline_pb2.TurnAnalysis) -> str | None:
@@ -248,12 +227,12 @@ class TurnPipeline:
             try:
                 result = await self.analyzer.analyze(text, pair, beobachter, as_of)
             except grpc.aio.AioRpcError as error:  # the registry (LZG) refused or failed
-                kind = _PEER_ERRORS.get(error.code(), Unavailable)
+                mapped = peer_error(f"analyzer {self.analyzer.name}: LZG registry", "ResolveEntities", error)
                 self.log.error(
                     turn_id=turn.turn_id, node=NODE_SALIENCE, typ=type(error).__name__, message=str(error.details()),
                     span_id=turn.span_id, user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
                 )  # fmt: skip
-                raise kind(f"analyzer {self.analyzer.name}: LZG registry: {error.details()}") from error
+                raise (mapped or Unavailable(f"analyzer {self.analyzer.name}: LZG registry: {error.details()}")) from error
             except NovabergError as error:
                 self.log.error(
                     turn_id=turn.turn_id, node=NODE_SALIENCE, typ=type(error).__name__, message=str(error),

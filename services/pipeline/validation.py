@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.clusters import ClusterTable
+from novaberg_core.contract import PAIR_ID_MAX_LEN, TURN_ID_MAX_LEN  # re-exported for callers
+from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.pairs import PAIR_ID_MAX_LEN
-from novaberg_core.pairs import check_pair as check_pair_ids
 from services.pipeline.dossier import READERS
 
 __all__ = [
@@ -30,16 +30,12 @@ __all__ = [
     "check_pair",
 ]
 
-TURN_ID_MAX_LEN = 100
-"""Width of ``turn_id`` in pipeline_log (syn §10.1)."""
-GEDAECHTNISTYP_MAX_LEN = 20
-"""Width of ``lzg_knoten.gedaechtnistyp`` (syn §4.1): a longer one could never be promoted."""
 
 _BEOBACHTER = (common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT)
 
 
 def check_pair(pair: common_pb2.Pair, has_pair: bool) -> None:
-    """A pair is required and follows the shared pair rule (novaberg_core.pairs)."""
+    """A pair is required and follows the shared pair rule (novaberg_core.contract)."""
     if not has_pair:
         raise InvalidArgument("pair is required")
     check_pair_ids(pair.user_id, pair.character_id)
@@ -48,8 +44,6 @@ def check_pair(pair: common_pb2.Pair, has_pair: bool) -> None:
 def check_turn_id(turn_id: str) -> None:
     if not turn_id.strip():
         raise InvalidArgument("turn_id must not be empty")
-    if len(turn_id) > TURN_ID_MAX_LEN:
-        raise InvalidArgument(f"turn_id must be at most {TURN_ID_MAX_LEN} characters, got {len(turn_id)}")
 
 
 def _check_unit(name: str, value: float) -> None:
@@ -63,20 +57,14 @@ def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
     Whether the magnet ids exist in the pair's registry is checked by the pipeline against the
     LZG before anything is written.
     """
+    if analysis.inhalt and not analysis.inhalt.strip():
+        raise InvalidArgument(f"{field}.inhalt must not be blank (leave it empty to use the turn text)")
     if not analysis.HasField("salience"):
         raise InvalidArgument(f"{field}.salience is required when {field} is given")
     _check_unit(f"{field}.salience.salienz", analysis.salience.salienz)
-    for index, theme in enumerate(analysis.salience.themen):
-        if "|" in theme or any(ord(ch) < 32 for ch in theme):
-            raise InvalidArgument(f"{field}.salience.themen[{index}] must not contain '|' or control characters: {theme!r}")
     if not analysis.salience.dimension.strip():
         raise InvalidArgument(
             f"{field}.salience.dimension must not be empty (salience dimension 5; the offline analyzer uses 'allgemein')"
-        )
-    if len(analysis.salience.gedaechtnistyp) > GEDAECHTNISTYP_MAX_LEN:
-        raise InvalidArgument(
-            f"{field}.salience.gedaechtnistyp must be at most {GEDAECHTNISTYP_MAX_LEN} characters, "
-            f"got {len(analysis.salience.gedaechtnistyp)}"
         )
     _check_unit(f"{field}.ei.arousal", analysis.ei.arousal)
     ids = list(analysis.magnets.entitaet_ids)

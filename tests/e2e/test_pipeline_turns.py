@@ -307,7 +307,7 @@ async def test_bad_input_gets_a_precise_status_and_writes_nothing(clients: Clien
         (clients.pipeline.ObserveTurn, observe(
             pair=pair, turn_id="bad-5", beobachter=USER, text="Anna",
             analysis=pipeline_pb2.TurnAnalysis(salience=common_pb2.SalienceResult(salienz=1.5))),
-         "analysis.salience.salienz must be a number within 0..1"),
+         "analysis.salience.salienz must lie within 0..1"),
         (clients.pipeline.ObserveTurn, observe(
             pair=pair, turn_id="bad-6", beobachter=USER, text="Anna",
             analysis=pipeline_pb2.TurnAnalysis(salience=good_salience, magnets=common_pb2.Magnets(entitaet_ids=[story.anna_id]))),
@@ -328,7 +328,7 @@ async def test_bad_input_gets_a_precise_status_and_writes_nothing(clients: Clien
          "nova_emotion_json is not JSON"),
         (clients.pipeline.Dispatch, dispatch(
             pair=pair, turn_id="bad-12", answer_text="Ja.", cluster="bier", served_node_ids=[-3]),
-         "served_node_ids must be positive"),
+         "served_node_ids[0] must not be negative"),
     ]  # fmt: skip
     cases.append((
         clients.pipeline.ObserveTurn,

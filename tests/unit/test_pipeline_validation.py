@@ -7,6 +7,7 @@ import pytest
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.clusters import default_clusters
+from novaberg_core.contract import check_request
 from novaberg_core.errors import InvalidArgument
 from services.pipeline.dossier import PerspectiveWeights, weigh_hits
 from services.pipeline.validation import check_build_dossier, check_dispatch, check_observe
@@ -34,7 +35,7 @@ def observe(**fields: object) -> pipeline_pb2.ObserveTurnRequest:
         (observe(text="   "), "text must not be empty"),
         (observe(analysis=pipeline_pb2.TurnAnalysis()), "analysis.salience is required"),
         (observe(analysis=pipeline_pb2.TurnAnalysis(salience=common_pb2.SalienceResult(salienz=1.2))),
-         r"analysis.salience.salienz must be a number within 0..1"),
+         r"analysis.salience.salienz must lie within 0..1"),
         (observe(analysis=pipeline_pb2.TurnAnalysis(salience=common_pb2.SalienceResult(salienz=float("nan")))),
          "analysis.salience.salienz"),
         (observe(analysis=pipeline_pb2.TurnAnalysis(
@@ -52,11 +53,15 @@ def observe(**fields: object) -> pipeline_pb2.ObserveTurnRequest:
          "entitaet_ids must be positive"),
         (observe(analysis=pipeline_pb2.TurnAnalysis(
             salience=common_pb2.SalienceResult(salienz=0.5, dimension="x"), magnets=common_pb2.Magnets(timeline_id=-2))),
-         "timeline_id must be a positive id"),
+         "timeline_id must not be negative"),
+        (observe(text="Hallo\x00Nova"), "text must not contain a control character U.0000"),
+        (observe(pair=common_pb2.Pair(user_id="u\x07", character_id="nova")), "pair.user_id must not contain a control"),
     ],
 )
 def test_observe_refusals(request_: pipeline_pb2.ObserveTurnRequest, message: str) -> None:
+    """The shared contract (run by every server before its handler) and then the pipeline's own rules."""
     with pytest.raises(InvalidArgument, match=message):
+        check_request(request_)
         check_observe(request_)
 
 

@@ -19,8 +19,9 @@ from services.kzg.models import Vector
 from services.kzg.store import MODEL_KEY, KzgStore
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 
+# SPEC §4.5 with the pair as its tokens (paar, nutzer) instead of the raw ids (docs/decisions.md).
 INDEX_FIELDS = {
-    "user_id": "TAG", "character_id": "TAG", "beobachter": "TAG", "emotion": "TAG", "modus": "TAG",
+    "paar": "TAG", "nutzer": "TAG", "beobachter": "TAG", "emotion": "TAG", "modus": "TAG",
     "entitaet_ids": "TAG", "themen": "TAG", "arousal": "NUMERIC", "timeline_id": "NUMERIC",
     "salienz": "NUMERIC", "emotions_vektor": "TEXT", "sprach_stil": "TEXT", "tone": "TEXT", "embedding": "VECTOR",
 }

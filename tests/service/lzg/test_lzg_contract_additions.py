@@ -133,7 +133,7 @@ async def test_answer_vector_of_wrong_size_or_not_finite_changes_nothing(
     for values, message in (
         ([*good, 0.0], f"answer_vector has {provider.dimension + 1} values"),
         (good[:-1], f"answer_vector has {provider.dimension - 1} values"),
-        ([float("nan"), *good[1:]], "answer_vector holds a value that is not finite"),
+        ([float("nan"), *good[1:]], "answer_vector.values must hold finite numbers only"),
     ):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await lzg_stub.ReinforceUsed(

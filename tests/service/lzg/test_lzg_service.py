@@ -130,7 +130,7 @@ async def test_bad_input_gets_precise_errors(lzg_stub: Stub, provider: Embedding
     bad = _entry("b1", "zu salient")
     bad.salienz = 1.5
     err = await _error(_promote(lzg_stub, bad))
-    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "entry.salienz must be in 0..1" in err.details()
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "entry.salienz must lie within 0..1" in err.details()
 
     assert await lzg_stub.GetPairStats(lzg_pb2.GetPairStatsRequest(pair=PAIR)) == stats_before
 

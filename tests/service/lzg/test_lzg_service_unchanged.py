@@ -171,7 +171,7 @@ async def test_every_bad_input_rpc_leaves_nodes_and_edges_byte_identical(lzg_stu
             "salience outside 0..1 (promote)",
             lambda: _promote(lzg_stub, _entry("b1", "Anna hat mir Schokolade mitgebracht.", salienz=1.5)),
             grpc.StatusCode.INVALID_ARGUMENT,
-            "entry.salienz must be in 0..1",
+            "entry.salienz must lie within 0..1",
         ),
         (
             "empty pair field (promote)",
