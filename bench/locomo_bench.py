@@ -75,7 +75,7 @@ from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
-from novaberg_core.cli import ImportedTurn, parse_locomo, write_stack_file
+from novaberg_core.cli import STACK_FILE, ImportedTurn, parse_locomo, write_stack_file
 from novaberg_core.embedded import start_stores, stop_stores, stores_status
 from novaberg_core.embedding import lzg_embed_text, make_provider, profile_for, query_embed_text
 from novaberg_core.stack import Stack, start_stack
@@ -994,6 +994,8 @@ async def run(args: argparse.Namespace, root: Path) -> int:
                 loop.add_signal_handler(sig, stop.set)
             await stop.wait()
     finally:
+        with contextlib.suppress(OSError):
+            (root / STACK_FILE).unlink()
         if stack is not None:
             await stack.stop()
         await asyncio.to_thread(stop_stores, root / "stores")
