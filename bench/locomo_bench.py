@@ -1,0 +1,1047 @@
+"""LoCoMo retrieval through the running services: the dossier against dense and BM25 (SPEC §7, §11).
+
+Run as a user would (every conversation of the file its own pair):
+
+1. Embedded stores and all five services (``novaberg_core.stack``), one embedding model everywhere
+   (``--model``, default ``minilm``, passed as ``NOVABERG_EMBEDDING``).
+2. Import: every turn in session order with its session's date (``parse_locomo`` of the CLI: turn id
+   ``{sample_id}:{dia_id}``, image captions appended as the import does) through
+   ``PipelineService/ObserveTurn`` without an analysis, so the pipeline's analyzer runs (as
+   ``novaberg import``). Pixie promotes meanwhile; afterwards the bench waits (bounded) until the
+   promotion queue is empty, nothing is pending and Pixie's promotion runs have ended.
+3. Every question (categories 1-5) through ``PipelineService/BuildDossier`` at ``as_of`` = one day after
+   the pair's last session. The response becomes a ranked list of turn ids by one function,
+   :func:`dossier_turn_ids`: the ``recall`` list (SPEC §11) when the service fills it, else today's
+   dossier (LZG memories by rank, then KZG hits by score).
+4. Baselines on the same turns (the texts exactly as imported), same model: dense top-k over
+   ``"{speaker}: {text}"`` and over the bare text (cosine, the services' provider class), and BM25
+   (``bm25s``, English stopwords, Snowball stemming).
+
+Metrics as LoCoMo's authors compute them (Maharana et al. 2024, Table 3): fractional evidence recall@k
+(share of a question's evidence turns in the top k, averaged over questions) for k = 5, 10, 25, all@10
+(every evidence turn in the top 10), per category and over categories 1-4 (the headline). Evidence ids
+are parsed leniently (data README: ``D:?(\\d+):(\\d+)``, leading zeros dropped, ids naming no imported
+turn dropped); questions left without evidence are excluded and counted. Also: memories returned per
+question, client-side BuildDossier latency, import throughput, and ``offtopic_anchor_rate`` — the share
+of off-topic and anaphoric probes (from ``bench/embedding_quality.py``, asked against every pair) that got
+any LZG anchor or any recall item (the seeds' rule: they must get none, SPEC §11). A diagnostic section
+shows where the evidence lies after import + promotion (LZG node, KZG entry, not stored), at which rank
+by plain cosine among the pair's nodes an evidence node sits, and how often KZG hits are evidence.
+
+    .venv/bin/python bench/locomo_bench.py [--data FILE] [--sample conv-26 ...] [--model minilm]
+        [--limit-questions N] [--data-dir DIR] [--keep]
+
+Prints a table, writes a recall@k plot (k = 1..50) under ``bench/results/``, and as the last line one
+JSON object (recall values in percent, rates as fractions).
+"""
+
+from __future__ import annotations
+
+import os
+
+# One BLAS thread in this process too (it embeds the baselines), as the services do.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import bm25s
+import grpc
+import grpc.aio
+import numpy as np
+import numpy.typing as npt
+import psutil
+import Stemmer
+
+from bench.embedding_quality import ANAPHORIC_QUESTIONS, OFF_TOPIC_QUESTIONS, parse_ids
+from bench.turn_bench import cpu_seconds, percentile
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
+from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
+from novaberg_core.cli import STACK_FILE, ImportedTurn, parse_locomo, write_stack_file
+from novaberg_core.embedded import start_stores, stop_stores, stores_status
+from novaberg_core.embedding import lzg_embed_text, make_provider, profile_for, query_embed_text
+from novaberg_core.stack import Stack, start_stack
+from novaberg_core.timeutil import to_timestamp
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DATA_RELATIVE = Path("shared/data/locomo/locomo_dev.json")
+RESULTS = REPO_ROOT / "bench" / "results"
+CATEGORIES: Mapping[int, str] = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
+HEADLINE = (1, 2, 3, 4)
+"""The categories of the headline numbers (adversarial questions have no right answer to find)."""
+KS = (5, 10, 25)
+CURVE_K = 50
+VARIANTS = ("dossier", "dense", "dense-bare", "bm25")
+RPC_TIMEOUT_S = 120.0
+PROBES: tuple[tuple[str, str], ...] = (
+    *(("off-topic", q) for q in OFF_TOPIC_QUESTIONS),
+    *(("anaphoric", q) for q in ANAPHORIC_QUESTIONS),
+)
+
+
+def default_data() -> Path:
+    """``../shared/…`` beside the repository; from a nested worktree, the nearest ancestor's ``shared/``."""
+    for parent in REPO_ROOT.parents:
+        candidate = parent / DATA_RELATIVE
+        if candidate.exists():
+            return candidate
+    return REPO_ROOT.parent / DATA_RELATIVE
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True)
+class Question:
+    sample_id: str
+    number: int
+    """Position in the sample's ``qa`` list."""
+    text: str
+    category: int
+    evidence: frozenset[str]
+    """Turn ids ``{sample_id}:{dia_id}``."""
+
+
+@dataclass
+class Conversation:
+    """One LoCoMo sample: its pair, the turns as imported, the questions with usable evidence."""
+
+    sample_id: str
+    pair: common_pb2.Pair
+    speakers: tuple[str, str]
+    turns: list[ImportedTurn]
+    questions: list[Question]
+    excluded: int
+    """Questions whose evidence names no imported turn (after lenient parsing)."""
+    as_of: datetime
+    """One day after the pair's last session: when every question is asked."""
+
+    def speaker(self, turn: ImportedTurn) -> str:
+        return self.speakers[0] if turn.beobachter == common_pb2.BEOBACHTER_USER else self.speakers[1]
+
+
+def evidence_turn_ids(raw: Any, sample_id: str, known_turn_ids: AbstractSet[str]) -> frozenset[str]:
+    """Lenient evidence ids (data README) as turn ids; ids naming no imported turn are dropped."""
+    prefix = f"{sample_id}:"
+    known_dia = {turn_id.removeprefix(prefix) for turn_id in known_turn_ids if turn_id.startswith(prefix)}
+    return frozenset(prefix + dia_id for dia_id in parse_ids(raw, known_dia))
+
+
+def load_conversations(
+    data: Any, samples: Sequence[str] = (), limit_questions: int = 0
+) -> list[Conversation]:
+    """The samples of a LoCoMo file (all, or those named), turns via the CLI's ``parse_locomo``."""
+    turns = parse_locomo(data, samples=samples)
+    by_sample: dict[str, list[ImportedTurn]] = defaultdict(list)
+    for turn in turns:
+        by_sample[turn.turn_id.split(":", 1)[0]].append(turn)
+    conversations = []
+    for sample in data:
+        sample_id = str(sample.get("sample_id", ""))
+        if sample_id not in by_sample:
+            continue
+        own = by_sample[sample_id]
+        known = {t.turn_id for t in own}
+        questions: list[Question] = []
+        excluded = 0
+        for number, qa in enumerate(sample.get("qa", [])):
+            evidence = evidence_turn_ids(qa.get("evidence", []), sample_id, known)
+            if not evidence:
+                excluded += 1
+                continue
+            questions.append(Question(sample_id, number, str(qa["question"]), int(qa["category"]), evidence))
+        if limit_questions:
+            questions = questions[:limit_questions]
+        dated = [t.as_of for t in own if t.as_of is not None]
+        if not dated:
+            raise ValueError(f"sample {sample_id} has no session date; the questions need an as_of")
+        conv = sample["conversation"]
+        conversations.append(
+            Conversation(
+                sample_id=sample_id,
+                pair=own[0].pair,
+                speakers=(str(conv["speaker_a"]), str(conv["speaker_b"])),
+                turns=own,
+                questions=questions,
+                excluded=excluded,
+                as_of=max(dated) + timedelta(days=1),
+            )
+        )
+    return conversations
+
+
+# --------------------------------------------------------------------------- the one mapping
+
+
+@dataclass(frozen=True)
+class DossierRanking:
+    """What a dossier returned, as a ranked list of distinct turn ids."""
+
+    turn_ids: tuple[str, ...]
+    source: str
+    """``recall`` (the SPEC §11 list) or ``fallback`` (LZG memories by rank, then KZG hits by score)."""
+    items: int
+    """Memories in the response (recall items, or LZG memories + KZG hits)."""
+    unmapped: int
+    """Items that named no known turn."""
+
+
+def dossier_turn_ids(
+    response: pipeline_pb2.BuildDossierResponse, node_keys: Mapping[int, str], key_turns: Mapping[str, str]
+) -> DossierRanking:
+    """The dossier as turn ids, best first: ``recall`` when filled, else LZG memories then KZG hits.
+
+    ``node_keys``: LZG node id → ``kzg_quell_key``; ``key_turns``: KZG key → turn id (from ObserveTurn).
+    """
+
+    def by_key(key: str) -> str:
+        return key_turns.get(key, "") if key else ""
+
+    def by_node(node_id: int) -> str:
+        return by_key(node_keys.get(node_id, "")) if node_id else ""
+
+    if response.recall:
+        source = "recall"
+        candidates = [
+            item.turn_id or by_key(item.kzg_key) or by_node(item.knoten_id) for item in response.recall
+        ]
+    else:
+        source = "fallback"
+        memories = sorted(response.lzg_resonanz.erinnerungen, key=lambda e: e.rang)
+        hits = sorted(response.kzg_hits, key=lambda h: -h.score)
+        candidates = [by_node(m.knoten_id) for m in memories]
+        candidates += [h.hit.entry.turn_id or by_key(h.hit.entry.kzg_key) for h in hits]
+    return DossierRanking(
+        turn_ids=tuple(dict.fromkeys(t for t in candidates if t)),
+        source=source,
+        items=len(candidates),
+        unmapped=sum(1 for t in candidates if not t),
+    )
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def recall_at(ranked: Sequence[str], evidence: AbstractSet[str], k: int) -> float:
+    """Fractional evidence recall@k: the share of the evidence turns among the top ``k``."""
+    if not evidence:
+        raise ValueError("a question without evidence has no recall")
+    return len(evidence.intersection(ranked[:k])) / len(evidence)
+
+
+def all_at(ranked: Sequence[str], evidence: AbstractSet[str], k: int) -> float:
+    """1.0 when every evidence turn is among the top ``k``, else 0.0."""
+    if not evidence:
+        raise ValueError("a question without evidence has no recall")
+    return 1.0 if evidence.issubset(ranked[:k]) else 0.0
+
+
+@dataclass(frozen=True)
+class Score:
+    n: int
+    recall: dict[int, float]
+    """k → mean fractional recall@k in percent."""
+    all10: float
+    """Mean all@10 in percent."""
+    curve: list[float]
+    """Mean recall@k for k = 1..CURVE_K, percent."""
+
+
+def score(ranked: Sequence[Sequence[str]], questions: Sequence[Question], ks: Iterable[int] = KS) -> Score:
+    """Mean recall@k (percent) over ``questions``, ``ranked[i]`` being question i's ranking."""
+    if not questions:
+        return Score(0, {k: float("nan") for k in ks}, float("nan"), [float("nan")] * CURVE_K)
+    pairs = list(zip(ranked, questions, strict=True))
+    return Score(
+        n=len(pairs),
+        recall={k: 100.0 * statistics.fmean(recall_at(r, q.evidence, k) for r, q in pairs) for k in ks},
+        all10=100.0 * statistics.fmean(all_at(r, q.evidence, 10) for r, q in pairs),
+        curve=[
+            100.0 * statistics.fmean(recall_at(r, q.evidence, k) for r, q in pairs)
+            for k in range(1, CURVE_K + 1)
+        ],
+    )
+
+
+def scores_by_group(ranked: Sequence[Sequence[str]], questions: Sequence[Question]) -> dict[str, Score]:
+    """The headline (categories 1-4) and each category by name."""
+    groups: dict[str, list[int]] = {"1-4": [i for i, q in enumerate(questions) if q.category in HEADLINE]}
+    for category, name in CATEGORIES.items():
+        groups[name] = [i for i, q in enumerate(questions) if q.category == category]
+    return {
+        name: score([ranked[i] for i in indexes], [questions[i] for i in indexes])
+        for name, indexes in groups.items()
+    }
+
+
+# --------------------------------------------------------------------------- baselines
+
+
+Matrix = npt.NDArray[np.float32]
+
+
+def dense_rankings(
+    doc_vectors: Matrix, query_vectors: Matrix, turn_ids: Sequence[str], k: int
+) -> list[list[str]]:
+    """Top ``k`` turn ids by cosine (rows are norm 1), ties in turn order."""
+    if len(turn_ids) == 0 or len(query_vectors) == 0:
+        return [[] for _ in range(len(query_vectors))]
+    order = np.argsort(-(query_vectors @ doc_vectors.T), axis=1, kind="stable")[:, :k]
+    return [[turn_ids[i] for i in row] for row in order]
+
+
+def bm25_rankings(
+    documents: Sequence[str], queries: Sequence[str], turn_ids: Sequence[str], k: int
+) -> list[list[str]]:
+    """Top ``k`` turn ids by BM25 (English stopwords, Snowball stemming); documents scoring 0 are left out."""
+    if not documents or not queries:
+        return [[] for _ in queries]
+    stemmer = Stemmer.Stemmer("english")
+    retriever = bm25s.BM25()
+    retriever.index(
+        bm25s.tokenize(list(documents), stopwords="en", stemmer=stemmer, show_progress=False),
+        show_progress=False,
+    )
+    tokens = bm25s.tokenize(
+        list(queries), stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
+    )
+    indexes, scores = retriever.retrieve(tokens, k=min(k, len(documents)), show_progress=False)
+    return [
+        [turn_ids[int(i)] for i, s in zip(row, row_scores, strict=True) if s > 0.0]
+        for row, row_scores in zip(indexes, scores, strict=True)
+    ]
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class ImportResult:
+    turns: int = 0
+    seconds: float = 0.0
+    tiers: Counter[str] = field(default_factory=Counter)
+    queued: int = 0
+    key_turns: dict[str, str] = field(default_factory=dict)
+    """KZG key → turn id, from ObserveTurnResponse.kzg.kzg_key."""
+    turn_tier: dict[str, str] = field(default_factory=dict)
+    cpu_s: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class PromotionResult:
+    seconds: float
+    drained: bool
+    counts: Counter[str]
+    runs: int
+    parked: int
+
+
+@dataclass
+class Asked:
+    """One dossier: the question's ranking and what the response held."""
+
+    ranking: DossierRanking
+    wall_ms: float
+    anchors: int
+    lzg_ids: list[int]
+    kzg_turns: list[str]
+
+
+def _tier_name(stored: kzg_pb2.StoreEntryResponse) -> str:
+    if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE:
+        return "rejected"
+    return kzg_pb2.Tier.Name(stored.tier).removeprefix("TIER_").lower()
+
+
+async def import_turns(
+    pipeline: pipeline_pb2_grpc.PipelineServiceStub,
+    conversations: Sequence[Conversation],
+    pids: Mapping[str, int],
+) -> ImportResult:
+    """ObserveTurn for every turn, pair after pair, in session order (analyzer on, as ``novaberg import``)."""
+    result = ImportResult()
+    cpu_before = cpu_seconds(dict(pids))
+    started = time.perf_counter()
+    for conv in conversations:
+        t0 = time.perf_counter()
+        for turn in conv.turns:
+            request = pipeline_pb2.ObserveTurnRequest(
+                pair=turn.pair, turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text
+            )
+            if turn.as_of is not None:
+                request.as_of.CopyFrom(to_timestamp(turn.as_of))
+            stored = (await pipeline.ObserveTurn(request, timeout=RPC_TIMEOUT_S)).kzg
+            tier = _tier_name(stored)
+            result.tiers[tier] += 1
+            result.turn_tier[turn.turn_id] = tier
+            result.queued += int(stored.queued_for_promotion) + stored.reinforced_queued_count
+            if stored.kzg_key:
+                result.key_turns[stored.kzg_key] = turn.turn_id
+        seconds = time.perf_counter() - t0
+        print(
+            f"  imported {conv.sample_id}: {len(conv.turns)} turns in {seconds:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    result.seconds = time.perf_counter() - started
+    result.turns = sum(len(c.turns) for c in conversations)
+    cpu_after = cpu_seconds(dict(pids))
+    result.cpu_s = {name: cpu_after[name] - cpu_before[name] for name in cpu_after if name in cpu_before}
+    return result
+
+
+async def wait_for_promotion(
+    kzg: kzg_pb2_grpc.KzgServiceStub,
+    pixie: pixie_pb2_grpc.PixieServiceStub,
+    timeout: float,  # noqa: ASYNC109
+) -> PromotionResult:
+    """Until the promotion queue is empty, nothing pending and no promotion run open, three polls in a row."""
+    started = time.perf_counter()
+    stable = 0
+    drained = False
+    while True:
+        queue = await kzg.InspectPromotionQueue(
+            kzg_pb2.InspectPromotionQueueRequest(limit=0), timeout=RPC_TIMEOUT_S
+        )
+        runs = await pixie.ListRuns(
+            pixie_pb2.ListRunsRequest(task="synapsen_promotion", limit=5), timeout=RPC_TIMEOUT_S
+        )
+        open_run = any(run.outcome == "running" for run in runs.runs)
+        stable = stable + 1 if queue.length == 0 and queue.pending == 0 and not open_run else 0
+        if stable >= 3:
+            drained = True
+            break
+        if time.perf_counter() - started > timeout:
+            print(
+                f"  promotion not drained after {timeout:.0f} s: "
+                f"queue {queue.length}, pending {queue.pending}",
+                file=sys.stderr,
+            )
+            break
+        await asyncio.sleep(1.0)
+    runs = await pixie.ListRuns(
+        pixie_pb2.ListRunsRequest(task="synapsen_promotion", limit=100_000), timeout=RPC_TIMEOUT_S
+    )
+    counts: Counter[str] = Counter()
+    for run in runs.runs:
+        counts.update(dict(run.counts))
+    parked = await pixie.ListParkedJobs(pixie_pb2.ListParkedJobsRequest(limit=100_000), timeout=RPC_TIMEOUT_S)
+    return PromotionResult(time.perf_counter() - started, drained, counts, len(runs.runs), len(parked.jobs))
+
+
+async def ask(
+    pipeline: pipeline_pb2_grpc.PipelineServiceStub,
+    conv: Conversation,
+    turn_id: str,
+    text: str,
+    recall_k: int,
+    node_keys: Mapping[int, str],
+    key_turns: Mapping[str, str],
+) -> Asked:
+    """One BuildDossier at the conversation's ``as_of``, timed as the client sees it."""
+    request = pipeline_pb2.BuildDossierRequest(
+        pair=conv.pair,
+        turn_id=turn_id,
+        query_text=text,
+        user_name=conv.speakers[0],
+        character_name=conv.speakers[1],
+        recall_k=recall_k,
+        as_of=to_timestamp(conv.as_of),
+    )
+    t0 = time.perf_counter()
+    response = await pipeline.BuildDossier(request, timeout=RPC_TIMEOUT_S)
+    wall_ms = (time.perf_counter() - t0) * 1000.0
+    return Asked(
+        ranking=dossier_turn_ids(response, node_keys, key_turns),
+        wall_ms=wall_ms,
+        anchors=response.lzg_resonanz.anker_anzahl,
+        lzg_ids=[m.knoten_id for m in sorted(response.lzg_resonanz.erinnerungen, key=lambda e: e.rang)],
+        kzg_turns=[h.hit.entry.turn_id or key_turns.get(h.hit.entry.kzg_key, "") for h in response.kzg_hits],
+    )
+
+
+@dataclass
+class PairNodes:
+    keys: dict[int, str]
+    """Node id → kzg_quell_key (active and inactive)."""
+    active_ids: list[int]
+    vectors: Matrix
+    """Stored embeddings of the active nodes, in ``active_ids`` order."""
+
+
+async def pair_nodes(lzg: lzg_pb2_grpc.LzgServiceStub, pair: common_pb2.Pair) -> PairNodes:
+    listed = await lzg.ListNodes(
+        lzg_pb2.ListNodesRequest(pair=pair, limit=1_000_000, include_inactive=True), timeout=RPC_TIMEOUT_S
+    )
+    keys = {node.id: node.kzg_quell_key for node in listed.nodes}
+    active = sorted(node.id for node in listed.nodes if node.aktiv)
+    rows = []
+    for node_id in active:
+        got = await lzg.GetNode(
+            lzg_pb2.GetNodeRequest(pair=pair, node_id=node_id, include_embedding=True), timeout=RPC_TIMEOUT_S
+        )
+        rows.append(np.asarray(got.node.embedding, dtype=np.float32))
+    vectors = np.vstack(rows) if rows else np.zeros((0, 1), dtype=np.float32)
+    return PairNodes(keys, active, vectors)
+
+
+async def kzg_alive(kzg: kzg_pb2_grpc.KzgServiceStub, pair: common_pb2.Pair, keys: Iterable[str]) -> set[str]:
+    """The KZG keys that still exist."""
+    alive = set()
+    for key in keys:
+        try:
+            await kzg.GetEntry(kzg_pb2.GetEntryRequest(pair=pair, kzg_key=key), timeout=RPC_TIMEOUT_S)
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.NOT_FOUND:
+                raise
+            continue
+        alive.add(key)
+    return alive
+
+
+# --------------------------------------------------------------------------- evidence location
+
+
+def share(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole else float("nan")
+
+
+def evidence_location(
+    conversations: Sequence[Conversation],
+    asked: Mapping[tuple[str, int], Asked],
+    imported: ImportResult,
+    nodes: Mapping[str, PairNodes],
+    alive: AbstractSet[str],
+    query_vectors: Mapping[str, Matrix],
+    anchor_threshold: float,
+) -> tuple[list[str], dict[str, float]]:
+    """Where the evidence of the questions of categories 1-4 lies after import + promotion (read-only)."""
+    turn_key = {turn: key for key, turn in imported.key_turns.items()}
+    places: Counter[str] = Counter()
+    unique_places: dict[str, str] = {}
+    ranks: list[int] = []
+    cosines_ok = 0
+    served_lzg = 0
+    in_kzg = 0
+    served_kzg = 0
+    kzg_hits = kzg_hits_evidence = lzg_served = lzg_served_evidence = 0
+    questions_with_kzg_evidence = questions_with_lzg_evidence = questions_with_anchor_evidence = 0
+    questions = 0
+    for conv in conversations:
+        pn = nodes[conv.sample_id]
+        node_of_key = {key: node_id for node_id, key in pn.keys.items()}
+        active_index = {node_id: i for i, node_id in enumerate(pn.active_ids)}
+        for qi, q in enumerate(conv.questions):
+            if q.category not in HEADLINE:
+                continue
+            questions += 1
+            a = asked[(conv.sample_id, q.number)]
+            served_node_turns = {imported.key_turns.get(pn.keys.get(n, ""), "") for n in a.lzg_ids}
+            sims = (pn.vectors @ query_vectors[conv.sample_id][qi]) if len(pn.active_ids) else np.zeros(0)
+            best_rank: int | None = None
+            for turn_id in q.evidence:
+                key = turn_key.get(turn_id, "")
+                node_id = node_of_key.get(key) if key else None
+                if not key:
+                    place = "not stored (below the 0.3 gate)"
+                elif node_id is not None and node_id in active_index:
+                    place = "LZG node"
+                elif node_id is not None:
+                    place = "LZG node, inactive"
+                elif key in alive:
+                    place = (
+                        "KZG entry (high tier: duplicate)"
+                        if imported.turn_tier.get(turn_id) == "high"
+                        else "KZG entry"
+                    )
+                else:
+                    place = "gone (expired or deleted)"
+                places[place] += 1
+                unique_places[turn_id] = place
+                if place == "LZG node" and node_id is not None:
+                    i = active_index[node_id]
+                    rank = int(np.sum(sims > sims[i])) + 1
+                    ranks.append(rank)
+                    best_rank = rank if best_rank is None else min(best_rank, rank)
+                    cosines_ok += int(sims[i] >= anchor_threshold)
+                    served_lzg += int(turn_id in served_node_turns)
+                elif place.startswith("KZG"):
+                    in_kzg += 1
+                    served_kzg += int(turn_id in a.kzg_turns)
+            kzg_hits += len(a.kzg_turns)
+            kzg_hits_evidence += sum(1 for t in a.kzg_turns if t in q.evidence)
+            lzg_served += len(a.lzg_ids)
+            lzg_served_evidence += sum(1 for t in served_node_turns if t in q.evidence)
+            questions_with_kzg_evidence += int(any(t in q.evidence for t in a.kzg_turns))
+            questions_with_lzg_evidence += int(any(t in q.evidence for t in served_node_turns))
+            questions_with_anchor_evidence += int(best_rank is not None and best_rank <= 3)
+    total = sum(places.values())
+    unique = Counter(unique_places.values())
+    lines = [
+        f"where the evidence lies (categories 1-4: {total} question-evidence pairs, "
+        f"{len(unique_places)} distinct turns)"
+    ]
+    for place, count in places.most_common():
+        lines.append(
+            f"  {place:<36}{count:>6}  {share(count, total):5.1f} %   distinct turns {unique[place]:>5}"
+        )
+    buckets = ((1, 3), (4, 10), (11, 25), (26, 50), (51, 10**9))
+    lines.append(
+        f"evidence in the LZG ({len(ranks)}): rank by plain cosine among the pair's active nodes "
+        f"(median {statistics.median(ranks) if ranks else float('nan'):.0f})"
+    )
+    for lo, hi in buckets:
+        n = sum(1 for r in ranks if lo <= r <= hi)
+        label = f"{lo}-{hi}" if hi < 10**9 else f">{lo - 1}"
+        lines.append(f"  rank {label:<8}{n:>6}  {share(n, len(ranks)):5.1f} %")
+    lines.append(
+        f"  cosine >= anchor threshold {anchor_threshold:.2f}: {share(cosines_ok, len(ranks)):5.1f} %; "
+        f"served in lzg_resonanz (top 3): {share(served_lzg, len(ranks)):5.1f} %"
+    )
+    lines.append(
+        f"  questions whose best evidence node ranks 1-3 by cosine (would be an anchor): "
+        f"{share(questions_with_anchor_evidence, questions):5.1f} %; with an evidence node served: "
+        f"{share(questions_with_lzg_evidence, questions):5.1f} %"
+    )
+    lines.append(
+        f"evidence in the KZG ({in_kzg}): among the dossier's KZG hits {share(served_kzg, in_kzg):5.1f} %"
+    )
+    lines.append(
+        f"KZG hits: {kzg_hits / max(questions, 1):.2f} per question, "
+        f"{share(kzg_hits_evidence, kzg_hits):5.1f} % of them evidence; "
+        f"questions with an evidence hit {share(questions_with_kzg_evidence, questions):5.1f} %"
+    )
+    lines.append(
+        f"LZG memories served: {lzg_served / max(questions, 1):.2f} per question, "
+        f"{share(lzg_served_evidence, lzg_served):5.1f} % of them evidence"
+    )
+    numbers = {
+        "evidence_in_lzg_pct": share(places["LZG node"], total),
+        "evidence_in_kzg_pct": share(sum(v for k, v in places.items() if k.startswith("KZG")), total),
+        "evidence_not_stored_pct": share(places["not stored (below the 0.3 gate)"], total),
+        "evidence_node_rank_median": float(statistics.median(ranks)) if ranks else float("nan"),
+        "evidence_node_rank_top3_pct": share(sum(1 for r in ranks if r <= 3), len(ranks)),
+        "evidence_node_rank_top10_pct": share(sum(1 for r in ranks if r <= 10), len(ranks)),
+        "evidence_node_served_pct": share(served_lzg, len(ranks)),
+        "kzg_hit_precision_pct": share(kzg_hits_evidence, kzg_hits),
+        "evidence_kzg_retrieved_pct": share(served_kzg, in_kzg),
+    }
+    return lines, numbers
+
+
+# --------------------------------------------------------------------------- output
+
+
+def json_value(value: Any, digits: int) -> Any:
+    """Floats rounded, NaN (a category without questions) as null, dicts and lists element-wise."""
+    if isinstance(value, float):
+        return None if math.isnan(value) else round(value, digits)
+    if isinstance(value, dict):
+        return {k: json_value(v, digits) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_value(v, digits) for v in value]
+    return value
+
+
+def table(scores: Mapping[str, Mapping[str, Score]]) -> list[str]:
+    lines = [
+        f"{'variant':<12}{'questions':<16}{'n':>5}" + "".join(f"{f'R@{k}':>8}" for k in KS) + f"{'all@10':>8}"
+    ]
+    for variant, groups in scores.items():
+        for i, (group, s) in enumerate(groups.items()):
+            label = "1-4 (headline)" if group == "1-4" else group
+            values = "".join(f"{s.recall[k]:>8.1f}" for k in KS) + f"{s.all10:>8.1f}"
+            lines.append(f"{variant if i == 0 else '':<12}{label:<16}{s.n:>5}{values}")
+    return lines
+
+
+def plot(scores: Mapping[str, Mapping[str, Score]], path: Path, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    ks = list(range(1, CURVE_K + 1))
+    for ax, group, name in ((axes[0], "1-4", "categories 1-4"), (axes[1], "multi-hop", "multi-hop")):
+        for variant, groups in scores.items():
+            ax.plot(ks, groups[group].curve, label=variant)
+        ax.set_title(f"{name} (n = {next(iter(scores.values()))[group].n})")
+        ax.set_xlabel("k")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("fractional evidence recall@k (%)")
+    axes[0].legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# --------------------------------------------------------------------------- main
+
+
+@dataclass
+class Measured:
+    """Everything one run measured, before it is reported."""
+
+    conversations: list[Conversation]
+    model_id: str
+    imported: ImportResult
+    promotion: PromotionResult
+    nodes: dict[str, PairNodes]
+    alive: set[str]
+    asked: dict[tuple[str, int], Asked]
+    probes: list[tuple[str, Asked]]
+    questions: list[Question]
+    rankings: dict[str, list[list[str]]]
+    location_lines: list[str]
+    location: dict[str, float]
+
+
+def stack_pids(stack: Stack, stores_dir: Path) -> dict[str, int]:
+    """Service, store and client processes (for the CPU seconds of the import)."""
+    status = stores_status(stores_dir)
+    pids = {name: process.pid for name, process in stack.processes.items()}
+    for name, store_process in (("postgres", status.postgres), ("redis", status.redis)):
+        if store_process is not None:
+            pids[name] = store_process.pid
+    pids["bench client"] = psutil.Process().pid
+    return pids
+
+
+async def measure(args: argparse.Namespace, stack: Stack, conversations: list[Conversation]) -> Measured:
+    """Import, promotion, the dossiers, the probes, the baselines and the evidence diagnostics."""
+    provider = make_provider(args.model)
+    profile = profile_for(provider.model_id)
+    async with contextlib.AsyncExitStack() as channels:
+        channel = {
+            s: await channels.enter_async_context(grpc.aio.insecure_channel(stack.addresses[s]))
+            for s in ("pipeline", "kzg", "lzg", "pixie")
+        }
+        pipeline = pipeline_pb2_grpc.PipelineServiceStub(channel["pipeline"])
+        kzg = kzg_pb2_grpc.KzgServiceStub(channel["kzg"])
+        lzg = lzg_pb2_grpc.LzgServiceStub(channel["lzg"])
+        pixie = pixie_pb2_grpc.PixieServiceStub(channel["pixie"])
+
+        imported = await import_turns(pipeline, conversations, stack_pids(stack, stack.data_dir / "stores"))
+        print(
+            f"  import done: {imported.turns} turns in {imported.seconds:.1f} s; waiting for Pixie",
+            file=sys.stderr,
+            flush=True,
+        )
+        promotion = await wait_for_promotion(kzg, pixie, args.promotion_timeout)
+        nodes = {c.sample_id: await pair_nodes(lzg, c.pair) for c in conversations}
+        print(
+            f"  promotion settled after {promotion.seconds:.1f} s; asking the questions",
+            file=sys.stderr,
+            flush=True,
+        )
+
+        asked: dict[tuple[str, int], Asked] = {}
+        probes: list[tuple[str, Asked]] = []
+        for conv in conversations:
+            node_keys = nodes[conv.sample_id].keys
+            for q in conv.questions:
+                asked[(conv.sample_id, q.number)] = await ask(
+                    pipeline,
+                    conv,
+                    f"locomo-q:{conv.sample_id}:{q.number}",
+                    q.text,
+                    args.recall_k,
+                    node_keys,
+                    imported.key_turns,
+                )
+            for number, (kind, text) in enumerate(PROBES):
+                probes.append(
+                    (
+                        kind,
+                        await ask(
+                            pipeline,
+                            conv,
+                            f"locomo-probe:{conv.sample_id}:{number}",
+                            text,
+                            args.recall_k,
+                            node_keys,
+                            imported.key_turns,
+                        ),
+                    )
+                )
+            print(f"  asked {conv.sample_id}", file=sys.stderr, flush=True)
+        alive: set[str] = set()
+        turn_key = {turn: key for key, turn in imported.key_turns.items()}
+        for conv in conversations:
+            alive |= await kzg_alive(
+                kzg, conv.pair, [turn_key[t.turn_id] for t in conv.turns if t.turn_id in turn_key]
+            )
+
+    # Baselines: same model, same turns as imported, while the services are idle.
+    rankings: dict[str, list[list[str]]] = {v: [] for v in VARIANTS}
+    questions: list[Question] = []
+    query_vectors: dict[str, Matrix] = {}
+    for conv in conversations:
+        turn_ids = [t.turn_id for t in conv.turns]
+        with_speaker = [f"{conv.speaker(t)}: {t.text}" for t in conv.turns]
+        bare = [lzg_embed_text(t.text) for t in conv.turns]
+        texts = [q.text for q in conv.questions]
+        queries = (
+            await provider.embed([query_embed_text(t) for t in texts])
+            if texts
+            else np.zeros((0, 1), np.float32)
+        )
+        query_vectors[conv.sample_id] = queries
+        rankings["dossier"] += [
+            list(asked[(conv.sample_id, q.number)].ranking.turn_ids) for q in conv.questions
+        ]
+        rankings["dense"] += dense_rankings(await provider.embed(with_speaker), queries, turn_ids, CURVE_K)
+        rankings["dense-bare"] += dense_rankings(await provider.embed(bare), queries, turn_ids, CURVE_K)
+        rankings["bm25"] += bm25_rankings(with_speaker, texts, turn_ids, CURVE_K)
+        questions += conv.questions
+    location_lines, location = evidence_location(
+        conversations, asked, imported, nodes, alive, query_vectors, profile.anchor
+    )
+    return Measured(
+        conversations,
+        provider.model_id,
+        imported,
+        promotion,
+        nodes,
+        alive,
+        asked,
+        probes,
+        questions,
+        rankings,
+        location_lines,
+        location,
+    )
+
+
+def report(args: argparse.Namespace, m: Measured) -> dict[str, Any]:
+    """Prints the table and the diagnostics, writes the plot; returns the JSON summary."""
+    data_name = Path(args.data).name
+    scores = {variant: scores_by_group(m.rankings[variant], m.questions) for variant in VARIANTS}
+    all_asked = list(m.asked.values())
+    sources = Counter(a.ranking.source for a in all_asked)
+    unmapped = sum(a.ranking.unmapped for a in all_asked)
+    items = [float(a.ranking.items) for a in all_asked]
+    walls = [a.wall_ms for a in all_asked]
+    # Any LZG anchor or any recall item: the seeds' rule says neither may appear for these probes.
+    probe_hit = [
+        (kind, a.anchors > 0 or (a.ranking.source == "recall" and a.ranking.items > 0))
+        for kind, a in m.probes
+    ]
+    offtopic_rate = statistics.fmean(hit for _, hit in probe_hit)
+    by_kind = {
+        kind: 100 * statistics.fmean(h for k, h in probe_hit if k == kind)
+        for kind in ("off-topic", "anaphoric")
+    }
+    probe_kzg = 100 * statistics.fmean(bool(a.kzg_turns) for _, a in m.probes)
+    excluded = sum(c.excluded for c in m.conversations)
+    nodes_total = sum(len(n.active_ids) for n in m.nodes.values())
+    imp, promo = m.imported, m.promotion
+    tiers = ", ".join(f"{t} {imp.tiers[t]}" for t in ("high", "mid", "minimum", "rejected") if imp.tiers[t])
+
+    print(
+        f"\nLoCoMo retrieval through the services: {data_name}, {len(m.conversations)} conversations "
+        f"({', '.join(c.sample_id for c in m.conversations)}), model {m.model_id}"
+    )
+    print(
+        f"import: {imp.turns} turns in {imp.seconds:.1f} s ({imp.turns / imp.seconds:.1f} turns/s); "
+        f"KZG {tiers}; "
+        f"{imp.queued} queued for promotion"
+    )
+    print("CPU s during import: " + ", ".join(f"{name} {s:.1f}" for name, s in imp.cpu_s.items()))
+    print(
+        f"Pixie settled {promo.seconds:.1f} s after the import "
+        f"({'drained' if promo.drained else 'NOT DRAINED'}); "
+        f"{promo.runs} promotion runs: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(promo.counts.items()) if v)
+        + f"; parked {promo.parked}; LZG active nodes {nodes_total}, KZG entries left {len(m.alive)}"
+    )
+    print(
+        f"{len(m.questions)} questions asked at as_of = last session + 1 day (recall_k {args.recall_k}); "
+        f"{excluded} excluded (no evidence id naming an imported turn)"
+    )
+    print(
+        f"dossier mapping: {', '.join(f'{k} {v}' for k, v in sources.items())} "
+        f"(fallback = LZG memories by rank, then KZG hits by score); unmapped items: {unmapped}"
+    )
+    print(
+        f"memories per dossier: mean {statistics.fmean(items):.2f}, p50 {percentile(items, 50):.0f}; "
+        f"BuildDossier wall p50 {percentile(walls, 50):.1f} ms, p95 {percentile(walls, 95):.1f} ms"
+    )
+    print(
+        f"off-topic/anaphoric probes ({len(m.probes)} = {len(PROBES)} × {len(m.conversations)} pairs) "
+        f"with any LZG anchor or recall item: {100 * offtopic_rate:.1f} % "
+        f"(off-topic {by_kind['off-topic']:.1f} %, anaphoric "
+        f"{by_kind['anaphoric']:.1f} %); with any KZG hit {probe_kzg:.1f} %"
+    )
+    print()
+    for line in table(scores):
+        print(line)
+    print("(published reference, DRAGON, all categories, 10 conversations: R@5 56.7, R@10 66.2, R@25 76.7)")
+    print()
+    for line in m.location_lines:
+        print(line)
+    plot_path = plot(
+        scores,
+        args.plot or RESULTS / f"locomo_{Path(args.data).stem}_{args.model}.png",
+        f"LoCoMo {Path(args.data).stem}, {m.model_id}, {len(m.conversations)} conversations",
+    )
+    print(f"\nplot: {plot_path}")
+
+    head = {v: s["1-4"] for v, s in scores.items()}
+    result: dict[str, Any] = {
+        "dossier_r10": head["dossier"].recall[10],
+        "dense_r10": head["dense"].recall[10],
+        "dense_bare_r10": head["dense-bare"].recall[10],
+        "bm25_r10": head["bm25"].recall[10],
+        "multihop_r10": scores["dossier"]["multi-hop"].recall[10],
+        "multihop_all10": scores["dossier"]["multi-hop"].all10,
+        "temporal_r10": scores["dossier"]["temporal"].recall[10],
+        "offtopic_anchor_rate": offtopic_rate,
+        "dossier_p50_ms": percentile(walls, 50),
+        "dossier_p95_ms": percentile(walls, 95),
+        "import_turns_per_s": imp.turns / imp.seconds,
+        "memories_mean": statistics.fmean(items),
+        "memories_p50": percentile(items, 50),
+        "mapping": "recall" if sources.get("recall") else "fallback",
+        "unmapped_items": unmapped,
+        "questions": len(m.questions),
+        "questions_headline": head["dossier"].n,
+        "questions_excluded": excluded,
+        "conversations": [c.sample_id for c in m.conversations],
+        "model": m.model_id,
+        "promotion_drained": promo.drained,
+        "lzg_nodes": nodes_total,
+        "kzg_entries": len(m.alive),
+    }
+    for variant, groups in scores.items():
+        key = variant.replace("-", "_")
+        for k in KS:
+            result[f"{key}_r{k}"] = groups["1-4"].recall[k]
+        result[f"{key}_all10"] = groups["1-4"].all10
+        result[f"{key}_r10_by_category"] = {g: s.recall[10] for g, s in groups.items() if g != "1-4"}
+    result.update(m.location)
+    return {k: json_value(v, 3 if k.endswith("rate") else 2) for k, v in result.items()}
+
+
+async def run(args: argparse.Namespace, root: Path) -> int:
+    data = json.loads(Path(args.data).read_text(encoding="utf-8"))
+    conversations = load_conversations(data, samples=args.sample or (), limit_questions=args.limit_questions)
+    print(
+        f"{Path(args.data).name}: {len(conversations)} conversations, "
+        f"{sum(len(c.turns) for c in conversations)} "
+        f"turns, {sum(len(c.questions) for c in conversations)} questions",
+        file=sys.stderr,
+        flush=True,
+    )
+    urls = await asyncio.to_thread(start_stores, root / "stores", ephemeral=True)
+    stack: Stack | None = None
+    try:
+        started = time.perf_counter()
+        stack = await start_stack(
+            root,
+            urls=urls,
+            extra_env={
+                "NOVABERG_EMBEDDING": args.model,
+                "NOVABERG_LOG_LEVEL": "WARNING",
+                "OPENBLAS_NUM_THREADS": "1",
+            },
+        )
+        print(f"stack up in {time.perf_counter() - started:.1f} s ({root})", file=sys.stderr, flush=True)
+        measured = await measure(args, stack, conversations)
+        summary = report(args, measured)
+        if args.keep:
+            write_stack_file(
+                root, stack.addresses, {"postgres_url": urls.postgres_url, "redis_url": urls.redis_url}
+            )
+            print(
+                f"stack kept for inspection (novaberg <command> --data-dir {root}); Ctrl-C stops it",
+                file=sys.stderr,
+                flush=True,
+            )
+        print(json.dumps(summary), flush=True)
+        if args.keep:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+    finally:
+        with contextlib.suppress(OSError):
+            (root / STACK_FILE).unlink()
+        if stack is not None:
+            await stack.stop()
+        await asyncio.to_thread(stop_stores, root / "stores")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
+    parser.add_argument("--data", type=Path, default=default_data(), help="a LoCoMo-format JSON file")
+    parser.add_argument(
+        "--sample", action="append", help="one conversation by sample_id (repeatable; default all)"
+    )
+    parser.add_argument(
+        "--model", default="minilm", help="embedding provider of every service and the baselines"
+    )
+    parser.add_argument(
+        "--limit-questions", type=int, default=0, help="first N questions of each conversation"
+    )
+    parser.add_argument("--data-dir", type=Path, help="where the stores live (default a temporary directory)")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the stack serving after the run until Ctrl-C"
+    )
+    parser.add_argument(
+        "--recall-k", type=int, default=CURVE_K, help="recall_k asked of BuildDossier (SPEC §11)"
+    )
+    parser.add_argument(
+        "--promotion-timeout", type=float, default=900.0, help="max seconds to wait for Pixie"
+    )
+    parser.add_argument("--plot", type=Path, help="where to write the PNG (default under bench/results/)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not Path(args.data).exists():
+        print(f"error: no LoCoMo file at {args.data} (use --data)", file=sys.stderr)
+        return 2
+    if args.data_dir is not None:
+        root = args.data_dir.resolve()
+        if root.exists() and any(root.iterdir()):
+            print(f"error: --data-dir {root} is not empty; the benchmark needs fresh stores", file=sys.stderr)
+            return 2
+        return asyncio.run(run(args, root))
+    with tempfile.TemporaryDirectory(prefix="locomo-bench-") as tmp:
+        return asyncio.run(run(args, Path(tmp)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
