@@ -282,3 +282,12 @@ def test_telemetry_goes_to_the_in_chart_collector_when_it_runs() -> None:
     assert env["OTEL_EXPORTER_OTLP_ENDPOINT"]["value"] == "http://nova-otel-collector.novaberg.svc.cluster.local:4317"
     assert env["OTEL_TRACES_EXPORTER"]["value"] == "otlp"
     assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in chart.container_env(chart.render("default"), "nova-log")
+
+
+def test_the_chart_readme_maps_every_variable() -> None:
+    text = (chart.CHART_DIR / "README.md").read_text()
+    generic = {f"NOVABERG_{svc.upper()}_{suffix}" for svc in SERVICES for suffix in PER_SERVICE}
+    named = (set(readme_table()) - generic) | set(VALUE_KEYS)
+    missing = sorted(v for v in named if f"`{v}`" not in text)
+    assert missing == [], f"deploy/k8s/novaberg/README.md does not map {missing}"
+    assert all(f"`NOVABERG_<SVC>_{suffix}`" in text for suffix in PER_SERVICE)
