@@ -6,8 +6,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DATA_DIR ?= .novaberg
 ONCE ?=
+CHART := deploy/k8s/novaberg
+IMAGE ?= registry.example.com/novaberg/memory-core
+APP_VERSION = $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' $(CHART)/Chart.yaml)
 
-.PHONY: all venv protos protos-check test test-unit test-integration test-service test-e2e lint run bench clean stores-down
+.PHONY: all venv protos protos-check test test-unit test-integration test-service test-e2e test-deploy lint run bench clean stores-down images chart
 
 all: test
 
@@ -45,6 +48,8 @@ test-service: $(STAMP)
 	$(PY) -m pytest -q tests/service
 test-e2e: $(STAMP)
 	$(PY) -m pytest -q tests/e2e
+test-deploy: $(STAMP)
+	$(PY) -m pytest -q tests/deploy
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check --no-cache libs/novaberg_core services tests bench
@@ -59,6 +64,19 @@ stores-down: $(STAMP)
 
 bench: $(STAMP)
 	for b in bench/*_bench.py; do $(PY) $$b || exit 1; done
+
+## The one service image (runtime set only), tagged with the chart's appVersion; needs a Docker engine.
+images:
+	@if ! docker info >/dev/null 2>&1; then \
+		echo "make images: no Docker engine here ('docker info' failed), so no image was built;" \
+			"build deploy/Dockerfile where Docker runs: docker build -f deploy/Dockerfile -t $(IMAGE):$(APP_VERSION) ." >&2; \
+		exit 1; fi
+	docker build -f deploy/Dockerfile -t $(IMAGE):$(APP_VERSION) .
+
+## Render the Helm chart (Helm's own Go engine, no helm binary) for the default, production-like and
+## in-chart-stores value sets into build/chart/{default,production,stores}.yaml.
+chart: $(STAMP)
+	$(PY) -m tests.deploy.chart --out build/chart
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -199,6 +199,10 @@ class CommonConfig:
     log_level: str = "INFO"
     """Root log level: DEBUG, INFO, WARNING, ERROR or CRITICAL."""
 
+    max_connection_age_s: float = 300.0
+    """The server closes (GOAWAY) each client connection after about this long, so clients re-resolve
+    the peers' DNS and spread over replicas added since; 0 = never (``NOVABERG_GRPC_MAX_CONNECTION_AGE_S``)."""
+
     @classmethod
     def from_env(
         cls,
@@ -213,6 +217,7 @@ class CommonConfig:
         standard ``OTEL_TRACES_EXPORTER`` is honoured, else ``otlp`` is chosen when
         ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or its traces variant) is set, else ``none``. Without
         ``<prefix>LOG_LEVEL`` the process-wide ``NOVABERG_LOG_LEVEL`` applies, else INFO.
+        ``NOVABERG_GRPC_MAX_CONNECTION_AGE_S`` (process-wide, 300) bounds a client connection's age.
         """
         p = env_prefix(service_name) if prefix is None else prefix
         if _raw(f"{p}OTEL_EXPORTER", env) is not None:
@@ -237,4 +242,5 @@ class CommonConfig:
             grace_seconds=env_float(f"{p}GRACE_SECONDS", 5.0, min_value=0.0, env=env),
             otel_exporter=exporter,
             log_level=log_level,
+            max_connection_age_s=env_float("NOVABERG_GRPC_MAX_CONNECTION_AGE_S", 300.0, min_value=0.0, env=env),
         )

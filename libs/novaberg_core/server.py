@@ -64,6 +64,7 @@ __all__ = [
     "run_server",
     "run_service",
     "serve",
+    "server_options",
     "wait_for_serving",
 ]
 
@@ -76,6 +77,15 @@ ShutdownStep = Callable[[], Awaitable[None]]
 _PASS_THROUGH_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 
 _TELEMETRY_FLUSH_TIMEOUT_S = 3.0
+
+_CONNECTION_AGE_GRACE_S = 30.0
+"""After a connection's maximum age, calls in flight on it get this long (longer than any peer deadline)."""
+
+_CLIENT_CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
+    # A target that resolves to several addresses (a headless Service: dns:///<svc>-headless…) is
+    # spread call by call over all of them, not pinned to the first.
+    ("grpc.lb_policy_name", "round_robin"),
+)
 
 
 _UNTRACED_PREFIXES = ("/grpc.health.v1.Health/", f"/{reflection.SERVICE_NAME}/")
@@ -326,6 +336,17 @@ def _bind(server: grpc.aio.Server, cfg: CommonConfig) -> tuple[str, int]:
     )
 
 
+def server_options(cfg: CommonConfig) -> list[tuple[str, Any]]:
+    """Channel arguments of every server: no shared port; connections aged out when configured."""
+    # SO_REUSEPORT off: a second process on the same port must fail, not silently share it.
+    options: list[tuple[str, Any]] = [("grpc.so_reuseport", 0)]
+    if cfg.max_connection_age_s > 0:
+        # grpc adds ±10 % jitter, so the replicas' clients do not all reconnect at once.
+        options.append(("grpc.max_connection_age_ms", int(cfg.max_connection_age_s * 1000)))
+        options.append(("grpc.max_connection_age_grace_ms", int(_CONNECTION_AGE_GRACE_S * 1000)))
+    return options
+
+
 async def create_server(
     cfg: CommonConfig,
     register: Callable[[grpc.aio.Server], None],
@@ -346,8 +367,7 @@ async def create_server(
         ErrorMappingInterceptor(),
         *extra_interceptors,
     ]
-    # SO_REUSEPORT off: a second process on the same port must fail, not silently share it.
-    server = grpc.aio.server(interceptors=interceptors, options=[("grpc.so_reuseport", 0)])
+    server = grpc.aio.server(interceptors=interceptors, options=server_options(cfg))
     register(server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -460,11 +480,13 @@ def run_service(main: Callable[[], Awaitable[None]], *, log_level: str = "INFO")
 
 def insecure_channel(target: str, *, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
     """A client channel to a peer: its calls carry the trace context (client spans, health excluded),
-    idempotent calls are retried on UNAVAILABLE and load is spread round-robin (``novaberg_core.peers``)."""
+    are balanced round-robin over every address ``target`` resolves to (a headless Service), and
+    idempotent calls are retried on UNAVAILABLE (``novaberg_core.peers``); ``options`` add to or
+    override the defaults.
+    """
     interceptors = aio_client_interceptors(tracer_provider=tracer_provider(), filter_=_traced)
-    given = {name for name, _ in options}
-    merged = [*options, *(option for option in CHANNEL_OPTIONS if option[0] not in given)]
-    return grpc.aio.insecure_channel(target, options=merged, interceptors=interceptors)
+    merged = dict(_CLIENT_CHANNEL_OPTIONS) | dict(CHANNEL_OPTIONS) | dict(options)
+    return grpc.aio.insecure_channel(target, options=list(merged.items()), interceptors=interceptors)
 
 
 async def wait_for_serving(target: str, service: str = "", timeout: float = 10.0) -> None:  # noqa: ASYNC109
