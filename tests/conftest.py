@@ -13,7 +13,10 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -43,11 +46,14 @@ def store_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreUrls]:
         return
     if postgres_url or redis_url:
         raise pytest.UsageError("set both NOVABERG_TEST_POSTGRES_URL and NOVABERG_TEST_REDIS_URL, or neither")
-    data_dir = tmp_path_factory.mktemp("stores")
+    # Not under pytest's basetemp: a concurrent pytest session (another checkout on this machine)
+    # prunes old basetemp directories, and a store whose data directory vanished dies mid-test.
+    data_dir = Path(tempfile.mkdtemp(prefix="novaberg-test-stores-"))
     try:
         yield start_stores(data_dir, ephemeral=True)
     finally:
         stop_stores(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

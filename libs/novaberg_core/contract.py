@@ -105,25 +105,28 @@ STRING_KINDS: Mapping[str, Kind] = {
         (
             "turn_id", "ausloeser_turn_id", "span_id", "trace_id", "entry_id", "kzg_key", "job_ids",
             "consumer", "task", "reader", "readers", "cluster", "praezision", "writer", "role", "node",
-            "quelle", "art", "typ", "typ_for_new", "salienz_eingang_herkunft", "nova_sektor",
+            "quelle", "art", "typ", "typ_for_new", "salienz_eingang_herkunft", "nova_sektor", "sprache",
+            "traceparent", "quell_turn_id", "kzg_quell_key",
         ),
         Kind.IDENT,
     ),
     # names people and things go by
-    **dict.fromkeys(("name", "names", "aliases", "user_name", "character_name", "titel"), Kind.NAME),
+    **dict.fromkeys(("name", "names", "aliases", "user_name", "character_name", "titel", "sprecher"), Kind.NAME),
     # themes (SPEC §4.4: '|' separates them in the KZG index)
     **dict.fromkeys(("themen", "geteilte_themen"), Kind.THEME),
     # labels of the salience/EI analysis and of the read
     **dict.fromkeys(
         (
             "emotion", "modus", "intentionen", "intention", "sprach_stil", "tone", "beziehungs_dynamik",
-            "emotions_vektor", "dimension", "gedaechtnistyp", "nova_emotion", "verbindungs_gruende",
+            "emotions_vektor", "dimension", "gedaechtnistyp", "nova_emotion", "verbindungs_gruende", "term",
+            "quellen",
         ),
         Kind.LABEL,
     ),
     # free text
     **dict.fromkeys(
-        ("inhalt", "text", "query_text", "answer_text", "user_prompt", "reason", "hash_dirty_reason"), Kind.TEXT
+        ("inhalt", "text", "query_text", "answer_text", "user_prompt", "reason", "hash_dirty_reason", "lexical_text"),
+        Kind.TEXT,
     ),
     **dict.fromkeys(("inhalt_json", "user_emotion_json", "nova_emotion_json"), Kind.JSON),
 }
@@ -145,7 +148,8 @@ _NORMALISED = frozenset({Kind.PAIR_ID, Kind.IDENT, Kind.NAME, Kind.THEME, Kind.L
 REPEATED_MAXIMA: Mapping[str, int] = {
     "themen": 32, "geteilte_themen": 32, "intentionen": 32, "entitaet_ids": 64, "geteilte_entitaet_ids": 64,
     "served_node_ids": 64, "names": 256, "aliases": 64, "readers": 8, "goals": 32, "erinnerungen": 100,
-    "pfad": 8, "verbindungs_gruende": 8, "ids": 1_000, "job_ids": 1_000,
+    "pfad": 8, "verbindungs_gruende": 8, "ids": 1_000, "job_ids": 1_000, "question_entity_ids": 64,
+    "zeitfenster": 16, "recall": 100, "query_terms": 256,
     "embedding": 4_096, "values": 4_096,
 }  # fmt: skip
 """Most items a repeated field may carry; any other repeated field: :data:`_REPEATED_DEFAULT_MAX`."""

@@ -63,12 +63,11 @@ RETRY_POLICY: Mapping[str, Any] = {
 
 
 def service_config() -> str:
-    """The channel's service config: round-robin over resolved addresses, retries for idempotent calls."""
+    """The channel's service config: retries for idempotent calls (balancing: ``grpc.lb_policy_name``)."""
     names = [{"service": service, "method": method} for service, methods in IDEMPOTENT_METHODS.items()
              for method in methods]  # fmt: skip
     return json.dumps(
         {
-            "loadBalancingConfig": [{"round_robin": {}}],
             "methodConfig": [{"name": names, "retryPolicy": dict(RETRY_POLICY)}],
         }
     )

@@ -31,8 +31,10 @@ __all__ = [
     "ATTR_USER_ID",
     "configure_logging",
     "current_trace_id_hex",
+    "current_traceparent",
     "flush_telemetry",
     "install_in_memory_exporter",
+    "link_to",
     "set_turn_attributes",
     "setup_telemetry",
     "tracer",
@@ -132,6 +134,29 @@ def current_trace_id_hex() -> str | None:
     if not ctx.is_valid:
         return None
     return trace.format_trace_id(ctx.trace_id)
+
+
+def current_traceparent() -> str:
+    """The active span as a W3C ``traceparent`` (to link later work to this call), or '' without one."""
+    ctx = trace.get_current_span().get_span_context()
+    if not ctx.is_valid:
+        return ""
+    return f"00-{trace.format_trace_id(ctx.trace_id)}-{trace.format_span_id(ctx.span_id)}-{int(ctx.trace_flags):02x}"
+
+
+def link_to(traceparent: str) -> list[trace.Link]:
+    """A span link to the call a ``traceparent`` names (none for an empty or malformed one)."""
+    parts = traceparent.split("-")
+    if len(parts) != 4 or len(parts[1]) != 32 or len(parts[2]) != 16:
+        return []
+    try:
+        context = trace.SpanContext(
+            trace_id=int(parts[1], 16), span_id=int(parts[2], 16), is_remote=True,
+            trace_flags=trace.TraceFlags(int(parts[3], 16)),
+        )  # fmt: skip
+    except ValueError:
+        return []
+    return [trace.Link(context)] if context.is_valid else []
 
 
 def set_turn_attributes(

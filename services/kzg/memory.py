@@ -29,8 +29,9 @@ import numpy as np
 
 from novaberg_core.canon import Canon, default_canon
 from novaberg_core.contract import pair_token, user_token
-from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text, query_embed_text
+from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text, query_embed_text, speaker_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
+from novaberg_core.lexical import LANGUAGES, language_of, lexical_words
 from novaberg_core.pipeline_log import PipelineLog
 from services.kzg.domain import (
     BEOBACHTER,
@@ -40,6 +41,7 @@ from services.kzg.domain import (
     REINFORCEMENT_MODES,
     SESSION_ROLES,
     SESSION_SUMMARIZE_AT,
+    SESSION_TTL,
     THEMEN_SEPARATOR,
     CanonCheck,
     Tier,
@@ -107,8 +109,14 @@ def entry_fields(
     *,
     now: float,
     queued: bool,
+    ttl_seconds: int,
 ) -> dict[str, str | bytes]:
-    """The hash of a new entry (SPEC §4.1) from a validated request; the only place it is encoded."""
+    """The hash of a new entry (SPEC §4.1) from a validated request; the only place it is encoded.
+
+    Beyond §4.1 (SPEC §11): the speaker and language, ``suchtext`` for full-text retrieval, the
+    expiry in the turn's own time (``ablauf_am``) and the turn's trace (``traceparent``).
+    """
+    sprache = language_of(entry.sprache)
     fields: dict[str, str | bytes] = {
         "inhalt": entry.inhalt,
         "themen": THEMEN_SEPARATOR.join(themen),
@@ -137,10 +145,25 @@ def entry_fields(
         "erstellt_am": repr(float(now)),
         "turn_id": entry.turn_id,
         "promotion_queued": "1" if queued else "0",
+        "sprecher": entry.sprecher,
+        "sprache": sprache,
+        "suchsprache": LANGUAGES[sprache],
+        "suchtext": speaker_text(entry.sprecher, entry.inhalt),
+        "ablauf_am": f"{now + ttl_seconds:.3f}",
+        "traceparent": entry.traceparent,
     }
     if entry.timeline_id is not None:
         fields["timeline_id"] = str(entry.timeline_id)
     return fields
+
+
+def session_as_of(state: SessionState, as_of: float) -> SessionState:
+    """``state`` as it was at ``as_of``: later turns left out, empty when SESSION_TTL had run out (SPEC §3, §11)."""
+    turns = tuple(t for t in state.turns if t.created_at <= as_of)
+    if not turns or as_of - max(t.created_at for t in turns) > SESSION_TTL:
+        return SessionState(turns=(), summary="", ttl_seconds=-2)
+    remaining = int(SESSION_TTL - (as_of - max(t.created_at for t in turns)))
+    return SessionState(turns=turns, summary=state.summary, ttl_seconds=remaining)
 
 
 class KzgMemory:
@@ -214,12 +237,19 @@ class KzgMemory:
         )
         return AppendResult(turn_count=length, summarized=summarized, trimmed=trimmed)
 
-    async def get_session(self, pair: Pair) -> SessionState:
+    async def get_session(self, pair: Pair, *, as_of: float | None = None) -> SessionState:
+        """The session as of ``as_of`` (SPEC §3, §11): turns made by then, empty once it had expired.
+
+        A session expires SESSION_TTL after its last turn; read at a later ``as_of`` (a replay's
+        time) it is empty, as it would have been live. Unset = now (Redis's own TTL applies).
+        """
         check_pair(pair.user_id, pair.character_id)
         state = await self.store.session_read(pair)
+        if as_of is not None:
+            state = session_as_of(state, as_of)
         self.log.db_read(
             turn_id=_log_turn(""), node=_SESSION_NODE, tabelle="session", treffer=len(state.turns),
-            user_id=pair.user_id, character_id=pair.character_id,
+            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=_log_time(as_of),
         )
         return state
 
@@ -287,7 +317,7 @@ class KzgMemory:
         if entry.embedding is not None:
             vector = entry.embedding
         else:
-            vector = await self.provider.embed_one(kzg_embed_text(themen, entry.inhalt))
+            vector = await self.provider.embed_one(kzg_embed_text(themen, entry.inhalt, entry.sprecher))
         # An existing key is refused by the write script itself, atomically and before any change.
         key = entry_key(pair, entry.entry_id or uuid.uuid4().hex)
 
@@ -296,7 +326,7 @@ class KzgMemory:
         queue = tier is Tier.HIGH
         norm = themen_norm(themen)
         entitaet_ids = dedupe_entitaet_ids(entry.entitaet_ids)
-        fields = entry_fields(entry, themen, canon, salienz, vector, now=now, queued=queue)
+        fields = entry_fields(entry, themen, canon, salienz, vector, now=now, queued=queue, ttl_seconds=ttl)
 
         # One write per pair at a time in this process: neighbour search and update see a settled
         # pair. Other replicas are handled by the compare-and-set in the script (_settle).
@@ -311,7 +341,9 @@ class KzgMemory:
             )
             if not outcome.created:
                 raise AlreadyExists(f"KZG entry {key} exists already; entry ids are unique")
-            reinforced, queued = await self._settle(key, pair, updates, list(outcome.codes), turn_id, pair_kwargs)
+            reinforced, queued = await self._settle(
+                key, pair, updates, list(outcome.codes), turn_id, pair_kwargs, float(now)
+            )
 
         self.log.db_write(
             turn_id=turn_id, node=_WRITE_NODE, tabelle="kzg", operation="hset",
@@ -344,8 +376,11 @@ class KzgMemory:
             return None
         canon = check_canon(entry.modus, entry.intentionen, self.canon)
         now = entry.as_of if entry.as_of is not None else self.clock()
-        fields = entry_fields(entry, themen, canon, salienz, entry.embedding, now=now, queued=tier is Tier.HIGH)
-        return entry_key(entry.pair, entry.entry_id or uuid.uuid4().hex), fields, ttl_seconds(tier)
+        ttl = ttl_seconds(tier)
+        fields = entry_fields(
+            entry, themen, canon, salienz, entry.embedding, now=now, queued=tier is Tier.HIGH, ttl_seconds=ttl
+        )
+        return entry_key(entry.pair, entry.entry_id or uuid.uuid4().hex), fields, ttl
 
     def _updates(
         self, neighbours: Sequence[Neighbour], turn_id: str, pair_kwargs: dict[str, Any]
@@ -385,6 +420,7 @@ class KzgMemory:
         codes: list[int],
         turn_id: str,
         pair_kwargs: dict[str, Any],
+        now: float,
     ) -> tuple[int, int]:
         """Retry neighbours whose haeufigkeit changed concurrently (compare-and-set); → (reinforced, queued)."""
         reinforced = sum(1 for c in codes if c > 0)
@@ -397,7 +433,7 @@ class KzgMemory:
             retry = self._updates(await self.store.read_neighbours(conflicts), turn_id, pair_kwargs)
             outcome = await self.store.write_entry(
                 key, {}, ttl_seconds=0, queue=False, hash_dirty_key_=hash_dirty_key(pair),
-                hash_dirty_reason="", now=0.0, updates=retry, create=False,
+                hash_dirty_reason="", now=now, updates=retry, create=False,
             )
             reinforced += sum(1 for c in outcome.codes if c > 0)
             queued += sum(1 for c in outcome.codes if c == 2)
@@ -427,20 +463,42 @@ class KzgMemory:
         else:
             raise InvalidArgument("either query_text (non-empty) or query_vector is required")
         filters = dataclasses.replace(query.filters, themen=tuple(themen_norm(query.filters.themen)))
-        found = await self.store.knn(pair, vector, top_k, beobachter=query.beobachter, filters=filters)
-        kept = [(key, sim) for key, sim in found if sim >= self.retrieval_threshold]
-        entries = await self.store.read_entries([key for key, _ in kept])
+        as_of = query.as_of
+        found = await self.store.knn(pair, vector, top_k, beobachter=query.beobachter, filters=filters, as_of=as_of)
+        similarity = {key: sim for key, sim in found}
+        sources: dict[str, list[str]] = {key: ["dense"] for key, sim in found if sim >= self.retrieval_threshold}
+        dropped = len(found) - len(sources)
+        if query.lexical_text:
+            words = lexical_words(query.lexical_text, query.sprache)
+            language = LANGUAGES[language_of(query.sprache)]
+            for key in await self.store.full_text(
+                pair, words, language, top_k, beobachter=query.beobachter, as_of=as_of
+            ):
+                sources.setdefault(key, []).append("lexical")
+        if query.question_entity_ids:
+            named = dataclasses.replace(filters, entitaet_ids=query.question_entity_ids)
+            for key, sim in await self.store.knn(
+                pair, vector, top_k, beobachter=query.beobachter, filters=named, as_of=as_of
+            ):
+                similarity[key] = sim
+                sources.setdefault(key, []).append("entity")
+        unscored = [key for key in sources if key not in similarity]
+        for key, stored in zip(unscored, await self.store.embeddings(unscored), strict=True):
+            similarity[key] = float(np.dot(stored, vector)) if stored is not None else -1.0
+        ranked = sorted(sources, key=lambda key: -similarity[key])
+        entries = await self.store.read_entries(ranked)
         # An entry that expired between the search and the read is simply not there any more.
         hits = tuple(
-            Hit(entry=entry, similarity=sim) for (_, sim), entry in zip(kept, entries, strict=True) if entry is not None
+            Hit(entry=entry, similarity=similarity[key], quellen=tuple(sources[key]))
+            for key, entry in zip(ranked, entries, strict=True)
+            if entry is not None
         )
-        dropped = len(found) - len(kept)
         self.log.db_read(
             turn_id=_log_turn(query.turn_id), node=_READ_NODE, tabelle="kzg", treffer=len(hits),
             verworfen_unter_schwelle=dropped, schwelle=self.retrieval_threshold, top_k=top_k,
             beobachter=query.beobachter or "beide", kzg_keys=[h.entry.kzg_key for h in hits],
-            span_id=_log_span(query.span_id), user_id=pair.user_id, character_id=pair.character_id,
-            erstellt_am=_log_time(query.as_of),
+            quellen={key: sources[key] for key in ranked}, span_id=_log_span(query.span_id),
+            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=_log_time(query.as_of),
         )
         return RetrieveResult(
             hits=hits, threshold=self.retrieval_threshold, model_id=self.provider.model_id,

@@ -53,6 +53,12 @@ class EntryInput:
     """Unix seconds; None → now."""
     writer: str = ""
     """Who writes, for the canon ERROR lines."""
+    sprecher: str = ""
+    """The speaker's display name (SPEC §11); part of the embedded text."""
+    sprache: str = ""
+    """The pair's language code for full-text retrieval."""
+    traceparent: str = ""
+    """The writing turn's trace context, so its promotion can link to it."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +107,11 @@ class KzgEntryData:
     ttl_seconds: int
     promotion_queued: bool = False
     embedding: Vector | None = None
+    sprecher: str = ""
+    sprache: str = ""
+    ablauf_am: float | None = None
+    """Expiry in the turn's own time (SPEC §11); None for entries written before it was kept."""
+    traceparent: str = ""
 
 
 @dataclass(frozen=True)
@@ -129,13 +140,20 @@ class RetrieveQuery:
     turn_id: str = ""
     span_id: str = ""
     as_of: float | None = None
-    """Unix seconds of the read for its log records (a replay's simulated time); None → now."""
+    """Unix seconds of the read (a replay's simulated time); None → now. Entries expired then, or
+    made later, are not returned (SPEC §11)."""
+    lexical_text: str = ""
+    """The question's text for full-text candidates (hybrid retrieval, SPEC §11); empty → dense only."""
+    sprache: str = ""
+    question_entity_ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class Hit:
     entry: KzgEntryData
     similarity: float
+    quellen: tuple[str, ...] = ("dense",)
+    """Which sources found it: dense, lexical, entity."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +173,8 @@ class PromotionJobData:
     ausloeser_turn_id: str
     pair: Pair
     delivery_count: int
+    ausgeloest_am: float | None = None
+    """The queueing turn's own time (unix seconds): the promotion happens as of then (SPEC §11)."""
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.telemetry import current_traceparent
 from services.kzg.memory import KzgMemory
 from services.kzg.models import (
     EntryInput,
@@ -102,7 +103,12 @@ def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
         erstellt_am=_timestamp(entry.erstellt_am),
         turn_id=entry.turn_id,
         ttl_seconds=entry.ttl_seconds,
+        sprecher=entry.sprecher,
+        sprache=entry.sprache,
+        traceparent=entry.traceparent,
     )
+    if entry.ablauf_am is not None:
+        message.ablauf_am.CopyFrom(_timestamp(entry.ablauf_am))
     if entry.timeline_id is not None:
         message.magnets.timeline_id = entry.timeline_id
     if entry.embedding is not None:
@@ -117,6 +123,7 @@ def _job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
         ausloeser_turn_id=job.ausloeser_turn_id,
         pair=_pair_pb(job.pair),
         delivery_count=job.delivery_count,
+        ausgeloest_am=_timestamp(job.ausgeloest_am) if job.ausgeloest_am else None,
     )
 
 
@@ -144,7 +151,7 @@ class KzgServicer(kzg_pb2_grpc.KzgServiceServicer):
     async def GetSession(
         self, request: kzg_pb2.GetSessionRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.GetSessionResponse:
-        state = await self.memory.get_session(_pair(request.pair))
+        state = await self.memory.get_session(_pair(request.pair), as_of=_as_of(request.as_of))
         return kzg_pb2.GetSessionResponse(
             turns=[
                 kzg_pb2.SessionTurn(
@@ -186,6 +193,9 @@ class KzgServicer(kzg_pb2_grpc.KzgServiceServicer):
             entry_id=request.entry_id,
             as_of=_as_of(request.as_of),
             writer=request.writer,
+            sprecher=request.sprecher,
+            sprache=request.sprache,
+            traceparent=current_traceparent(),
         )
         result = await self.memory.store_entry(entry)
         return kzg_pb2.StoreEntryResponse(
@@ -224,10 +234,16 @@ class KzgServicer(kzg_pb2_grpc.KzgServiceServicer):
             turn_id=request.turn.turn_id,
             span_id=request.turn.span_id,
             as_of=_as_of(request.as_of),
+            lexical_text=request.lexical_text,
+            sprache=request.sprache,
+            question_entity_ids=tuple(dict.fromkeys(request.question_entity_ids)),
         )
         result = await self.memory.retrieve(query)
         return kzg_pb2.RetrieveResponse(
-            hits=[kzg_pb2.RetrieveHit(entry=entry_pb(h.entry), similarity=h.similarity) for h in result.hits],
+            hits=[
+                kzg_pb2.RetrieveHit(entry=entry_pb(h.entry), similarity=h.similarity, quellen=list(h.quellen))
+                for h in result.hits
+            ],
             threshold=result.threshold,
             model_id=result.model_id,
             dropped_below_threshold=result.dropped_below_threshold,

@@ -22,7 +22,7 @@ from redis.exceptions import ResponseError, WatchError
 
 from novaberg_core import redis_client
 from novaberg_core.contract import pair_token, user_token
-from novaberg_core.embedding import ModelStamp, check_store_model
+from novaberg_core.embedding import LEGACY_RECIPE, ModelStamp, check_store_model
 from services.kzg.domain import (
     SESSION_MAX_TURNS,
     SESSION_SUMMARIZE_AT,
@@ -202,6 +202,10 @@ def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embeddi
         ttl_seconds=ttl,
         promotion_queued=raw.get(b"promotion_queued") == b"1",
         embedding=embedding,
+        sprecher=text("sprecher"),
+        sprache=text("sprache"),
+        ablauf_am=_float_or_none(raw.get(b"ablauf_am")),
+        traceparent=text("traceparent"),
     )
 
 
@@ -252,7 +256,10 @@ class KzgStore:
 
     def index_arguments(self) -> list[str]:
         """The FT.CREATE arguments rendered from the declared schema (SPEC §4.5)."""
-        args = ["FT.CREATE", self.index_name, "ON", "HASH", "PREFIX", "1", self.schema["prefix"], "SCHEMA"]
+        args = ["FT.CREATE", self.index_name, "ON", "HASH", "PREFIX", "1", self.schema["prefix"]]
+        if "language_field" in self.schema:
+            args += ["LANGUAGE_FIELD", self.schema["language_field"]]
+        args.append("SCHEMA")
         for field in self.schema["fields"]:
             args += [field["name"], field["type"]]
             if field["type"] == "TAG":
@@ -328,10 +335,12 @@ class KzgStore:
         recorded = None
         if raw is not None:
             data = json.loads(raw)
-            recorded = ModelStamp(str(data["model_id"]), int(data["dimension"]))
+            recorded = ModelStamp(str(data["model_id"]), int(data["dimension"]), str(data.get("recipe", LEGACY_RECIPE)))
         check_store_model(recorded, configured)
         if recorded is None:
-            stamp = json.dumps({"model_id": configured.model_id, "dimension": configured.dimension})
+            stamp = json.dumps(
+                {"model_id": configured.model_id, "dimension": configured.dimension, "recipe": configured.recipe}
+            )
             if not await self.redis.set(MODEL_KEY, stamp, nx=True):
                 await self.check_model(configured)  # another replica stamped it first
 
@@ -451,6 +460,13 @@ class KzgStore:
             parts.append(f"@salienz:[{filters.min_salienz!r} +inf]")
         return " ".join(p for p in parts if p)
 
+    @staticmethod
+    def _time_clause(as_of: float | None) -> str:
+        """Entries alive at ``as_of`` in the turns' own time: made by then, not expired (SPEC §11)."""
+        if as_of is None:
+            return ""
+        return f"@ablauf_am:[{as_of!r} +inf] @erstellt_am:[-inf {as_of!r}]"
+
     async def knn(
         self,
         pair: Pair,
@@ -459,10 +475,17 @@ class KzgStore:
         *,
         beobachter: str | None = None,
         filters: RetrieveFilters | None = None,
+        as_of: float | None = None,
     ) -> list[tuple[str, float]]:
         """Keys of the ``top_k`` nearest entries of the pair with cosine similarity (1 − distance), best first."""
         clause = " ".join(
-            p for p in (self._pair_clause(pair), self._filter_clause(beobachter, filters or RetrieveFilters())) if p
+            p
+            for p in (
+                self._pair_clause(pair),
+                self._filter_clause(beobachter, filters or RetrieveFilters()),
+                self._time_clause(as_of),
+            )
+            if p
         )
         query = f"({clause})=>[KNN {int(top_k)} @embedding $vec AS __distance]"
         response = await self.redis.execute_command(
@@ -473,6 +496,45 @@ class KzgStore:
             "LIMIT", "0", str(int(top_k)), "DIALECT", "2",
         )
         return [(key, 1.0 - float(fields.get(b"__distance", b"2"))) for key, fields in _search_rows(response)]
+
+    async def full_text(
+        self,
+        pair: Pair,
+        words: Sequence[str],
+        language: str,
+        limit: int,
+        *,
+        beobachter: str | None = None,
+        as_of: float | None = None,
+    ) -> list[str]:
+        """Keys of the pair's entries whose ``suchtext`` matches any of ``words``, best BM25 first (SPEC §11)."""
+        terms = [escape_tag(word) for word in words if word]
+        if not terms:
+            return []
+        clause = " ".join(
+            p
+            for p in (
+                self._pair_clause(pair),
+                _tag_any("beobachter", [beobachter] if beobachter else []),
+                self._time_clause(as_of),
+                f"@suchtext:({'|'.join(terms)})",
+            )
+            if p
+        )
+        response = await self.redis.execute_command(
+            "FT.SEARCH", self.index_name, clause,
+            "NOCONTENT", "SCORER", "BM25", "LANGUAGE", language,
+            "LIMIT", "0", str(int(limit)), "DIALECT", "2",
+        )
+        return [key for key, _ in _search_rows(response)]
+
+    async def embeddings(self, keys: Sequence[str]) -> list[Vector | None]:
+        """The stored vectors of ``keys`` (None for a key that is gone)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.hget(key, "embedding")
+            raw = await pipe.execute()
+        return [None if value is None else np.frombuffer(value, dtype=np.float32) for value in raw]
 
     async def read_entries(self, keys: Sequence[str]) -> list[KzgEntryData | None]:
         """The entries of ``keys`` without their vectors, with remaining TTL; None for a key that is gone."""
@@ -687,4 +749,5 @@ def _job(message_id: str, fields: Mapping[bytes, bytes], deliveries: int) -> Pro
         ausloeser_turn_id=_s(fields.get(b"ausloeser_turn_id")),
         pair=Pair(_s(fields.get(b"user_id")), _s(fields.get(b"character_id"))),
         delivery_count=deliveries,
+        ausgeloest_am=_float_or_none(fields.get(b"ausgeloest_am")),
     )

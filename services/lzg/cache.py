@@ -1,10 +1,11 @@
-"""In-process cache of each pair's immutable node data: ids and embeddings (SPEC §5.3, §5.8).
+"""In-process cache of each pair's immutable node data: ids, embeddings, turn times, terms (SPEC §5.3, §5.8, §11).
 
 Promotion compares a new vector with *every* node of the pair, and the spreading read searches
 anchors among them; exact cosine in SQL costs 18–110 ms for a pair of 20,000 nodes, numpy over an
 in-memory matrix ~1 ms (notes/measured-here.md). Only what never changes after a node's
-promotion is cached — id and embedding — so the cache can never serve a stale weight,
-activity, theme, entity or timeline; those are always read fresh from PostgreSQL.
+promotion is cached — id, embedding, the turn's time and the terms of its text (the lexical index
+of SPEC §11, :class:`novaberg_core.lexical.LexicalIndex`) — so the cache can never serve a stale
+weight, activity, theme, entity or timeline; those are always read fresh from PostgreSQL.
 
 Validity across replicas: nodes are never deleted (SPEC §5.7, no API deletes one) and a pair's
 ids grow in commit order (its writes are serialised by a transaction-scoped advisory lock, and the
@@ -23,6 +24,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from novaberg_core.embedding import speaker_text
+from novaberg_core.lexical import LexicalIndex, QueryTerms, tokenize
+
 __all__ = ["PairCache", "PairSnapshot"]
 
 Pair = tuple[str, str]
@@ -36,9 +40,21 @@ class PairSnapshot:
     """Node ids, ascending."""
     embeddings: npt.NDArray[np.float32]
     """(n, dimension), one L2-normalised row per node (zero row when a node has no vector)."""
+    times: npt.NDArray[np.float64]
+    """The turn's time of each node (``kzg_erstellt_am``, unix seconds), in row order."""
+    lexical: LexicalIndex
+    """The terms of every node's ``"{sprecher}: {inhalt}"``; rows beyond ``len(self)`` are not this view's."""
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
+
+    def lexical_scores(
+        self, text: str, language: str
+    ) -> tuple[QueryTerms, npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """The query's terms (idf over these nodes), BM25 and lexical strength of every node in row order."""
+        query = self.lexical.query_terms(tokenize(text, language), len(self))
+        bm25, strength = self.lexical.scores(query, len(self))
+        return query, bm25, strength
 
     def cosines(self, vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
         """Cosine of ``vector`` (norm 1) to every node, in row order."""
@@ -59,10 +75,12 @@ class _Entry:
         self.n = 0
         self.ids = np.zeros(0, dtype=np.int64)
         self.embeddings = np.zeros((0, dimension), dtype=np.float32)
+        self.times = np.zeros(0, dtype=np.float64)
+        self.lexical = LexicalIndex()
 
     @property
     def nbytes(self) -> int:
-        return int(self.embeddings.nbytes + self.ids.nbytes)
+        return int(self.embeddings.nbytes + self.ids.nbytes + self.times.nbytes + self.lexical.nbytes)
 
     def append(self, rows: list[Any], dimension: int) -> None:
         need = self.n + len(rows)
@@ -70,21 +88,25 @@ class _Entry:
             capacity = max(need, 2 * self.ids.shape[0], 64)
             ids = np.zeros(capacity, dtype=np.int64)
             embeddings = np.zeros((capacity, dimension), dtype=np.float32)
+            times = np.zeros(capacity, dtype=np.float64)
             ids[: self.n] = self.ids[: self.n]
             embeddings[: self.n] = self.embeddings[: self.n]
+            times[: self.n] = self.times[: self.n]
             # Earlier snapshots keep viewing the old arrays, which are never written again.
-            self.ids, self.embeddings = ids, embeddings
+            self.ids, self.embeddings, self.times = ids, embeddings, times
         for offset, row in enumerate(rows):
             index = self.n + offset
             self.ids[index] = row["id"]
             vector = row["embedding"]
             if vector is not None:
                 self.embeddings[index] = vector.to_numpy()
+            self.times[index] = row["zeit"]
+            self.lexical.append(tokenize(speaker_text(row["sprecher"], row["inhalt"]), row["sprache"]))
         self.n = need
 
     def snapshot(self) -> PairSnapshot:
         n = self.n
-        return PairSnapshot(ids=self.ids[:n], embeddings=self.embeddings[:n])
+        return PairSnapshot(ids=self.ids[:n], embeddings=self.embeddings[:n], times=self.times[:n], lexical=self.lexical)
 
 
 class PairCache:

@@ -24,7 +24,9 @@ from novaberg_core.clusters import ClusterTable
 from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.embedding import EmbeddingProvider, ModelProfile, lzg_embed_text, query_embed_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
+from novaberg_core.lexical import QueryTerms
 from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.timeutil import utc_now
 from services.lzg.cache import PairCache, PairSnapshot
 from services.lzg.edges import pair_weights
 from services.lzg.layers import (
@@ -34,13 +36,12 @@ from services.lzg.layers import (
     evaluate_layers,
     parse_praezision,
 )
+from services.lzg.reading import RecallCandidate, RecallQuery, node_details, rank_candidates, recall_list
 from services.lzg.render import reader_names, render_memory_block
 from services.lzg.spreading import (
-    ANKER_ANZAHL,
     K_PRO_SCHALE,
     Erinnerung,
     LzgResonanz,
-    NodeDetails,
     PfadSchritt,
     PoolItem,
     dedup_pool,
@@ -128,6 +129,10 @@ class PromotionInput:
     log_turn_id: str
     span_id: str | None
     as_of: datetime
+    sprecher: str = ""
+    """The speaker's display name (SPEC §11), embedded with the content."""
+    sprache: str = ""
+    """The pair's language code for lexical search."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +156,10 @@ class SpreadingResult:
     pool_size: int
     memory_blocks: dict[str, str] = field(default_factory=dict)
     """The memory block of each reader the read was asked to render (SPEC §5.9)."""
+    recall: list[RecallCandidate] = field(default_factory=list)
+    """The recall candidates, best first (SPEC §11)."""
+    query_terms: QueryTerms | None = None
+    """The lexical query's terms with their idf over the pair (for scoring other layers alike)."""
 
 
 @dataclass(frozen=True)
@@ -284,7 +293,7 @@ class LzgEngine:
             inhalt={"kzg_key": entry.kzg_key, "ausloeser_turn_id": entry.ausloeser_turn_id},
             **log_kw,
         )
-        vector = await self.provider.embed_one(lzg_embed_text(entry.inhalt))
+        vector = await self.provider.embed_one(lzg_embed_text(entry.inhalt, entry.sprecher))
         async with self.store.pair_writer(entry.user_id, entry.character_id) as tx:
             prior = await tx.node_by_quell_key(entry.kzg_key)
             if prior is not None:
@@ -354,6 +363,9 @@ class LzgEngine:
                 sprach_stil=entry.sprach_stil,
                 beziehungs_dynamik=entry.beziehungs_dynamik,
                 tone=entry.tone,
+                sprecher=entry.sprecher,
+                sprache=entry.sprache,
+                quell_turn_id=entry.entry_turn_id,
             )
             # Step 3: the candidates' fresh data are read before the insert.
             candidates, near = await self._edge_candidates(tx, snapshot, cosines, new_node, timeline)
@@ -608,16 +620,22 @@ class LzgEngine:
         user_name: str = "",
         character_name: str = "",
         as_of: datetime | None = None,
+        lexical_text: str = "",
+        sprache: str = "",
+        question_entity_ids: Sequence[int] = (),
+        zeitfenster: Sequence[tuple[datetime, str]] = (),
+        recall_k: int = 0,
     ) -> SpreadingResult:
-        """Anchors, shells, dedup, sort, top 3 (SPEC §5.8); reads only.
+        """Hybrid anchors, shells, dedup, sort, top 3 (SPEC §5.8 with §11), and the recall candidates; reads only.
 
-        With ``readers``, the memory block of each (SPEC §5.9) is rendered from the same
-        consistent view, the entity names read once for all of them. ``as_of`` is the time of
-        the log record (a replay's simulated time; None → now).
+        The read happens as of ``as_of`` (None → now): memories made later are not seen, weights
+        and activity are those at that time. With ``readers``, the memory block of each (SPEC
+        §5.9) is rendered from the same consistent view, the entity names read once for all.
         """
         check_pair(user_id, character_id)
         for reader in readers:  # an unknown reader fails before anything is read (SPEC §10)
             reader_names(reader)
+        windows = tuple((moment, parse_praezision(p, "zeitfenster.praezision")) for moment, p in zeitfenster)
         canonical = self.clusters.canonical(cluster)
         hops = self.clusters.enricher_spruenge(canonical)
         if query_values is not None:
@@ -628,16 +646,24 @@ class LzgEngine:
             raise InvalidArgument(
                 "one of query_vector or query_text is required (query_text must not be blank)"
             )
+        moment = as_of or utc_now()
+        query = RecallQuery(
+            vector=vector, as_of=moment, lexical_text=lexical_text, sprache=sprache,
+            entity_ids=tuple(dict.fromkeys(question_entity_ids)), zeitfenster=windows, recall_k=recall_k,
+        )  # fmt: skip
 
         async with self.store.reader() as conn:
             snapshot = await self.cache.snapshot(conn, user_id, character_id)
-            anchors = await self._anchors(conn, snapshot, vector, user_id, character_id)
+            candidates = await rank_candidates(
+                conn, self.store.q, snapshot, query, self.profile.anchor, (user_id, character_id)
+            )
+            anchors = candidates.anchors
             pool: list[PoolItem] = list(anchors)
             frontier = anchors
             for schale in range(1, hops + 1):
                 if not frontier:
                     break
-                frontier = await self._shell(conn, frontier, schale, user_id, character_id)
+                frontier = await self._shell(conn, frontier, schale, user_id, character_id, moment)
                 pool.extend(frontier)
             top = select_top(pool, nova_emotion)
             names = await self._entity_names(conn, user_id, character_id, top) if readers else {}
@@ -656,6 +682,7 @@ class LzgEngine:
             erinnerungen=tuple(top),
         )
         pool_size = len(dedup_pool(pool))
+        recall = recall_list(candidates, pool, recall_k)
         if turn_id:
             self.log.db_read(
                 turn_id=turn_id,
@@ -667,40 +694,14 @@ class LzgEngine:
                 cluster=canonical,
                 sprung_tiefe=hops,
                 lzg_resonanz_ids=[e.knoten_id for e in top],
+                quellen={source: len(ids) for source, ids in candidates.lists.items()},
+                recall_ids=[r.knoten_id for r in recall],
                 user_id=user_id,
                 character_id=character_id,
                 span_id=span_id,
                 erstellt_am=as_of,
             )
-        return SpreadingResult(resonanz, pool_size, blocks)
-
-    async def _anchors(
-        self,
-        conn: asyncpg.Connection,
-        snapshot: PairSnapshot,
-        vector: npt.NDArray[np.float32],
-        user_id: str,
-        character_id: str,
-    ) -> list[PoolItem]:
-        """Top 3 active nodes with cosine ≥ anchor, best first (SPEC §5.8 step 1)."""
-        cosines = snapshot.cosines(vector)
-        eligible = np.nonzero(cosines >= self.profile.anchor)[0]
-        if eligible.size == 0:
-            return []
-        # Best first; among equal cosines the older node (rows are in id order, the sort is stable).
-        ranked = eligible[np.argsort(-cosines[eligible], kind="stable")]
-        found: dict[int, NodeDetails] = {}
-        start = 0
-        for size in (*_ANCHOR_BATCHES, ranked.size):
-            batch = snapshot.ids[ranked[start : start + size]].tolist()
-            start += size
-            if batch:
-                rows = await conn.fetch(self.store.q["anchor_details"], batch, user_id, character_id)
-                found.update({r["id"]: _details(r) for r in rows})
-            ordered = [i for i in snapshot.ids[ranked[:start]].tolist() if i in found]
-            if len(ordered) >= ANKER_ANZAHL or start >= ranked.size:
-                return [PoolItem(i, 0, found[i]) for i in ordered[:ANKER_ANZAHL]]
-        return []  # pragma: no cover - the last batch covers everything
+        return SpreadingResult(resonanz, pool_size, blocks, recall, candidates.query_terms)
 
     async def _shell(
         self,
@@ -709,6 +710,7 @@ class LzgEngine:
         schale: int,
         user_id: str,
         character_id: str,
+        as_of: datetime,
     ) -> list[PoolItem]:
         """Shell ``schale``: top K outgoing edges of every frontier item, predecessor excluded (syn §8.2.3)."""
         rows = await conn.fetch(
@@ -719,6 +721,9 @@ class LzgEngine:
             K_PRO_SCHALE[schale],
             user_id,
             character_id,
+            as_of,
+            LZG_KNOTEN_DECAY_RATE,
+            LZG_KNOTEN_MIN_GEWICHT,
         )
         items: list[PoolItem] = []
         for row in rows:
@@ -734,7 +739,7 @@ class LzgEngine:
                 PoolItem(
                     knoten_id=row["knoten_b_id"],
                     schale=schale,
-                    details=_details(row),
+                    details=node_details(row),
                     predecessor=source.knoten_id,
                     pfad=(*source.pfad, step),
                 )
@@ -1243,18 +1248,6 @@ class LzgEngine:
             character_id=character_id,
             **details,
         )
-
-
-def _details(row: Mapping[str, Any]) -> NodeDetails:
-    return NodeDetails(
-        inhalt=row["inhalt"],
-        themen=tuple(row["themen"] or ()),
-        entitaet_ids=tuple(row["entitaet_ids"] or ()),
-        emotion=row["emotion"],
-        erstellt_am=row["erstellt_am"],
-        gewicht_decay=float(row["gewicht_decay"]),
-        beobachter=row["beobachter"],
-    )
 
 
 def _cosine(a: Any, b: Any) -> float:

@@ -28,6 +28,7 @@ from novaberg_core.embedding.base import Vectors
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.engine import Entity, LzgEngine, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
+from services.lzg.reading import RecallCandidate
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
 from services.lzg.usage import Ausgang, Verwendungsprotokoll
 
@@ -105,6 +106,7 @@ def node_to_proto(row: Mapping[str, Any], include_embedding: bool = False) -> lz
         ),
     )
     _pair(node.pair, row["user_id"], row["character_id"])
+    node.sprecher, node.sprache, node.quell_turn_id = row["sprecher"], row["sprache"], row["quell_turn_id"]
     node.magnets.entitaet_ids.extend(row["entitaet_ids"])
     if row["timeline_id"] is not None:
         node.magnets.timeline_id = row["timeline_id"]
@@ -164,19 +166,44 @@ def resonanz_to_proto(resonanz: LzgResonanz) -> lzg_pb2.LzgResonanz:
                 schale=e.schale,
                 sortier_gewicht=e.sortier_gewicht,
                 beobachter=_BEOBACHTER_ENUM.get(e.details.beobachter, common_pb2.BEOBACHTER_UNSPECIFIED),
-                pfad=[
-                    lzg_pb2.PfadSchritt(
-                        von_knoten_id=s.von_knoten_id,
-                        kante_id=s.kante_id,
-                        verbindungs_gruende=list(s.verbindungs_gruende),
-                        geteilte_entitaet_ids=list(s.geteilte_entitaet_ids),
-                        geteilte_themen=list(s.geteilte_themen),
-                    )
-                    for s in e.pfad
-                ],
+                pfad=_pfad_to_proto(e.pfad),
             )
         )
     return message
+
+
+def _pfad_to_proto(pfad: Sequence[PfadSchritt]) -> list[lzg_pb2.PfadSchritt]:
+    return [
+        lzg_pb2.PfadSchritt(
+            von_knoten_id=s.von_knoten_id,
+            kante_id=s.kante_id,
+            verbindungs_gruende=list(s.verbindungs_gruende),
+            geteilte_entitaet_ids=list(s.geteilte_entitaet_ids),
+            geteilte_themen=list(s.geteilte_themen),
+        )
+        for s in pfad
+    ]
+
+
+def recall_to_proto(candidate: RecallCandidate) -> lzg_pb2.RecallKandidat:
+    """One recall candidate (SPEC §11) as its message."""
+    details = candidate.details
+    return lzg_pb2.RecallKandidat(
+        knoten_id=candidate.knoten_id,
+        inhalt=details.inhalt,
+        beobachter=_BEOBACHTER_ENUM.get(details.beobachter, common_pb2.BEOBACHTER_UNSPECIFIED),
+        sprecher=details.sprecher,
+        zeitpunkt=_ts(details.kzg_erstellt_am or details.erstellt_am),
+        turn_id=details.quell_turn_id,
+        kzg_quell_key=details.kzg_quell_key,
+        cosine=candidate.cosine,
+        lexical_score=candidate.lexical_score,
+        lexical_strength=candidate.lexical_strength,
+        quellen=list(candidate.quellen),
+        schale=candidate.schale,
+        pfad=_pfad_to_proto(candidate.pfad),
+        score=candidate.score,
+    )
 
 
 def erinnerungen_from_proto(message: lzg_pb2.LzgResonanz) -> list[Erinnerung]:
@@ -293,6 +320,8 @@ def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
         entitaet_ids=list(entry.magnets.entitaet_ids),
         timeline_id=entry.magnets.timeline_id if entry.magnets.HasField("timeline_id") else None,
         erstellt_am=_optional_ts(entry, "erstellt_am"),
+        sprecher=entry.sprecher,
+        sprache=entry.sprache,
         entry_turn_id=entry.turn_id,
         ausloeser_turn_id=request.ausloeser_turn_id,
         log_turn_id=request.turn.turn_id or request.ausloeser_turn_id or f"promotion:{entry.kzg_key}",
@@ -362,12 +391,24 @@ class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
             user_name=request.user_name,
             character_name=request.character_name,
             as_of=_as_of(request) if request.HasField("as_of") else None,
+            lexical_text=request.lexical_text,
+            sprache=request.sprache,
+            question_entity_ids=list(request.question_entity_ids),
+            zeitfenster=[(from_timestamp(z.zeitpunkt), z.praezision) for z in request.zeitfenster],
+            recall_k=request.recall_k,
         )
-        return lzg_pb2.SpreadingReadResponse(
+        response = lzg_pb2.SpreadingReadResponse(
             lzg_resonanz=resonanz_to_proto(result.resonanz),
             pool_size=result.pool_size,
             memory_blocks=result.memory_blocks,
+            recall=[recall_to_proto(c) for c in result.recall],
         )
+        if result.query_terms is not None:
+            response.query_terms.extend(
+                lzg_pb2.TermGewicht(term=t, idf=i) for t, i in zip(result.query_terms.terms, result.query_terms.idf, strict=True)
+            )
+            response.mittlere_laenge = result.query_terms.average_length
+        return response
 
     async def RenderMemoryBlock(
         self, request: lzg_pb2.RenderMemoryBlockRequest, context: grpc.aio.ServicerContext

@@ -93,7 +93,13 @@ class NodeDetails:
     emotion: str
     erstellt_am: datetime
     gewicht_decay: float
+    """As of the read (SPEC §11: the decay carried to the read's ``as_of``)."""
     beobachter: str
+    sprecher: str = ""
+    quell_turn_id: str = ""
+    kzg_quell_key: str = ""
+    kzg_erstellt_am: datetime | None = None
+    """The turn's own time."""
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,12 @@ class NewNode:
     sprach_stil: str
     beziehungs_dynamik: str
     tone: str
+    sprecher: str = ""
+    """The speaker's display name (SPEC §11); part of the embedded text."""
+    sprache: str = ""
+    """The pair's language code for lexical search (``novaberg_core.lexical``)."""
+    quell_turn_id: str = ""
+    """The turn the memory was made from."""
 
 
 @dataclass(frozen=True)
@@ -240,6 +246,9 @@ class PairTx:
             node.sprach_stil,
             node.beziehungs_dynamik,
             node.tone,
+            node.sprecher,
+            node.sprache,
+            node.quell_turn_id,
         )
         return int(node_id)
 
@@ -356,12 +365,14 @@ class LzgStore:
         """Record the model on first start; refuse another model or vector length (SPEC §2)."""
         async with self.pool.acquire() as conn:
             async with conn.transaction():
-                await conn.execute(self.q["record_model_stamp"], configured.model_id, configured.dimension)
+                await conn.execute(
+                    self.q["record_model_stamp"], configured.model_id, configured.dimension, configured.recipe
+                )
                 row = await conn.fetchrow(self.q["model_stamp"])
                 column = await conn.fetchval(self.q["vector_column_dimension"])
         assert row is not None
-        check_store_model(ModelStamp(row["model_id"], row["dimension"]), configured)
-        check_store_model(ModelStamp(row["model_id"], int(column)), configured)
+        check_store_model(ModelStamp(row["model_id"], row["dimension"], row["rezept"]), configured)
+        check_store_model(ModelStamp(row["model_id"], int(column), row["rezept"]), configured)
 
     async def model_id(self) -> str:
         row = await self.pool.fetchrow(self.q["model_stamp"])

@@ -49,6 +49,10 @@ class PipelineConfig:
     kzg_top_k: int = 10
     """KZG hits per dossier (both perspectives together, SPEC §4.5)."""
 
+    recall_k: int = 10
+    """Memories in the dossier's recall list when the request names no ``recall_k`` (SPEC §11;
+    ``NOVABERG_PIPELINE_RECALL_K``; chosen by measurement, docs/decisions.md)."""
+
     gewicht_user: float = 1.0
     """``RETRIEVAL_KZG_GEWICHT_USER`` (mem §11.6): weight of ``beobachter = user`` hits."""
 
@@ -86,6 +90,7 @@ class PipelineConfig:
             ollama_timeout_s=env_float(f"{_PREFIX}OLLAMA_TIMEOUT_S", 60.0, min_value=0.1, env=env),
             ollama_fallback_offline=fallback == "offline",
             kzg_top_k=env_int(f"{_PREFIX}KZG_TOP_K", 10, min_value=1, max_value=100, env=env),
+            recall_k=env_int(f"{_PREFIX}RECALL_K", 10, min_value=0, max_value=100, env=env),
             gewicht_user=env_float(f"{_PREFIX}GEWICHT_USER", 1.0, min_value=0.0, env=env),
             gewicht_assistant=env_float(f"{_PREFIX}GEWICHT_ASSISTANT", 0.7, min_value=0.0, env=env),
             registry_cache_s=env_float(f"{_PREFIX}REGISTRY_CACHE_S", 60.0, min_value=0.0, env=env),

@@ -65,6 +65,8 @@ async def create_server(
         log=log,
         weights=PerspectiveWeights(user=cfg.gewicht_user, assistant=cfg.gewicht_assistant),
         kzg_top_k=cfg.kzg_top_k,
+        recall_k=cfg.recall_k,
+        registry=registry,
         peer_timeout_s=cfg.peer_timeout_s,
     )
     servicer = PipelineServicer(pipeline)

@@ -26,16 +26,50 @@ from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core import redis_client
+from novaberg_core.embedding import DEFAULT_CHARACTER_NAME, DEFAULT_USER_NAME
 from novaberg_core.errors import Unavailable
+from novaberg_core.lexical import DEFAULT_LANGUAGE, language_of
 from novaberg_core.server import insecure_channel
 from novaberg_core.timeutil import from_timestamp, to_timestamp
 from services.pipeline.analyzer import NEW_ENTITY_TYP
 from services.pipeline.text_rules import DatedMention
 
-__all__ = ["CLUSTER_KEY", "ClusterStore", "LzgRegistry", "Peers", "RegistryCache", "StoredCluster"]
+__all__ = [
+    "CLUSTER_KEY",
+    "PROFILE_KEY",
+    "ClusterStore",
+    "LzgRegistry",
+    "Peers",
+    "Profile",
+    "RegistryCache",
+    "StoredCluster",
+]
 
 CLUSTER_KEY = "pipeline:cluster:{user_id}:{character_id}"
 """Redis key of a pair's previous-turn cluster (a JSON object, no TTL)."""
+PROFILE_KEY = "pipeline:profile:{user_id}:{character_id}"
+"""Redis key of a pair's profile: display names and language (SPEC §11; a JSON object, no TTL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """How a pair is talked about (SPEC §11): its speakers' display names and its language."""
+
+    user_name: str = DEFAULT_USER_NAME
+    character_name: str = DEFAULT_CHARACTER_NAME
+    sprache: str = DEFAULT_LANGUAGE
+
+    def speaker(self, beobachter: int) -> str:
+        """The display name of the turn's speaker (user or character)."""
+        return self.user_name if beobachter == common_pb2.BEOBACHTER_USER else self.character_name
+
+    def merged(self, given: common_pb2.PairProfile) -> Profile:
+        """This profile with the fields a caller gave (empty fields keep the stored value)."""
+        return Profile(
+            user_name=given.user_name.strip() or self.user_name,
+            character_name=given.character_name.strip() or self.character_name,
+            sprache=language_of(given.sprache) if given.sprache else self.sprache,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +123,51 @@ class ClusterStore:
         except redis.exceptions.RedisError as error:
             raise Unavailable(f"Redis (previous-turn cluster) failed: {error}") from error
         return None if previous is None else self._parse(previous)
+
+    @staticmethod
+    def profile_key(pair: common_pb2.Pair) -> str:
+        return PROFILE_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
+
+    async def get_with_profile(self, pair: common_pb2.Pair) -> tuple[StoredCluster | None, Profile]:
+        """The previous-turn cluster and the pair's profile in one round trip (``MGET``)."""
+        try:
+            cluster_raw, profile_raw = await self.client.mget([self.key(pair), self.profile_key(pair)])
+        except redis.exceptions.RedisError as error:
+            raise Unavailable(f"Redis (pair state) failed: {error}") from error
+        cluster = None if cluster_raw is None else self._parse(cluster_raw)
+        return cluster, self._profile(profile_raw)
+
+    async def profile(self, pair: common_pb2.Pair) -> Profile:
+        try:
+            raw = await self.client.get(self.profile_key(pair))
+        except redis.exceptions.RedisError as error:
+            raise Unavailable(f"Redis (pair profile) failed: {error}") from error
+        return self._profile(raw)
+
+    async def put_profile(self, pair: common_pb2.Pair, profile: Profile) -> None:
+        value = json.dumps(
+            {"user_name": profile.user_name, "character_name": profile.character_name, "sprache": profile.sprache},
+            ensure_ascii=False,
+        )
+        try:
+            await self.client.set(self.profile_key(pair), value)
+        except redis.exceptions.RedisError as error:
+            raise Unavailable(f"Redis (pair profile) failed: {error}") from error
+
+    @staticmethod
+    def _profile(raw: object) -> Profile:
+        """A stored profile; defaults for none, and for a value that does not parse (nothing stored breaks a pair)."""
+        if not isinstance(raw, str | bytes):
+            return Profile()
+        try:
+            data = json.loads(raw)
+            return Profile(
+                user_name=str(data.get("user_name") or DEFAULT_USER_NAME),
+                character_name=str(data.get("character_name") or DEFAULT_CHARACTER_NAME),
+                sprache=language_of(str(data.get("sprache") or DEFAULT_LANGUAGE)),
+            )
+        except (ValueError, AttributeError):
+            return Profile()
 
     async def ping(self) -> None:
         try:

@@ -45,10 +45,12 @@ from novaberg_core.peers import call_peer, peer_error
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import set_turn_attributes, tracer
 from novaberg_core.timeutil import as_of_or_now, to_timestamp
-from services.pipeline.analyzer import STORE_GATE_RAW, AnalyzedTurn, Analyzer
+from services.pipeline import text_rules
+from services.pipeline.analyzer import STORE_GATE_RAW, AnalyzedTurn, Analyzer, EntityRegistry
 from services.pipeline.dossier import PerspectiveWeights, weigh_hits
 from services.pipeline.gravitation import Goal, gravitation_factor, shift_query
-from services.pipeline.store import ClusterStore
+from services.pipeline.recall import merge_recall, named_entity_ids, query_terms_of
+from services.pipeline.store import ClusterStore, Profile
 from services.pipeline.validation import check_build_dossier, check_dispatch, check_observe
 
 __all__ = ["Timing", "TurnPipeline"]
@@ -63,6 +65,8 @@ NODE_DISPATCHER = "dispatcher"
 NODE_VERWENDUNG = "verwendung"
 
 _ROLE = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
+MAX_SERVED = 64
+"""Served node ids a dossier hands to Dispatch at most (the request contract's bound)."""
 
 
 
@@ -82,11 +86,11 @@ class Timing:
 _peer = call_peer
 
 
-def kzg_entry_text(analysis: pipeline_pb2.TurnAnalysis) -> str | None:
-    """The KZG embed text of a turn (SPEC §2); None below the store gate, where the KZG writes nothing."""
+def kzg_entry_text(analysis: pipeline_pb2.TurnAnalysis, sprecher: str) -> str | None:
+    """The KZG embed text of a turn (SPEC §2, §11); None below the store gate, where the KZG writes nothing."""
     if analysis.salience.salienz < STORE_GATE_RAW:
         return None
-    return kzg_embed_text(list(analysis.salience.themen), analysis.inhalt)
+    return kzg_embed_text(list(analysis.salience.themen), analysis.inhalt, sprecher)
 
 
 class PairNodeCache:
@@ -137,6 +141,8 @@ class TurnPipeline:
         log: PipelineLog,
         weights: PerspectiveWeights | None = None,
         kzg_top_k: int = 10,
+        recall_k: int = 10,
+        registry: EntityRegistry | None = None,
         peer_timeout_s: float = 10.0,
     ) -> None:
         self.kzg = kzg
@@ -148,6 +154,9 @@ class TurnPipeline:
         self.log = log
         self.weights = weights or PerspectiveWeights()
         self.kzg_top_k = kzg_top_k
+        self.recall_k = recall_k
+        self.registry = registry
+        """Resolves the names a question mentions (SPEC §11: entity candidates); None → no entity source."""
         self.timeout = peer_timeout_s
         self.known_nodes = PairNodeCache()
 
@@ -270,6 +279,7 @@ class TurnPipeline:
         as_of: datetime,
         writer: str,
         timing: Timing,
+        profile: Profile,
         vector: Awaitable[np.ndarray | None] | None = None,
     ) -> tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]:
         """Session append and KZG write of one turn (SPEC §3, §4), the KZG embed text computed here.
@@ -287,12 +297,14 @@ class TurnPipeline:
         async def store() -> kzg_pb2.StoreEntryResponse:
             embedding: list[float] = []
             given = await vector if vector is not None else None
-            text_to_embed = kzg_entry_text(analysis)
+            sprecher = profile.speaker(beobachter)
+            text_to_embed = kzg_entry_text(analysis, sprecher)
             if text_to_embed is not None:
                 embedding = (given if given is not None else await self._embed(text_to_embed, timing)).tolist()
             request = kzg_pb2.StoreEntryRequest(
                 pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=ei,
                 magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
+                sprecher=sprecher, sprache=profile.sprache,
             )  # fmt: skip
             return await _peer("KZG", "StoreEntry", self.kzg.StoreEntry(request, timeout=self.timeout, wait_for_ready=True))
 
@@ -328,6 +340,12 @@ class TurnPipeline:
         set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
         if request.HasField("analysis"):
             await self._check_magnets(pair, request.analysis.magnets, "analysis")
+        profile = await self.clusters.profile(pair)
+        if request.HasField("profile"):
+            updated = profile.merged(request.profile)
+            if updated != profile:
+                await self.clusters.put_profile(pair, updated)
+            profile = updated
         quelle = pair.user_id if request.beobachter == common_pb2.BEOBACHTER_USER else pair.character_id
         pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
         async with self.log.span(turn_id=request.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs) as span_id:
@@ -347,7 +365,7 @@ class TurnPipeline:
                 analysis = (await self._analyze(request.text, pair, request.beobachter, as_of, turn)).analysis
                 by_service = True
             appended, stored = await self._write_turn(
-                pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing
+                pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing, profile
             )
         response = pipeline_pb2.ObserveTurnResponse(
             kzg=stored, analysis=analysis, analyzed_by_service=by_service, session_turn_count=appended.turn_count
@@ -366,9 +384,18 @@ class TurnPipeline:
         pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
         set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
         as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
-        # The previous-turn cluster (Redis) is read while the model embeds the query.
-        stored, query = await asyncio.gather(
-            self.clusters.get(pair), self._embed(query_embed_text(request.query_text), timing)
+        recall_k = request.recall_k or self.recall_k
+        # The previous-turn cluster and the profile (Redis) and the names the question mentions (the
+        # LZG registry, mostly remembered) are read while the model embeds the query.
+        (stored, profile), query, mentioned = await asyncio.gather(
+            self.clusters.get_with_profile(pair),
+            self._embed(query_embed_text(request.query_text), timing),
+            self._mentioned_entities(pair, request.query_text),
+        )
+        question_entities = named_entity_ids(mentioned, (profile.user_name, profile.character_name))
+        dated = text_rules.find_dated_mention(request.query_text, as_of)
+        zeitfenster = (
+            [lzg_pb2.Zeitfenster(zeitpunkt=to_timestamp(dated.zeitpunkt), praezision=dated.praezision)] if dated else []
         )
         cluster = stored.cluster if stored is not None else self.cluster_table.default_cluster
         decision = gravitation_factor(
@@ -399,8 +426,10 @@ class TurnPipeline:
             retrieved, spread = await asyncio.gather(
                 _peer("KZG", "Retrieve", self.kzg.Retrieve(
                     kzg_pb2.RetrieveRequest(
-                        pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values), top_k=self.kzg_top_k,
-                        turn=turn, as_of=to_timestamp(as_of),
+                        pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values),
+                        top_k=max(self.kzg_top_k, recall_k), turn=turn, as_of=to_timestamp(as_of),
+                        lexical_text=request.query_text, sprache=profile.sprache,
+                        question_entity_ids=question_entities,
                     ),
                     timeout=self.timeout, wait_for_ready=True,
                 )),
@@ -408,8 +437,11 @@ class TurnPipeline:
                     lzg_pb2.SpreadingReadRequest(
                         pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values), cluster=cluster,
                         nova_emotion=request.nova_emotion, turn=turn, readers=readers,
-                        user_name=request.user_name, character_name=request.character_name,
-                        as_of=to_timestamp(as_of),
+                        user_name=request.user_name or profile.user_name,
+                        character_name=request.character_name or profile.character_name,
+                        as_of=to_timestamp(as_of), lexical_text=request.query_text, sprache=profile.sprache,
+                        question_entity_ids=question_entities, zeitfenster=zeitfenster,
+                        recall_k=min(2 * recall_k, 100),
                     ),
                     timeout=self.timeout, wait_for_ready=True,
                 )),
@@ -429,7 +461,13 @@ class TurnPipeline:
             kzg_hits = [
                 pipeline_pb2.WeightedKzgHit(hit=retrieved.hits[w.index], weight=w.weight, score=w.score) for w in order
             ]
-            served = [e.knoten_id for e in resonanz.erinnerungen]
+            recall = merge_recall(
+                retrieved.hits, spread.recall, query_terms_of(spread), profile.sprache, recall_k,
+                (profile.user_name, profile.character_name),
+            )  # fmt: skip
+            served = list(dict.fromkeys(
+                [e.knoten_id for e in resonanz.erinnerungen] + [r.knoten_id for r in recall if r.knoten_id]
+            ))[:MAX_SERVED]  # fmt: skip
             self.known_nodes.add(pair, served)
             self.log.db_read(
                 turn_id=request.turn_id, node=NODE_ENRICHER, tabelle="kzg", treffer=len(kzg_hits),
@@ -455,12 +493,26 @@ class TurnPipeline:
             memory_blocks={reader: spread.memory_blocks[reader] for reader in readers},
             served_node_ids=served,
             model_ms=timing.model_ms,
+            recall=recall,
         )
         if request.include_vectors:
             response.query_vector.extend(query.tolist())
             response.search_vector.extend(search_values)
         response.memory_ms = timing.memory_ms()
         return response, timing
+
+    async def _mentioned_entities(self, pair: common_pb2.Pair, text: str) -> dict[str, int]:
+        """Registry ids of the names ``text`` mentions (0 = not an entity of the pair); nothing is created."""
+        if self.registry is None:
+            return {}
+        names = list(text_rules.find_mentions(text).mentions)
+        if not names:
+            return {}
+        try:
+            ids = await self.registry.resolve_entities(pair, names, create_missing=False)
+        except grpc.aio.AioRpcError as error:
+            raise (peer_error("LZG", "ResolveEntities", error) or error) from error
+        return dict(zip(names, ids, strict=True))
 
     # ------------------------------------------------------------------ dispatch
 
@@ -476,6 +528,7 @@ class TurnPipeline:
             await self._check_magnets(pair, request.answer_analysis.magnets, "answer_analysis")
         served = list(dict.fromkeys(request.served_node_ids))
         await self._check_served(pair, served)
+        profile = await self.clusters.profile(pair)
         assistant = common_pb2.BEOBACHTER_ASSISTANT
         async with self.log.span(turn_id=request.turn_id, node=NODE_DISPATCHER, erstellt_am=as_of, **pair_kwargs) as span_id:
             turn = common_pb2.TurnContext(turn_id=request.turn_id, span_id=span_id)
@@ -503,7 +556,7 @@ class TurnPipeline:
                 """One model batch: the answer (for the usage reinforcement, when a served node can be
                 compared with it) and the character's KZG entry text (when the entry passes the gate)."""
                 texts = [query_embed_text(request.answer_text)] if served else []
-                entry_text = kzg_entry_text(await analysed)
+                entry_text = kzg_entry_text(await analysed, profile.character_name)
                 if entry_text is not None:
                     texts.append(entry_text)
                 if not texts:
@@ -535,7 +588,7 @@ class TurnPipeline:
                 """The character's own session turn (sent once analysed) and KZG entry (beobachter = assistant)."""
                 _, stored = await self._write_turn(
                     pair, assistant, request.answer_text, await analysed, turn, as_of, "pipeline.dispatcher", timing,
-                    entry_vector(),
+                    profile, entry_vector(),
                 )  # fmt: skip
                 return stored
 

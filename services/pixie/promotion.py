@@ -32,7 +32,8 @@ from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.pipeline_log import PipelineLog
-from novaberg_core.timeutil import to_timestamp, utc_now
+from novaberg_core.telemetry import link_to, tracer
+from novaberg_core.timeutil import from_timestamp, to_timestamp, utc_now
 from services.pixie.config import PixieConfig
 from services.pixie.runlog import RunSpan, log_single_run, new_turn_id
 from services.pixie.store import JobRef, JobState, PixieStore, RunRecord
@@ -47,6 +48,7 @@ from services.pixie.tasks import (
 )
 
 _LOG = logging.getLogger(__name__)
+_TRACER = tracer(__name__)
 
 NODE = "promotion"
 """pipeline_log node name of every promotion record (SPEC §5.3)."""
@@ -284,6 +286,8 @@ class PromotionWorker:
         pair = job.pair
         turn_id = job.ausloeser_turn_id or f"pixie-job-{job.job_id}"
         where: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
+        if as_of is None and job.HasField("ausgeloest_am"):
+            as_of = from_timestamp(job.ausgeloest_am)  # SPEC §11: promoted in the entry's own time
         if as_of is not None:
             where["erstellt_am"] = as_of  # the log rows of a replay sit at its simulated time
         timeout = self.settings.rpc_timeout_s
@@ -300,18 +304,20 @@ class PromotionWorker:
                     **logged,
                 )
                 return "expired"
-            try:
-                promoted = await self.lzg.Promote(
-                    lzg_pb2.PromoteRequest(
-                        entry=entry,
-                        turn=common_pb2.TurnContext(turn_id=turn_id, span_id=span_id),
-                        ausloeser_turn_id=job.ausloeser_turn_id,
-                        as_of=None if as_of is None else to_timestamp(as_of),
-                    ),
-                    timeout=timeout,
-                )
-            except grpc.aio.AioRpcError as error:
-                raise JobFailed(f"LZG Promote: {_describe(error)}") from error
+            # The promotion joins the trace of the turn that wrote the entry (a span link).
+            with _TRACER.start_as_current_span("pixie.promote", links=link_to(entry.traceparent)):
+                try:
+                    promoted = await self.lzg.Promote(
+                        lzg_pb2.PromoteRequest(
+                            entry=entry,
+                            turn=common_pb2.TurnContext(turn_id=turn_id, span_id=span_id),
+                            ausloeser_turn_id=job.ausloeser_turn_id,
+                            as_of=None if as_of is None else to_timestamp(as_of),
+                        ),
+                        timeout=timeout,
+                    )
+                except grpc.aio.AioRpcError as error:
+                    raise JobFailed(f"LZG Promote: {_describe(error)}") from error
             if self.step_hook is not None:
                 await self.step_hook("promoted", job)
             massstab = {
@@ -328,6 +334,8 @@ class PromotionWorker:
                     else ("promoted_new", "neuer_knoten")
             elif promoted.outcome in _OUTCOME_COUNT:
                 key, ausgang = _OUTCOME_COUNT[promoted.outcome]
+                # SPEC §5.3 step 6: hash_dirty after every promotion; only the DEL is for new nodes.
+                await self._mark_hash_dirty(job, turn_id, ausgang, promoted.node_id, as_of)
             else:
                 raise JobFailed(f"LZG Promote answered an unknown outcome {promoted.outcome}")
             self.plog.decision(
@@ -335,6 +343,21 @@ class PromotionWorker:
                 eingang=job_info, massstab=massstab, **logged,
             )
             return key
+
+    async def _mark_hash_dirty(
+        self, job: kzg_pb2.PromotionJob, turn_id: str, ausgang: str, node_id: int, as_of: datetime | None
+    ) -> None:
+        """The pair's hash_dirty marker after a duplicate or half-reactivation (the entry stays in the KZG)."""
+        try:
+            await self.kzg.MarkHashDirty(
+                kzg_pb2.MarkHashDirtyRequest(
+                    pair=job.pair, reason=f"promotion {job.kzg_key} -> {ausgang} node {node_id}",
+                    as_of=None if as_of is None else to_timestamp(as_of),
+                ),
+                timeout=self.settings.rpc_timeout_s,
+            )
+        except grpc.aio.AioRpcError as error:
+            raise JobFailed(f"KZG MarkHashDirty after {ausgang} of node {node_id}: {_describe(error)}") from error
 
     async def _read_entry(self, job: kzg_pb2.PromotionJob) -> common_pb2.KzgEntry | None:
         try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import collections
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,10 +33,24 @@ from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
-from novaberg_core.embedded import StoreUrls, create_database, drop_database, ensure_vector_extension, reset_redis
+from novaberg_core.embedded import (
+    StoreUrls,
+    create_database,
+    drop_database,
+    ensure_vector_extension,
+    reset_redis,
+)
 from novaberg_core.stack import SERVICES, Stack, start_stack
-from novaberg_core.timeutil import to_timestamp
-from tests.e2e.attack import FieldPath, bad_values, changed, describe, field_paths, postgres_fingerprint, redis_fingerprint, with_value
+from tests.e2e.attack import (
+    FieldPath,
+    bad_values,
+    changed,
+    describe,
+    field_paths,
+    postgres_fingerprint,
+    redis_fingerprint,
+    with_value,
+)
 
 FUZZ_EXAMPLES = int(os.environ.get("NOVABERG_FUZZ_EXAMPLES", "250"))
 FUZZ_SEED = os.environ.get("NOVABERG_FUZZ_SEED")
@@ -50,6 +64,10 @@ ATTACK_ENV = {
     "NOVABERG_LOG_LEVEL": "WARNING",
 }
 FORBIDDEN = {grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN}
+LOOKUP_MISSES = {grpc.StatusCode.NOT_FOUND}
+"""A valid lookup of something that is not there (deleted earlier in the run) is an answer, not a refusal:
+it may leave its forensic read record in pipeline_log, and nothing else."""
+FORENSIC_LOG = '"log"."pipeline_log"'
 
 
 @dataclass
@@ -284,6 +302,7 @@ def test_every_rpc_has_a_base_request() -> None:
     assert set(base_requests(world)) == every_rpc()
 
 
+@pytest.mark.timeout(120 + FUZZ_EXAMPLES)  # ~0.3 s a call on two busy cores
 def test_every_rpc_refuses_bad_fields_without_writing(attack_stack: Stack, caller: Caller) -> None:
     """Bad values per field through real servers: never INTERNAL/UNKNOWN, never a write when refused."""
     world = _build_world(caller)
@@ -310,8 +329,11 @@ def test_every_rpc_refuses_bad_fields_without_writing(attack_stack: Stack, calle
         after = fingerprints.settled()
         redis_before, pg_before = state["now"]
         wrote = changed(redis_before, after[0]) + changed(pg_before, after[1])  # type: ignore[arg-type]
+        if code in LOOKUP_MISSES:
+            wrote = [name for name in wrote if name != FORENSIC_LOG]
         if wrote:
             attack.violations.append(f"refused ({code.name}) but wrote {wrote[:4]}: {where}")
+        if wrote or code in LOOKUP_MISSES:
             state["now"] = after
 
     if FUZZ_SEED is not None:
@@ -346,7 +368,7 @@ def test_pairs_with_adversarial_ids_never_cross(attack_stack: Stack, caller: Cal
         for n in range(2):
             turn_id = f"iso-{index}-{n}"
             analysis = pipeline_pb2.TurnAnalysis(
-                salience=common_pb2.SalienceResult(salienz=0.75, themen=["garten", f"thema{index}"], dimension="interessen"),
+                salience=common_pb2.SalienceResult(salienz=0.55, themen=["garten", f"thema{index}"], dimension="interessen"),
                 ei=common_pb2.EiFields(emotion="freude", arousal=0.3),
             )  # fmt: skip
             observed = caller.stub_call("pipeline", "ObserveTurn", pipeline_pb2.ObserveTurnRequest(

@@ -19,10 +19,23 @@ from novaberg_core.embedding.profiles import (
     load_profiles,
     profile_for,
 )
-from novaberg_core.embedding.texts import kzg_embed_text, lzg_embed_text, query_embed_text
+from novaberg_core.embedding.texts import (
+    DEFAULT_CHARACTER_NAME,
+    DEFAULT_USER_NAME,
+    EMBED_RECIPE,
+    LEGACY_RECIPE,
+    kzg_embed_text,
+    lzg_embed_text,
+    query_embed_text,
+    speaker_text,
+)
 
 __all__ = [
+    "DEFAULT_CHARACTER_NAME",
     "DEFAULT_PROVIDER",
+    "DEFAULT_USER_NAME",
+    "EMBED_RECIPE",
+    "LEGACY_RECIPE",
     "PROVIDER_NAMES",
     "THRESHOLDS",
     "EmbeddingProvider",
@@ -41,4 +54,5 @@ __all__ = [
     "profile_for",
     "provider_from_env",
     "query_embed_text",
+    "speaker_text",
 ]

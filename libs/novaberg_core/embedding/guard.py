@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from novaberg_core.embedding.texts import EMBED_RECIPE
 from novaberg_core.errors import ModelMismatch
 
 
@@ -20,9 +21,11 @@ class ModelStamp:
     """The provider's ``model_id``, e.g. ``all-minilm-l6-v2-int8``."""
     dimension: int
     """Length of the stored vectors."""
+    recipe: str = EMBED_RECIPE
+    """Which embed texts (``novaberg_core.embedding.texts``) produced them; another recipe is another model."""
 
     def __str__(self) -> str:
-        return f"{self.model_id} ({self.dimension}-d)"
+        return f"{self.model_id} ({self.dimension}-d, texts {self.recipe})"
 
 
 def check_store_model(recorded: ModelStamp | None, configured: ModelStamp) -> None:
@@ -35,7 +38,7 @@ def check_store_model(recorded: ModelStamp | None, configured: ModelStamp) -> No
         return
     raise ModelMismatch(
         f"this store was filled by embedding model {recorded}, but the service is configured "
-        f"with {configured}; vectors of two models must never be mixed. Re-embed the store with "
-        f"{configured.model_id} (every vector, then record the new model), or start the service "
-        f"with {recorded.model_id} again."
+        f"with {configured}; vectors of two models (or text recipes) must never be mixed. Re-embed the "
+        f"store with `novaberg reembed` (every vector, then the new stamp is recorded), or start the "
+        f"service with {recorded.model_id} again."
     )

@@ -1,20 +1,59 @@
-"""The text that is embedded for each target (SPEC §2); the live path and re-embedding both use these."""
+"""The text that is embedded for each target (SPEC §2, §11); the live path and re-embedding both use these.
+
+Since SPEC §11 the memory texts carry their speaker: a memory embedded without the speaker's name
+matches questions about the other speaker ("Thanks, Evan!" is Jon's turn, not Evan's). Which
+recipe filled a store is part of its model stamp (:data:`EMBED_RECIPE`), so a store embedded with
+another recipe counts as another model and refuses to serve until ``novaberg reembed`` rewrote it.
+
+Every text is cut to :data:`EMBED_MAX_CHARS` before the model sees it: the offline models read at
+most 256–512 tokens anyway, and a long text would only cost time (a 1 MB query once kept a model
+busy for 72 s). Stored text is not cut; the request contract bounds it (``TEXT_MAX_CHARS``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+__all__ = [
+    "DEFAULT_CHARACTER_NAME",
+    "DEFAULT_USER_NAME",
+    "EMBED_MAX_CHARS",
+    "EMBED_RECIPE",
+    "kzg_embed_text",
+    "lzg_embed_text",
+    "query_embed_text",
+    "speaker_text",
+]
 
-def kzg_embed_text(themen: Sequence[str], inhalt: str) -> str:
-    """KZG entry: ``"Thema: {themen joined by ', '}. Aussage: {inhalt}"`` (SPEC §2, kzg §6)."""
-    return f"Thema: {', '.join(themen)}. Aussage: {inhalt}"
+EMBED_RECIPE = "sprecher/1"
+"""The recipe of the memory texts below; recorded with the model in every store (SPEC §2, §11)."""
+LEGACY_RECIPE = "inhalt/0"
+"""The recipe of stores filled before speakers were embedded (bare ``inhalt``)."""
+EMBED_MAX_CHARS = 2_000
+DEFAULT_USER_NAME = "Nutzer"
+"""The user's display name when the caller gave none (SPEC §5.9, §11)."""
+DEFAULT_CHARACTER_NAME = "Nova"
 
 
-def lzg_embed_text(inhalt: str) -> str:
-    """LZG node: the bare ``inhalt`` (SPEC §2, kzg §3)."""
-    return inhalt
+def _cut(text: str) -> str:
+    return text if len(text) <= EMBED_MAX_CHARS else text[:EMBED_MAX_CHARS]
+
+
+def speaker_text(sprecher: str, inhalt: str) -> str:
+    """``"{sprecher}: {inhalt}"`` — what a memory says and who said it (the lexical index reads this too)."""
+    return f"{sprecher}: {inhalt}" if sprecher else inhalt
+
+
+def kzg_embed_text(themen: Sequence[str], inhalt: str, sprecher: str = "") -> str:
+    """KZG entry: ``"{sprecher}: Thema: {themen joined by ', '}. Aussage: {inhalt}"`` (SPEC §2, §11, kzg §6)."""
+    return _cut(speaker_text(sprecher, f"Thema: {', '.join(themen)}. Aussage: {inhalt}"))
+
+
+def lzg_embed_text(inhalt: str, sprecher: str = "") -> str:
+    """LZG node: ``"{sprecher}: {inhalt}"`` (SPEC §2, §11, kzg §3)."""
+    return _cut(speaker_text(sprecher, inhalt))
 
 
 def query_embed_text(text: str) -> str:
     """Query or answer: the text as given (SPEC §2)."""
-    return text
+    return _cut(text)

@@ -9,7 +9,8 @@
 -- ARGV[2]  TTL of the new entry (seconds)
 -- ARGV[3]  '1' when the new entry enters the promotion queue
 -- ARGV[4]  hash_dirty reason ('' = leave the marker alone)
--- ARGV[5]  now as unix seconds (hash_dirty timestamp)
+-- ARGV[5]  now as unix seconds, the turn's own time (hash_dirty timestamp; reinforced entries'
+--          ablauf_am = max(ablauf_am, now + TTL of the new tier), SPEC §11)
 -- ARGV[6]  N, the number of field/value pairs of the new entry, followed by them
 -- then one JSON array with one array of five strings per neighbour (in KEYS order): expected
 -- haeufigkeit ('' = field absent), new haeufigkeit, new salienz, TTL of its new tier, '1' when
@@ -20,10 +21,12 @@
 -- already existed (nothing written). Codes: 1 reinforced, 2 reinforced and queued,
 -- 0 gone (expired or deleted meanwhile), -1 haeufigkeit changed meanwhile (recompute and retry).
 
+-- A job names the entry, the turn that queued it and that turn's own time (ausgeloest_am, ARGV[5]):
+-- the promotion happens as of then, so a replay promotes in its own time (SPEC §11).
 local function enqueue(key)
   local f = redis.call('HMGET', key, 'turn_id', 'user_id', 'character_id')
   redis.call('XADD', KEYS[2], '*', 'kzg_key', key, 'ausloeser_turn_id', f[1] or '',
-    'user_id', f[2] or '', 'character_id', f[3] or '')
+    'user_id', f[2] or '', 'character_id', f[3] or '', 'ausgeloest_am', ARGV[5])
 end
 
 local nfields = tonumber(ARGV[6])
@@ -59,8 +62,13 @@ for k = 4, #KEYS do
       code = -1
     else
       redis.call('HSET', key, 'haeufigkeit', u[2], 'salienz', u[3])
-      -- max(remaining, TTL of the new tier)
+      -- max(remaining, TTL of the new tier), on Redis's clock and in the turn's own time (ablauf_am)
       redis.call('EXPIRE', key, u[4], 'GT')
+      local due = tonumber(ARGV[5]) + tonumber(u[4])
+      local ablauf = tonumber(redis.call('HGET', key, 'ablauf_am') or '')
+      if ablauf == nil or due > ablauf then
+        redis.call('HSET', key, 'ablauf_am', string.format('%.3f', due))
+      end
       code = 1
       if u[5] == '1' and redis.call('HGET', key, 'promotion_queued') ~= '1' then
         redis.call('HSET', key, 'promotion_queued', '1')

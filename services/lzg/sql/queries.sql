@@ -7,17 +7,19 @@
 SELECT paar_sperren($1, $2);
 
 -- name: model_stamp
-SELECT model_id, dimension FROM modell WHERE id;
+SELECT model_id, dimension, rezept FROM modell WHERE id;
 
 -- name: record_model_stamp
-INSERT INTO modell (id, model_id, dimension) VALUES (TRUE, $1, $2) ON CONFLICT (id) DO NOTHING;
+INSERT INTO modell (id, model_id, dimension, rezept) VALUES (TRUE, $1, $2, $3) ON CONFLICT (id) DO NOTHING;
 
 -- name: vector_column_dimension
 SELECT atttypmod FROM pg_attribute
 WHERE attrelid = 'lzg_knoten'::regclass AND attname = 'embedding';
 
 -- name: cache_new_nodes
-SELECT id, embedding FROM lzg_knoten
+-- What never changes after promotion (services/lzg/cache.py): vector, turn time, the text's terms.
+SELECT id, embedding, date_part('epoch', kzg_erstellt_am) AS zeit, inhalt, sprecher, sprache
+FROM lzg_knoten
 WHERE user_id = $1 AND character_id = $2 AND id > $3
 ORDER BY id;
 
@@ -58,13 +60,15 @@ INSERT INTO lzg_knoten (
     gewicht_roh, gewicht_absolut, gewicht_decay, haeufigkeit, aktiv,
     erstellt_am, verstaerkt_am, decay_am, kzg_erstellt_am,
     themen, gedaechtnistyp, entitaet_ids, timeline_id,
-    emotion, arousal, emotions_vektor, intentionen, modus, sprach_stil, beziehungs_dynamik, tone
+    emotion, arousal, emotions_vektor, intentionen, modus, sprach_stil, beziehungs_dynamik, tone,
+    sprecher, sprache, quell_turn_id
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7,
     $8, $9, $10, $11, TRUE,
     $12, $12, $12, $13,
     $14, $15, $16, $17,
-    $18, $19, $20, $21, $22, $23, $24, $25
+    $18, $19, $20, $21, $22, $23, $24, $25,
+    $26, $27, $28
 ) RETURNING id;
 
 -- name: insert_bridge
@@ -114,37 +118,77 @@ WITH decayed AS (
 )
 SELECT count(*) AS decayed, count(*) FILTER (WHERE NOT aktiv) AS deactivated FROM decayed;
 
--- name: anchor_details
--- The active ones among the cosine-ranked ids, with what a memory shows.
-SELECT id, inhalt, themen, entitaet_ids, emotion, erstellt_am, gewicht_decay, beobachter
-FROM lzg_knoten
-WHERE id = ANY($1::int[]) AND user_id = $2 AND character_id = $3 AND aktiv;
+-- name: recall_details
+-- Memories of the pair as they were at $4 (SPEC §11): made by then (turn time), active, with the
+-- weight the decay of SPEC §5.7 gives them at $4 (incremental form carried from decay_am; $5 is the
+-- decay rate per day, $6 the least weight of an active node). Ids missing here are not memories
+-- of the pair at $4.
+SELECT id, inhalt, themen, entitaet_ids, emotion, erstellt_am, beobachter, sprecher, quell_turn_id,
+       kzg_quell_key, kzg_erstellt_am, gewicht_jetzt AS gewicht_decay
+FROM lzg_knoten,
+     LATERAL (SELECT LEAST(gewicht_absolut, gewicht_decay * exp(-$5::float8 *
+              (date_part('epoch', $4::timestamptz) - date_part('epoch', decay_am)) / 86400.0)) AS gewicht_jetzt) AS w
+WHERE id = ANY($1::int[]) AND user_id = $2 AND character_id = $3 AND aktiv
+  AND kzg_erstellt_am <= $4 AND gewicht_jetzt >= $6;
+
+-- name: entity_candidates
+-- Memories of the pair carrying one of the entities a question names (GIN on entitaet_ids).
+SELECT id FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 AND entitaet_ids && $3::int[];
+
+-- name: timeline_candidates
+-- Memories whose turn time or timeline ref lies within a window around a date a question names
+-- (centres and tolerances in unix seconds), nearest first (SPEC §11 with the §5.4 tolerances).
+WITH fenster AS (
+    SELECT mitte, toleranz FROM unnest($3::float8[], $4::float8[]) AS f(mitte, toleranz)
+), treffer AS (
+    SELECT n.id, abs(date_part('epoch', n.kzg_erstellt_am) - f.mitte) AS abstand
+    FROM fenster AS f
+    JOIN lzg_knoten AS n ON n.user_id = $1 AND n.character_id = $2
+     AND n.kzg_erstellt_am BETWEEN to_timestamp(f.mitte - f.toleranz) AND to_timestamp(f.mitte + f.toleranz)
+    UNION ALL
+    SELECT n.id, abs(date_part('epoch', t.zeitpunkt) - f.mitte)
+    FROM fenster AS f
+    JOIN timeline AS t ON t.user_id = $1 AND t.character_id = $2
+     AND t.zeitpunkt BETWEEN to_timestamp(f.mitte - f.toleranz) AND to_timestamp(f.mitte + f.toleranz)
+    JOIN lzg_knoten AS n ON n.timeline_id = t.id
+)
+SELECT id, min(abstand) AS abstand FROM treffer GROUP BY id ORDER BY abstand, id LIMIT $5;
 
 -- name: shell
 -- One shell of the spreading read (SPEC §5.8 step 3): for each frontier item the top K outgoing
--- edges by gewicht_absolut, not back to the node it came from, target active and of the pair.
+-- edges by gewicht_absolut, not back to the node it came from, target active and of the pair —
+-- active as of $7 (made by then, weight at $7 per SPEC §5.7 at least $9; $8 the decay rate).
 -- A node's outgoing edges are its rank rows under x (x→y) and under y (y→x), each branch in index
 -- order; the K best of both branches are the K best of all (migration 003).
 SELECT f.ord, x.kante_id, x.knoten_b_id, e.verbindungs_gruende, e.geteilte_entitaet_ids, e.geteilte_themen,
-       x.inhalt, x.themen, x.entitaet_ids, x.emotion, x.erstellt_am, x.gewicht_decay, x.beobachter
+       x.inhalt, x.themen, x.entitaet_ids, x.emotion, x.erstellt_am, x.gewicht_decay, x.beobachter,
+       x.sprecher, x.quell_turn_id, x.kzg_quell_key, x.kzg_erstellt_am
 FROM unnest($1::int[], $2::int[], $3::int[]) AS f(ord, src, pred)
 CROSS JOIN LATERAL (
     SELECT beide.* FROM (
         (SELECT r.kante_xy_id AS kante_id, r.knoten_y_id AS knoten_b_id, r.gewicht_xy AS gewicht_absolut,
-                n.inhalt, n.themen, n.entitaet_ids, n.emotion, n.erstellt_am, n.gewicht_decay, n.beobachter
+                n.inhalt, n.themen, n.entitaet_ids, n.emotion, n.erstellt_am, w.gewicht_jetzt AS gewicht_decay,
+                n.beobachter, n.sprecher, n.quell_turn_id, n.kzg_quell_key, n.kzg_erstellt_am
          FROM lzg_kanten_rang AS r
          JOIN lzg_knoten AS n ON n.id = r.knoten_y_id
+         CROSS JOIN LATERAL (SELECT LEAST(n.gewicht_absolut, n.gewicht_decay * exp(-$8::float8 *
+              (date_part('epoch', $7::timestamptz) - date_part('epoch', n.decay_am)) / 86400.0)) AS gewicht_jetzt) AS w
          WHERE r.knoten_x_id = f.src AND r.knoten_y_id <> f.pred
            AND n.aktiv AND n.user_id = $5 AND n.character_id = $6
+           AND n.kzg_erstellt_am <= $7 AND w.gewicht_jetzt >= $9
          ORDER BY r.gewicht_xy DESC, r.kante_xy_id
          LIMIT $4)
         UNION ALL
         (SELECT r.kante_yx_id, r.knoten_x_id, r.gewicht_yx,
-                n.inhalt, n.themen, n.entitaet_ids, n.emotion, n.erstellt_am, n.gewicht_decay, n.beobachter
+                n.inhalt, n.themen, n.entitaet_ids, n.emotion, n.erstellt_am, w.gewicht_jetzt,
+                n.beobachter, n.sprecher, n.quell_turn_id, n.kzg_quell_key, n.kzg_erstellt_am
          FROM lzg_kanten_rang AS r
          JOIN lzg_knoten AS n ON n.id = r.knoten_x_id
+         CROSS JOIN LATERAL (SELECT LEAST(n.gewicht_absolut, n.gewicht_decay * exp(-$8::float8 *
+              (date_part('epoch', $7::timestamptz) - date_part('epoch', n.decay_am)) / 86400.0)) AS gewicht_jetzt) AS w
          WHERE r.knoten_y_id = f.src AND r.knoten_x_id <> f.pred
            AND n.aktiv AND n.user_id = $5 AND n.character_id = $6
+           AND n.kzg_erstellt_am <= $7 AND w.gewicht_jetzt >= $9
          ORDER BY r.gewicht_yx DESC, r.kante_yx_id
          LIMIT $4)
     ) AS beide

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from novaberg_core.embedding import EmbeddingProvider
+from novaberg_core.embedding import EMBED_RECIPE, EmbeddingProvider
 from novaberg_core.errors import InvalidArgument, ModelMismatch, NotFound
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.kzg.memory import KzgMemory
@@ -128,7 +128,7 @@ async def test_a_store_filled_by_another_model_refuses_to_start(
 
 async def test_the_model_stamp_is_recorded_once(kzg: KzgMemory) -> None:
     stamp = json.loads(await kzg.store.redis.get(MODEL_KEY))
-    assert stamp == {"model_id": kzg.provider.model_id, "dimension": kzg.provider.dimension}
+    assert stamp == {"model_id": kzg.provider.model_id, "dimension": kzg.provider.dimension, "recipe": EMBED_RECIPE}
     await kzg.start()  # a restart with the same model is fine
     assert json.loads(await kzg.store.redis.get(MODEL_KEY)) == stamp
 

@@ -140,7 +140,9 @@ async def test_reinforcement_touches_only_same_pair_entries_sharing_a_theme(
         for name in NEVER_TOUCHED:
             assert after[result.kzg_key].get(name) == before[result.kzg_key].get(name), name
         changed = {k for k in after[result.kzg_key] if after[result.kzg_key][k] != before[result.kzg_key].get(k)}
-        assert changed == {"haeufigkeit", "salienz"}
+        # ablauf_am mirrors the TTL in the turn's own time: max(remaining, new tier), never earlier (SPEC §11).
+        assert changed - {"ablauf_am"} == {"haeufigkeit", "salienz"}
+        assert float(after[result.kzg_key]["ablauf_am"]) >= float(before[result.kzg_key]["ablauf_am"])
     assert after[kochen.kzg_key] == before[kochen.kzg_key]
     assert after[other_pair.kzg_key] == before[other_pair.kzg_key]
     assert (await _hash(kzg, new.kzg_key))["haeufigkeit"] == b"1"

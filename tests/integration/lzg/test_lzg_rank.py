@@ -9,6 +9,7 @@ derives the rank rows of an existing store.
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -19,6 +20,7 @@ from novaberg_core.migrations import apply_migrations
 from novaberg_core.pg import create_pool
 from services.lzg.engine import LzgEngine, PromotionOutcome
 from services.lzg.store import SCHEMA, LzgStore
+from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 
 from .conftest import (
     DIM,
@@ -62,14 +64,20 @@ async def _dense_graph(engine: LzgEngine, provider: TableProvider) -> list[int]:
     return ids
 
 
+def _as_of_now() -> tuple[datetime, float, float]:
+    """The shell read's as-of parameters for a read now (SPEC §11): time, decay rate, least weight."""
+    return datetime.now(UTC), LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
+
+
 async def _assert_shell_equals_reference(store: LzgStore, ids: list[int]) -> int:
     compared = 0
+    as_of_now = _as_of_now()
     async with store.reader() as conn:
         for src in ids:
             neighbours = [r["knoten_b_id"] for r in await conn.fetch(REFERENCE, src, 0, 1000, *PAIR)]
             for pred in (0, *neighbours[:2], *neighbours[-1:]):
                 for k in (1, 2, 3, 50):
-                    got = await conn.fetch(store.q["shell"], [0], [src], [pred], k, *PAIR)
+                    got = await conn.fetch(store.q["shell"], [0], [src], [pred], k, *PAIR, *as_of_now)
                     want = await conn.fetch(REFERENCE, src, pred, k, *PAIR)
                     assert [(r["kante_id"], r["knoten_b_id"]) for r in got] == [
                         (r["kante_id"], r["knoten_b_id"]) for r in want

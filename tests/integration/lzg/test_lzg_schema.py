@@ -41,6 +41,10 @@ KNOTEN = [
     ("sprach_stil", "text", False),
     ("beziehungs_dynamik", "text", False),
     ("tone", "text", False),
+    # SPEC §11 (migration 005): speaker, language, source turn.
+    ("sprecher", "text", False),
+    ("sprache", "text", False),
+    ("quell_turn_id", "text", False),
 ]
 KANTEN = [
     ("id", "integer", False),
@@ -169,4 +173,4 @@ async def test_migrations_are_recorded_and_idempotent(store: LzgStore, pg_url: s
     versions = [
         r["version"] for r in await store.pool.fetch("SELECT version FROM lzg.schema_migrations ORDER BY 1")
     ]
-    assert versions == [1, 2, 3, 4]
+    assert versions == [1, 2, 3, 4, 5]

@@ -72,12 +72,16 @@ async def _pair_with_memories(stub: Stub) -> list[int]:
     return ids
 
 
+READ_AS_OF = to_timestamp(datetime.now(UTC) + timedelta(minutes=5))
+
+
 def _read(
     readers: Sequence[str] = (), *, names: tuple[str, str] = ("", ""), turn_id: str = ""
 ) -> lzg_pb2.SpreadingReadRequest:
+    # One fixed as_of: weights are read as of it (SPEC §11), so two reads compare equal.
     return lzg_pb2.SpreadingReadRequest(
         pair=PAIR, query_text="Schokolade", cluster="bier", nova_emotion="freude", readers=list(readers),
-        user_name=names[0], character_name=names[1], turn=common_pb2.TurnContext(turn_id=turn_id),
+        user_name=names[0], character_name=names[1], turn=common_pb2.TurnContext(turn_id=turn_id), as_of=READ_AS_OF,
     )  # fmt: skip
 
 

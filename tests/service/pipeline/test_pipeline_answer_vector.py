@@ -18,7 +18,12 @@ from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg_core.config import CommonConfig
-from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text, query_embed_text
+from novaberg_core.embedding import (
+    DEFAULT_CHARACTER_NAME,
+    EmbeddingProvider,
+    kzg_embed_text,
+    query_embed_text,
+)
 from novaberg_core.embedding.base import Vectors
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.timeutil import to_timestamp
@@ -133,7 +138,7 @@ async def test_dispatch_embeds_the_answer_itself_and_the_lzg_embeds_nothing(
         )
     ).entry
     assert entry.beobachter == common_pb2.BEOBACHTER_ASSISTANT and entry.inhalt == ANSWER
-    own = await provider.embed_one(kzg_embed_text(list(entry.themen), entry.inhalt))
+    own = await provider.embed_one(kzg_embed_text(list(entry.themen), entry.inhalt, DEFAULT_CHARACTER_NAME))
     assert np.asarray(entry.embedding, dtype=np.float32) == pytest.approx(own, abs=1e-6)
     assert float(np.dot(own, answer)) < 0.99
 

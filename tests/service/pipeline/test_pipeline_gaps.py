@@ -17,6 +17,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.timeutil import from_timestamp, to_timestamp
+from services.lzg.weights import decayed
 from tests.service.pipeline.conftest import PipelineUnderTest
 
 PAIR = common_pb2.Pair(user_id="luecke", character_id="nova")
@@ -91,11 +92,13 @@ async def test_both_searches_use_the_gravitation_shifted_vector(service: Pipelin
     assert dispatched.cluster_persisted == "glut"
     goals = [pipeline_pb2.ActivatedGoal(embedding=goal.tolist(), aktivierungs_staerke=1.0)]
 
+    # Asked an hour after the entry was written (SPEC §11: a read at a later as_of skips expired entries).
     shifted = await service.pipeline.BuildDossier(
         pipeline_pb2.BuildDossierRequest(
-            pair=PAIR, turn_id="turn-shifted", query_text=QUERY, goals=goals, include_vectors=True
+            pair=PAIR, turn_id="turn-shifted", query_text=QUERY, goals=goals, include_vectors=True,
+            as_of=to_timestamp(T0 + timedelta(hours=1)),
         )
-    )
+    )  # fmt: skip
     assert shifted.cluster == "glut" and shifted.gravitation_faktor == pytest.approx(GLUT_FAKTOR)
     query = np.asarray(shifted.query_vector, dtype=np.float32)
     search = np.asarray(shifted.search_vector, dtype=np.float32)
@@ -115,7 +118,7 @@ async def test_both_searches_use_the_gravitation_shifted_vector(service: Pipelin
     raw = await service.pipeline.BuildDossier(
         pipeline_pb2.BuildDossierRequest(
             pair=PAIR, turn_id="turn-raw", query_text=QUERY, goals=goals, intentionen=["anweisung"],
-            include_vectors=True,
+            include_vectors=True, as_of=to_timestamp(T0 + timedelta(hours=1)),
         )
     )  # fmt: skip
     assert raw.cluster == "glut" and raw.gravitation_faktor == 0.0
@@ -124,7 +127,8 @@ async def test_both_searches_use_the_gravitation_shifted_vector(service: Pipelin
     assert {e.knoten_id: e.schale for e in raw.lzg_resonanz.erinnerungen} == {hike_node.id: 0}
     assert raw.lzg_resonanz.anker_anzahl == 1
     hike_raw = next(e for e in raw.lzg_resonanz.erinnerungen if e.knoten_id == hike_node.id)
-    assert hike_raw.sortier_gewicht == pytest.approx(hike_node.gewicht_decay)
+    # Read an hour after its promotion: the weight as of then (SPEC §11, the decay of §5.7 carried to as_of).
+    assert hike_raw.sortier_gewicht == pytest.approx(decayed(hike_node.gewicht_decay, 1 / 24))
 
 
 async def test_dispatch_as_of_is_the_reinforcement_time(service: PipelineUnderTest) -> None:

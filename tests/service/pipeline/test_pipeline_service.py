@@ -20,7 +20,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg_core.config import CommonConfig
-from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text
+from novaberg_core.embedding import DEFAULT_USER_NAME, EmbeddingProvider, kzg_embed_text
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from novaberg_core.timeutil import from_timestamp, to_timestamp
 from services.pipeline.config import PipelineConfig
@@ -67,7 +67,7 @@ async def test_observe_writes_session_and_kzg_and_logs_one_turn(
     assert entry.magnets.timeline_id == analysis.magnets.timeline_id
     assert from_timestamp(entry.erstellt_am) == AS_OF
     # The pipeline embedded the KZG embed text itself (SPEC §2) and handed the vector over.
-    expected = await provider.embed_one(kzg_embed_text(list(analysis.salience.themen), HIGH_TEXT))
+    expected = await provider.embed_one(kzg_embed_text(list(analysis.salience.themen), HIGH_TEXT, DEFAULT_USER_NAME))
     assert np.asarray(entry.embedding, dtype=np.float32) == pytest.approx(expected, abs=1e-6)
     session = await service.kzg.GetSession(kzg_pb2.GetSessionRequest(pair=PAIR))
     assert [(t.role, t.text, t.turn_id) for t in session.turns] == [("user", HIGH_TEXT, "turn-1")]

@@ -89,7 +89,7 @@ class TurnContext(_message.Message):
     def __init__(self, turn_id: _Optional[str] = ..., span_id: _Optional[str] = ...) -> None: ...
 
 class KzgEntry(_message.Message):
-    __slots__ = ("kzg_key", "entry_id", "pair", "beobachter", "inhalt", "themen", "salienz", "salienz_eingang", "salienz_eingang_herkunft", "haeufigkeit", "gedaechtnistyp", "dimension", "ei", "magnets", "erstellt_am", "turn_id", "ttl_seconds", "embedding")
+    __slots__ = ("kzg_key", "entry_id", "pair", "beobachter", "inhalt", "themen", "salienz", "salienz_eingang", "salienz_eingang_herkunft", "haeufigkeit", "gedaechtnistyp", "dimension", "ei", "magnets", "erstellt_am", "turn_id", "ttl_seconds", "embedding", "sprecher", "sprache", "ablauf_am", "traceparent")
     KZG_KEY_FIELD_NUMBER: _ClassVar[int]
     ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
     PAIR_FIELD_NUMBER: _ClassVar[int]
@@ -108,6 +108,10 @@ class KzgEntry(_message.Message):
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_FIELD_NUMBER: _ClassVar[int]
+    SPRECHER_FIELD_NUMBER: _ClassVar[int]
+    SPRACHE_FIELD_NUMBER: _ClassVar[int]
+    ABLAUF_AM_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     kzg_key: str
     entry_id: str
     pair: Pair
@@ -126,4 +130,18 @@ class KzgEntry(_message.Message):
     turn_id: str
     ttl_seconds: int
     embedding: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, kzg_key: _Optional[str] = ..., entry_id: _Optional[str] = ..., pair: _Optional[_Union[Pair, _Mapping]] = ..., beobachter: _Optional[_Union[Beobachter, str]] = ..., inhalt: _Optional[str] = ..., themen: _Optional[_Iterable[str]] = ..., salienz: _Optional[float] = ..., salienz_eingang: _Optional[float] = ..., salienz_eingang_herkunft: _Optional[str] = ..., haeufigkeit: _Optional[int] = ..., gedaechtnistyp: _Optional[str] = ..., dimension: _Optional[str] = ..., ei: _Optional[_Union[EiFields, _Mapping]] = ..., magnets: _Optional[_Union[Magnets, _Mapping]] = ..., erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., ttl_seconds: _Optional[int] = ..., embedding: _Optional[_Iterable[float]] = ...) -> None: ...
+    sprecher: str
+    sprache: str
+    ablauf_am: _timestamp_pb2.Timestamp
+    traceparent: str
+    def __init__(self, kzg_key: _Optional[str] = ..., entry_id: _Optional[str] = ..., pair: _Optional[_Union[Pair, _Mapping]] = ..., beobachter: _Optional[_Union[Beobachter, str]] = ..., inhalt: _Optional[str] = ..., themen: _Optional[_Iterable[str]] = ..., salienz: _Optional[float] = ..., salienz_eingang: _Optional[float] = ..., salienz_eingang_herkunft: _Optional[str] = ..., haeufigkeit: _Optional[int] = ..., gedaechtnistyp: _Optional[str] = ..., dimension: _Optional[str] = ..., ei: _Optional[_Union[EiFields, _Mapping]] = ..., magnets: _Optional[_Union[Magnets, _Mapping]] = ..., erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., ttl_seconds: _Optional[int] = ..., embedding: _Optional[_Iterable[float]] = ..., sprecher: _Optional[str] = ..., sprache: _Optional[str] = ..., ablauf_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., traceparent: _Optional[str] = ...) -> None: ...
+
+class PairProfile(_message.Message):
+    __slots__ = ("user_name", "character_name", "sprache")
+    USER_NAME_FIELD_NUMBER: _ClassVar[int]
+    CHARACTER_NAME_FIELD_NUMBER: _ClassVar[int]
+    SPRACHE_FIELD_NUMBER: _ClassVar[int]
+    user_name: str
+    character_name: str
+    sprache: str
+    def __init__(self, user_name: _Optional[str] = ..., character_name: _Optional[str] = ..., sprache: _Optional[str] = ...) -> None: ...

@@ -74,10 +74,12 @@ class AppendSessionTurnResponse(_message.Message):
     def __init__(self, turn_count: _Optional[int] = ..., summarized: _Optional[bool] = ..., trimmed: _Optional[bool] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
-    __slots__ = ("pair",)
+    __slots__ = ("pair", "as_of")
     PAIR_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ...) -> None: ...
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GetSessionResponse(_message.Message):
     __slots__ = ("turns", "summary", "ttl_seconds")
@@ -90,7 +92,7 @@ class GetSessionResponse(_message.Message):
     def __init__(self, turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., summary: _Optional[str] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
 
 class StoreEntryRequest(_message.Message):
-    __slots__ = ("pair", "beobachter", "inhalt", "salience", "ei", "magnets", "turn", "embedding", "entry_id", "as_of", "writer")
+    __slots__ = ("pair", "beobachter", "inhalt", "salience", "ei", "magnets", "turn", "embedding", "entry_id", "as_of", "writer", "sprecher", "sprache")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     BEOBACHTER_FIELD_NUMBER: _ClassVar[int]
     INHALT_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +104,8 @@ class StoreEntryRequest(_message.Message):
     ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
     WRITER_FIELD_NUMBER: _ClassVar[int]
+    SPRECHER_FIELD_NUMBER: _ClassVar[int]
+    SPRACHE_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     beobachter: _common_pb2.Beobachter
     inhalt: str
@@ -113,7 +117,9 @@ class StoreEntryRequest(_message.Message):
     entry_id: str
     as_of: _timestamp_pb2.Timestamp
     writer: str
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., salience: _Optional[_Union[_common_pb2.SalienceResult, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ..., entry_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., writer: _Optional[str] = ...) -> None: ...
+    sprecher: str
+    sprache: str
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., salience: _Optional[_Union[_common_pb2.SalienceResult, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ..., entry_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., writer: _Optional[str] = ..., sprecher: _Optional[str] = ..., sprache: _Optional[str] = ...) -> None: ...
 
 class StoreEntryResponse(_message.Message):
     __slots__ = ("outcome", "kzg_key", "tier", "salienz", "ttl_seconds", "queued_for_promotion", "reinforced_count", "reinforced_queued_count", "canon_rejections")
@@ -154,7 +160,7 @@ class RetrieveFilters(_message.Message):
     def __init__(self, emotion: _Optional[_Iterable[str]] = ..., modus: _Optional[_Iterable[str]] = ..., entitaet_ids: _Optional[_Iterable[int]] = ..., themen: _Optional[_Iterable[str]] = ..., timeline_id: _Optional[int] = ..., min_salienz: _Optional[float] = ...) -> None: ...
 
 class RetrieveRequest(_message.Message):
-    __slots__ = ("pair", "query_text", "query_vector", "beobachter", "filters", "top_k", "turn", "as_of")
+    __slots__ = ("pair", "query_text", "query_vector", "beobachter", "filters", "top_k", "turn", "as_of", "lexical_text", "question_entity_ids", "sprache")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -163,6 +169,9 @@ class RetrieveRequest(_message.Message):
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
+    LEXICAL_TEXT_FIELD_NUMBER: _ClassVar[int]
+    QUESTION_ENTITY_IDS_FIELD_NUMBER: _ClassVar[int]
+    SPRACHE_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     query_text: str
     query_vector: QueryVector
@@ -171,7 +180,10 @@ class RetrieveRequest(_message.Message):
     top_k: int
     turn: _common_pb2.TurnContext
     as_of: _timestamp_pb2.Timestamp
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., filters: _Optional[_Union[RetrieveFilters, _Mapping]] = ..., top_k: _Optional[int] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    lexical_text: str
+    question_entity_ids: _containers.RepeatedScalarFieldContainer[int]
+    sprache: str
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., filters: _Optional[_Union[RetrieveFilters, _Mapping]] = ..., top_k: _Optional[int] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lexical_text: _Optional[str] = ..., question_entity_ids: _Optional[_Iterable[int]] = ..., sprache: _Optional[str] = ...) -> None: ...
 
 class QueryVector(_message.Message):
     __slots__ = ("values",)
@@ -180,12 +192,14 @@ class QueryVector(_message.Message):
     def __init__(self, values: _Optional[_Iterable[float]] = ...) -> None: ...
 
 class RetrieveHit(_message.Message):
-    __slots__ = ("entry", "similarity")
+    __slots__ = ("entry", "similarity", "quellen")
     ENTRY_FIELD_NUMBER: _ClassVar[int]
     SIMILARITY_FIELD_NUMBER: _ClassVar[int]
+    QUELLEN_FIELD_NUMBER: _ClassVar[int]
     entry: _common_pb2.KzgEntry
     similarity: float
-    def __init__(self, entry: _Optional[_Union[_common_pb2.KzgEntry, _Mapping]] = ..., similarity: _Optional[float] = ...) -> None: ...
+    quellen: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, entry: _Optional[_Union[_common_pb2.KzgEntry, _Mapping]] = ..., similarity: _Optional[float] = ..., quellen: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RetrieveResponse(_message.Message):
     __slots__ = ("hits", "threshold", "model_id", "dropped_below_threshold")
@@ -254,18 +268,20 @@ class MarkHashDirtyResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class PromotionJob(_message.Message):
-    __slots__ = ("job_id", "kzg_key", "ausloeser_turn_id", "pair", "delivery_count")
+    __slots__ = ("job_id", "kzg_key", "ausloeser_turn_id", "pair", "delivery_count", "ausgeloest_am")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     KZG_KEY_FIELD_NUMBER: _ClassVar[int]
     AUSLOESER_TURN_ID_FIELD_NUMBER: _ClassVar[int]
     PAIR_FIELD_NUMBER: _ClassVar[int]
     DELIVERY_COUNT_FIELD_NUMBER: _ClassVar[int]
+    AUSGELOEST_AM_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     kzg_key: str
     ausloeser_turn_id: str
     pair: _common_pb2.Pair
     delivery_count: int
-    def __init__(self, job_id: _Optional[str] = ..., kzg_key: _Optional[str] = ..., ausloeser_turn_id: _Optional[str] = ..., pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., delivery_count: _Optional[int] = ...) -> None: ...
+    ausgeloest_am: _timestamp_pb2.Timestamp
+    def __init__(self, job_id: _Optional[str] = ..., kzg_key: _Optional[str] = ..., ausloeser_turn_id: _Optional[str] = ..., pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., delivery_count: _Optional[int] = ..., ausgeloest_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ReadPromotionJobsRequest(_message.Message):
     __slots__ = ("consumer", "count", "block_ms", "reclaim_idle_ms")

@@ -29,7 +29,7 @@ VERWENDUNG_AUSGANG_VEKTOR_LEER: VerwendungAusgang
 VERWENDUNG_AUSGANG_DB_FEHLER: VerwendungAusgang
 
 class Node(_message.Message):
-    __slots__ = ("id", "kzg_quell_key", "pair", "beobachter", "inhalt", "dimension", "gewicht_roh", "gewicht_absolut", "gewicht_decay", "haeufigkeit", "aktiv", "erstellt_am", "verstaerkt_am", "decay_am", "kzg_erstellt_am", "themen", "gedaechtnistyp", "magnets", "ei", "embedding")
+    __slots__ = ("id", "kzg_quell_key", "pair", "beobachter", "inhalt", "dimension", "gewicht_roh", "gewicht_absolut", "gewicht_decay", "haeufigkeit", "aktiv", "erstellt_am", "verstaerkt_am", "decay_am", "kzg_erstellt_am", "themen", "gedaechtnistyp", "magnets", "ei", "embedding", "sprecher", "sprache", "quell_turn_id")
     ID_FIELD_NUMBER: _ClassVar[int]
     KZG_QUELL_KEY_FIELD_NUMBER: _ClassVar[int]
     PAIR_FIELD_NUMBER: _ClassVar[int]
@@ -50,6 +50,9 @@ class Node(_message.Message):
     MAGNETS_FIELD_NUMBER: _ClassVar[int]
     EI_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_FIELD_NUMBER: _ClassVar[int]
+    SPRECHER_FIELD_NUMBER: _ClassVar[int]
+    SPRACHE_FIELD_NUMBER: _ClassVar[int]
+    QUELL_TURN_ID_FIELD_NUMBER: _ClassVar[int]
     id: int
     kzg_quell_key: str
     pair: _common_pb2.Pair
@@ -70,7 +73,10 @@ class Node(_message.Message):
     magnets: _common_pb2.Magnets
     ei: _common_pb2.EiFields
     embedding: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, id: _Optional[int] = ..., kzg_quell_key: _Optional[str] = ..., pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., dimension: _Optional[str] = ..., gewicht_roh: _Optional[float] = ..., gewicht_absolut: _Optional[float] = ..., gewicht_decay: _Optional[float] = ..., haeufigkeit: _Optional[int] = ..., aktiv: _Optional[bool] = ..., erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., verstaerkt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., decay_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kzg_erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., themen: _Optional[_Iterable[str]] = ..., gedaechtnistyp: _Optional[str] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ...) -> None: ...
+    sprecher: str
+    sprache: str
+    quell_turn_id: str
+    def __init__(self, id: _Optional[int] = ..., kzg_quell_key: _Optional[str] = ..., pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., dimension: _Optional[str] = ..., gewicht_roh: _Optional[float] = ..., gewicht_absolut: _Optional[float] = ..., gewicht_decay: _Optional[float] = ..., haeufigkeit: _Optional[int] = ..., aktiv: _Optional[bool] = ..., erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., verstaerkt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., decay_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kzg_erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., themen: _Optional[_Iterable[str]] = ..., gedaechtnistyp: _Optional[str] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ..., sprecher: _Optional[str] = ..., sprache: _Optional[str] = ..., quell_turn_id: _Optional[str] = ...) -> None: ...
 
 class Edge(_message.Message):
     __slots__ = ("id", "knoten_a_id", "knoten_b_id", "gewicht_roh", "gewicht_absolut", "erstellt_am", "verbindungs_gruende", "geteilte_entitaet_ids", "geteilte_themen", "timeline_naehe_tage", "embedding_cosine_initial", "anzahl_schichten")
@@ -131,7 +137,7 @@ class PromoteResponse(_message.Message):
     def __init__(self, outcome: _Optional[_Union[_common_pb2.PromotionOutcome, str]] = ..., node_id: _Optional[int] = ..., best_cosine: _Optional[float] = ..., edges_created: _Optional[int] = ..., kzg_delete_allowed: _Optional[bool] = ..., already_promoted: _Optional[bool] = ..., candidates: _Optional[int] = ...) -> None: ...
 
 class SpreadingReadRequest(_message.Message):
-    __slots__ = ("pair", "query_vector", "query_text", "cluster", "nova_emotion", "turn", "readers", "user_name", "character_name", "as_of")
+    __slots__ = ("pair", "query_vector", "query_text", "cluster", "nova_emotion", "turn", "readers", "user_name", "character_name", "as_of", "lexical_text", "question_entity_ids", "zeitfenster", "recall_k", "sprache")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
@@ -142,6 +148,11 @@ class SpreadingReadRequest(_message.Message):
     USER_NAME_FIELD_NUMBER: _ClassVar[int]
     CHARACTER_NAME_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
+    LEXICAL_TEXT_FIELD_NUMBER: _ClassVar[int]
+    QUESTION_ENTITY_IDS_FIELD_NUMBER: _ClassVar[int]
+    ZEITFENSTER_FIELD_NUMBER: _ClassVar[int]
+    RECALL_K_FIELD_NUMBER: _ClassVar[int]
+    SPRACHE_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     query_vector: QueryVector
     query_text: str
@@ -152,7 +163,60 @@ class SpreadingReadRequest(_message.Message):
     user_name: str
     character_name: str
     as_of: _timestamp_pb2.Timestamp
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., query_text: _Optional[str] = ..., cluster: _Optional[str] = ..., nova_emotion: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., readers: _Optional[_Iterable[str]] = ..., user_name: _Optional[str] = ..., character_name: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    lexical_text: str
+    question_entity_ids: _containers.RepeatedScalarFieldContainer[int]
+    zeitfenster: _containers.RepeatedCompositeFieldContainer[Zeitfenster]
+    recall_k: int
+    sprache: str
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., query_text: _Optional[str] = ..., cluster: _Optional[str] = ..., nova_emotion: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., readers: _Optional[_Iterable[str]] = ..., user_name: _Optional[str] = ..., character_name: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lexical_text: _Optional[str] = ..., question_entity_ids: _Optional[_Iterable[int]] = ..., zeitfenster: _Optional[_Iterable[_Union[Zeitfenster, _Mapping]]] = ..., recall_k: _Optional[int] = ..., sprache: _Optional[str] = ...) -> None: ...
+
+class Zeitfenster(_message.Message):
+    __slots__ = ("zeitpunkt", "praezision")
+    ZEITPUNKT_FIELD_NUMBER: _ClassVar[int]
+    PRAEZISION_FIELD_NUMBER: _ClassVar[int]
+    zeitpunkt: _timestamp_pb2.Timestamp
+    praezision: str
+    def __init__(self, zeitpunkt: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., praezision: _Optional[str] = ...) -> None: ...
+
+class TermGewicht(_message.Message):
+    __slots__ = ("term", "idf")
+    TERM_FIELD_NUMBER: _ClassVar[int]
+    IDF_FIELD_NUMBER: _ClassVar[int]
+    term: str
+    idf: float
+    def __init__(self, term: _Optional[str] = ..., idf: _Optional[float] = ...) -> None: ...
+
+class RecallKandidat(_message.Message):
+    __slots__ = ("knoten_id", "inhalt", "beobachter", "sprecher", "zeitpunkt", "turn_id", "kzg_quell_key", "cosine", "lexical_score", "lexical_strength", "quellen", "schale", "pfad", "score")
+    KNOTEN_ID_FIELD_NUMBER: _ClassVar[int]
+    INHALT_FIELD_NUMBER: _ClassVar[int]
+    BEOBACHTER_FIELD_NUMBER: _ClassVar[int]
+    SPRECHER_FIELD_NUMBER: _ClassVar[int]
+    ZEITPUNKT_FIELD_NUMBER: _ClassVar[int]
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    KZG_QUELL_KEY_FIELD_NUMBER: _ClassVar[int]
+    COSINE_FIELD_NUMBER: _ClassVar[int]
+    LEXICAL_SCORE_FIELD_NUMBER: _ClassVar[int]
+    LEXICAL_STRENGTH_FIELD_NUMBER: _ClassVar[int]
+    QUELLEN_FIELD_NUMBER: _ClassVar[int]
+    SCHALE_FIELD_NUMBER: _ClassVar[int]
+    PFAD_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    knoten_id: int
+    inhalt: str
+    beobachter: _common_pb2.Beobachter
+    sprecher: str
+    zeitpunkt: _timestamp_pb2.Timestamp
+    turn_id: str
+    kzg_quell_key: str
+    cosine: float
+    lexical_score: float
+    lexical_strength: float
+    quellen: _containers.RepeatedScalarFieldContainer[str]
+    schale: int
+    pfad: _containers.RepeatedCompositeFieldContainer[PfadSchritt]
+    score: float
+    def __init__(self, knoten_id: _Optional[int] = ..., inhalt: _Optional[str] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., sprecher: _Optional[str] = ..., zeitpunkt: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., kzg_quell_key: _Optional[str] = ..., cosine: _Optional[float] = ..., lexical_score: _Optional[float] = ..., lexical_strength: _Optional[float] = ..., quellen: _Optional[_Iterable[str]] = ..., schale: _Optional[int] = ..., pfad: _Optional[_Iterable[_Union[PfadSchritt, _Mapping]]] = ..., score: _Optional[float] = ...) -> None: ...
 
 class QueryVector(_message.Message):
     __slots__ = ("values",)
@@ -217,7 +281,7 @@ class LzgResonanz(_message.Message):
     def __init__(self, anker_anzahl: _Optional[int] = ..., sprung_tiefe: _Optional[int] = ..., cluster: _Optional[str] = ..., nova_sektor: _Optional[str] = ..., erinnerungen: _Optional[_Iterable[_Union[Erinnerung, _Mapping]]] = ...) -> None: ...
 
 class SpreadingReadResponse(_message.Message):
-    __slots__ = ("lzg_resonanz", "pool_size", "memory_blocks")
+    __slots__ = ("lzg_resonanz", "pool_size", "memory_blocks", "recall", "query_terms", "mittlere_laenge")
     class MemoryBlocksEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -228,10 +292,16 @@ class SpreadingReadResponse(_message.Message):
     LZG_RESONANZ_FIELD_NUMBER: _ClassVar[int]
     POOL_SIZE_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    RECALL_FIELD_NUMBER: _ClassVar[int]
+    QUERY_TERMS_FIELD_NUMBER: _ClassVar[int]
+    MITTLERE_LAENGE_FIELD_NUMBER: _ClassVar[int]
     lzg_resonanz: LzgResonanz
     pool_size: int
     memory_blocks: _containers.ScalarMap[str, str]
-    def __init__(self, lzg_resonanz: _Optional[_Union[LzgResonanz, _Mapping]] = ..., pool_size: _Optional[int] = ..., memory_blocks: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    recall: _containers.RepeatedCompositeFieldContainer[RecallKandidat]
+    query_terms: _containers.RepeatedCompositeFieldContainer[TermGewicht]
+    mittlere_laenge: float
+    def __init__(self, lzg_resonanz: _Optional[_Union[LzgResonanz, _Mapping]] = ..., pool_size: _Optional[int] = ..., memory_blocks: _Optional[_Mapping[str, str]] = ..., recall: _Optional[_Iterable[_Union[RecallKandidat, _Mapping]]] = ..., query_terms: _Optional[_Iterable[_Union[TermGewicht, _Mapping]]] = ..., mittlere_laenge: _Optional[float] = ...) -> None: ...
 
 class RenderMemoryBlockRequest(_message.Message):
     __slots__ = ("pair", "lzg_resonanz", "reader", "user_name", "character_name")

@@ -25,20 +25,22 @@ class TurnAnalysis(_message.Message):
     def __init__(self, salience: _Optional[_Union[_common_pb2.SalienceResult, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., inhalt: _Optional[str] = ...) -> None: ...
 
 class ObserveTurnRequest(_message.Message):
-    __slots__ = ("pair", "turn_id", "beobachter", "text", "analysis", "as_of")
+    __slots__ = ("pair", "turn_id", "beobachter", "text", "analysis", "as_of", "profile")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
     BEOBACHTER_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     ANALYSIS_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     turn_id: str
     beobachter: _common_pb2.Beobachter
     text: str
     analysis: TurnAnalysis
     as_of: _timestamp_pb2.Timestamp
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., turn_id: _Optional[str] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., text: _Optional[str] = ..., analysis: _Optional[_Union[TurnAnalysis, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    profile: _common_pb2.PairProfile
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., turn_id: _Optional[str] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., text: _Optional[str] = ..., analysis: _Optional[_Union[TurnAnalysis, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., profile: _Optional[_Union[_common_pb2.PairProfile, _Mapping]] = ...) -> None: ...
 
 class ObserveTurnResponse(_message.Message):
     __slots__ = ("kzg", "analysis", "analyzed_by_service", "session_turn_count")

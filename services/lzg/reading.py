@@ -1,0 +1,228 @@
+"""The hybrid read of the long-term memory (SPEC §5.8 with §11): candidates, anchors, recall list.
+
+:func:`rank_candidates` ranks the pair's memories by every source of :mod:`services.lzg.recall`
+(in memory: cosine and BM25 over the cached pair; in PostgreSQL: the entities and dates a
+question names), fuses them and reads the best ones as of the read's time — their anchors start
+the seeds' spreading read. :func:`recall_list` then fuses again with the context around the best
+memories and the associations the read reached. Reads only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from novaberg_core.fusion import LEXICAL_GATE, Fused, fuse
+from novaberg_core.lexical import QueryTerms
+from services.lzg.cache import PairSnapshot
+from services.lzg.layers import LZG_TIMELINE_TOLERANZ, Praezision
+from services.lzg.recall import CANDIDATES_PER_SOURCE, KONTEXT_SEEDS, context_rows, top_rows
+from services.lzg.spreading import ANKER_ANZAHL, NodeDetails, PfadSchritt, PoolItem
+from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
+
+__all__ = [
+    "Candidates",
+    "RecallCandidate",
+    "RecallQuery",
+    "node_details",
+    "rank_candidates",
+    "read_details",
+    "recall_list",
+    "window",
+]
+
+_DAY = 86_400.0
+_UNIT_SECONDS: Mapping[Praezision, float] = {
+    Praezision.MINUTE: 60.0,
+    Praezision.STUNDE: 3_600.0,
+    Praezision.TAG: _DAY,
+    Praezision.WOCHE: 7 * _DAY,
+    Praezision.MONAT: 30.436875 * _DAY,
+    Praezision.QUARTAL: 91.310625 * _DAY,
+    Praezision.JAHR: 365.2425 * _DAY,
+}
+_TOLERANCE_UNIT: Mapping[Praezision, float] = {**_UNIT_SECONDS, Praezision.MINUTE: _DAY, Praezision.STUNDE: _DAY}
+"""SPEC §5.4 measures the sub-day tolerances in days."""
+
+
+def window(zeitpunkt: datetime, praezision: Praezision) -> tuple[float, float]:
+    """(centre, tolerance) in unix seconds of a date a question names: the middle of its unit, ± §5.4."""
+    centre = zeitpunkt.timestamp() + _UNIT_SECONDS[praezision] / 2.0
+    return centre, LZG_TIMELINE_TOLERANZ[praezision] * _TOLERANCE_UNIT[praezision]
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    """What a hybrid read searches with (SPEC §11)."""
+
+    vector: npt.NDArray[np.float32]
+    """The (gravitation-shifted) query vector, norm 1."""
+    as_of: datetime
+    lexical_text: str = ""
+    sprache: str = ""
+    entity_ids: tuple[int, ...] = ()
+    zeitfenster: tuple[tuple[datetime, Praezision], ...] = ()
+    recall_k: int = 0
+
+
+@dataclass(frozen=True)
+class RecallCandidate:
+    """A long-term memory of the recall list with the signals that found it."""
+
+    knoten_id: int
+    details: NodeDetails
+    cosine: float
+    lexical_score: float
+    lexical_strength: float
+    quellen: tuple[str, ...]
+    score: float
+    schale: int = 0
+    pfad: tuple[PfadSchritt, ...] = ()
+
+
+@dataclass
+class Candidates:
+    """The ranked sources of one read, the memories read as of its time, its anchors."""
+
+    snapshot: PairSnapshot
+    query_terms: QueryTerms
+    cosines: npt.NDArray[np.float64]
+    bm25: npt.NDArray[np.float64]
+    strength: npt.NDArray[np.float64]
+    visible: npt.NDArray[np.bool_]
+    lists: dict[str, list[int]]
+    """source → node ids, best first."""
+    admitted: set[int]
+    """Node ids that passed the gate of at least one source."""
+    details: dict[int, NodeDetails] = field(default_factory=dict)
+    anchors: list[PoolItem] = field(default_factory=list)
+    fused: list[Fused[int]] = field(default_factory=list)
+
+    def signals(self, node_id: int) -> tuple[float, float, float]:
+        """(cosine, BM25, lexical strength) of a node of the snapshot; zeros for a node it lacks."""
+        row = int(np.searchsorted(self.snapshot.ids, node_id))
+        if row < len(self.snapshot) and int(self.snapshot.ids[row]) == node_id:
+            return float(self.cosines[row]), float(self.bm25[row]), float(self.strength[row])
+        return 0.0, 0.0, 0.0
+
+
+def node_details(row: asyncpg.Record) -> NodeDetails:
+    """What a memory shows of a node row (``recall_details`` and ``shell`` queries)."""
+    return NodeDetails(
+        inhalt=row["inhalt"],
+        themen=tuple(row["themen"] or ()),
+        entitaet_ids=tuple(row["entitaet_ids"] or ()),
+        emotion=row["emotion"],
+        erstellt_am=row["erstellt_am"],
+        gewicht_decay=float(row["gewicht_decay"]),
+        beobachter=row["beobachter"],
+        sprecher=row["sprecher"],
+        quell_turn_id=row["quell_turn_id"],
+        kzg_quell_key=row["kzg_quell_key"],
+        kzg_erstellt_am=row["kzg_erstellt_am"],
+    )
+
+
+async def read_details(
+    conn: asyncpg.Connection, queries: Mapping[str, str], ids: Sequence[int], pair: tuple[str, str], as_of: datetime
+) -> dict[int, NodeDetails]:
+    """The memories among ``ids`` as of ``as_of`` (made by then, active with their weight then)."""
+    if not ids:
+        return {}
+    rows = await conn.fetch(
+        queries["recall_details"], list(ids), pair[0], pair[1], as_of, LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
+    )
+    return {int(row["id"]): node_details(row) for row in rows}
+
+
+def _rows_to_ids(snapshot: PairSnapshot, rows: npt.NDArray[np.int64] | Sequence[int]) -> list[int]:
+    return [int(snapshot.ids[row]) for row in rows]
+
+
+async def rank_candidates(
+    conn: asyncpg.Connection,
+    queries: Mapping[str, str],
+    snapshot: PairSnapshot,
+    query: RecallQuery,
+    anchor_gate: float,
+    pair: tuple[str, str],
+) -> Candidates:
+    """Every source ranked, gates applied, fused, the best read as of ``query.as_of``; anchors chosen."""
+    n = len(snapshot)
+    visible = snapshot.times <= query.as_of.timestamp()
+    cosines = snapshot.cosines(query.vector)
+    query_terms, bm25, strength = snapshot.lexical_scores(query.lexical_text, query.sprache)
+    lists: dict[str, list[int]] = {
+        "dense": _rows_to_ids(snapshot, top_rows(cosines, visible, CANDIDATES_PER_SOURCE)),
+        "lexical": _rows_to_ids(snapshot, top_rows(bm25, visible & (bm25 > 0.0), CANDIDATES_PER_SOURCE)),
+    }
+    admitted: set[int] = set()
+    for node_id in dict.fromkeys(lists["dense"] + lists["lexical"]):
+        row = int(np.searchsorted(snapshot.ids, node_id))
+        if cosines[row] >= anchor_gate or strength[row] >= LEXICAL_GATE:
+            admitted.add(node_id)
+    if query.entity_ids and n:
+        found = [int(r["id"]) for r in await conn.fetch(queries["entity_candidates"], pair[0], pair[1], list(query.entity_ids))]
+        rows = snapshot.row_of(found) if found else np.zeros(0, dtype=np.int64)
+        rows = np.array([r for r, i in zip(rows, found, strict=True) if r < n and int(snapshot.ids[r]) == i], dtype=np.int64)
+        mask = np.zeros(n, dtype=bool)
+        mask[rows] = True
+        lists["entity"] = _rows_to_ids(snapshot, top_rows(cosines, mask & visible, CANDIDATES_PER_SOURCE))
+        admitted |= set(lists["entity"])
+    if query.zeitfenster:
+        centres, tolerances = zip(*(window(z, p) for z, p in query.zeitfenster), strict=True)
+        rows_found = await conn.fetch(
+            queries["timeline_candidates"], pair[0], pair[1], list(centres), list(tolerances), CANDIDATES_PER_SOURCE
+        )
+        lists["timeline"] = [int(r["id"]) for r in rows_found]
+        admitted |= set(lists["timeline"])
+    candidates = Candidates(snapshot, query_terms, cosines, bm25, strength, visible, lists, admitted)
+    candidates.fused = [item for item in fuse(lists) if item.key in admitted]
+    wanted = [item.key for item in candidates.fused[: max(2 * query.recall_k, 4 * ANKER_ANZAHL)]]
+    seeds = [int(np.searchsorted(snapshot.ids, key)) for key in wanted[:KONTEXT_SEEDS]]
+    kontext = _rows_to_ids(snapshot, context_rows(snapshot.times, seeds, visible)) if query.recall_k else []
+    lists["kontext"] = kontext
+    candidates.details = await read_details(conn, queries, list(dict.fromkeys(wanted + kontext)), pair, query.as_of)
+    anchors = [key for key in wanted if key in candidates.details][:ANKER_ANZAHL]
+    candidates.anchors = [PoolItem(key, 0, candidates.details[key]) for key in anchors]
+    return candidates
+
+
+def recall_list(candidates: Candidates, pool: Sequence[PoolItem], recall_k: int) -> list[RecallCandidate]:
+    """The recall list: the sources, the context and the read's associations fused, best ``recall_k``."""
+    if recall_k <= 0:
+        return []
+    associations = sorted((p for p in pool if p.schale > 0), key=lambda p: (p.schale, -p.details.gewicht_decay))
+    reached: dict[int, PoolItem] = {}
+    for reached_item in associations:
+        reached.setdefault(reached_item.knoten_id, reached_item)
+    details = dict(candidates.details)
+    for node_id, pool_item in reached.items():
+        details.setdefault(node_id, pool_item.details)
+    lists = {source: [i for i in ids if i in details] for source, ids in candidates.lists.items()}
+    lists["assoziation"] = list(reached)
+    allowed = candidates.admitted | set(lists["kontext"]) | set(reached)
+    fused = [item for item in fuse(lists) if item.key in allowed and item.key in details]
+    result = []
+    for item in fused[:recall_k]:
+        cosine, bm25, strength = candidates.signals(item.key)
+        via = reached.get(item.key)
+        result.append(
+            RecallCandidate(
+                knoten_id=item.key,
+                details=details[item.key],
+                cosine=cosine,
+                lexical_score=bm25,
+                lexical_strength=strength,
+                quellen=tuple(item.sources),
+                score=item.score,
+                schale=via.schale if via is not None else 0,
+                pfad=via.pfad if via is not None else (),
+            )
+        )
+    return result

@@ -1,0 +1,126 @@
+"""The dossier's recall list: both layers in one ranking, one item per source turn (SPEC §11) — pure.
+
+The KZG answers with its hits (dense, lexical, entity candidates), the LZG with its recall
+candidates and, for the question's terms, their idf over the pair's long-term memories. The KZG
+hits are scored lexically here with that idf (``novaberg_core.lexical.bm25_scores``), so both
+layers rank on one scale: per source, every item of either layer by the same signal, fused by
+reciprocal rank (``novaberg_core.fusion``). A KZG entry and the node promoted from it are one
+item (same turn; the node is kept, it knows its associations).
+
+Gates: a KZG hit found by lexical search alone must reach the lexical gate, as LZG candidates
+did in the LZG; dense KZG hits passed the KZG's threshold there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2
+from novaberg.lzg.v1 import lzg_pb2
+from novaberg.pipeline.v1 import pipeline_pb2
+from novaberg_core.embedding import speaker_text
+from novaberg_core.fusion import LEXICAL_GATE, SOURCES, fuse
+from novaberg_core.lexical import QueryTerms, bm25_scores
+
+__all__ = ["RecallEntry", "merge_recall", "named_entity_ids", "query_terms_of"]
+
+_LZG_LISTS = ("timeline", "kontext", "assoziation")
+"""Sources only the LZG has; their lists keep the LZG's order."""
+
+
+@dataclass
+class RecallEntry:
+    """One source turn with every signal that found it, in whichever layer."""
+
+    key: str
+    item: pipeline_pb2.RecallItem
+    cosine: float
+    lexical: float
+    sources: set[str] = field(default_factory=set)
+
+
+def query_terms_of(response: lzg_pb2.SpreadingReadResponse) -> QueryTerms:
+    """The LZG's lexical query (terms, idf over the pair's nodes, mean node length)."""
+    terms = tuple(t.term for t in response.query_terms)
+    return QueryTerms(terms, tuple(t.idf for t in response.query_terms), response.mittlere_laenge)
+
+
+def _speaker(sprecher: str, beobachter: int, names: tuple[str, str]) -> str:
+    if sprecher:
+        return sprecher
+    return names[0] if beobachter == common_pb2.BEOBACHTER_USER else names[1]
+
+
+def _lzg_entry(candidate: lzg_pb2.RecallKandidat, names: tuple[str, str]) -> RecallEntry:
+    item = pipeline_pb2.RecallItem(
+        layer="lzg", beobachter=candidate.beobachter, speaker=_speaker(candidate.sprecher, candidate.beobachter, names),
+        zeitpunkt=candidate.zeitpunkt, inhalt=candidate.inhalt, turn_id=candidate.turn_id, knoten_id=candidate.knoten_id,
+        schale=candidate.schale, pfad=candidate.pfad,
+    )  # fmt: skip
+    key = candidate.turn_id or f"lzg:{candidate.knoten_id}"
+    return RecallEntry(key, item, candidate.cosine, candidate.lexical_score, set(candidate.quellen))
+
+
+def merge_recall(
+    kzg_hits: Sequence[kzg_pb2.RetrieveHit],
+    lzg: Sequence[lzg_pb2.RecallKandidat],
+    query: QueryTerms,
+    sprache: str,
+    recall_k: int,
+    names: tuple[str, str],
+) -> list[pipeline_pb2.RecallItem]:
+    """Both layers fused into the recall list, best first, at most ``recall_k`` items (module docstring)."""
+    if recall_k <= 0:
+        return []
+    entries: dict[str, RecallEntry] = {}
+    lzg_order: dict[str, list[str]] = {source: [] for source in _LZG_LISTS}
+    for candidate in lzg:
+        entry = _lzg_entry(candidate, names)
+        if entry.key in entries:
+            continue
+        entries[entry.key] = entry
+        for source in _LZG_LISTS:
+            if source in entry.sources:
+                lzg_order[source].append(entry.key)
+    texts = [speaker_text(_speaker(h.entry.sprecher, h.entry.beobachter, names), h.entry.inhalt) for h in kzg_hits]
+    for hit, (bm25, strength) in zip(kzg_hits, bm25_scores(texts, sprache, query), strict=True):
+        found = set(hit.quellen) or {"dense"}
+        if found == {"lexical"} and strength < LEXICAL_GATE:
+            continue  # found by words alone, and too few of the question's: not about the question
+        key = hit.entry.turn_id or hit.entry.kzg_key
+        if key in entries:  # the node promoted from this entry is already listed: one item per turn
+            entries[key].sources |= found
+            continue
+        e = hit.entry
+        item = pipeline_pb2.RecallItem(
+            layer="kzg", beobachter=e.beobachter, speaker=_speaker(e.sprecher, e.beobachter, names),
+            zeitpunkt=e.erstellt_am, inhalt=e.inhalt, turn_id=e.turn_id, kzg_key=e.kzg_key,
+        )  # fmt: skip
+        entries[key] = RecallEntry(key, item, hit.similarity, bm25, found)
+    values = list(entries.values())
+    lists: dict[str, list[str]] = {
+        "dense": [e.key for e in sorted(values, key=lambda e: -e.cosine)],
+        "lexical": [e.key for e in sorted(values, key=lambda e: -e.lexical) if e.lexical > 0.0],
+        "entity": [e.key for e in sorted(values, key=lambda e: -e.cosine) if "entity" in e.sources],
+        **lzg_order,
+    }
+    result = []
+    for fused in fuse(lists)[:recall_k]:
+        entry = entries[fused.key]
+        entry.item.score = fused.score
+        entry.item.quellen.extend(source for source in SOURCES if source in entry.sources)
+        result.append(entry.item)
+    return result
+
+
+def named_entity_ids(resolved: Mapping[str, int], speakers: Sequence[str]) -> list[int]:
+    """Registry ids of the names a question mentions, the pair's own speakers left out.
+
+    A speaker's name in a question asks about that speaker, whose memories carry the name as their
+    speaker already; the memories that *mention* the name are mostly the other speaker addressing
+    them ("Thanks, Evan!") — the wrong turns (issue: speaker-aware recall).
+    """
+    own = {name.strip().casefold() for name in speakers if name}
+    return list(dict.fromkeys(i for name, i in resolved.items() if i > 0 and name.strip().casefold() not in own))
