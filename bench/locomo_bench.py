@@ -390,7 +390,7 @@ async def import_turns(
         t0 = time.perf_counter()
         for turn in conv.turns:
             request = pipeline_pb2.ObserveTurnRequest(
-                pair=turn.pair, turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text
+                pair=turn.pair, turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text, profile=turn.profile
             )
             if turn.as_of is not None:
                 request.as_of.CopyFrom(to_timestamp(turn.as_of))

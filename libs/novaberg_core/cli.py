@@ -227,6 +227,8 @@ class ImportedTurn:
     beobachter: common_pb2.Beobachter
     text: str
     as_of: datetime | None
+    profile: common_pb2.PairProfile | None = None
+    """The pair's speakers and language (SPEC §11), sent with the turn when known."""
 
 
 _LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
@@ -278,6 +280,7 @@ def parse_locomo(
         pair = common_pb2.Pair(
             user_id=user_id or _slug(f"{sample_id}-{speaker_a}"), character_id=character_id or _slug(speaker_b)
         )
+        profile = common_pb2.PairProfile(user_name=str(speaker_a), character_name=str(speaker_b), sprache="en")
         numbers = sorted(
             int(m.group(1)) for key in conversation if (m := re.fullmatch(r"session_(\d+)", key))
         )
@@ -286,13 +289,13 @@ def parse_locomo(
             for i, turn in enumerate(conversation[f"session_{number}"]):
                 text = str(turn.get("text", "")).strip()
                 if turn.get("blip_caption"):
-                    text = f"{text} [Bild: {turn['blip_caption']}]".strip()
+                    text = f"{text} [image: {turn['blip_caption']}]".strip()
                 if not text:
                     continue
                 role = common_pb2.BEOBACHTER_USER if turn.get("speaker") == speaker_a else common_pb2.BEOBACHTER_ASSISTANT
                 turns.append(ImportedTurn(
                     pair=pair, turn_id=f"{sample_id}:{turn.get('dia_id', f'S{number}:{i}')}", beobachter=role,
-                    text=text, as_of=None if start is None else start + timedelta(seconds=30 * i),
+                    text=text, as_of=None if start is None else start + timedelta(seconds=30 * i), profile=profile,
                 ))  # fmt: skip
     if wanted and not turns:
         raise CliError(f"no LoCoMo sample named {', '.join(sorted(wanted))} in this file")
@@ -416,7 +419,7 @@ async def cmd_import(clients: ServiceClients, args: argparse.Namespace, out: Cal
     pairs: dict[tuple[str, str], int] = {}
     for turn in turns:
         request = pipeline_pb2.ObserveTurnRequest(
-            pair=turn.pair, turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text,
+            pair=turn.pair, turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text, profile=turn.profile,
         )
         if turn.as_of is not None:
             request.as_of.CopyFrom(to_timestamp(turn.as_of))
@@ -637,6 +640,42 @@ COMMANDS: Mapping[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
 """Command → (coroutine, services it needs)."""
 
 
+async def cmd_reembed(args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    """``novaberg reembed``: every vector of the KZG and LZG stores anew (services stopped), with progress."""
+    from novaberg_core.embedded import stores_status
+    from novaberg_core.embedding import profile_for, provider_from_env
+    from novaberg_core.reembed import reembed_kzg, reembed_lzg
+
+    redis_url = os.environ.get("NOVABERG_REDIS_URL", "")
+    postgres_url = os.environ.get("NOVABERG_POSTGRES_URL", "")
+    if not redis_url or not postgres_url:
+        status = stores_status(Path(args.data_dir) / "stores")
+        if status.redis is None or status.postgres is None or not status.running:
+            raise CliError(f"no running stores in {args.data_dir}/stores and no NOVABERG_REDIS_URL/_POSTGRES_URL; "
+                           f"start them with `python -m novaberg_core.embedded up --data-dir {args.data_dir}/stores`")
+        redis_url = redis_url or status.redis.url
+        postgres_url = postgres_url or status.postgres.url
+    provider = provider_from_env()
+    out(f"re-embedding with {provider.stamp}")
+    if args.only in (None, "kzg"):
+        bar = ProgressBar(0, label="KZG entries")
+        done = await reembed_kzg(redis_url, provider, lambda n, total: _progress(bar, n, total))
+        bar.finish()
+        out(f"KZG: {done.vectors} entries re-embedded")
+    if args.only in (None, "lzg"):
+        bar = ProgressBar(0, label="LZG nodes")
+        threshold = profile_for(provider.model_id).embedding_layer
+        lzg = await reembed_lzg(postgres_url, provider, threshold, lambda n, total: _progress(bar, n, total))
+        bar.finish()
+        out(f"LZG: {lzg.vectors} nodes re-embedded, {lzg.edges} edge cosines recomputed")
+    return 0
+
+
+def _progress(bar: ProgressBar, done: int, total: int) -> None:
+    bar.total = total
+    bar.advance(done - bar.done)
+
+
 async def run_command(
     args: argparse.Namespace, addresses: Mapping[str, str], out: Callable[[str], None] = print
 ) -> int:
@@ -722,6 +761,14 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--once", action="store_true", help="exit 0 after start-up and the demo")
     up.add_argument("--no-demo", action="store_true", help="start and serve without replaying the demo")
     up.add_argument("--demo-file", type=Path, help="another demo conversation (format of the shipped one)")
+
+    reembed = sub.add_parser(
+        "reembed", help="rewrite every vector of the stores with the configured model and text recipe (SPEC §2)"
+    )
+    reembed.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
+                         help="the embedded stores of `novaberg up --data-dir` (default .novaberg); "
+                              "NOVABERG_REDIS_URL / NOVABERG_POSTGRES_URL win when set")
+    reembed.add_argument("--only", choices=("kzg", "lzg"), help="re-embed one store only")
 
     def client(name: str, help_text: str) -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=help_text)
@@ -815,6 +862,8 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(KeyboardInterrupt):
                 return asyncio.run(_up(args.data_dir, args.once, not args.no_demo, args.demo_file))
             return 130
+        if args.command == "reembed":
+            return asyncio.run(cmd_reembed(args, print))
         if args.command == "graph" and args.output is None:
             base = args.data_dir or DEFAULT_DATA_DIR
             args.output = base / f"graph-{args.user}-{args.character}.html"

@@ -338,6 +338,13 @@ _RELATIVE_DAYS = {
     "gestern": -1, "yesterday": -1, "vorgestern": -2,
 }
 
+_COUNT_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "a few": 3, "a couple of": 2, "einem": 1, "einer": 1, "zwei": 2, "drei": 3, "vier": 4,
+    "fünf": 5, "fuenf": 5, "sechs": 6, "sieben": 7, "acht": 8, "neun": 9, "zehn": 10, "ein paar": 3,
+}  # fmt: skip
+_COUNT_ALT = r"\d{1,3}|" + "|".join(sorted((re.escape(w) for w in _COUNT_WORDS), key=len, reverse=True))
+
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("iso", re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")),
     ("numeric", re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4}|\d{2})?(?!\d)")),
@@ -346,8 +353,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
                              re.IGNORECASE)),
     ("relative_day", re.compile(r"(?<![\w])(übermorgen|uebermorgen|vorgestern|heute|morgen|gestern|today|"
                                 r"tomorrow|yesterday)(?![\w])", re.IGNORECASE)),
-    ("in_days", re.compile(r"\b(?:in\s+(\d{1,3})\s+(?:tagen|days)|vor\s+(\d{1,3})\s+tagen|(\d{1,3})\s+days\s+ago)\b",
-                           re.IGNORECASE)),
+    ("ago", re.compile(rf"\b(?:({_COUNT_ALT})\s+(days?|weeks?|months?|years?)\s+ago|vor\s+({_COUNT_ALT})\s+"
+                       r"(tag(?:en)?|woche(?:n)?|monat(?:en)?|jahr(?:en)?))\b", re.IGNORECASE)),
+    ("ahead", re.compile(rf"\bin\s+({_COUNT_ALT})\s+(days?|weeks?|months?|years?|tag(?:en)?|woche(?:n)?|"
+                         r"monat(?:en)?|jahr(?:en)?)\b", re.IGNORECASE)),
+    ("weekend", re.compile(r"\b(letztes|letzten|vergangenes|nächstes|naechstes|kommendes|dieses|last|next|this)\s+"
+                           r"(wochenende|weekend)\b", re.IGNORECASE)),
     ("weekday", re.compile(rf"\b(?:(letzten|letzter|vergangenen|last)\s+)?(?:am\s+|on\s+|diesen\s+|this\s+)?"
                            rf"({_WEEKDAY_ALT})\b", re.IGNORECASE)),
     ("week", re.compile(r"\b(letzte|letzten|vergangene|vergangenen|nächste|nächsten|naechste|naechsten|"
@@ -361,7 +372,28 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 _PAST = ("letzt", "vergangen", "last")
+_UNIT_PRAEZISION = {"day": "tag", "tag": "tag", "week": "woche", "woche": "woche", "month": "monat", "monat": "monat",
+                    "year": "jahr", "jahr": "jahr"}  # fmt: skip
 _NEXT = ("nächst", "naechst", "kommend", "next")
+
+
+def _count(word: str) -> int:
+    """A count written as digits or as an English/German number word."""
+    lowered = word.lower()
+    return int(lowered) if lowered.isdigit() else _COUNT_WORDS[lowered]
+
+
+def _shifted(as_of: datetime, count: int, unit: str) -> tuple[datetime, str]:
+    """``as_of`` moved by ``count`` units (negative: back), at the unit's own precision."""
+    lowered = unit.lower()
+    praezision = next(p for stem, p in _UNIT_PRAEZISION.items() if lowered.startswith(stem))
+    if praezision == "tag":
+        return _day(as_of) + timedelta(days=count), praezision
+    if praezision == "woche":
+        return _week(as_of) + timedelta(weeks=count), praezision
+    if praezision == "monat":
+        return _add_months(_month(as_of.year, as_of.month), count), praezision
+    return datetime(as_of.year + count, 1, 1, tzinfo=UTC), praezision
 
 
 def _sign(word: str) -> int:
@@ -391,10 +423,15 @@ def _resolve(kind: str, m: re.Match[str], as_of: datetime, text: str) -> tuple[d
         if g[0] == "Morgen" and not _sentence_initial(text, m.start()):
             return None  # "guten Morgen", "am Morgen": the noun (morning), not "tomorrow"
         return _day(as_of) + timedelta(days=_RELATIVE_DAYS[g[0].lower()]), "tag"
-    if kind == "in_days":
-        if g[0] is not None:
-            return _day(as_of) + timedelta(days=int(g[0])), "tag"
-        return _day(as_of) - timedelta(days=int(g[1] or g[2])), "tag"
+    if kind in ("ago", "ahead"):
+        if kind == "ago":
+            count, unit, sign = (g[0], g[1], -1) if g[0] is not None else (g[2], g[3], -1)
+        else:
+            count, unit, sign = g[0], g[1], 1
+        return _shifted(as_of, sign * _count(count), unit)
+    if kind == "weekend":
+        saturday = _week(as_of) + timedelta(days=5)
+        return saturday + timedelta(weeks=_sign(g[0])), "tag"
     if kind == "weekday":
         target = _WEEKDAYS[g[1].lower()]
         today = _day(as_of)

@@ -95,7 +95,7 @@ async def test_import_observes_every_locomo_turn_in_order(
     assert [(t.turn_id, t.role, t.text, from_timestamp(t.created_at)) for t in session.turns] == [
         ("cli-conv:D1:1", "user", "Hey Mel! I went to a support group yesterday.", LOCOMO_START),
         ("cli-conv:D1:2", "assistant", "That sounds brave, Caroline. How was it?", LOCOMO_START + timedelta(seconds=30)),
-        ("cli-conv:D1:3", "user", "It was powerful. [Bild: a sign]", LOCOMO_START + timedelta(seconds=60)),
+        ("cli-conv:D1:3", "user", "It was powerful. [image: a sign]", LOCOMO_START + timedelta(seconds=60)),
         ("cli-conv:D1:4", "assistant", "I painted a lake sunrise last week.", LOCOMO_START + timedelta(seconds=90)),
     ]  # fmt: skip
 

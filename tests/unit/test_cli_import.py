@@ -46,7 +46,7 @@ def test_locomo_turns_in_session_order_with_speakers_and_times() -> None:
     assert turns[0].pair == common_pb2.Pair(user_id="conv-1-caroline", character_id="melanie")
     assert [t.beobachter for t in turns] == [common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT,
                                              common_pb2.BEOBACHTER_ASSISTANT]  # fmt: skip
-    assert turns[1].text == "Look at this [Bild: a photo of a cat]"
+    assert turns[1].text == "Look at this [image: a photo of a cat]"
     start = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
     assert turns[0].as_of == start and turns[1].as_of == start + timedelta(seconds=30)
     assert turns[2].as_of == datetime(2023, 6, 9, 20, 0, tzinfo=UTC)

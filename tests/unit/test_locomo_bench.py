@@ -91,7 +91,7 @@ def test_conversations_keep_questions_with_evidence_and_count_the_rest() -> None
     assert conv.as_of == datetime(2023, 6, 10, 20, 0, tzinfo=UTC)
     assert conv.speakers == ("Caroline", "Melanie")
     assert [conv.speaker(t) for t in conv.turns] == ["Caroline", "Melanie", "Melanie"]
-    assert conv.turns[1].text == "Look [Bild: a cat]"
+    assert conv.turns[1].text == "Look [image: a cat]"
 
 
 def test_each_conversation_is_its_own_pair_and_the_limit_applies_per_conversation() -> None:

@@ -154,3 +154,37 @@ def test_english_conversation_words_are_no_themes() -> None:
     findings = analyze_text("Yesterday Tom asked me about hiking and the mountains.", AS_OF)
     assert findings.themen == ["tom", "hiking", "mountains"]
     assert analyze_text("Vielleicht erzählt Anna vom Zahnarzt.", AS_OF).themen == ["anna", "zahnarzt"]
+
+
+NEW_YEAR = datetime(2026, 1, 2, 15, 0, tzinfo=UTC)
+"""A Friday two days into a year: relative dates cross the month and the year boundary."""
+
+
+@pytest.mark.parametrize(
+    ("text", "zeitpunkt", "praezision"),
+    [
+        ("I went to a meeting yesterday", day(2026, 1, 1), "tag"),
+        ("vorgestern war Silvester", day(2025, 12, 31), "tag"),
+        ("two weeks ago we moved", day(2025, 12, 15), "woche"),
+        ("vor zwei Wochen sind wir umgezogen", day(2025, 12, 15), "woche"),
+        ("a few days ago I saw her", day(2025, 12, 30), "tag"),
+        ("vor 10 Tagen kam der Brief", day(2025, 12, 23), "tag"),
+        ("last month I quit my job", day(2025, 12, 1), "monat"),
+        ("letzten Monat habe ich gekündigt", day(2025, 12, 1), "monat"),
+        ("vor drei Monaten war ich in Rom", day(2025, 10, 1), "monat"),
+        ("last week was hard", day(2025, 12, 22), "woche"),
+        ("last weekend was fun", day(2025, 12, 27), "tag"),
+        ("letztes Wochenende waren wir wandern", day(2025, 12, 27), "tag"),
+        ("last year we went to Spain", day(2025, 1, 1), "jahr"),
+        ("vor einem Jahr haben wir geheiratet", day(2025, 1, 1), "jahr"),
+        ("next Friday is the party", day(2026, 1, 9), "tag"),
+        ("nächsten Monat ziehe ich um", day(2026, 2, 1), "monat"),
+        ("in two months we fly", day(2026, 3, 1), "monat"),
+        ("in 3 Tagen fliege ich", day(2026, 1, 5), "tag"),
+    ],
+)
+def test_relative_dates_resolve_across_month_and_year_boundaries(text: str, zeitpunkt: datetime, praezision: str) -> None:
+    """SPEC §11: relative dates become timeline references resolved against the turn's own time."""
+    mention = find_dated_mention(text, NEW_YEAR)
+    assert mention is not None, text
+    assert (mention.zeitpunkt, mention.praezision) == (zeitpunkt, praezision)

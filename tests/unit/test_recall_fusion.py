@@ -1,0 +1,97 @@
+"""Hybrid recall (SPEC §11): rank fusion, the LZG's candidate helpers, the pipeline's merged recall list."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2
+from novaberg.lzg.v1 import lzg_pb2
+from novaberg_core.fusion import RRF_K, fuse
+from novaberg_core.lexical import LexicalIndex, tokenize
+from services.lzg.layers import Praezision
+from services.lzg.reading import window
+from services.lzg.recall import context_rows, top_rows
+from services.pipeline.recall import merge_recall, named_entity_ids
+
+USER, ASSISTANT = common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT
+
+
+def test_reciprocal_rank_fusion_worked_numbers() -> None:
+    fused = fuse({"dense": ["a", "b", "c"], "lexical": ["b", "d"], "kontext": ["a"]})
+    scores = {item.key: item.score for item in fused}
+    assert scores["b"] == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
+    assert scores["a"] == pytest.approx(1 / (RRF_K + 1) + 0.5 / (RRF_K + 1))
+    assert scores["d"] == pytest.approx(1 / (RRF_K + 2))
+    assert [item.key for item in fused] == ["b", "a", "d", "c"]  # lexical rank 2 beats dense rank 3
+    assert fused[0].sources == {"dense": 2, "lexical": 1}
+
+
+def test_top_rows_keeps_the_best_eligible_ties_to_the_older_node() -> None:
+    scores = np.array([0.5, 0.9, 0.5, 0.1, 0.9])
+    eligible = np.array([True, True, True, True, False])
+    assert top_rows(scores, eligible, 3).tolist() == [1, 0, 2]
+    assert top_rows(scores, eligible, 0).tolist() == []
+
+
+def test_context_is_the_turn_before_and_after_within_the_window() -> None:
+    times = np.array([0.0, 30.0, 60.0, 5_000.0, 90.0])  # row 3 lies in another session
+    visible = np.array([True, True, True, True, True])
+    assert context_rows(times, [1], visible) == [0, 2]
+    assert context_rows(times, [2], visible) == [1, 4]
+    assert context_rows(times, [4], visible) == [2]  # the next turn is 83 minutes later: not its context
+    assert context_rows(times, [1], np.array([False, True, True, True, True])) == [2]
+
+
+def test_a_question_date_window_uses_the_spec_tolerance_of_its_precision() -> None:
+    centre, tolerance = window(datetime(2023, 12, 4, tzinfo=UTC), Praezision.TAG)
+    assert centre == datetime(2023, 12, 4, 12, tzinfo=UTC).timestamp()
+    assert tolerance == 21 * 86_400.0
+    assert window(datetime(2023, 5, 1, tzinfo=UTC), Praezision.MONAT)[1] == pytest.approx(6 * 30.436875 * 86_400)
+
+
+def _query_terms(texts: list[str]):  # type: ignore[no-untyped-def]
+    index = LexicalIndex()
+    for text in texts:
+        index.append(tokenize(text, "en"))
+    return index.query_terms(tokenize("When did Caroline adopt a dog?", "en"))
+
+
+def _hit(turn_id: str, text: str, similarity: float, quellen: list[str], sprecher: str = "") -> kzg_pb2.RetrieveHit:
+    entry = common_pb2.KzgEntry(kzg_key=f"kzg:u:c:{turn_id}", turn_id=turn_id, inhalt=text, beobachter=USER,
+                                sprecher=sprecher)  # fmt: skip
+    return kzg_pb2.RetrieveHit(entry=entry, similarity=similarity, quellen=quellen)
+
+
+def test_the_recall_list_merges_layers_and_keeps_one_item_per_turn() -> None:
+    query = _query_terms(["Caroline: We adopted a dog named Max.", "Melanie: Lovely weather today."])
+    lzg = [
+        lzg_pb2.RecallKandidat(knoten_id=7, turn_id="t1", inhalt="We adopted a dog named Max.", sprecher="Caroline",
+                               beobachter=USER, cosine=0.6, lexical_score=2.0, quellen=["dense", "lexical"]),
+        lzg_pb2.RecallKandidat(knoten_id=8, turn_id="t2", inhalt="Max loves the park.", beobachter=USER,
+                               cosine=0.4, quellen=["kontext"]),
+    ]  # fmt: skip
+    kzg = [
+        _hit("t1", "We adopted a dog named Max.", 0.6, ["dense"]),  # the entry the node t1 was promoted from
+        _hit("t3", "I adopted a dog last week, Max!", 0.55, ["dense"], sprecher="Caroline"),
+        _hit("t4", "Dog days are over.", 0.1, ["lexical"]),  # words alone, too few of the question's
+    ]
+    recall = merge_recall(kzg, lzg, query, "en", 10, ("Caroline", "Melanie"))
+    assert [r.turn_id for r in recall].count("t1") == 1
+    first = next(r for r in recall if r.turn_id == "t1")
+    assert first.layer == "lzg" and first.knoten_id == 7 and first.speaker == "Caroline"
+    assert {r.turn_id for r in recall} == {"t1", "t2", "t3"}
+    kzg_item = next(r for r in recall if r.turn_id == "t3")
+    assert kzg_item.layer == "kzg" and kzg_item.kzg_key == "kzg:u:c:t3" and kzg_item.speaker == "Caroline"
+    assert next(r for r in recall if r.turn_id == "t2").speaker == "Caroline"  # the user's name by perspective
+    assert [r.score for r in recall] == sorted((r.score for r in recall), reverse=True)
+    assert merge_recall(kzg, lzg, query, "en", 2, ("Caroline", "Melanie"))[0].turn_id == recall[0].turn_id
+    assert merge_recall(kzg, lzg, query, "en", 0, ("C", "M")) == []
+
+
+def test_the_speakers_own_names_are_no_question_entities() -> None:
+    resolved = {"Caroline": 3, "LGBTQ": 9, "Unknown": 0}
+    assert named_entity_ids(resolved, ("caroline", "Melanie")) == [9]
