@@ -55,7 +55,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -360,6 +360,22 @@ class PromotionResult:
     parked: int
 
 
+IMPORT_FILE = "locomo-import.json"
+"""With ``--reuse``: what the import and the promotion gave, so a later run can skip both."""
+
+
+def save_import(path: Path, imported: ImportResult, promotion: PromotionResult) -> None:
+    path.write_text(json.dumps({"import": asdict(imported), "promotion": asdict(promotion)}), encoding="utf-8")
+
+
+def load_import(path: Path) -> tuple[ImportResult, PromotionResult]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    raw_import, raw_promotion = data["import"], data["promotion"]
+    imported = ImportResult(**{**raw_import, "tiers": Counter(raw_import["tiers"])})
+    promotion = PromotionResult(**{**raw_promotion, "counts": Counter(raw_promotion["counts"])})
+    return imported, promotion
+
+
 @dataclass
 class Asked:
     """One dossier: the question's ranking and what the response held."""
@@ -495,7 +511,7 @@ class PairNodes:
 
 async def pair_nodes(lzg: lzg_pb2_grpc.LzgServiceStub, pair: common_pb2.Pair) -> PairNodes:
     listed = await lzg.ListNodes(
-        lzg_pb2.ListNodesRequest(pair=pair, limit=1_000_000, include_inactive=True), timeout=RPC_TIMEOUT_S
+        lzg_pb2.ListNodesRequest(pair=pair, limit=100_000, include_inactive=True), timeout=RPC_TIMEOUT_S
     )
     keys = {node.id: node.kzg_quell_key for node in listed.nodes}
     active = sorted(node.id for node in listed.nodes if node.aktiv)
@@ -749,13 +765,20 @@ async def measure(args: argparse.Namespace, stack: Stack, conversations: list[Co
         lzg = lzg_pb2_grpc.LzgServiceStub(channel["lzg"])
         pixie = pixie_pb2_grpc.PixieServiceStub(channel["pixie"])
 
-        imported = await import_turns(pipeline, conversations, stack_pids(stack, stack.data_dir / "stores"))
-        print(
-            f"  import done: {imported.turns} turns in {imported.seconds:.1f} s; waiting for Pixie",
-            file=sys.stderr,
-            flush=True,
-        )
-        promotion = await wait_for_promotion(kzg, pixie, args.promotion_timeout)
+        saved = stack.data_dir / IMPORT_FILE
+        if args.reuse is not None and saved.exists():
+            imported, promotion = load_import(saved)
+            print(f"  reusing the import in {saved} ({imported.turns} turns)", file=sys.stderr, flush=True)
+        else:
+            imported = await import_turns(pipeline, conversations, stack_pids(stack, stack.data_dir / "stores"))
+            print(
+                f"  import done: {imported.turns} turns in {imported.seconds:.1f} s; waiting for Pixie",
+                file=sys.stderr,
+                flush=True,
+            )
+            promotion = await wait_for_promotion(kzg, pixie, args.promotion_timeout)
+            if args.reuse is not None:
+                save_import(saved, imported, promotion)
         nodes = {c.sample_id: await pair_nodes(lzg, c.pair) for c in conversations}
         print(
             f"  promotion settled after {promotion.seconds:.1f} s; asking the questions",
@@ -961,7 +984,8 @@ async def run(args: argparse.Namespace, root: Path) -> int:
         file=sys.stderr,
         flush=True,
     )
-    urls = await asyncio.to_thread(start_stores, root / "stores", ephemeral=True)
+    # --reuse keeps durable stores between runs, so the read path can be measured again without a new import.
+    urls = await asyncio.to_thread(start_stores, root / "stores", ephemeral=args.reuse is None)
     stack: Stack | None = None
     try:
         started = time.perf_counter()
@@ -1025,6 +1049,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--promotion-timeout", type=float, default=900.0, help="max seconds to wait for Pixie"
     )
     parser.add_argument("--plot", type=Path, help="where to write the PNG (default under bench/results/)")
+    parser.add_argument(
+        "--reuse", type=Path,
+        help="a directory kept between runs: the first run imports into durable stores there, later runs "
+             "reuse that import (same --data/--sample/--model) and measure the read path of the current code",
+    )  # fmt: skip
     return parser
 
 
@@ -1033,6 +1062,9 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.data).exists():
         print(f"error: no LoCoMo file at {args.data} (use --data)", file=sys.stderr)
         return 2
+    if args.reuse is not None:
+        args.reuse.mkdir(parents=True, exist_ok=True)
+        return asyncio.run(run(args, args.reuse.resolve()))
     if args.data_dir is not None:
         root = args.data_dir.resolve()
         if root.exists() and any(root.iterdir()):

@@ -41,11 +41,11 @@ _T = TypeVar("_T")
 IDEMPOTENT_METHODS: Mapping[str, tuple[str, ...]] = {
     "novaberg.kzg.v1.KzgService": (
         "GetSession", "Retrieve", "GetEntry", "DeleteEntry", "MarkHashDirty", "ReadPromotionJobs",
-        "AckPromotionJobs", "InspectPromotionQueue",
+        "AckPromotionJobs", "InspectPromotionQueue", "GetModel",
     ),
     "novaberg.lzg.v1.LzgService": (
         "Promote", "SpreadingRead", "RenderMemoryBlock", "RunDecay", "GetNode", "ListNodes", "ListEdges",
-        "GetPairStats", "ResolveEntities", "ListEntities", "ListTimelines",
+        "GetPairStats", "ResolveEntities", "ListEntities", "ListTimelines", "GetModel",
     ),
     "novaberg.log.v1.LogService": ("Query", "Purge", "LastAnswers", "ClusterCounts", "TokenUsage"),
     "novaberg.pixie.v1.PixieService": ("ListTasks", "PauseTask", "ResumeTask", "ListRuns", "ListParkedJobs"),

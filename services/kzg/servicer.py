@@ -14,6 +14,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg_core.embedding import check_vector_model
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.telemetry import current_traceparent
 from services.kzg.memory import KzgMemory
@@ -165,9 +166,16 @@ class KzgServicer(kzg_pb2_grpc.KzgServiceServicer):
             ttl_seconds=state.ttl_seconds,
         )
 
+    async def GetModel(
+        self, request: common_pb2.GetModelRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.ModelInfo:
+        stamp = self.memory.provider.stamp
+        return common_pb2.ModelInfo(model_id=stamp.model_id, dimension=stamp.dimension, recipe=stamp.recipe)
+
     async def StoreEntry(
         self, request: kzg_pb2.StoreEntryRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.StoreEntryResponse:
+        check_vector_model("embedding", request.embedding_model_id, self.memory.provider.stamp)
         ei, salience, magnets = request.ei, request.salience, request.magnets
         entry = EntryInput(
             pair=_pair(request.pair),
@@ -215,6 +223,8 @@ class KzgServicer(kzg_pb2_grpc.KzgServiceServicer):
     ) -> kzg_pb2.RetrieveResponse:
         f = request.filters
         which = request.WhichOneof("query")
+        if which == "query_vector":
+            check_vector_model("query_vector", request.query_vector.model_id, self.memory.provider.stamp)
         query = RetrieveQuery(
             pair=_pair(request.pair),
             query_text=request.query_text if which == "query_text" else None,

@@ -891,6 +891,7 @@ class LzgEngine:
             )
         if written.error is not None:
             record.kanten_fehler = len(written.reinforced)
+            record.kanten_fehler_knoten = list(written.reinforced)
             record.error = f"trigger 2 for nodes {written.reinforced}: {written.error}"
 
     async def trigger2(self, tx: PairTx, node_ids: int | Sequence[int]) -> tuple[int, list[int]]:

@@ -24,6 +24,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.embedding import check_vector_model
 from novaberg_core.embedding.base import Vectors
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
@@ -248,6 +249,7 @@ def protokoll_to_proto(record: Verwendungsprotokoll) -> lzg_pb2.VerwendungsProto
         ausgang=_AUSGANG[record.ausgang],
         kanten_neu=record.kanten_neu,
         kanten_fehler=record.kanten_fehler,
+        kanten_fehler_knoten=record.kanten_fehler_knoten,
         kanten_dauer_ms=record.kanten_dauer_ms,
         error=record.error,
     )
@@ -378,6 +380,8 @@ class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
         self, request: lzg_pb2.SpreadingReadRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.SpreadingReadResponse:
         which = request.WhichOneof("query")
+        if which == "query_vector":
+            check_vector_model("query_vector", request.query_vector.model_id, self.engine.provider.stamp)
         result = await self.engine.spreading_read(
             request.pair.user_id,
             request.pair.character_id,
@@ -423,9 +427,17 @@ class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
         )
         return lzg_pb2.RenderMemoryBlockResponse(text=text)
 
+    async def GetModel(
+        self, request: common_pb2.GetModelRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.ModelInfo:
+        stamp = self.engine.provider.stamp
+        return common_pb2.ModelInfo(model_id=stamp.model_id, dimension=stamp.dimension, recipe=stamp.recipe)
+
     async def ReinforceUsed(
         self, request: lzg_pb2.ReinforceUsedRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ReinforceUsedResponse:
+        if request.HasField("answer_vector"):
+            check_vector_model("answer_vector", request.answer_vector.model_id, self.engine.provider.stamp)
         given = (
             answer_vector(
                 request.answer_vector.values, self.engine.provider.dimension, self.engine.provider.model_id

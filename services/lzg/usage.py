@@ -68,6 +68,8 @@ class Verwendungsprotokoll:
     knappster_verworfener: tuple[int, float] | None = None
     kanten_neu: int = 0
     kanten_fehler: int = 0
+    kanten_fehler_knoten: list[int] = field(default_factory=list)
+    """The nodes whose Trigger 2 failed (syn §7.1a names them; ``kanten_fehler`` is their count)."""
     kanten_dauer_ms: float = 0.0
     error: str = ""
 
@@ -90,6 +92,7 @@ class Verwendungsprotokoll:
             "ausgang": self.ausgang.value,
             "kanten_neu": self.kanten_neu,
             "kanten_fehler": self.kanten_fehler,
+            "kanten_fehler_knoten": self.kanten_fehler_knoten,
             "kanten_dauer_ms": round(self.kanten_dauer_ms, 3),
             "error": self.error,
         }

@@ -36,7 +36,6 @@ from novaberg_core.clusters import ClusterTable
 from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text, query_embed_text
 from novaberg_core.errors import (
     InvalidArgument,
-    ModelMismatch,
     NotFound,
     NovabergError,
     Unavailable,
@@ -49,6 +48,7 @@ from services.pipeline import text_rules
 from services.pipeline.analyzer import STORE_GATE_RAW, AnalyzedTurn, Analyzer, EntityRegistry
 from services.pipeline.dossier import PerspectiveWeights, weigh_hits
 from services.pipeline.gravitation import Goal, gravitation_factor, shift_query
+from services.pipeline.model_guard import ModelGuard
 from services.pipeline.recall import merge_recall, named_entity_ids, query_terms_of
 from services.pipeline.store import ClusterStore, Profile
 from services.pipeline.validation import check_build_dossier, check_dispatch, check_observe
@@ -159,6 +159,11 @@ class TurnPipeline:
         """Resolves the names a question mentions (SPEC §11: entity candidates); None → no entity source."""
         self.timeout = peer_timeout_s
         self.known_nodes = PairNodeCache()
+        request = common_pb2.GetModelRequest()
+        self.models = ModelGuard(provider.stamp, {
+            "KZG service": lambda: _peer("KZG", "GetModel", self.kzg.GetModel(request, timeout=self.timeout, wait_for_ready=True)),
+            "LZG service": lambda: _peer("LZG", "GetModel", self.lzg.GetModel(request, timeout=self.timeout, wait_for_ready=True)),
+        })  # fmt: skip
 
     # ------------------------------------------------------------------ helpers
 
@@ -299,12 +304,16 @@ class TurnPipeline:
             given = await vector if vector is not None else None
             sprecher = profile.speaker(beobachter)
             text_to_embed = kzg_entry_text(analysis, sprecher)
-            if text_to_embed is not None:
-                embedding = (given if given is not None else await self._embed(text_to_embed, timing)).tolist()
+            if text_to_embed is not None and given is not None:
+                embedding = given.tolist()
+            elif text_to_embed is not None and vector is None:
+                embedding = (await self._embed(text_to_embed, timing)).tolist()
+            # else: the caller's batch could not embed it (the model failed): the KZG embeds the same text.
             request = kzg_pb2.StoreEntryRequest(
                 pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=ei,
                 magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
                 sprecher=sprecher, sprache=profile.sprache,
+                embedding_model_id=self.provider.model_id if embedding else "",
             )  # fmt: skip
             return await _peer("KZG", "StoreEntry", self.kzg.StoreEntry(request, timeout=self.timeout, wait_for_ready=True))
 
@@ -335,6 +344,7 @@ class TurnPipeline:
         """Session append, KZG write with the turn's ``beobachter`` and salience result (SPEC §7)."""
         timing = Timing()
         check_observe(request)
+        await self.models.check()
         pair = request.pair
         as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
         set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
@@ -380,6 +390,7 @@ class TurnPipeline:
         """Shift once, KZG retrieval (weighted) and LZG spreading read in parallel, memory blocks (SPEC §7)."""
         timing = Timing()
         readers = check_build_dossier(request, self.provider.dimension)
+        await self.models.check()
         pair = request.pair
         pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
         set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
@@ -426,7 +437,7 @@ class TurnPipeline:
             retrieved, spread = await asyncio.gather(
                 _peer("KZG", "Retrieve", self.kzg.Retrieve(
                     kzg_pb2.RetrieveRequest(
-                        pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values),
+                        pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values, model_id=self.provider.model_id),
                         top_k=max(self.kzg_top_k, recall_k), turn=turn, as_of=to_timestamp(as_of),
                         lexical_text=request.query_text, sprache=profile.sprache,
                         question_entity_ids=question_entities,
@@ -435,7 +446,8 @@ class TurnPipeline:
                 )),
                 _peer("LZG", "SpreadingRead", self.lzg.SpreadingRead(
                     lzg_pb2.SpreadingReadRequest(
-                        pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values), cluster=cluster,
+                        pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values, model_id=self.provider.model_id),
+                        cluster=cluster,
                         nova_emotion=request.nova_emotion, turn=turn, readers=readers,
                         user_name=request.user_name or profile.user_name,
                         character_name=request.character_name or profile.character_name,
@@ -446,11 +458,6 @@ class TurnPipeline:
                     timeout=self.timeout, wait_for_ready=True,
                 )),
             )  # fmt: skip
-            if retrieved.model_id and retrieved.model_id != self.provider.model_id:
-                raise ModelMismatch(
-                    f"the KZG searches with model {retrieved.model_id!r}, the pipeline embeds with "
-                    f"{self.provider.model_id!r}; configure one model for every service"
-                )
             resonanz = spread.lzg_resonanz
             missing_blocks = [reader for reader in readers if reader not in spread.memory_blocks]
             if missing_blocks:
@@ -520,6 +527,7 @@ class TurnPipeline:
         """Usage reinforcement, the character's own KZG entry, this turn's cluster, ``turn_roh`` (SPEC §7)."""
         timing = Timing()
         cluster = check_dispatch(request, self.cluster_table)
+        await self.models.check()
         pair = request.pair
         pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
         set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
@@ -561,9 +569,16 @@ class TurnPipeline:
                     texts.append(entry_text)
                 if not texts:
                     return None, None
-                vectors = await self._embed_texts(texts, timing)
+                try:
+                    vectors = await self._embed_texts(texts, timing)
+                except NovabergError as error:
+                    # The model is down: the LZG records the usage outcome (embedding itself, or
+                    # `embed_fehler`), the KZG embeds the entry itself; the turn is recorded either way.
+                    failed.append(f"embedding model: {error}")
+                    return None, None
                 return (vectors[0] if served else None), (vectors[-1] if entry_text is not None else None)
 
+            failed: list[str] = []
             analysed = asyncio.ensure_future(analyse_answer())
             embedded = asyncio.ensure_future(embed_answer())
 
@@ -579,6 +594,7 @@ class TurnPipeline:
                 )  # fmt: skip
                 if answer is not None:
                     reinforce_request.answer_vector.values.extend(answer.tolist())
+                    reinforce_request.answer_vector.model_id = self.provider.model_id
                 return await _peer(
                     "LZG", "ReinforceUsed",
                     self.lzg.ReinforceUsed(reinforce_request, timeout=self.timeout, wait_for_ready=True),
@@ -606,8 +622,25 @@ class TurnPipeline:
                 )  # fmt: skip
 
             # The three writes are independent of each other; the request was checked in full above.
-            reinforced, stored, _ = await asyncio.gather(reinforce(), own_entry(), persist_cluster())
-            protokoll = reinforced.protokoll
+            # Whatever fails of them, the turn is recorded (SPEC §5.6, §7, §8): its usage record,
+            # `turn_roh`, and a `fehler` record per failed part, named in the response.
+            outcomes = await asyncio.gather(reinforce(), own_entry(), persist_cluster(), return_exceptions=True)
+            for part, outcome in zip(("usage reinforcement", "own KZG entry", "cluster"), outcomes, strict=True):
+                if isinstance(outcome, NovabergError | grpc.aio.AioRpcError):
+                    failed.append(f"{part}: {outcome}")
+                    self.log.error(
+                        turn_id=request.turn_id, node=NODE_DISPATCHER, typ=type(outcome).__name__,
+                        message=f"{part}: {outcome}", span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+                    )  # fmt: skip
+                elif isinstance(outcome, BaseException):
+                    unexpected = outcome
+                    break
+            else:
+                unexpected = None
+            reinforced, stored = outcomes[0], outcomes[1]
+            protokoll = reinforced.protokoll if isinstance(reinforced, lzg_pb2.ReinforceUsedResponse) else (
+                lzg_pb2.VerwendungsProtokoll(ausgang=lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER, error=failed[-1])
+            )  # fmt: skip
             self.log.write(
                 turn_id=request.turn_id, node=NODE_VERWENDUNG, art="berechnung", span_id=span_id,
                 inhalt=MessageToDict(protokoll, preserving_proto_field_name=True, always_print_fields_with_no_presence=True),
@@ -624,5 +657,10 @@ class TurnPipeline:
                 },
                 span_id=span_id, erstellt_am=as_of, **pair_kwargs,
             )  # fmt: skip
-        response = pipeline_pb2.DispatchResponse(protokoll=protokoll, kzg=stored, cluster_persisted=cluster)
+        if unexpected is not None:
+            raise unexpected
+        response = pipeline_pb2.DispatchResponse(
+            protokoll=protokoll, kzg=stored if isinstance(stored, kzg_pb2.StoreEntryResponse) else None,
+            cluster_persisted="" if isinstance(outcomes[2], BaseException) else cluster, fehler=failed,
+        )
         return response, timing

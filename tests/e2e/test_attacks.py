@@ -205,6 +205,8 @@ def base_requests(world: World) -> dict[tuple[str, str], Message]:
         ("kzg", "ReadPromotionJobs"): kzg_pb2.ReadPromotionJobsRequest(consumer="fuzz", count=2, block_ms=0, reclaim_idle_ms=1),
         ("kzg", "AckPromotionJobs"): kzg_pb2.AckPromotionJobsRequest(job_ids=["1764428000000-0"]),
         ("kzg", "InspectPromotionQueue"): kzg_pb2.InspectPromotionQueueRequest(limit=5),
+        ("kzg", "GetModel"): common_pb2.GetModelRequest(),
+        ("lzg", "GetModel"): common_pb2.GetModelRequest(),
         ("lzg", "Promote"): lzg_pb2.PromoteRequest(entry=world.entry, turn=turn, ausloeser_turn_id="fuzz-1", as_of=as_of),  # type: ignore[arg-type]
         ("lzg", "SpreadingRead"): lzg_pb2.SpreadingReadRequest(
             pair=PAIR, query_vector=lzg_pb2.QueryVector(values=vector), cluster="bier", nova_emotion="freude",

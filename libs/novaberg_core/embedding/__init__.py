@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from novaberg_core.embedding.base import EmbeddingProvider, LocalEmbeddingProvider, Vectors, l2_normalize
 from novaberg_core.embedding.factory import DEFAULT_PROVIDER, PROVIDER_NAMES, make_provider, provider_from_env
-from novaberg_core.embedding.guard import ModelStamp, check_store_model
+from novaberg_core.embedding.guard import ModelStamp, check_store_model, check_vector_model
 from novaberg_core.embedding.profiles import (
     THRESHOLDS,
     ModelProfile,
@@ -46,6 +46,7 @@ __all__ = [
     "UnknownModelError",
     "Vectors",
     "check_store_model",
+    "check_vector_model",
     "kzg_embed_text",
     "l2_normalize",
     "load_profiles",

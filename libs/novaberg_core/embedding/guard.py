@@ -28,6 +28,23 @@ class ModelStamp:
         return f"{self.model_id} ({self.dimension}-d, texts {self.recipe})"
 
 
+def check_vector_model(field: str, given: str, configured: ModelStamp) -> None:
+    """A caller's vector says which model made it; another than this service's is refused (SPEC §2).
+
+    An empty ``given`` (a caller that does not say) is accepted: the dimension check still applies.
+    """
+    if given and given != configured.model_id:
+        raise ModelMismatch(
+            f"{field} was embedded with {given!r}, this service embeds with {configured.model_id!r}; "
+            "no turn may see vectors of two models — configure one model for every service"
+        )
+
+
+def model_info(stamp: ModelStamp) -> tuple[str, int, str]:
+    """(model_id, dimension, recipe) of a stamp, as the GetModel RPCs answer it."""
+    return stamp.model_id, stamp.dimension, stamp.recipe
+
+
 def check_store_model(recorded: ModelStamp | None, configured: ModelStamp) -> None:
     """Refuse to serve a store filled by another model than the configured one (SPEC §2).
 

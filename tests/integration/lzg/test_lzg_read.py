@@ -286,6 +286,7 @@ async def test_reinforcement_takes_the_closest_three_over_the_threshold(
         "ausgang",
         "kanten_neu",
         "kanten_fehler",
+        "kanten_fehler_knoten",
         "kanten_dauer_ms",
         "error",
     }

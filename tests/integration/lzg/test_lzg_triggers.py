@@ -167,6 +167,7 @@ async def test_a_failing_trigger2_keeps_the_reinforcement_and_reports_every_node
     )
     assert record.ausgang.value == "gerechnet" and record.verwendet == [ids[0]]
     assert record.kanten_fehler == 1 and record.kanten_neu == 0
+    assert record.kanten_fehler_knoten == [ids[0]]  # the seed names the failing nodes (SPEC §5.6)
     assert record.error is not None and "kanten gesperrt" in record.error and str(ids[0]) in record.error
     node = await engine.node(*PAIR, ids[0])
     assert node["haeufigkeit"] == 3 and node["gewicht_roh"] == reinforced_weights(0.5).gewicht_roh

@@ -136,6 +136,20 @@ class KzgEntry(_message.Message):
     traceparent: str
     def __init__(self, kzg_key: _Optional[str] = ..., entry_id: _Optional[str] = ..., pair: _Optional[_Union[Pair, _Mapping]] = ..., beobachter: _Optional[_Union[Beobachter, str]] = ..., inhalt: _Optional[str] = ..., themen: _Optional[_Iterable[str]] = ..., salienz: _Optional[float] = ..., salienz_eingang: _Optional[float] = ..., salienz_eingang_herkunft: _Optional[str] = ..., haeufigkeit: _Optional[int] = ..., gedaechtnistyp: _Optional[str] = ..., dimension: _Optional[str] = ..., ei: _Optional[_Union[EiFields, _Mapping]] = ..., magnets: _Optional[_Union[Magnets, _Mapping]] = ..., erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., ttl_seconds: _Optional[int] = ..., embedding: _Optional[_Iterable[float]] = ..., sprecher: _Optional[str] = ..., sprache: _Optional[str] = ..., ablauf_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., traceparent: _Optional[str] = ...) -> None: ...
 
+class ModelInfo(_message.Message):
+    __slots__ = ("model_id", "dimension", "recipe")
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    RECIPE_FIELD_NUMBER: _ClassVar[int]
+    model_id: str
+    dimension: int
+    recipe: str
+    def __init__(self, model_id: _Optional[str] = ..., dimension: _Optional[int] = ..., recipe: _Optional[str] = ...) -> None: ...
+
+class GetModelRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class PairProfile(_message.Message):
     __slots__ = ("user_name", "character_name", "sprache")
     USER_NAME_FIELD_NUMBER: _ClassVar[int]

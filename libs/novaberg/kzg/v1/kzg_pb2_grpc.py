@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from novaberg.common.v1 import common_pb2 as novaberg_dot_common_dot_v1_dot_common__pb2
 from novaberg.kzg.v1 import kzg_pb2 as novaberg_dot_kzg_dot_v1_dot_kzg__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -84,6 +85,11 @@ class KzgServiceStub:
                 request_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.InspectPromotionQueueRequest.SerializeToString,
                 response_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.InspectPromotionQueueResponse.FromString,
                 _registered_method=True)
+        self.GetModel = channel.unary_unary(
+                '/novaberg.kzg.v1.KzgService/GetModel',
+                request_serializer=novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.SerializeToString,
+                response_deserializer=novaberg_dot_common_dot_v1_dot_common__pb2.ModelInfo.FromString,
+                _registered_method=True)
 
 
 class KzgServiceServicer:
@@ -157,6 +163,14 @@ class KzgServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetModel(self, request, context):
+        """The model this service embeds with and its store holds (SPEC §2): callers that send vectors
+        check it before they write anything.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KzgServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -209,6 +223,11 @@ def add_KzgServiceServicer_to_server(servicer, server):
                     servicer.InspectPromotionQueue,
                     request_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.InspectPromotionQueueRequest.FromString,
                     response_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.InspectPromotionQueueResponse.SerializeToString,
+            ),
+            'GetModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetModel,
+                    request_deserializer=novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.FromString,
+                    response_serializer=novaberg_dot_common_dot_v1_dot_common__pb2.ModelInfo.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -481,6 +500,33 @@ class KzgService:
             '/novaberg.kzg.v1.KzgService/InspectPromotionQueue',
             novaberg_dot_kzg_dot_v1_dot_kzg__pb2.InspectPromotionQueueRequest.SerializeToString,
             novaberg_dot_kzg_dot_v1_dot_kzg__pb2.InspectPromotionQueueResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.kzg.v1.KzgService/GetModel',
+            novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.SerializeToString,
+            novaberg_dot_common_dot_v1_dot_common__pb2.ModelInfo.FromString,
             options,
             channel_credentials,
             insecure,

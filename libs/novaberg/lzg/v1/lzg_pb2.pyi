@@ -219,10 +219,12 @@ class RecallKandidat(_message.Message):
     def __init__(self, knoten_id: _Optional[int] = ..., inhalt: _Optional[str] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., sprecher: _Optional[str] = ..., zeitpunkt: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., kzg_quell_key: _Optional[str] = ..., cosine: _Optional[float] = ..., lexical_score: _Optional[float] = ..., lexical_strength: _Optional[float] = ..., quellen: _Optional[_Iterable[str]] = ..., schale: _Optional[int] = ..., pfad: _Optional[_Iterable[_Union[PfadSchritt, _Mapping]]] = ..., score: _Optional[float] = ...) -> None: ...
 
 class QueryVector(_message.Message):
-    __slots__ = ("values",)
+    __slots__ = ("values", "model_id")
     VALUES_FIELD_NUMBER: _ClassVar[int]
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     values: _containers.RepeatedScalarFieldContainer[float]
-    def __init__(self, values: _Optional[_Iterable[float]] = ...) -> None: ...
+    model_id: str
+    def __init__(self, values: _Optional[_Iterable[float]] = ..., model_id: _Optional[str] = ...) -> None: ...
 
 class PfadSchritt(_message.Message):
     __slots__ = ("von_knoten_id", "kante_id", "verbindungs_gruende", "geteilte_entitaet_ids", "geteilte_themen")
@@ -332,7 +334,7 @@ class NodeNaehe(_message.Message):
     def __init__(self, knoten_id: _Optional[int] = ..., naehe: _Optional[float] = ...) -> None: ...
 
 class VerwendungsProtokoll(_message.Message):
-    __slots__ = ("geprueft", "verwendet", "naehen_alle", "knappster_verworfener", "schwelle", "deckel", "ausgang", "kanten_neu", "kanten_fehler", "kanten_dauer_ms", "error")
+    __slots__ = ("geprueft", "verwendet", "naehen_alle", "knappster_verworfener", "schwelle", "deckel", "ausgang", "kanten_neu", "kanten_fehler", "kanten_dauer_ms", "error", "kanten_fehler_knoten")
     GEPRUEFT_FIELD_NUMBER: _ClassVar[int]
     VERWENDET_FIELD_NUMBER: _ClassVar[int]
     NAEHEN_ALLE_FIELD_NUMBER: _ClassVar[int]
@@ -344,6 +346,7 @@ class VerwendungsProtokoll(_message.Message):
     KANTEN_FEHLER_FIELD_NUMBER: _ClassVar[int]
     KANTEN_DAUER_MS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    KANTEN_FEHLER_KNOTEN_FIELD_NUMBER: _ClassVar[int]
     geprueft: int
     verwendet: _containers.RepeatedScalarFieldContainer[int]
     naehen_alle: _containers.RepeatedCompositeFieldContainer[NodeNaehe]
@@ -355,7 +358,8 @@ class VerwendungsProtokoll(_message.Message):
     kanten_fehler: int
     kanten_dauer_ms: float
     error: str
-    def __init__(self, geprueft: _Optional[int] = ..., verwendet: _Optional[_Iterable[int]] = ..., naehen_alle: _Optional[_Iterable[_Union[NodeNaehe, _Mapping]]] = ..., knappster_verworfener: _Optional[_Union[NodeNaehe, _Mapping]] = ..., schwelle: _Optional[float] = ..., deckel: _Optional[int] = ..., ausgang: _Optional[_Union[VerwendungAusgang, str]] = ..., kanten_neu: _Optional[int] = ..., kanten_fehler: _Optional[int] = ..., kanten_dauer_ms: _Optional[float] = ..., error: _Optional[str] = ...) -> None: ...
+    kanten_fehler_knoten: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, geprueft: _Optional[int] = ..., verwendet: _Optional[_Iterable[int]] = ..., naehen_alle: _Optional[_Iterable[_Union[NodeNaehe, _Mapping]]] = ..., knappster_verworfener: _Optional[_Union[NodeNaehe, _Mapping]] = ..., schwelle: _Optional[float] = ..., deckel: _Optional[int] = ..., ausgang: _Optional[_Union[VerwendungAusgang, str]] = ..., kanten_neu: _Optional[int] = ..., kanten_fehler: _Optional[int] = ..., kanten_dauer_ms: _Optional[float] = ..., error: _Optional[str] = ..., kanten_fehler_knoten: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class ReinforceUsedRequest(_message.Message):
     __slots__ = ("pair", "answer_text", "served_node_ids", "turn", "as_of", "answer_vector")

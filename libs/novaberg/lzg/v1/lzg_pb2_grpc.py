@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from novaberg.common.v1 import common_pb2 as novaberg_dot_common_dot_v1_dot_common__pb2
 from novaberg.lzg.v1 import lzg_pb2 as novaberg_dot_lzg_dot_v1_dot_lzg__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -124,6 +125,11 @@ class LzgServiceStub:
                 request_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ListTimelinesRequest.SerializeToString,
                 response_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ListTimelinesResponse.FromString,
                 _registered_method=True)
+        self.GetModel = channel.unary_unary(
+                '/novaberg.lzg.v1.LzgService/GetModel',
+                request_serializer=novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.SerializeToString,
+                response_deserializer=novaberg_dot_common_dot_v1_dot_common__pb2.ModelInfo.FromString,
+                _registered_method=True)
 
 
 class LzgServiceServicer:
@@ -244,6 +250,13 @@ class LzgServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetModel(self, request, context):
+        """The model this service embeds with and its store holds (SPEC §2).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LzgServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -336,6 +349,11 @@ def add_LzgServiceServicer_to_server(servicer, server):
                     servicer.ListTimelines,
                     request_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ListTimelinesRequest.FromString,
                     response_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ListTimelinesResponse.SerializeToString,
+            ),
+            'GetModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetModel,
+                    request_deserializer=novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.FromString,
+                    response_serializer=novaberg_dot_common_dot_v1_dot_common__pb2.ModelInfo.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -824,6 +842,33 @@ class LzgService:
             '/novaberg.lzg.v1.LzgService/ListTimelines',
             novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ListTimelinesRequest.SerializeToString,
             novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ListTimelinesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.lzg.v1.LzgService/GetModel',
+            novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.SerializeToString,
+            novaberg_dot_common_dot_v1_dot_common__pb2.ModelInfo.FromString,
             options,
             channel_credentials,
             insecure,

@@ -186,11 +186,13 @@ class DispatchRequest(_message.Message):
     def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., turn_id: _Optional[str] = ..., user_prompt: _Optional[str] = ..., answer_text: _Optional[str] = ..., cluster: _Optional[str] = ..., served_node_ids: _Optional[_Iterable[int]] = ..., answer_analysis: _Optional[_Union[TurnAnalysis, _Mapping]] = ..., user_emotion_json: _Optional[str] = ..., nova_emotion_json: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class DispatchResponse(_message.Message):
-    __slots__ = ("protokoll", "kzg", "cluster_persisted")
+    __slots__ = ("protokoll", "kzg", "cluster_persisted", "fehler")
     PROTOKOLL_FIELD_NUMBER: _ClassVar[int]
     KZG_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_PERSISTED_FIELD_NUMBER: _ClassVar[int]
+    FEHLER_FIELD_NUMBER: _ClassVar[int]
     protokoll: _lzg_pb2.VerwendungsProtokoll
     kzg: _kzg_pb2.StoreEntryResponse
     cluster_persisted: str
-    def __init__(self, protokoll: _Optional[_Union[_lzg_pb2.VerwendungsProtokoll, _Mapping]] = ..., kzg: _Optional[_Union[_kzg_pb2.StoreEntryResponse, _Mapping]] = ..., cluster_persisted: _Optional[str] = ...) -> None: ...
+    fehler: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, protokoll: _Optional[_Union[_lzg_pb2.VerwendungsProtokoll, _Mapping]] = ..., kzg: _Optional[_Union[_kzg_pb2.StoreEntryResponse, _Mapping]] = ..., cluster_persisted: _Optional[str] = ..., fehler: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -1,0 +1,53 @@
+"""The pipeline's model guard (SPEC §2: no turn may see two models), checked before a turn writes.
+
+The pipeline embeds the KZG entries, the queries and the answers it sends; the KZG and the LZG
+search and store with their own model. Before a turn writes or reads anything, both peers' models
+(and embed-text recipes) must be the pipeline's: asked once (``GetModel``) and remembered for
+``ttl_s`` seconds, so a peer restarted with another model is refused within that time — and every
+vector the pipeline sends names its model too, which the peer checks on each call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+from novaberg.common.v1 import common_pb2
+from novaberg_core.embedding import ModelStamp
+from novaberg_core.errors import ModelMismatch
+
+__all__ = ["ModelGuard"]
+
+GetModel = Callable[[], Awaitable[common_pb2.ModelInfo]]
+
+
+class ModelGuard:
+    """Each peer's model compared with the pipeline's, the answer remembered for ``ttl_s`` seconds."""
+
+    def __init__(
+        self, own: ModelStamp, peers: dict[str, GetModel], ttl_s: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.own = own
+        self.peers = peers
+        self.ttl_s = ttl_s
+        self.clock = clock
+        self._checked_until = 0.0
+        self._lock = asyncio.Lock()
+
+    async def check(self) -> None:
+        """Raises :class:`ModelMismatch` naming the peer when a peer serves another model."""
+        if self.clock() < self._checked_until:
+            return
+        async with self._lock:
+            if self.clock() < self._checked_until:
+                return
+            answers = await asyncio.gather(*(ask() for ask in self.peers.values()))
+            for peer, info in zip(self.peers, answers, strict=True):
+                theirs = ModelStamp(info.model_id, info.dimension, info.recipe)
+                if theirs != self.own:
+                    raise ModelMismatch(
+                        f"the {peer} serves embedding model {theirs}, the pipeline embeds with {self.own}; "
+                        "configure one model for every service (SPEC §2)"
+                    )
+            self._checked_until = self.clock() + self.ttl_s
