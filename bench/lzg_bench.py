@@ -12,16 +12,21 @@ table of precomputed vectors — MiniLM adds ~3 ms per text, notes/measured-here
 - promotion of one node against 3,000 and 20,000 candidates (incl. edge insert and commit);
 - spreading read, depth 3 (cluster ``glut``), in a pair of 20,000 nodes;
 - Trigger 2 for a node with ~1,000 edge rows (its anchor changed before each run);
-- decay over all ~1,000,000 nodes (one statement; the second day's run too).
+- decay over all ~1,000,000 nodes (one statement; the second day's run too);
+- hybrid read (SPEC §11: dense + BM25 anchors fused, spreading read depth 3, a recall list of 10)
+  in a pair of 100,000 nodes (stage ``hybrid``; its edges are sparser than the seeds' — ~10 out
+  per node, same-topic — since a shell reads the top K of a node's edges by index whatever their
+  number, and 14 million formation edges would take the load beyond the run's minutes).
 
     .venv/bin/python bench/lzg_bench.py            # ~1,000,000 nodes (several minutes)
     .venv/bin/python bench/lzg_bench.py --nodes 200000 --rounds 30
     .venv/bin/python bench/lzg_bench.py --only trigger2,spread --nodes 0   # just the 20k pair
+    .venv/bin/python bench/lzg_bench.py --only hybrid --nodes 0            # the 100k pair alone
 
 With ``--only`` the JSON line holds only the keys of the stages that ran.
 
 The last line printed is one JSON object with ``promote_p50_ms_3k``, ``promote_p50_ms_20k``,
-``spread_p50_ms_20k``, ``trigger2_p50_ms_1k``, ``decay_s_1m``.
+``spread_p50_ms_20k``, ``trigger2_p50_ms_1k``, ``decay_s_1m``, ``hybrid_read_p50_ms_100k``.
 """
 
 from __future__ import annotations
@@ -461,6 +466,75 @@ async def bench_spreading(
     return times, pools
 
 
+HYBRID_NODES = 100_000
+
+
+async def load_hybrid_pair(store: LzgStore, rng: np.random.Generator) -> PairData:
+    """The 100k pair: nodes as the generator makes them, ~10 same-topic edges out per node (both rows)."""
+    gen = PairGenerator(rng, HYBRID_NODES, "bench-100k")
+    pair = gen.nodes(HYBRID_NODES)
+    pair.entity_ids = list(range(1, gen.n_entities + 1))  # registry rows are not read by the hybrid read
+    pair.timeline_ids = []
+    pair.timelines = [None] * HYBRID_NODES
+    pair.entities = [[] for _ in range(HYBRID_NODES)]
+    for start in range(0, HYBRID_NODES, 20_000):
+        records = [node_record(pair, i, f"kzg:bench-100k:nova:h{i}") for i in range(start, min(start + 20_000, HYBRID_NODES))]
+        await copy_nodes(store, records)
+    pair.node_ids = [
+        r["id"] for r in await store.pool.fetch(
+            "SELECT id FROM lzg.lzg_knoten WHERE user_id = 'bench-100k' ORDER BY id")
+    ]  # fmt: skip
+    topic = np.array([int(str(t[0]).rsplit("-", 1)[1]) // 4 if t else 0 for t in pair.themen])
+    by_topic: dict[int, list[int]] = defaultdict(list)
+    for i, t in enumerate(topic.tolist()):
+        by_topic[t].append(i)
+    pairs_seen: set[tuple[int, int]] = set()
+    for members in by_topic.values():
+        if len(members) < 2:
+            continue
+        picks = rng.choice(len(members), size=(len(members), 5))
+        for i, row in zip(members, picks, strict=True):
+            for j in row:
+                other = members[int(j)]
+                if other != i:
+                    pairs_seen.add((min(i, other), max(i, other)))
+    records = []
+    for a, b in pairs_seen:
+        weight = float(rng.uniform(1.0, 4.0))
+        for x, y in ((a, b), (b, a)):
+            records.append((pair.node_ids[x], pair.node_ids[y], weight, damp(weight), T_LOAD, ["themen"], [],
+                            [pair.themen[x][0]], None, None, 1))  # fmt: skip
+    async with store.pool.acquire() as conn:
+        for start in range(0, len(records), 200_000):
+            await conn.copy_records_to_table(
+                "lzg_kanten", schema_name=SCHEMA,
+                columns=("knoten_a_id", "knoten_b_id", "gewicht_roh", "gewicht_absolut", "erstellt_am",
+                         "verbindungs_gruende", "geteilte_entitaet_ids", "geteilte_themen", "timeline_naehe_tage",
+                         "embedding_cosine_initial", "anzahl_schichten"),
+                records=records[start : start + 200_000],
+            )  # fmt: skip
+    print(f"  bench-100k: {HYBRID_NODES:,} nodes, {len(records):,} edge rows", file=sys.stderr)
+    return pair
+
+
+async def bench_hybrid(engine: LzgEngine, pair: PairData, rng: np.random.Generator, rounds: int) -> list[float]:
+    """Hybrid anchors + spreading read (depth 3) + recall list of 10, question text and vector from a node."""
+    times: list[float] = []
+    for i in range(rounds + 3):  # the first read loads the pair into the cache (vectors and terms)
+        source = int(rng.integers(len(pair.texts)))
+        query = pair.embeddings[source].astype(np.float64) + rng.normal(size=DIM) * 0.02
+        started = time.perf_counter()
+        await engine.spreading_read(
+            pair.user_id, "nova", query_values=query.tolist(), query_text=None, cluster="glut",
+            nova_emotion=EMOTIONS[i % len(EMOTIONS)], lexical_text=f"Was war mit {pair.texts[source].split(':')[1]}?",
+            sprache="de", recall_k=10, as_of=T_LOAD + timedelta(days=1),
+        )  # fmt: skip
+        elapsed = (time.perf_counter() - started) * 1000
+        if i >= 3:
+            times.append(elapsed)
+    return times
+
+
 async def bench_trigger2(
     engine: LzgEngine, store: LzgStore, pair: PairData, rounds: int
 ) -> tuple[list[float], float]:
@@ -515,11 +589,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         pairs = {n: g.nodes(n) for n, g in gens.items()}
         if not stages & {"promote", "spread"}:  # Trigger 2 and decay need only the 20k pair
             del pairs[3_000]
-        filler = max(0, args.nodes - sum(gens))
+        filler = max(0, args.nodes - sum(gens) - (HYBRID_NODES if "hybrid" in stages else 0))
         await load_filler(store, rng, filler)
         edge_rows = {}
+        if not stages & {"promote", "spread", "trigger2", "decay"}:
+            pairs.clear()
         for n, pair in pairs.items():
             edge_rows[n] = await load_pair(store, pair, profile.embedding_layer, gens[n])
+        hybrid_pair = await load_hybrid_pair(store, rng) if "hybrid" in stages else None
         async with store.pool.acquire() as conn:
             # the rank rows Trigger 1 writes with each node's edges (migration 003), all at once
             await conn.execute(RANK_ROWS)
@@ -546,6 +623,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     engine, provider, gens[n], pair, args.rounds
                 )
                 out[f"promote_{n}"] = (times, edges, candidates)
+        if hybrid_pair is not None:
+            out["hybrid"] = await bench_hybrid(engine, hybrid_pair, rng, args.rounds * 2)
         if "trigger2" in stages:
             times, rows = await bench_trigger2(engine, store, pairs[20_000], args.rounds)
             out["trigger2"] = (times, rows)
@@ -566,7 +645,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-STAGES = ("promote", "spread", "trigger2", "decay")
+STAGES = ("promote", "spread", "trigger2", "decay", "hybrid")
 
 
 def stages_arg(text: str) -> tuple[str, ...]:
@@ -626,6 +705,9 @@ def main() -> None:
         row("spreading read depth 3, 3,000 nodes", s3, "")
         row("spreading read depth 3, 20,000 nodes", s20, "≤ 10 ms p50")
         summary["spread_p50_ms_20k"] = round(pct(s20, 0.5), 2)
+    if "hybrid" in out:
+        row("hybrid read (dense+BM25 anchors, spreading depth 3, recall 10), 100,000 nodes", out["hybrid"], "≤ 25 ms p50")
+        summary["hybrid_read_p50_ms_100k"] = round(pct(out["hybrid"], 0.5), 2)
     if "trigger2" in out:
         t2, t2_rows = out["trigger2"]
         row(f"Trigger 2, nodes with ~1,000 edge rows (mean {t2_rows:,.0f})", t2, "≤ 20 ms")

@@ -154,6 +154,16 @@ def _float_or_none(value: bytes | None) -> float | None:
         return None
 
 
+def _int_or_none(value: bytes | None) -> int | None:
+    """An integer field; None when absent or unreadable (a damaged hash must not break its pair's reads)."""
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
 def _split(value: bytes | None, separator: str) -> tuple[str, ...]:
     text = _s(value)
     return tuple(part for part in text.split(separator) if part) if text else ()
@@ -173,7 +183,7 @@ def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embeddi
     embedding = None
     if with_embedding and raw.get(b"embedding"):
         embedding = np.frombuffer(raw[b"embedding"], dtype=np.float32).copy()
-    haeufigkeit = raw.get(b"haeufigkeit")
+    haeufigkeit = _int_or_none(raw.get(b"haeufigkeit"))
     return KzgEntryData(
         kzg_key=key,
         entry_id=key.rsplit(":", 1)[-1],
@@ -184,7 +194,7 @@ def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embeddi
         salienz=_float_or_none(raw.get(b"salienz")) or 0.0,
         salienz_eingang=_float_or_none(raw.get(b"salienz_eingang")),
         salienz_eingang_herkunft=text("salienz_eingang_herkunft"),
-        haeufigkeit=int(haeufigkeit) if haeufigkeit else 1,
+        haeufigkeit=haeufigkeit if haeufigkeit is not None else 1,
         gedaechtnistyp=text("gedaechtnistyp"),
         dimension=text("dimension"),
         emotion=text("emotion"),
@@ -195,8 +205,8 @@ def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embeddi
         beziehungs_dynamik=text("beziehungs_dynamik"),
         tone=text("tone"),
         intentionen=_split(raw.get(b"intentionen"), ","),
-        entitaet_ids=tuple(int(part) for part in _split(raw.get(b"entitaet_ids"), ",")),
-        timeline_id=int(timeline) if timeline else None,
+        entitaet_ids=tuple(i for part in _split(raw.get(b"entitaet_ids"), ",") if (i := _int_or_none(part.encode()))),
+        timeline_id=_int_or_none(timeline),
         erstellt_am=_float_or_none(raw.get(b"erstellt_am")) or 0.0,
         turn_id=text("turn_id"),
         ttl_seconds=ttl,

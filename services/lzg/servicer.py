@@ -14,6 +14,7 @@ Two contract conveniences live here because they only combine engine calls:
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -34,6 +35,8 @@ from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSch
 from services.lzg.usage import Ausgang, Verwendungsprotokoll
 
 __all__ = ["LzgServicer", "answer_vector"]
+
+_LOG = logging.getLogger(__name__)
 
 _BEOBACHTER_NAME = {
     common_pb2.BEOBACHTER_USER: "user",
@@ -586,4 +589,11 @@ class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
         self, request: lzg_pb2.ListTimelinesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ListTimelinesResponse:
         timelines = await self.engine.timelines(request.pair.user_id, request.pair.character_id)
-        return lzg_pb2.ListTimelinesResponse(timelines=[_timeline_to_proto(t) for t in timelines])
+        listed = []
+        for timeline in timelines:
+            try:
+                listed.append(_timeline_to_proto(timeline))
+            except (ValueError, OverflowError) as error:  # stored before the contract bounded times
+                _LOG.error("timeline %d of %s:%s cannot be listed (%s); left out", timeline.id,
+                           request.pair.user_id, request.pair.character_id, error)  # fmt: skip
+        return lzg_pb2.ListTimelinesResponse(timelines=listed)

@@ -137,7 +137,8 @@ _WEEKDAYS: dict[str, int] = {
 }
 _DATE_WORDS = frozenset(
     [*_MONTHS, *_WEEKDAYS, "heute", "morgen", "übermorgen", "gestern", "vorgestern", "woche", "monat",
-     "jahr", "today", "tomorrow", "yesterday"]
+     "jahr", "today", "tomorrow", "yesterday", "mon", "tue", "tues", "wed", "thu", "thur", "thurs", "fri", "sat",
+     "sun"]
 )
 
 _MONTH_ALT = "|".join(sorted((re.escape(m) for m in _MONTHS), key=len, reverse=True))
@@ -206,6 +207,9 @@ def tokenize(text: str) -> list[Token]:
     ]
 
 
+_CONTRACTED_IS = frozenset("it that what here there who how where when let life he she".split())
+"""Words whose ``'s`` is "is"/"us"/"has", not a possessive."""
+
 _GERMAN_MARKERS = frozenset("der die das und ist ich nicht ein eine zu mit war hat habe bin sind wir auch".split())
 _ENGLISH_MARKERS = frozenset("the and is i not a to with was has have am are we of it".split())
 
@@ -253,6 +257,17 @@ def _is_common_noun(tokens: Sequence[Token], index: int) -> bool:
     return False
 
 
+_APOSTROPHE = re.compile(r"['’]")
+
+
+def _possessive_base(token: Token) -> Token | None:
+    """A possessive's name ("Oliver's" → "Oliver"), None for a contraction ("I'm", "that's", "can't")."""
+    base, suffix = _APOSTROPHE.split(token.text, maxsplit=1)
+    if suffix.lower() != "s" or base.lower() in stopwords() or base.lower() in _CONTRACTED_IS:
+        return None
+    return Token(base, token.start, token.start + len(base), token.sentence_initial)
+
+
 def find_mentions(text: str, tokens: Sequence[Token] | None = None) -> Mentions:
     """Capitalised words (adjacent name candidates joined) and which of them are name candidates."""
     toks = tokenize(text) if tokens is None else list(tokens)
@@ -270,11 +285,22 @@ def find_mentions(text: str, tokens: Sequence[Token] | None = None) -> Mentions:
             candidates.add(name)
             run.clear()
 
+    english = not looks_german(toks)
+    mid_sentence = {t.text for t in toks if t.capitalised and not t.sentence_initial} if english else set()
     for index, token in enumerate(toks):
+        if english and _APOSTROPHE.search(token.text):
+            token = _possessive_base(token)  # "Oliver's" → "Oliver"; "I'm", "It's", "can't" → nothing
+            if token is None:
+                close_run()
+                continue
         if not token.capitalised or len(token.text) < 2 or token.lower in stop or token.lower in _DATE_WORDS:
             close_run()
             continue
         is_candidate = token.lower not in not_entities and not _is_common_noun(toks, index)
+        if english and token.sentence_initial and token.text not in mid_sentence:
+            # English capitalises every sentence's first word ("Wow", "Glad", "Painting"): such a word
+            # is looked up (a known name stays a mention) but never becomes a new entity by itself.
+            is_candidate = False
         if is_candidate:
             adjacent = run and text[run[-1].end : token.start] == " "
             if not adjacent:

@@ -188,3 +188,13 @@ def test_relative_dates_resolve_across_month_and_year_boundaries(text: str, zeit
     mention = find_dated_mention(text, NEW_YEAR)
     assert mention is not None, text
     assert (mention.zeitpunkt, mention.praezision) == (zeitpunkt, praezision)
+
+
+def test_english_sentence_starts_and_contractions_are_no_new_entities() -> None:
+    """English capitalises every sentence's first word: "Wow", "Glad", "I'm" name nobody (issue: analyzer)."""
+    found = find_mentions("Wow, Caroline! I'm so glad. It's Oliver's birthday on Fri. Glad you met Ed Sheeran.")
+    assert found.candidates == {"Caroline", "Oliver", "Ed Sheeran"}
+    assert "I'm" not in found.mentions and "It's" not in found.mentions and "Fri" not in found.mentions
+    assert "Wow" in found.mentions  # looked up (a known entity stays one), never created
+    # A sentence-initial word that also appears mid-sentence is a name.
+    assert "Melanie" in find_mentions("Melanie painted a lake. I love what Melanie paints.").candidates

@@ -27,7 +27,17 @@ if _version_not_supported:
 
 
 class KzgServiceStub:
-    """Missing associated documentation comment in .proto file."""
+    """Status codes of every RPC (callers build their retry policies on these):
+    INVALID_ARGUMENT     the request breaks the request contract (novaberg_core.contract: ids, text,
+    numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
+    written; do not retry unchanged.
+    RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
+    FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
+    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    automatically only the RPCs marked idempotent below (novaberg_core.peers).
+    DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    INTERNAL             a bug (the message carries the trace id); report it, do not retry.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -93,10 +103,21 @@ class KzgServiceStub:
 
 
 class KzgServiceServicer:
-    """Missing associated documentation comment in .proto file."""
+    """Status codes of every RPC (callers build their retry policies on these):
+    INVALID_ARGUMENT     the request breaks the request contract (novaberg_core.contract: ids, text,
+    numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
+    written; do not retry unchanged.
+    RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
+    FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
+    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    automatically only the RPCs marked idempotent below (novaberg_core.peers).
+    DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    INTERNAL             a bug (the message carries the trace id); report it, do not retry.
+    """
 
     def AppendSessionTurn(self, request, context):
         """Appends one turn to the pair's session list (SPEC §3); summarises or trims when it grows.
+        Not idempotent (appends).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -104,6 +125,7 @@ class KzgServiceServicer:
 
     def GetSession(self, request, context):
         """Returns the pair's session turns (oldest first) and the running summary.
+        Idempotent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -111,6 +133,7 @@ class KzgServiceServicer:
 
     def StoreEntry(self, request, context):
         """KZG write path (SPEC §4.2–§4.4): gate, TTL tier, thematic reinforcement, promotion queue.
+        Not idempotent unless entry_id is given (then ALREADY_EXISTS on a repeat).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -118,13 +141,15 @@ class KzgServiceServicer:
 
     def Retrieve(self, request, context):
         """KNN retrieval within the pair with the model's threshold (SPEC §4.5). Empty is a valid answer.
+        Idempotent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetEntry(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Idempotent; NOT_FOUND when the entry expired or was deleted.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -132,6 +157,7 @@ class KzgServiceServicer:
     def DeleteEntry(self, request, context):
         """Deletes an entry and verifies with EXISTS (SPEC §5.3 step 6); optionally sets the pair's
         hash_dirty marker first, in the same call (Pixie after a new node).
+        Idempotent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -139,6 +165,7 @@ class KzgServiceServicer:
 
     def MarkHashDirty(self, request, context):
         """Sets the pair's hash_dirty marker (character hash needs re-distillation).
+        Idempotent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -146,19 +173,22 @@ class KzgServiceServicer:
 
     def ReadPromotionJobs(self, request, context):
         """Promotion queue (SPEC §4.6): a stream with a consumer group, at-least-once.
+        Idempotent (at-least-once delivery).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def AckPromotionJobs(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Idempotent.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def InspectPromotionQueue(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Idempotent.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -166,6 +196,7 @@ class KzgServiceServicer:
     def GetModel(self, request, context):
         """The model this service embeds with and its store holds (SPEC §2): callers that send vectors
         check it before they write anything.
+        Idempotent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -238,7 +269,17 @@ def add_KzgServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class KzgService:
-    """Missing associated documentation comment in .proto file."""
+    """Status codes of every RPC (callers build their retry policies on these):
+    INVALID_ARGUMENT     the request breaks the request contract (novaberg_core.contract: ids, text,
+    numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
+    written; do not retry unchanged.
+    RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
+    FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
+    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    automatically only the RPCs marked idempotent below (novaberg_core.peers).
+    DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    INTERNAL             a bug (the message carries the trace id); report it, do not retry.
+    """
 
     @staticmethod
     def AppendSessionTurn(request,

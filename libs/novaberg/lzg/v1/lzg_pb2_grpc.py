@@ -27,7 +27,17 @@ if _version_not_supported:
 
 
 class LzgServiceStub:
-    """Missing associated documentation comment in .proto file."""
+    """Status codes of every RPC (callers build their retry policies on these):
+    INVALID_ARGUMENT     the request breaks the request contract (novaberg_core.contract: ids, text,
+    numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
+    written; do not retry unchanged.
+    RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
+    FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
+    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    automatically only the RPCs marked idempotent below (novaberg_core.peers).
+    DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    INTERNAL             a bug (the message carries the trace id); report it, do not retry.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -133,10 +143,21 @@ class LzgServiceStub:
 
 
 class LzgServiceServicer:
-    """Missing associated documentation comment in .proto file."""
+    """Status codes of every RPC (callers build their retry policies on these):
+    INVALID_ARGUMENT     the request breaks the request contract (novaberg_core.contract: ids, text,
+    numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
+    written; do not retry unchanged.
+    RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
+    FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
+    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    automatically only the RPCs marked idempotent below (novaberg_core.peers).
+    DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    INTERNAL             a bug (the message carries the trace id); report it, do not retry.
+    """
 
     def Promote(self, request, context):
         """Promotes one KZG entry, as read fresh by the caller (SPEC §5.3). Idempotent on kzg_quell_key.
+        Idempotent on kzg_quell_key.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -144,6 +165,7 @@ class LzgServiceServicer:
 
     def SpreadingRead(self, request, context):
         """Spreading-activation read (SPEC §5.8). Purely passive.
+        Idempotent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -151,6 +173,7 @@ class LzgServiceServicer:
 
     def RenderMemoryBlock(self, request, context):
         """Renders the memory block for one reader (SPEC §5.9).
+        Idempotent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -158,6 +181,7 @@ class LzgServiceServicer:
 
     def ReinforceUsed(self, request, context):
         """Usage reinforcement after the answer, then Trigger 2 (SPEC §5.6, §5.5).
+        Not idempotent (adds the boost); NOT_FOUND for served ids that are not nodes of the pair.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -165,93 +189,108 @@ class LzgServiceServicer:
 
     def RunDecay(self, request, context):
         """Daily decay over all active nodes of all pairs (SPEC §5.7).
+        Idempotent (incremental form).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetNode(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Idempotent; NOT_FOUND outside the pair.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListNodes(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Idempotent.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListEdges(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Idempotent.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetPairStats(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Idempotent.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def UpsertEntity(self, request, context):
         """Entity registry; merge and delete fire Trigger 3 (SPEC §5.5).
+        Idempotent for id 0 by name; NOT_FOUND for an unknown id.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ResolveEntities(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Idempotent.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListEntities(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Idempotent.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def MergeEntities(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Not idempotent (NOT_FOUND once merged).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteEntity(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Not idempotent (NOT_FOUND once deleted).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def UpsertTimeline(self, request, context):
         """Timeline refs; a move, a precision change or a delete fires Trigger 3.
+        Not idempotent for id 0 (creates).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def UpdateTimeline(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Idempotent.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def DeleteTimeline(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Not idempotent (NOT_FOUND once deleted).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListTimelines(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Idempotent.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetModel(self, request, context):
         """The model this service embeds with and its store holds (SPEC §2).
+        Idempotent.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -364,7 +403,17 @@ def add_LzgServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class LzgService:
-    """Missing associated documentation comment in .proto file."""
+    """Status codes of every RPC (callers build their retry policies on these):
+    INVALID_ARGUMENT     the request breaks the request contract (novaberg_core.contract: ids, text,
+    numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
+    written; do not retry unchanged.
+    RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
+    FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
+    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    automatically only the RPCs marked idempotent below (novaberg_core.peers).
+    DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    INTERNAL             a bug (the message carries the trace id); report it, do not retry.
+    """
 
     @staticmethod
     def Promote(request,

@@ -26,7 +26,17 @@ if _version_not_supported:
 
 
 class PipelineServiceStub:
-    """Missing associated documentation comment in .proto file."""
+    """Status codes of every RPC (callers build their retry policies on these):
+    INVALID_ARGUMENT     the request breaks the request contract (novaberg_core.contract: ids, text,
+    numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
+    written; do not retry unchanged.
+    RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
+    FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
+    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    automatically only the RPCs marked idempotent below (novaberg_core.peers).
+    DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    INTERNAL             a bug (the message carries the trace id); report it, do not retry.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -52,10 +62,21 @@ class PipelineServiceStub:
 
 
 class PipelineServiceServicer:
-    """Missing associated documentation comment in .proto file."""
+    """Status codes of every RPC (callers build their retry policies on these):
+    INVALID_ARGUMENT     the request breaks the request contract (novaberg_core.contract: ids, text,
+    numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
+    written; do not retry unchanged.
+    RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
+    FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
+    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    automatically only the RPCs marked idempotent below (novaberg_core.peers).
+    DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    INTERNAL             a bug (the message carries the trace id); report it, do not retry.
+    """
 
     def ObserveTurn(self, request, context):
         """Observes a user or character turn: session append, KZG write, log records.
+        Not idempotent (appends the session turn, writes a KZG entry).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -63,6 +84,7 @@ class PipelineServiceServicer:
 
     def BuildDossier(self, request, context):
         """Builds the memory dossier before the character answers.
+        Idempotent (reads only).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -70,6 +92,7 @@ class PipelineServiceServicer:
 
     def Dispatch(self, request, context):
         """After the answer: usage reinforcement, the character's own KZG entry, cluster, turn_roh.
+        Not idempotent; answers OK once the turn is recorded and names failed parts in `fehler`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -102,7 +125,17 @@ def add_PipelineServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class PipelineService:
-    """Missing associated documentation comment in .proto file."""
+    """Status codes of every RPC (callers build their retry policies on these):
+    INVALID_ARGUMENT     the request breaks the request contract (novaberg_core.contract: ids, text,
+    numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
+    written; do not retry unchanged.
+    RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
+    FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
+    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    automatically only the RPCs marked idempotent below (novaberg_core.peers).
+    DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    INTERNAL             a bug (the message carries the trace id); report it, do not retry.
+    """
 
     @staticmethod
     def ObserveTurn(request,

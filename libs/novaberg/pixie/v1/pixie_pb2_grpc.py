@@ -26,7 +26,17 @@ if _version_not_supported:
 
 
 class PixieServiceStub:
-    """Missing associated documentation comment in .proto file."""
+    """Status codes of every RPC (callers build their retry policies on these):
+    INVALID_ARGUMENT     the request breaks the request contract (novaberg_core.contract: ids, text,
+    numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
+    written; do not retry unchanged.
+    RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
+    FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
+    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    automatically only the RPCs marked idempotent below (novaberg_core.peers).
+    DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    INTERNAL             a bug (the message carries the trace id); report it, do not retry.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -67,7 +77,17 @@ class PixieServiceStub:
 
 
 class PixieServiceServicer:
-    """Missing associated documentation comment in .proto file."""
+    """Status codes of every RPC (callers build their retry policies on these):
+    INVALID_ARGUMENT     the request breaks the request contract (novaberg_core.contract: ids, text,
+    numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
+    written; do not retry unchanged.
+    RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
+    FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
+    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    automatically only the RPCs marked idempotent below (novaberg_core.peers).
+    DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    INTERNAL             a bug (the message carries the trace id); report it, do not retry.
+    """
 
     def ListTasks(self, request, context):
         """Missing associated documentation comment in .proto file."""
@@ -149,7 +169,17 @@ def add_PixieServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class PixieService:
-    """Missing associated documentation comment in .proto file."""
+    """Status codes of every RPC (callers build their retry policies on these):
+    INVALID_ARGUMENT     the request breaks the request contract (novaberg_core.contract: ids, text,
+    numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
+    written; do not retry unchanged.
+    RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
+    FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
+    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    automatically only the RPCs marked idempotent below (novaberg_core.peers).
+    DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    INTERNAL             a bug (the message carries the trace id); report it, do not retry.
+    """
 
     @staticmethod
     def ListTasks(request,
