@@ -148,7 +148,7 @@ _NORMALISED = frozenset({Kind.PAIR_ID, Kind.IDENT, Kind.NAME, Kind.THEME, Kind.L
 REPEATED_MAXIMA: Mapping[str, int] = {
     "themen": 32, "geteilte_themen": 32, "intentionen": 32, "entitaet_ids": 64, "geteilte_entitaet_ids": 64,
     "served_node_ids": 64, "names": 256, "aliases": 64, "readers": 8, "goals": 32, "erinnerungen": 100,
-    "pfad": 8, "verbindungs_gruende": 8, "ids": 1_000, "job_ids": 1_000, "question_entity_ids": 64,
+    "pfad": 8, "verbindungs_gruende": 8, "ids": 1_000, "job_ids": 1_000, "node_ids": 1_000, "question_entity_ids": 64,
     "zeitfenster": 16, "recall": 100, "query_terms": 256,
     "embedding": 4_096, "values": 4_096,
 }  # fmt: skip

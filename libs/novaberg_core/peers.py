@@ -45,7 +45,7 @@ IDEMPOTENT_METHODS: Mapping[str, tuple[str, ...]] = {
     ),
     "novaberg.lzg.v1.LzgService": (
         "Promote", "SpreadingRead", "RenderMemoryBlock", "RunDecay", "GetNode", "ListNodes", "ListEdges",
-        "GetPairStats", "ResolveEntities", "ListEntities", "ListTimelines", "GetModel",
+        "GetPairStats", "ResolveEntities", "ListEntities", "ListTimelines", "GetModel", "CheckNodes",
     ),
     "novaberg.log.v1.LogService": ("Query", "Purge", "LastAnswers", "ClusterCounts", "TokenUsage"),
     "novaberg.pixie.v1.PixieService": ("ListTasks", "PauseTask", "ResumeTask", "ListRuns", "ListParkedJobs"),

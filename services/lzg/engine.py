@@ -1155,9 +1155,24 @@ class LzgEngine:
         )
         return result
 
-    async def timelines(self, user_id: str, character_id: str) -> list[Timeline]:
+    async def timelines(
+        self,
+        user_id: str,
+        character_id: str,
+        ids: Sequence[int] = (),
+        at: tuple[datetime, str] | None = None,
+    ) -> list[Timeline]:
+        """The pair's timeline refs, optionally only ``ids`` and/or those at an instant with a precision."""
         check_pair(user_id, character_id)
-        return [_timeline(r) for r in await self.store.fetch("timelines", user_id, character_id)]
+        zeitpunkt, praezision = (at[0], parse_praezision(at[1], "praezision").value) if at else (None, None)
+        rows = await self.store.fetch("timelines", user_id, character_id, list(ids), zeitpunkt, praezision)
+        return [_timeline(r) for r in rows]
+
+    async def missing_nodes(self, user_id: str, character_id: str, node_ids: Sequence[int]) -> list[int]:
+        """The ids that are no node of the pair, in the given order (SPEC §10: served ids belong to the pair)."""
+        check_pair(user_id, character_id)
+        found = {r["id"] for r in await self.store.fetch("node_ids_of_pair", list(node_ids), user_id, character_id)}
+        return [i for i in node_ids if i not in found]
 
     async def _timeline_pairs(self, tx: PairTx, timeline_id: int, ref: TimelineRef) -> _Recompute:
         """Pairs a moved timeline can change: its nodes' edges, and its nodes × nodes now within tolerance."""

@@ -430,6 +430,14 @@ class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
         )
         return lzg_pb2.RenderMemoryBlockResponse(text=text)
 
+    async def CheckNodes(
+        self, request: lzg_pb2.CheckNodesRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.CheckNodesResponse:
+        missing = await self.engine.missing_nodes(
+            request.pair.user_id, request.pair.character_id, list(dict.fromkeys(request.node_ids))
+        )
+        return lzg_pb2.CheckNodesResponse(missing=missing)
+
     async def GetModel(
         self, request: common_pb2.GetModelRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.ModelInfo:
@@ -588,7 +596,12 @@ class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
     async def ListTimelines(
         self, request: lzg_pb2.ListTimelinesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ListTimelinesResponse:
-        timelines = await self.engine.timelines(request.pair.user_id, request.pair.character_id)
+        if request.HasField("zeitpunkt") != bool(request.praezision):
+            raise InvalidArgument("zeitpunkt and praezision go together: set both, or neither")
+        at = (from_timestamp(request.zeitpunkt), request.praezision) if request.HasField("zeitpunkt") else None
+        timelines = await self.engine.timelines(
+            request.pair.user_id, request.pair.character_id, list(request.ids), at
+        )
         listed = []
         for timeline in timelines:
             try:

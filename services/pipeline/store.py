@@ -30,7 +30,7 @@ from novaberg_core.embedding import DEFAULT_CHARACTER_NAME, DEFAULT_USER_NAME
 from novaberg_core.errors import Unavailable
 from novaberg_core.lexical import DEFAULT_LANGUAGE, language_of
 from novaberg_core.server import insecure_channel
-from novaberg_core.timeutil import from_timestamp, to_timestamp
+from novaberg_core.timeutil import to_timestamp
 from services.pipeline.analyzer import NEW_ENTITY_TYP
 from services.pipeline.text_rules import DatedMention
 
@@ -323,11 +323,15 @@ class LzgRegistry:
         remembered = self.cache.timeline(pair, mention)
         if remembered is not None:
             return remembered
-        listed = await self.stub.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=pair), timeout=self.timeout_s, wait_for_ready=True)
-        for timeline in listed.timelines:
-            if timeline.praezision == mention.praezision and from_timestamp(timeline.zeitpunkt) == mention.zeitpunkt:
-                self.cache.remember_timeline(pair, mention, int(timeline.id))
-                return int(timeline.id)
+        listed = await self.stub.ListTimelines(
+            lzg_pb2.ListTimelinesRequest(
+                pair=pair, zeitpunkt=to_timestamp(mention.zeitpunkt), praezision=mention.praezision
+            ),
+            timeout=self.timeout_s, wait_for_ready=True,
+        )
+        for timeline in listed.timelines:  # one indexed lookup of this instant and precision
+            self.cache.remember_timeline(pair, mention, int(timeline.id))
+            return int(timeline.id)
         created = await self.stub.UpsertTimeline(
             lzg_pb2.UpsertTimelineRequest(
                 pair=pair,

@@ -287,12 +287,13 @@ def find_mentions(text: str, tokens: Sequence[Token] | None = None) -> Mentions:
 
     english = not looks_german(toks)
     mid_sentence = {t.text for t in toks if t.capitalised and not t.sentence_initial} if english else set()
-    for index, token in enumerate(toks):
-        if english and _APOSTROPHE.search(token.text):
-            token = _possessive_base(token)  # "Oliver's" → "Oliver"; "I'm", "It's", "can't" → nothing
-            if token is None:
-                close_run()
-                continue
+    for index, word in enumerate(toks):
+        token: Token | None = word
+        if english and _APOSTROPHE.search(word.text):
+            token = _possessive_base(word)  # "Oliver's" → "Oliver"; "I'm", "It's", "can't" → nothing
+        if token is None:
+            close_run()
+            continue
         if not token.capitalised or len(token.text) < 2 or token.lower in stop or token.lower in _DATE_WORDS:
             close_run()
             continue

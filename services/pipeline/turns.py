@@ -122,10 +122,6 @@ class PairNodeCache:
         return [node_id for node_id in node_ids if node_id not in known]
 
 
-async def _raise(error: BaseException) -> None:
-    raise error
-
-
 class TurnPipeline:
     """Observe, build the dossier, dispatch — the three steps of a turn (SPEC §7)."""
 
@@ -196,7 +192,10 @@ class TurnPipeline:
         if magnets.HasField("timeline_id"):
             timelines = await _peer(
                 "LZG", "ListTimelines",
-                self.lzg.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=pair), timeout=self.timeout, wait_for_ready=True),
+                self.lzg.ListTimelines(
+                    lzg_pb2.ListTimelinesRequest(pair=pair, ids=[magnets.timeline_id]), timeout=self.timeout,
+                    wait_for_ready=True,
+                ),
             )  # fmt: skip
             if magnets.timeline_id not in {t.id for t in timelines.timelines}:
                 raise InvalidArgument(
@@ -204,27 +203,14 @@ class TurnPipeline:
                 )
 
     async def _check_served(self, pair: common_pb2.Pair, served: list[int]) -> None:
-        """Served node ids must be nodes of this very pair; checked before Dispatch writes anything."""
+        """Served node ids must be nodes of this very pair; checked in one call before Dispatch writes anything."""
         node_ids = self.known_nodes.unknown(pair, served)
         if not node_ids:
             return
-        answers = await asyncio.gather(
-            *(
-                self.lzg.GetNode(lzg_pb2.GetNodeRequest(pair=pair, node_id=node_id), timeout=self.timeout, wait_for_ready=True)
-                for node_id in node_ids
-            ),
-            return_exceptions=True,
-        )
-        missing: list[int] = []
-        for node_id, answer in zip(node_ids, answers, strict=True):
-            if isinstance(answer, grpc.aio.AioRpcError) and answer.code() == grpc.StatusCode.NOT_FOUND:
-                missing.append(node_id)
-            elif isinstance(answer, grpc.aio.AioRpcError):
-                await _peer("LZG", "GetNode", _raise(answer))
-            elif isinstance(answer, BaseException):
-                raise answer
-        if missing:
-            raise NotFound(f"served_node_ids {missing} are not nodes of this pair")
+        checked = await _peer("LZG", "CheckNodes", self.lzg.CheckNodes(
+            lzg_pb2.CheckNodesRequest(pair=pair, node_ids=node_ids), timeout=self.timeout, wait_for_ready=True))  # fmt: skip
+        if checked.missing:
+            raise NotFound(f"served_node_ids {list(checked.missing)} are not nodes of this pair")
         self.known_nodes.add(pair, node_ids)
 
     async def _analyze(

@@ -230,7 +230,8 @@ def base_requests(world: World) -> dict[tuple[str, str], Message]:
         ("lzg", "UpdateTimeline"): lzg_pb2.UpdateTimelineRequest(pair=PAIR, turn=turn, timeline=lzg_pb2.Timeline(
             id=world.timeline_id, zeitpunkt=as_of, praezision="woche")),  # type: ignore[arg-type]
         ("lzg", "DeleteTimeline"): lzg_pb2.DeleteTimelineRequest(pair=PAIR, timeline_id=world.timeline_id, turn=turn),
-        ("lzg", "ListTimelines"): lzg_pb2.ListTimelinesRequest(pair=PAIR),
+        ("lzg", "ListTimelines"): lzg_pb2.ListTimelinesRequest(pair=PAIR, ids=[world.timeline_id]),
+        ("lzg", "CheckNodes"): lzg_pb2.CheckNodesRequest(pair=PAIR, node_ids=[world.node_id, 999_999]),
         ("pipeline", "ObserveTurn"): pipeline_pb2.ObserveTurnRequest(pair=PAIR, turn_id="fuzz-o", beobachter=USER,
                                                                      text="Die Rosen blühen.", analysis=analysis, as_of=as_of),  # type: ignore[arg-type]
         ("pipeline", "BuildDossier"): pipeline_pb2.BuildDossierRequest(

@@ -44,7 +44,10 @@ class FakeLzg:
 
     async def ListTimelines(self, request: Any, **_: Any) -> lzg_pb2.ListTimelinesResponse:
         self.calls.append(("ListTimelines", request))
-        return lzg_pb2.ListTimelinesResponse(timelines=self.timelines)
+        matching = [t for t in self.timelines
+                    if not request.HasField("zeitpunkt")
+                    or (t.zeitpunkt == request.zeitpunkt and t.praezision == request.praezision)]  # fmt: skip
+        return lzg_pb2.ListTimelinesResponse(timelines=matching)
 
     async def UpsertTimeline(self, request: Any, **_: Any) -> lzg_pb2.UpsertTimelineResponse:
         self.calls.append(("UpsertTimeline", request))

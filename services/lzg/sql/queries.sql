@@ -325,8 +325,15 @@ WHERE id = $1 AND user_id = $2 AND character_id = $3
 RETURNING id, user_id, character_id, zeitpunkt, praezision, titel, themen;
 
 -- name: timelines
+-- The pair's timeline refs; $3 restricts to ids (empty: all), $4/$5 to an instant and precision (NULL: any).
 SELECT id, user_id, character_id, zeitpunkt, praezision, titel, themen FROM timeline
-WHERE user_id = $1 AND character_id = $2 ORDER BY zeitpunkt, id;
+WHERE user_id = $1 AND character_id = $2 AND (cardinality($3::int[]) = 0 OR id = ANY($3::int[]))
+  AND ($4::timestamptz IS NULL OR (zeitpunkt = $4 AND praezision = $5))
+ORDER BY zeitpunkt, id;
+
+-- name: node_ids_of_pair
+-- Which of the ids are nodes of the pair (one call for a set; Dispatch's served ids).
+SELECT id FROM lzg_knoten WHERE id = ANY($1::int[]) AND user_id = $2 AND character_id = $3;
 
 -- name: delete_timeline
 DELETE FROM timeline WHERE id = $1 AND user_id = $2 AND character_id = $3;

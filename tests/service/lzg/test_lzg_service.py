@@ -265,3 +265,24 @@ async def test_a_store_of_another_model_refuses_to_start(pg_url: str, provider: 
         await conn.close()
     with pytest.raises(ModelMismatch, match="filled by embedding model ollama:nomic-embed-text-v2-moe"):
         await create_server(lzg_config(pg_url), provider=provider, log=PipelineLog(InMemorySink()))
+
+
+async def test_check_nodes_and_find_timelines_in_one_call(lzg_stub: Stub) -> None:
+    """The fan-out savers: a set of node ids checked at once, a timeline ref found by id or by instant."""
+    mine = (await _promote(lzg_stub, _entry("c1", "Anna backt Brot."))).node_id
+    foreign = (await _promote(lzg_stub, _entry("c2", "Tom fährt Rad.", pair=OTHER))).node_id
+    checked = await lzg_stub.CheckNodes(lzg_pb2.CheckNodesRequest(pair=PAIR, node_ids=[foreign, mine, 424242]))
+    assert list(checked.missing) == [foreign, 424242]
+    made = [
+        (await lzg_stub.UpsertTimeline(lzg_pb2.UpsertTimelineRequest(pair=PAIR, timeline=lzg_pb2.Timeline(
+            zeitpunkt=to_timestamp(T0), praezision=praezision)))).timeline.id  # fmt: skip
+        for praezision in ("tag", "woche")
+    ]
+    at = await lzg_stub.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=PAIR, zeitpunkt=to_timestamp(T0), praezision="woche"))
+    assert [t.id for t in at.timelines] == [made[1]]
+    by_id = await lzg_stub.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=PAIR, ids=[made[0]]))
+    assert [t.id for t in by_id.timelines] == [made[0]]
+    other_pair = await lzg_stub.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=OTHER, ids=made))
+    assert list(other_pair.timelines) == []
+    half = await _error(lzg_stub.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=PAIR, praezision="tag")))
+    assert half.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -28,6 +28,20 @@ VERWENDUNG_AUSGANG_EMBED_FEHLER: VerwendungAusgang
 VERWENDUNG_AUSGANG_VEKTOR_LEER: VerwendungAusgang
 VERWENDUNG_AUSGANG_DB_FEHLER: VerwendungAusgang
 
+class CheckNodesRequest(_message.Message):
+    __slots__ = ("pair", "node_ids")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    node_ids: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., node_ids: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CheckNodesResponse(_message.Message):
+    __slots__ = ("missing",)
+    MISSING_FIELD_NUMBER: _ClassVar[int]
+    missing: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, missing: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class Node(_message.Message):
     __slots__ = ("id", "kzg_quell_key", "pair", "beobachter", "inhalt", "dimension", "gewicht_roh", "gewicht_absolut", "gewicht_decay", "haeufigkeit", "aktiv", "erstellt_am", "verstaerkt_am", "decay_am", "kzg_erstellt_am", "themen", "gedaechtnistyp", "magnets", "ei", "embedding", "sprecher", "sprache", "quell_turn_id")
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -618,10 +632,16 @@ class DeleteTimelineRequest(_message.Message):
     def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., timeline_id: _Optional[int] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ...) -> None: ...
 
 class ListTimelinesRequest(_message.Message):
-    __slots__ = ("pair",)
+    __slots__ = ("pair", "ids", "zeitpunkt", "praezision")
     PAIR_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    ZEITPUNKT_FIELD_NUMBER: _ClassVar[int]
+    PRAEZISION_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ...) -> None: ...
+    ids: _containers.RepeatedScalarFieldContainer[int]
+    zeitpunkt: _timestamp_pb2.Timestamp
+    praezision: str
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., ids: _Optional[_Iterable[int]] = ..., zeitpunkt: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., praezision: _Optional[str] = ...) -> None: ...
 
 class ListTimelinesResponse(_message.Message):
     __slots__ = ("timelines",)

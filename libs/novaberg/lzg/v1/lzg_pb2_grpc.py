@@ -140,6 +140,11 @@ class LzgServiceStub:
                 request_serializer=novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.SerializeToString,
                 response_deserializer=novaberg_dot_common_dot_v1_dot_common__pb2.ModelInfo.FromString,
                 _registered_method=True)
+        self.CheckNodes = channel.unary_unary(
+                '/novaberg.lzg.v1.LzgService/CheckNodes',
+                request_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.CheckNodesRequest.SerializeToString,
+                response_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.CheckNodesResponse.FromString,
+                _registered_method=True)
 
 
 class LzgServiceServicer:
@@ -296,6 +301,14 @@ class LzgServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CheckNodes(self, request, context):
+        """Which of a set of node ids are nodes of the pair, in one call (Dispatch checks the served ids).
+        Idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LzgServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -393,6 +406,11 @@ def add_LzgServiceServicer_to_server(servicer, server):
                     servicer.GetModel,
                     request_deserializer=novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.FromString,
                     response_serializer=novaberg_dot_common_dot_v1_dot_common__pb2.ModelInfo.SerializeToString,
+            ),
+            'CheckNodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckNodes,
+                    request_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.CheckNodesRequest.FromString,
+                    response_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.CheckNodesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -918,6 +936,33 @@ class LzgService:
             '/novaberg.lzg.v1.LzgService/GetModel',
             novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.SerializeToString,
             novaberg_dot_common_dot_v1_dot_common__pb2.ModelInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckNodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.lzg.v1.LzgService/CheckNodes',
+            novaberg_dot_lzg_dot_v1_dot_lzg__pb2.CheckNodesRequest.SerializeToString,
+            novaberg_dot_lzg_dot_v1_dot_lzg__pb2.CheckNodesResponse.FromString,
             options,
             channel_credentials,
             insecure,
