@@ -275,7 +275,7 @@ async def test_check_nodes_and_find_timelines_in_one_call(lzg_stub: Stub) -> Non
     assert list(checked.missing) == [foreign, 424242]
     made = [
         (await lzg_stub.UpsertTimeline(lzg_pb2.UpsertTimelineRequest(pair=PAIR, timeline=lzg_pb2.Timeline(
-            zeitpunkt=to_timestamp(T0), praezision=praezision)))).timeline.id  # fmt: skip
+            zeitpunkt=to_timestamp(T0), praezision=praezision)))).timeline.id
         for praezision in ("tag", "woche")
     ]
     at = await lzg_stub.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=PAIR, zeitpunkt=to_timestamp(T0), praezision="woche"))
