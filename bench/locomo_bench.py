@@ -55,7 +55,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -365,7 +365,12 @@ IMPORT_FILE = "locomo-import.json"
 
 
 def save_import(path: Path, imported: ImportResult, promotion: PromotionResult) -> None:
-    path.write_text(json.dumps({"import": asdict(imported), "promotion": asdict(promotion)}), encoding="utf-8")
+    """The import's and the promotion's results as JSON (Counters as plain objects)."""
+    data = {
+        "import": {**vars(imported), "tiers": dict(imported.tiers)},
+        "promotion": {**vars(promotion), "counts": dict(promotion.counts)},
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
 
 
 def load_import(path: Path) -> tuple[ImportResult, PromotionResult]:
