@@ -1002,6 +1002,7 @@ async def run(args: argparse.Namespace, root: Path) -> int:
                 "NOVABERG_LOG_LEVEL": "WARNING",
                 "OPENBLAS_NUM_THREADS": "1",
             },
+            mtls=False,  # the bench's channels are plaintext; its stack file (--keep) says so by having no tls
         )
         print(f"stack up in {time.perf_counter() - started:.1f} s ({root})", file=sys.stderr, flush=True)
         measured = await measure(args, stack, conversations)

@@ -181,6 +181,7 @@ async def bench_ingest(
             "NOVABERG_LOG_PORT": str(port),
             "NOVABERG_LOG_LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
+            "NOVABERG_TLS_MODE": "plaintext",  # numbers comparable with the earlier runs
         }
     )
     log_path = Path(data_dir) / "log-service.log"

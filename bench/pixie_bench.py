@@ -306,7 +306,8 @@ async def main(args: argparse.Namespace) -> None:
         "NOVABERG_LZG_POOL_MAX": "24",
     }
     print(f"starting stores and log/kzg/lzg services in {data_dir} …", flush=True)
-    stack = await start_stack(data_dir, services=("log", "kzg", "lzg"), extra_env=extra_env)
+    # Plaintext (numbers comparable with the earlier runs); the bench's own channels are plaintext too.
+    stack = await start_stack(data_dir, services=("log", "kzg", "lzg"), extra_env=extra_env, mtls=False)
     try:
         provider = make_provider(args.embedding)
         seed_s = await seed_nodes(stack, provider, args.pairs, args.nodes, rng)

@@ -358,6 +358,7 @@ async def main() -> int:
             stack = await start_stack(
                 root, urls=urls, services=SERVICES,
                 extra_env={"NOVABERG_EMBEDDING": args.model, "NOVABERG_LOG_LEVEL": "WARNING", "OPENBLAS_NUM_THREADS": "1"},
+                mtls=False,  # numbers comparable with the earlier runs; the bench's channels are plaintext
             )  # fmt: skip
             print(f"stack up in {time.perf_counter() - started:.1f} s", file=sys.stderr)
             async with grpc.aio.insecure_channel(stack.addresses["lzg"]) as lzg_channel, grpc.aio.insecure_channel(

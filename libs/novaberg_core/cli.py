@@ -12,7 +12,9 @@
 
 Where the services are: ``up`` writes ``<data-dir>/stack.json``; every other command reads it
 from ``--data-dir`` (default ``.novaberg``), and ``NOVABERG_<SVC>_ADDR`` variables override it
-when no ``--data-dir`` is given. A failed call prints one line
+when no ``--data-dir`` is given. The stack file also names the ``operator`` certificate the CLI
+presents under mTLS; with addresses from the environment, ``NOVABERG_TLS_*`` say how to connect
+(mTLS unless ``NOVABERG_TLS_MODE=plaintext``). A failed call prints one line
 ``error: <service>.<Rpc>: <CODE>: <details>`` and exits 1.
 """
 
@@ -43,8 +45,10 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.clients import ServiceCallError, ServiceClients
+from novaberg_core.config import ConfigError
 from novaberg_core.errors import NovabergError
 from novaberg_core.timeutil import from_timestamp, to_timestamp, utc_now
+from novaberg_core.tls import PLAINTEXT, TlsConfig
 
 __all__ = [
     "DEFAULT_DATA_DIR",
@@ -57,6 +61,7 @@ __all__ = [
     "parse_locomo",
     "parse_turn_file",
     "read_addresses",
+    "read_client_tls",
     "running_stack_pid",
     "write_stack_file",
 ]
@@ -136,6 +141,24 @@ def read_addresses(data_dir: Path | None, environ: Mapping[str, str] | None = No
         raise CliError(f"no running stack found: {path} does not exist and no NOVABERG_<SVC>_ADDR is set "
                        "(start one with `novaberg up`)")
     return addresses
+
+
+def read_client_tls(data_dir: Path | None, environ: Mapping[str, str] | None = None) -> TlsConfig:
+    """How the CLI connects: the stack file's ``tls`` (the stack's operator certificate; a stack file
+    without one is a plaintext stack) when the addresses come from it, else ``NOVABERG_TLS_*``."""
+    env = os.environ if environ is None else environ
+    from_env = data_dir is None and any(env.get(f"NOVABERG_{s.upper()}_ADDR", "").strip() for s in SERVICE_NAMES)
+    try:
+        if from_env:
+            return TlsConfig.from_env(env)
+        path = (data_dir or DEFAULT_DATA_DIR) / STACK_FILE
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8")).get("tls")
+        except (OSError, ValueError, AttributeError):
+            return PLAINTEXT  # read_addresses reports a missing or broken stack file
+        return TlsConfig.from_env({str(k): str(v) for k, v in entry.items()}) if isinstance(entry, dict) else PLAINTEXT
+    except ConfigError as error:
+        raise CliError(str(error)) from None
 
 
 def _require(addresses: Mapping[str, str], *services: str) -> None:
@@ -677,12 +700,16 @@ def _progress(bar: ProgressBar, done: int, total: int) -> None:
 
 
 async def run_command(
-    args: argparse.Namespace, addresses: Mapping[str, str], out: Callable[[str], None] = print
+    args: argparse.Namespace,
+    addresses: Mapping[str, str],
+    out: Callable[[str], None] = print,
+    *,
+    tls: TlsConfig = PLAINTEXT,
 ) -> int:
-    """Runs one client command against ``addresses``."""
+    """Runs one client command against ``addresses`` (connecting per ``tls``)."""
     handler, needed = COMMANDS[args.command]
     _require(addresses, *needed)
-    async with ServiceClients(addresses) as clients:
+    async with ServiceClients(addresses, tls=tls) as clients:
         result: int = await handler(clients, args, out)
         return result
 
@@ -707,15 +734,18 @@ async def _up(data_dir: Path, once: bool, demo: bool = True, demo_file: Path | N
         print(f"redis     {stack.urls.redis_url}")
         for service in SERVICES:
             print(f"{service:9} {stack.addresses[service]}  SERVING  (log: {stack.log_path(service)})")
+        if stack.client_tls.enabled:
+            print(f"mTLS      certificates of a throwaway CA in {stack.data_dir / 'tls'} (the CLI: operator)")
         stack_file = write_stack_file(
             data_dir, stack.addresses,
-            {"postgres_url": stack.urls.postgres_url, "redis_url": stack.urls.redis_url},
+            {"postgres_url": stack.urls.postgres_url, "redis_url": stack.urls.redis_url,
+             "tls": stack.client_tls.as_env()},
         )  # fmt: skip
         print(f"stack file {stack_file} (other novaberg commands find the services through it)", flush=True)
         demo_user: str | None = None
         if script is not None:
             print("", flush=True)
-            async with ServiceClients(stack.addresses) as clients:
+            async with ServiceClients(stack.addresses, tls=stack.client_tls) as clients:
                 result = await run_demo(clients, script, out=lambda line: print(line, flush=True))
                 graph = await write_graph(
                     clients, result.pair, data_dir / f"graph-{result.pair.user_id}-{result.pair.character_id}.html"
@@ -868,7 +898,7 @@ def main(argv: list[str] | None = None) -> int:
             base = args.data_dir or DEFAULT_DATA_DIR
             args.output = base / f"graph-{args.user}-{args.character}.html"
         addresses = read_addresses(args.data_dir)
-        return asyncio.run(run_command(args, addresses))
+        return asyncio.run(run_command(args, addresses, tls=read_client_tls(args.data_dir)))
     except ServiceCallError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -21,7 +21,8 @@ from novaberg.log.v1 import log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2_grpc
-from novaberg_core.server import insecure_channel
+from novaberg_core.channels import peer_channel
+from novaberg_core.tls import PLAINTEXT, TlsConfig
 
 __all__ = ["STUBS", "ServiceCallError", "ServiceClients"]
 
@@ -47,11 +48,13 @@ class ServiceCallError(Exception):
 
 
 class ServiceClients:
-    """Lazily opened channels to the services at ``addresses`` (service name → ``host:port``)."""
+    """Lazily opened channels to the services at ``addresses`` (service name → ``host:port``),
+    with the caller's certificate under mTLS (``tls``; the CLI's is the ``operator`` identity)."""
 
-    def __init__(self, addresses: Mapping[str, str], *, timeout: float = 60.0) -> None:
+    def __init__(self, addresses: Mapping[str, str], *, timeout: float = 60.0, tls: TlsConfig = PLAINTEXT) -> None:
         self.addresses = dict(addresses)
         self.timeout = timeout
+        self.tls = tls
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, Any] = {}
 
@@ -64,7 +67,7 @@ class ServiceClients:
             address = self.addresses.get(service)
             if not address:
                 raise ServiceCallError(service, "-", "UNAVAILABLE", "no address configured for this service")
-            channel = insecure_channel(address)
+            channel = peer_channel(address, self.tls)
             self._channels[service] = channel
             stub = STUBS[service](channel)
             self._stubs[service] = stub

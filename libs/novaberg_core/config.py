@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
+from novaberg_core.tls import PLAINTEXT, TlsConfig
+
 __all__ = [
     "LOG_LEVELS",
     "OTEL_EXPORTERS",
@@ -203,6 +205,14 @@ class CommonConfig:
     """The server closes (GOAWAY) each client connection after about this long, so clients re-resolve
     the peers' DNS and spread over replicas added since; 0 = never (``NOVABERG_GRPC_MAX_CONNECTION_AGE_S``)."""
 
+    tls: TlsConfig = PLAINTEXT
+    """Transport security and authorisation (``NOVABERG_TLS_*``); plaintext here, mTLS by default from the
+    environment (novaberg_core.tls)."""
+
+    health_port: int | None = None
+    """A second, plaintext listener serving only grpc.health.v1 (kubelet's gRPC probes cannot do TLS);
+    None = off, 0 = a free port (``<prefix>HEALTH_PORT``)."""
+
     @classmethod
     def from_env(
         cls,
@@ -218,6 +228,8 @@ class CommonConfig:
         ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or its traces variant) is set, else ``none``. Without
         ``<prefix>LOG_LEVEL`` the process-wide ``NOVABERG_LOG_LEVEL`` applies, else INFO.
         ``NOVABERG_GRPC_MAX_CONNECTION_AGE_S`` (process-wide, 300) bounds a client connection's age.
+        ``<prefix>HEALTH_PORT`` opens the plaintext health listener; the process-wide ``NOVABERG_TLS_*``
+        are read last (:meth:`TlsConfig.from_env`: mTLS unless ``NOVABERG_TLS_MODE=plaintext``).
         """
         p = env_prefix(service_name) if prefix is None else prefix
         if _raw(f"{p}OTEL_EXPORTER", env) is not None:
@@ -243,4 +255,10 @@ class CommonConfig:
             otel_exporter=exporter,
             log_level=log_level,
             max_connection_age_s=env_float("NOVABERG_GRPC_MAX_CONNECTION_AGE_S", 300.0, min_value=0.0, env=env),
+            health_port=(
+                env_int(f"{p}HEALTH_PORT", min_value=0, max_value=65535, env=env)
+                if _raw(f"{p}HEALTH_PORT", env) is not None
+                else None
+            ),
+            tls=TlsConfig.from_env(env),
         )

@@ -34,6 +34,18 @@ class AlreadyExists(NovabergError):
     status_code = grpc.StatusCode.ALREADY_EXISTS
 
 
+class Unauthenticated(NovabergError):
+    """The caller has no identity this service accepts (its certificate names none)."""
+
+    status_code = grpc.StatusCode.UNAUTHENTICATED
+
+
+class PermissionDenied(NovabergError):
+    """The caller's identity may not call this RPC (the authorisation policy, novaberg_core.authz)."""
+
+    status_code = grpc.StatusCode.PERMISSION_DENIED
+
+
 class FailedPrecondition(NovabergError):
     """The system is not in a state that allows the call (e.g. a store filled by another model)."""
 

@@ -42,9 +42,10 @@ import grpc
 from opentelemetry import trace
 
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
+from novaberg_core.channels import peer_channel
 from novaberg_core.config import env_float, env_int, env_str
 from novaberg_core.contract import PAIR_ID_MAX_LEN, TURN_ID_MAX_LEN
-from novaberg_core.server import insecure_channel
+from novaberg_core.tls import PLAINTEXT, TlsConfig
 
 __all__ = [
     "ARTEN",
@@ -312,8 +313,8 @@ class GrpcLogSink:
 
     A call carries ``WriteBatch`` messages of at most ``batch_size`` records and about
     ``max_message_bytes`` (below gRPC's 4 MiB default, so large ``turn_roh`` rows fit). The channel
-    comes from :func:`novaberg_core.server.insecure_channel`, so the calls are traced like every
-    other client call. INVALID_ARGUMENT (and a message too large) → :class:`RejectedRecords`;
+    comes from :func:`novaberg_core.channels.peer_channel` (mTLS per ``tls``), so the calls are traced
+    like every other client call. INVALID_ARGUMENT (and a message too large) → :class:`RejectedRecords`;
     every other failure → :class:`LogSinkUnavailable` (retried).
     """
 
@@ -324,8 +325,10 @@ class GrpcLogSink:
         batch_size: int = DEFAULT_BATCH_SIZE,
         timeout_seconds: float = 10.0,
         max_message_bytes: int = 2 * 1024 * 1024,
+        tls: TlsConfig = PLAINTEXT,
     ) -> None:
         self.target = target
+        self.tls = tls
         self.batch_size = batch_size
         self.timeout_seconds = timeout_seconds
         self.max_message_bytes = max_message_bytes
@@ -337,7 +340,7 @@ class GrpcLogSink:
             return
         stub = self._stub
         if stub is None:
-            self._channel = insecure_channel(self.target, options=_SINK_CHANNEL_OPTIONS)
+            self._channel = peer_channel(self.target, self.tls, options=_SINK_CHANNEL_OPTIONS)
             stub = self._stub = log_pb2_grpc.LogServiceStub(self._channel)
         try:
             # Batches are built lazily: the service COPYs one while the next is being built.
@@ -465,18 +468,23 @@ class PipelineLog:
         self._dropped_reported = 0
 
     @classmethod
-    def from_env(cls, quelle: str = "System", *, env: Mapping[str, str] | None = None) -> PipelineLog:
+    def from_env(
+        cls, quelle: str = "System", *, env: Mapping[str, str] | None = None, tls: TlsConfig | None = None
+    ) -> PipelineLog:
         """A writer to the log service at ``NOVABERG_LOG_ADDR``, or discarding records when unset.
 
         ``NOVABERG_PIPELINE_LOG_FLUSH_SEKUNDEN`` (or the seed's ``LZG_PIPELINE_LOG_FLUSH_SEKUNDEN``,
         default 10), ``NOVABERG_PIPELINE_LOG_BATCH`` (1000), ``NOVABERG_PIPELINE_LOG_MAX_BUFFER`` (100000).
+        ``tls`` is the service's (``cfg.common.tls``); None reads ``NOVABERG_TLS_*`` when there is an address.
         """
         seed_flush = env_float(ENV_FLUSH_SECONDS_SEED, DEFAULT_FLUSH_SECONDS, min_value=0.001, env=env)
         flush_seconds = env_float(ENV_FLUSH_SECONDS, seed_flush, min_value=0.001, env=env)
         batch_size = env_int(ENV_BATCH_SIZE, DEFAULT_BATCH_SIZE, min_value=1, env=env)
         max_buffer = env_int(ENV_MAX_BUFFER, DEFAULT_MAX_BUFFER, min_value=1, env=env)
         address = env_str(ENV_LOG_ADDR, "", env=env)
-        sink: LogSink = GrpcLogSink(address, batch_size=batch_size) if address else NullSink()
+        sink: LogSink = NullSink()
+        if address:
+            sink = GrpcLogSink(address, batch_size=batch_size, tls=TlsConfig.from_env(env) if tls is None else tls)
         return cls(
             sink, quelle=quelle, flush_seconds=flush_seconds, batch_size=batch_size, max_buffer=max_buffer
         )

@@ -41,6 +41,7 @@ from grpc_reflection.v1alpha import reflection
 from opentelemetry import trace
 from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor
 
+from novaberg_core.authz import server_security
 from novaberg_core.config import CommonConfig, ConfigError, env_choice
 from novaberg_core.contract import UNDECODABLE, check_request, safe_deserializer
 from novaberg_core.errors import NovabergError, Unavailable, status_code_for
@@ -275,6 +276,8 @@ class RunningServer:
     service_names: tuple[str, ...]
     host: str
     on_shutdown: tuple[ShutdownStep, ...] = ()
+    health_port: int | None = None
+    """Port of the plaintext health-only listener (``<prefix>HEALTH_PORT``), None when off."""
     _stop_task: asyncio.Future[None] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -319,21 +322,47 @@ def _step_name(step: ShutdownStep) -> str:
     return getattr(step, "__qualname__", None) or repr(step)
 
 
-def _bind(server: grpc.aio.Server, cfg: CommonConfig) -> tuple[str, int]:
-    """Bind ``host:port``; all-interfaces IPv6 falls back to IPv4 on hosts without IPv6."""
+def _bind(
+    server: grpc.aio.Server,
+    cfg: CommonConfig,
+    *,
+    port: int | None = None,
+    credentials: grpc.ServerCredentials | None = None,
+) -> tuple[str, int]:
+    """Bind ``host:port`` (``cfg.port`` unless given), with TLS when ``credentials`` are given;
+    all-interfaces IPv6 falls back to IPv4 on hosts without IPv6."""
+    wanted = cfg.port if port is None else port
     hosts = [cfg.host, "0.0.0.0"] if cfg.host in ("[::]", "::") else [cfg.host]
     for host in hosts:
-        address = f"{host}:{cfg.port}"
+        address = f"{host}:{wanted}"
         try:
-            port = server.add_insecure_port(address)
+            if credentials is None:
+                bound = server.add_insecure_port(address)
+            else:
+                bound = server.add_secure_port(address, credentials)
         except RuntimeError:
-            port = 0
-        if port:
-            return host, int(port)
+            bound = 0
+        if bound:
+            return host, int(bound)
     raise OSError(
-        f"{cfg.service_name}: cannot listen on {cfg.host}:{cfg.port} "
+        f"{cfg.service_name}: cannot listen on {cfg.host}:{wanted} "
         "(port in use, or not an address of this host)"
     )
+
+
+async def _health_listener(
+    cfg: CommonConfig, health_servicer: health.aio.HealthServicer
+) -> tuple[grpc.aio.Server, int] | None:
+    """The plaintext listener serving only grpc.health.v1 on ``cfg.health_port`` (kubelet's gRPC
+    probes speak no TLS); the same health servicer, so it turns NOT_SERVING with the main one."""
+    if cfg.health_port is None:
+        return None
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    _, port = _bind(server, cfg, port=cfg.health_port)
+    await server.start()
+    _LOG.info("%s: plaintext health-only listener on port %d", cfg.service_name, port)
+    return server, port
 
 
 def server_options(cfg: CommonConfig) -> list[tuple[str, Any]]:
@@ -359,11 +388,15 @@ async def create_server(
 
     ``register`` adds the service's servicers (``add_XServicer_to_server``); ``service_names``
     are their full proto names (``novaberg.kzg.v1.KzgService``) for health and reflection.
-    ``extra_interceptors`` run inside the error mapping, so their exceptions are mapped too.
+    ``extra_interceptors`` run inside the error mapping, so their exceptions are mapped too. Under
+    mTLS (``cfg.tls``) the authorisation check runs before the request contract and the handler
+    (novaberg_core.authz); ``cfg.health_port`` adds a plaintext health-only listener.
     """
     provider = setup_telemetry(cfg.service_name, cfg.otel_exporter)
+    security = server_security(cfg.service_name, cfg.tls)
     interceptors: list[grpc.aio.ServerInterceptor] = [
         aio_server_interceptor(tracer_provider=provider, filter_=_traced),
+        *security.interceptors,
         ErrorMappingInterceptor(),
         *extra_interceptors,
     ]
@@ -373,8 +406,21 @@ async def create_server(
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = tuple(service_names)
     reflection.enable_server_reflection((*names, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    host, port = _bind(server, cfg)
+    host, port = _bind(server, cfg, credentials=security.credentials)
     await server.start()
+    steps = tuple(on_shutdown)
+    try:
+        listener = await _health_listener(cfg, health_servicer)
+    except BaseException:
+        await server.stop(None)
+        raise
+    if listener is not None:
+        health_server = listener[0]
+
+        async def stop_health_listener() -> None:
+            await health_server.stop(None)
+
+        steps = (*steps, stop_health_listener)
     for name in ("", *names):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     _LOG.debug("%s: started on %s:%d", cfg.service_name, host, port)
@@ -385,7 +431,8 @@ async def create_server(
         service_name=cfg.service_name,
         service_names=names,
         host=host,
-        on_shutdown=tuple(on_shutdown),
+        on_shutdown=steps,
+        health_port=None if listener is None else listener[1],
     )
 
 
@@ -489,12 +536,24 @@ def insecure_channel(target: str, *, options: Sequence[tuple[str, Any]] = ()) ->
     return grpc.aio.insecure_channel(target, options=list(merged.items()), interceptors=interceptors)
 
 
-async def wait_for_serving(target: str, service: str = "", timeout: float = 10.0) -> None:  # noqa: ASYNC109
-    """Poll ``target``'s health Check until ``service`` is SERVING; :class:`Unavailable` after ``timeout`` s."""
+async def wait_for_serving(
+    target: str,
+    service: str = "",
+    timeout: float = 10.0,  # noqa: ASYNC109
+    *,
+    credentials: grpc.ChannelCredentials | None = None,
+) -> None:
+    """Poll ``target``'s health Check until ``service`` is SERVING; :class:`Unavailable` after ``timeout`` s.
+
+    ``credentials`` (novaberg_core.tls.channel_credentials) for a server under mTLS.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     last = "no answer"
-    async with grpc.aio.insecure_channel(target) as channel:
+    channel_cm = (
+        grpc.aio.insecure_channel(target) if credentials is None else grpc.aio.secure_channel(target, credentials)
+    )
+    async with channel_cm as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         request = health_pb2.HealthCheckRequest(service=service)
         while True:

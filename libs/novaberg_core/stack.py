@@ -3,6 +3,10 @@
 Used by ``make run`` (``novaberg up``), the end-to-end tests and the benchmarks. Every service
 runs as its own process on its own port, as on Kubernetes, configured only through the same
 environment variables the Helm chart sets (README, configuration table).
+
+By default the stack runs mTLS: a throwaway CA made at each start issues every service and the
+``operator`` (the CLI, the tests' clients) a certificate in ``<data-dir>/tls/``
+(:mod:`novaberg_core.devcerts`); the CA's key stays in memory (:attr:`Stack.ca`).
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from novaberg_core.devcerts import CertificateAuthority, write_identity_files
 from novaberg_core.embedded import StoreUrls, start_stores, stop_stores
 from novaberg_core.errors import Unavailable
 from novaberg_core.server import wait_for_serving
+from novaberg_core.tls import ENV_TLS_MODE, PLAINTEXT, CertificateFiles, TlsConfig, channel_credentials
 
 # Start order: what others call comes first (log ← all, kzg/lzg ← pixie/pipeline).
 SERVICES: tuple[str, ...] = ("log", "kzg", "lzg", "pixie", "pipeline")
@@ -33,6 +39,8 @@ HEALTH_NAMES: Mapping[str, str] = {
     "pipeline": "novaberg.pipeline.v1.PipelineService",
 }
 REPO_ROOT = Path(__file__).resolve().parents[2]
+OPERATOR = "operator"
+"""Identity of the stack's client certificate: the CLI, the demo and the tests' clients."""
 
 _LOG = logging.getLogger(__name__)
 
@@ -54,6 +62,20 @@ class Stack:
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     stores_dir: Path | None = None
     """The embedded stores this stack started itself (stopped with it); None when given by URL."""
+    tls: dict[str, TlsConfig] = field(default_factory=dict)
+    """Certificate files per identity (each service and :data:`OPERATOR`) under mTLS; empty in plaintext."""
+    ca: CertificateAuthority | None = None
+    """The stack's CA under mTLS (tests issue more identities with it); its key is never written."""
+
+    @property
+    def client_tls(self) -> TlsConfig:
+        """What a client of this stack connects with: the operator's certificate, or plaintext."""
+        return self.tls.get(OPERATOR, PLAINTEXT)
+
+    def service_env(self, service: str) -> dict[str, str]:
+        """The environment of one service process: the stack's plus its own certificate files."""
+        own = self.tls.get(service)
+        return self.env if own is None else {**self.env, **own.as_env()}
 
     def log_path(self, service: str) -> Path:
         return self.data_dir / "logs" / f"{service}.log"
@@ -65,7 +87,7 @@ class Stack:
         self.processes[service] = subprocess.Popen(
             [sys.executable, "-m", f"services.{service}"],
             cwd=REPO_ROOT,
-            env=self.env,
+            env=self.service_env(service),
             stdout=log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -76,13 +98,17 @@ class Stack:
         """Waits for SERVING; a process that died meanwhile is reported with its log tail."""
         process = self.processes[service]
         deadline = asyncio.get_running_loop().time() + timeout
+        client = self.client_tls
+        credentials = channel_credentials(CertificateFiles(client).read()) if client.enabled else None
         while True:
             if process.poll() is not None:
                 raise Unavailable(
                     f"service {service} exited with code {process.returncode}:\n{self.log_tail(service)}"
                 )
             try:
-                await wait_for_serving(self.addresses[service], HEALTH_NAMES[service], timeout=1.0)
+                await wait_for_serving(
+                    self.addresses[service], HEALTH_NAMES[service], timeout=1.0, credentials=credentials
+                )
                 return
             except Unavailable:
                 if asyncio.get_running_loop().time() > deadline:
@@ -154,10 +180,13 @@ async def start_stack(
     services: Sequence[str] = SERVICES,
     extra_env: Mapping[str, str] | None = None,
     timeout: float = 90.0,  # noqa: ASYNC109
+    mtls: bool = True,
 ) -> Stack:
     """Starts the stores (unless ``urls`` are given) and ``services``; returns once all are SERVING.
 
     Stores started here belong to the stack: :meth:`Stack.stop` stops them too (their data stays).
+    ``mtls`` (default) issues fresh certificates in ``<data_dir>/tls``; ``mtls=False`` runs the
+    services with ``NOVABERG_TLS_MODE=plaintext``.
     """
     root = Path(data_dir).resolve()
     root.mkdir(parents=True, exist_ok=True)
@@ -166,12 +195,21 @@ async def start_stack(
         stores_dir = root / "stores"
         urls = await asyncio.to_thread(start_stores, stores_dir)
     addresses = {service: f"127.0.0.1:{free_port()}" for service in SERVICES}
+    env = stack_env(urls, addresses, extra_env)
+    ca = CertificateAuthority.create("Novaberg local stack CA") if mtls else None
+    identities = (
+        await asyncio.to_thread(write_identity_files, root / "tls", ca, (*SERVICES, OPERATOR)) if ca else {}
+    )
+    if not mtls:
+        env[ENV_TLS_MODE] = "plaintext"  # the services are plaintext only when told so
     stack = Stack(
         data_dir=root,
         urls=urls,
         addresses=addresses,
-        env=stack_env(urls, addresses, extra_env),
+        env=env,
         stores_dir=stores_dir,
+        tls=identities,
+        ca=ca,
     )
     try:
         # Pixie last, once its peers serve: a gRPC channel whose first connect is refused waits out

@@ -37,7 +37,7 @@ async def create_server(
             f"profile of {provider.model_id} says {profile.dimension}-d, the provider gives {provider.dimension}-d"
         )
     threshold = retrieval_threshold if retrieval_threshold is not None else profile.kzg_retrieval
-    log = log or PipelineLog.from_env("System")
+    log = log or PipelineLog.from_env("System", tls=cfg.common.tls)
     store = KzgStore.from_url(cfg.redis_url, dimension=provider.dimension, vector_algorithm=cfg.vector_algorithm)
     memory = KzgMemory(
         store, provider, log, retrieval_threshold=threshold, reinforcement=cfg.reinforcement,

@@ -36,7 +36,7 @@ async def create_server(
         raise ValueError(
             f"profile of {provider.model_id} says {profile.dimension}-d, the provider gives {provider.dimension}-d"
         )
-    log = log or PipelineLog.from_env("System")
+    log = log or PipelineLog.from_env("System", tls=cfg.common.tls)
     store = await LzgStore.open(cfg.postgres_url, dimension=provider.dimension, max_size=cfg.pool_max_size)
     try:
         await store.check_model(provider.stamp)

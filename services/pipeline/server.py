@@ -44,9 +44,9 @@ async def create_server(
 ) -> RunningServer:
     """Start the pipeline service: Redis reachable, peers dialled, then serve (SPEC §7)."""
     provider = provider or provider_from_env()
-    log = log or PipelineLog.from_env("System")
+    log = log or PipelineLog.from_env("System", tls=cfg.common.tls)
     clusters = ClusterStore.from_url(cfg.redis_url)
-    peers = Peers.connect(cfg.kzg_addr, cfg.lzg_addr)
+    peers = Peers.connect(cfg.kzg_addr, cfg.lzg_addr, cfg.common.tls)
     try:
         await clusters.ping()
         await log.start()

@@ -26,11 +26,12 @@ from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core import redis_client
+from novaberg_core.channels import peer_channel
 from novaberg_core.embedding import DEFAULT_CHARACTER_NAME, DEFAULT_USER_NAME
 from novaberg_core.errors import Unavailable
 from novaberg_core.lexical import DEFAULT_LANGUAGE, language_of
-from novaberg_core.server import insecure_channel
 from novaberg_core.timeutil import to_timestamp
+from novaberg_core.tls import PLAINTEXT, TlsConfig
 from services.pipeline.analyzer import NEW_ENTITY_TYP
 from services.pipeline.text_rules import DatedMention
 
@@ -358,9 +359,9 @@ class Peers:
     lzg: lzg_pb2_grpc.LzgServiceStub
 
     @classmethod
-    def connect(cls, kzg_addr: str, lzg_addr: str) -> Peers:
-        kzg_channel = insecure_channel(kzg_addr)
-        lzg_channel = insecure_channel(lzg_addr)
+    def connect(cls, kzg_addr: str, lzg_addr: str, tls: TlsConfig = PLAINTEXT) -> Peers:
+        kzg_channel = peer_channel(kzg_addr, tls)
+        lzg_channel = peer_channel(lzg_addr, tls)
         return cls(
             kzg_channel=kzg_channel,
             lzg_channel=lzg_channel,

@@ -10,7 +10,8 @@ import grpc.aio
 from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg.log.v1 import log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2_grpc
-from novaberg_core.server import insecure_channel
+from novaberg_core.channels import peer_channel
+from novaberg_core.tls import PLAINTEXT, TlsConfig
 
 
 @dataclass
@@ -23,14 +24,14 @@ class ServiceClients:
     channels: list[grpc.aio.Channel] = field(default_factory=list)
 
     @classmethod
-    def connect(cls, kzg_addr: str, lzg_addr: str, log_addr: str = "") -> ServiceClients:
+    def connect(cls, kzg_addr: str, lzg_addr: str, log_addr: str = "", tls: TlsConfig = PLAINTEXT) -> ServiceClients:
         """Channels connect lazily: a service that is down fails the first call, not start-up."""
-        kzg_channel = insecure_channel(kzg_addr)
-        lzg_channel = insecure_channel(lzg_addr)
+        kzg_channel = peer_channel(kzg_addr, tls)
+        lzg_channel = peer_channel(lzg_addr, tls)
         channels = [kzg_channel, lzg_channel]
         log_stub = None
         if log_addr:
-            log_channel = insecure_channel(log_addr)
+            log_channel = peer_channel(log_addr, tls)
             channels.append(log_channel)
             log_stub = log_pb2_grpc.LogServiceStub(log_channel)
         return cls(

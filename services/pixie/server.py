@@ -51,8 +51,8 @@ class PixieApp:
     ) -> PixieApp:
         """Connects the store (migrations applied) and the service clients; starts no background work."""
         store = await PixieStore.open(cfg.postgres_url, max_size=cfg.concurrency + 4)
-        clients = ServiceClients.connect(cfg.kzg_addr, cfg.lzg_addr, cfg.log_addr)
-        plog = pipeline_log if pipeline_log is not None else PipelineLog.from_env("Pixie")
+        clients = ServiceClients.connect(cfg.kzg_addr, cfg.lzg_addr, cfg.log_addr, cfg.common.tls)
+        plog = pipeline_log if pipeline_log is not None else PipelineLog.from_env("Pixie", tls=cfg.common.tls)
         await plog.start()
         worker = PromotionWorker(
             kzg=clients.kzg, lzg=clients.lzg, store=store, plog=plog, replica_id=cfg.replica_id,

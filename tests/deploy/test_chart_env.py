@@ -25,7 +25,7 @@ USED_BY = {  # the README's "used by" words → services
     "embedding, analyzer": {"kzg", "lzg", "pipeline"},
 }
 README = chart.REPO_ROOT / "README.md"
-PER_SERVICE = ("HOST", "PORT", "GRACE_SECONDS", "LOG_LEVEL", "OTEL_EXPORTER")
+PER_SERVICE = ("HOST", "PORT", "GRACE_SECONDS", "LOG_LEVEL", "OTEL_EXPORTER", "HEALTH_PORT")
 
 
 def readme_table() -> dict[str, tuple[str | None, str]]:

@@ -28,13 +28,16 @@ def test_services_have_native_grpc_probes(value_set: str) -> None:
         assert {"name": "grpc", "containerPort": 50051, "protocol": "TCP"} in container["ports"]
 
 
-def test_with_tls_the_probes_connect_over_tcp() -> None:
-    """Kubelet's gRPC probe cannot speak TLS; under mTLS a TCP connect is what is left."""
+def test_with_tls_the_probes_ask_the_plaintext_health_listener() -> None:
+    """Kubelet's gRPC probe cannot speak TLS; under mTLS it asks the health-only plaintext listener."""
     manifests = chart.render("production")
     for svc in SERVICES:
         (container,) = _pod(manifests, f"nova-{svc}")["spec"]["containers"]
-        assert container["readinessProbe"]["tcpSocket"] == {"port": "grpc"}
-        assert "grpc" not in container["readinessProbe"]
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            assert container[probe]["grpc"] == {"port": 8081}, f"{svc} {probe}"
+        assert {"name": "health", "containerPort": 8081, "protocol": "TCP"} in container["ports"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env[f"NOVABERG_{svc.upper()}_HEALTH_PORT"] == "8081"
 
 
 @pytest.mark.parametrize("value_set", chart.VALUE_SETS)

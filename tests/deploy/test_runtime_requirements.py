@@ -19,9 +19,10 @@ from tests.deploy import requirement_sets as rs
 
 # Optional imports that third-party runtime packages attempt and tolerate when absent: grpc probes
 # for its plugins (grpc_tools among them), the OpenTelemetry SDK's resource detector for psutil,
-# httpx's command-line module (pulled in by ollama) for pygments. A new entry here means some code
+# httpx's command-line module (pulled in by ollama) for pygments, redis-py (redis/utils.py, for
+# OCSP) for cryptography (dev-only: make run's throwaway CA). A new entry here means some code
 # now *tries* a dev-only module: look before adding it.
-TOLERATED_OPTIONAL_PROBES = frozenset({"grpc_tools", "psutil", "pygments"})
+TOLERATED_OPTIONAL_PROBES = frozenset({"cryptography", "grpc_tools", "psutil", "pygments"})
 
 _PROBE = textwrap.dedent(
     """

@@ -58,7 +58,7 @@ async def stack(store_urls: StoreUrls, tmp_path_factory: pytest.TempPathFactory)
 
 @pytest.fixture
 async def clients(stack: Stack) -> AsyncIterator[Clients]:
-    connected = Clients.connect(stack.addresses)
+    connected = Clients.connect(stack.addresses, stack.client_tls)
     try:
         yield connected
     finally:

@@ -16,6 +16,7 @@ from novaberg.log.v1 import log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2_grpc
+from novaberg_core.tls import PLAINTEXT, CertificateFiles, TlsConfig, channel_credentials
 
 _T = TypeVar("_T")
 
@@ -32,8 +33,10 @@ class Clients:
     pixie: pixie_pb2_grpc.PixieServiceStub
 
     @classmethod
-    def connect(cls, addresses: dict[str, str]) -> Clients:
-        channels = {name: grpc.aio.insecure_channel(address) for name, address in addresses.items()}
+    def connect(cls, addresses: dict[str, str], tls: TlsConfig = PLAINTEXT) -> Clients:
+        """Plain channels (no retries, no tracing); under mTLS with ``tls``'s certificate (the stack's
+        ``client_tls``: the operator)."""
+        channels = {name: open_channel(address, tls) for name, address in addresses.items()}
         return cls(
             channels=list(channels.values()),
             pipeline=pipeline_pb2_grpc.PipelineServiceStub(channels["pipeline"]),
@@ -47,6 +50,13 @@ class Clients:
         for channel in self.channels:
             await channel.close()
 
+
+
+def open_channel(address: str, tls: TlsConfig) -> grpc.aio.Channel:
+    """A bare channel to ``address``: TLS with ``tls``'s certificate, or plaintext."""
+    if not tls.enabled:
+        return grpc.aio.insecure_channel(address)
+    return grpc.aio.secure_channel(address, channel_credentials(CertificateFiles(tls).read()))
 
 
 async def eventually(

@@ -33,6 +33,7 @@ from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
+from novaberg_core.authz import load_policy
 from novaberg_core.embedded import (
     StoreUrls,
     create_database,
@@ -40,7 +41,8 @@ from novaberg_core.embedded import (
     ensure_vector_extension,
     reset_redis,
 )
-from novaberg_core.stack import SERVICES, Stack, start_stack
+from novaberg_core.stack import OPERATOR, SERVICES, Stack, start_stack
+from novaberg_core.tls import CertificateFiles, channel_credentials
 from tests.e2e.attack import (
     FieldPath,
     bad_values,
@@ -98,14 +100,35 @@ async def attack_stack(store_urls: StoreUrls, tmp_path_factory: pytest.TempPathF
 
 
 class Caller:
-    """Raw-bytes calls to any method of the stack (so a request can carry invalid UTF-8)."""
+    """Raw-bytes calls to any method of the stack (so a request can carry invalid UTF-8).
+
+    Under mTLS each call goes out with the certificate of an identity the authorisation policy
+    allows for the method (the pipeline's for its KZG calls, Pixie's for Promote …), so the attack
+    reaches the request contract behind the policy.
+    """
 
     def __init__(self, stack: Stack) -> None:
-        self.channels = {name: grpc.insecure_channel(address) for name, address in stack.addresses.items()}
+        self.stack = stack
+        self.policy = load_policy()
+        self.channels: dict[tuple[str, str], grpc.Channel] = {}
+
+    def channel(self, service: str, full: str) -> grpc.Channel:
+        tls = self.stack.client_tls
+        if tls.enabled:
+            allowed = [i for i in self.policy.identities_for(full.lstrip("/")) if i in self.stack.tls]
+            tls = self.stack.tls[allowed[0] if allowed else OPERATOR]
+        key = (service, tls.cert_file)
+        if key not in self.channels:
+            address = self.stack.addresses[service]
+            self.channels[key] = (
+                grpc.secure_channel(address, channel_credentials(CertificateFiles(tls).read()))
+                if tls.enabled else grpc.insecure_channel(address)
+            )  # fmt: skip
+        return self.channels[key]
 
     def call(self, service: str, method: str, payload: bytes, *, streaming: bool = False, timeout: float = 20.0) -> grpc.StatusCode:
         full = f"/novaberg.{service}.v1.{service.capitalize()}Service/{method}"
-        channel = self.channels[service]
+        channel = self.channel(service, full)
         try:
             if streaming:
                 channel.stream_unary(full)(iter([payload]), timeout=timeout)
@@ -120,7 +143,7 @@ class Caller:
         full = f"/novaberg.{service}.v1.{service.capitalize()}Service/{method}"
         output = package.DESCRIPTOR.services_by_name[f"{service.capitalize()}Service"].methods_by_name[method].output_type
         response_type = _message_class(package, output.name)
-        raw = self.channels[service].unary_unary(full)(request.SerializeToString(), timeout=30)
+        raw = self.channel(service, full).unary_unary(full)(request.SerializeToString(), timeout=30)
         return response_type.FromString(raw)  # type: ignore[no-any-return]
 
     def close(self) -> None:

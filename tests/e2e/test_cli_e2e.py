@@ -52,7 +52,7 @@ IMPORTED = common_pb2.Pair(user_id="cli-conv-caroline", character_id="melanie")
 def data_dir(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data dir whose stack.json names the running stack (pid: this live process)."""
     directory = tmp_path_factory.mktemp("cli-data")
-    cli.write_stack_file(directory, stack.addresses)
+    cli.write_stack_file(directory, stack.addresses, {"tls": stack.client_tls.as_env()})
     return directory
 
 

@@ -55,7 +55,7 @@ async def demo_run(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[De
         stack = await start_stack(data_dir, urls=urls, extra_env=DEMO_ENV)
         try:
             output: list[str] = []
-            async with ServiceClients(stack.addresses) as clients:
+            async with ServiceClients(stack.addresses, tls=stack.client_tls) as clients:
                 result = await run_demo(clients, load_script(), out=output.append)
             yield DemoRun(stack, result, output)
         finally:
@@ -122,7 +122,7 @@ async def test_the_answer_that_uses_a_memory_reinforces_it(demo_run: DemoRun) ->
     assert lzg_pb2.VerwendungAusgang.Name(protokoll.ausgang) == "VERWENDUNG_AUSGANG_GERECHNET"
     assert node_id in question.dossier.served_node_ids
     before = {n.id: n for n in result.nodes_after_decay}[node_id]
-    async with ServiceClients(demo_run.stack.addresses) as clients:
+    async with ServiceClients(demo_run.stack.addresses, tls=demo_run.stack.client_tls) as clients:
         now = (await clients.call("lzg", "GetNode", lzg_pb2.GetNodeRequest(pair=result.pair, node_id=node_id))).node
     assert now.gewicht_roh >= before.gewicht_roh + REINFORCEMENT_BOOST - 1e-9
     assert now.haeufigkeit > before.haeufigkeit
@@ -133,7 +133,7 @@ async def test_a_replayed_turn_tells_its_story_at_its_simulated_time(demo_run: D
     """Every service logs a replayed turn at the turn's ``as_of``, so ``novaberg log`` reads in order."""
     question = demo_run.result.questions[0]
     expected = {"observe", "kzg_speicher", "session", "kzg", "enricher", "dispatcher", "verwendung"}
-    async with ServiceClients(demo_run.stack.addresses) as clients:
+    async with ServiceClients(demo_run.stack.addresses, tls=demo_run.stack.client_tls) as clients:
         records: list[log_pb2.LogRecord] = []
         for _ in range(50):  # each service's writer flushes every 0.2 s
             records = list((await clients.call("log", "Query", log_pb2.QueryRequest(turn_id=question.turn_id))).records)
@@ -150,6 +150,7 @@ async def test_a_replayed_turn_tells_its_story_at_its_simulated_time(demo_run: D
 def test_the_cli_reads_the_same_stack(demo_run: DemoRun, tmp_path: Path) -> None:
     env = dict(os.environ)
     env.update({f"NOVABERG_{s.upper()}_ADDR": a for s, a in demo_run.stack.addresses.items()})
+    env.update(demo_run.stack.client_tls.as_env())  # the operator's certificate, as in a shell
     pair = ["--user", demo_run.result.pair.user_id, "--character", demo_run.result.pair.character_id]
 
     def novaberg(*args: str) -> subprocess.CompletedProcess[str]:
@@ -197,4 +198,13 @@ def test_up_once_replays_the_demo_and_exits_0(tmp_path: Path) -> None:
     assert "Gedächtnisblock (Leser analysis):" in out and "eingefallen über:" in out
     assert "verwendet → verstärkt" in out
     assert not (data_dir / "stack.json").exists()  # removed when the stack stops
+    # mTLS by default: fresh certificates, every service required client certificates, none was plaintext.
+    assert f"mTLS      certificates of a throwaway CA in {data_dir.resolve() / 'tls'}" in out
+    assert sorted(p.name for p in (data_dir / "tls").glob("*.crt")) == sorted(
+        f"{name}.crt" for name in ("ca", "kzg", "lzg", "log", "pixie", "pipeline", "operator")
+    )
+    for service in ("kzg", "lzg", "log", "pixie", "pipeline"):
+        service_log = (data_dir / "logs" / f"{service}.log").read_text()
+        assert f"{service}: mTLS: client certificates required" in service_log, service
+        assert "PLAINTEXT" not in service_log and "PERMISSION_DENIED" not in service_log, service
     assert (data_dir / "graph-meister-nova.html").read_text().count('class="node"') >= 10

@@ -66,7 +66,7 @@ async def _promoted(clients: Clients, pair: common_pb2.Pair, count: int) -> list
 
 @pytest.fixture(scope="module")
 async def story(stack: Stack) -> Story:
-    clients = Clients.connect(stack.addresses)
+    clients = Clients.connect(stack.addresses, stack.client_tls)
     try:
         a = await clients.pipeline.ObserveTurn(
             pipeline_pb2.ObserveTurnRequest(pair=STORY, turn_id="story-a", beobachter=USER, text=A_TEXT)
@@ -203,7 +203,7 @@ async def test_restart_keeps_the_previous_cluster(stack: Stack, story: Story) ->
     await stack.stop_service("pipeline")
     stack.start_service("pipeline")
     await stack.wait_serving("pipeline")
-    clients = Clients.connect(stack.addresses)
+    clients = Clients.connect(stack.addresses, stack.client_tls)
     try:
         dossier = await clients.pipeline.BuildDossier(
             pipeline_pb2.BuildDossierRequest(pair=STORY, turn_id="story-after-restart", query_text=QUESTION)

@@ -58,7 +58,7 @@ async def _status(call: object) -> tuple[grpc.StatusCode, str]:
 
 async def test_outage_is_unavailable_naming_the_store_and_turns_succeed_once_back(own_stack: Stack) -> None:
     assert own_stack.stores_dir is not None
-    clients = Clients.connect(own_stack.addresses)
+    clients = Clients.connect(own_stack.addresses, own_stack.client_tls)
     try:
         await _turn(clients, 0)
         await asyncio.to_thread(stop_stores, own_stack.stores_dir)

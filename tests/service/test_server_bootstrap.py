@@ -465,7 +465,9 @@ def _python(code: str, env: dict[str, str]) -> subprocess.Popen[str]:
 
 
 def test_sigterm_stops_gracefully_and_runs_shutdown_steps() -> None:
-    proc = _python(_ENTRY_POINT, {"NOVABERG_ECHO_PORT": "0", "NOVABERG_ECHO_GRACE_SECONDS": "1"})
+    proc = _python(
+        _ENTRY_POINT, {"NOVABERG_ECHO_PORT": "0", "NOVABERG_ECHO_GRACE_SECONDS": "1", "NOVABERG_TLS_MODE": "plaintext"}
+    )
     assert proc.stdout is not None
     lines: list[str] = []
     deadline = time.monotonic() + 20

@@ -202,6 +202,7 @@ def cli(fake_stack: tuple[str, Recorder], tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)
     for service in ("log", "kzg", "lzg", "pixie", "pipeline"):
         monkeypatch.setenv(f"NOVABERG_{service.upper()}_ADDR", address)
+    monkeypatch.setenv("NOVABERG_TLS_MODE", "plaintext")  # the fakes speak plaintext; without it: mTLS
     with rec.lock:
         rec.calls.clear()
     return rec
@@ -238,6 +239,7 @@ def test_an_unreachable_service_is_one_line_and_exit_1(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("NOVABERG_PIPELINE_ADDR", "127.0.0.1:1")
+    monkeypatch.setenv("NOVABERG_TLS_MODE", "plaintext")
     assert main(["observe", "Hallo"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: pipeline.ObserveTurn: UNAVAILABLE: ")

@@ -87,8 +87,13 @@ def test_env_prefix() -> None:
     assert env_prefix("pipeline-log") == "NOVABERG_PIPELINE_LOG_"
 
 
+# Without NOVABERG_TLS_MODE a service from the environment is mTLS and needs its certificate files
+# (tests/unit/test_tls_config.py); these tests are about the other variables.
+PLAIN = {"NOVABERG_TLS_MODE": "plaintext"}
+
+
 def test_common_config_defaults() -> None:
-    cfg = CommonConfig.from_env("kzg", env={})
+    cfg = CommonConfig.from_env("kzg", env=PLAIN)
     assert cfg == CommonConfig(
         service_name="kzg", host="[::]", port=0, grace_seconds=5.0, otel_exporter="none", log_level="INFO"
     )
@@ -104,6 +109,7 @@ def test_common_config_reads_prefixed_variables() -> None:
         "NOVABERG_KZG_OTEL_EXPORTER": "console",
         "NOVABERG_KZG_LOG_LEVEL": "debug",
         "NOVABERG_LZG_PORT": "1",  # another service's variable is ignored
+        **PLAIN,
     }
     cfg = CommonConfig.from_env("kzg", env=env)
     assert (cfg.host, cfg.port, cfg.grace_seconds, cfg.otel_exporter, cfg.log_level) == (
@@ -113,7 +119,7 @@ def test_common_config_reads_prefixed_variables() -> None:
         "console",
         "DEBUG",
     )
-    custom = CommonConfig.from_env("kzg", prefix="KZG_", env={"KZG_PORT": "7"})
+    custom = CommonConfig.from_env("kzg", prefix="KZG_", env={"KZG_PORT": "7", **PLAIN})
     assert custom.port == 7
 
 
@@ -134,9 +140,9 @@ def test_common_config_errors_name_the_variable() -> None:
 
 
 def test_exporter_follows_standard_otel_variables() -> None:
-    endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317"}
+    endpoint = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", **PLAIN}
     assert CommonConfig.from_env("kzg", env=endpoint).otel_exporter == "otlp"
-    traces_endpoint = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4317"}
+    traces_endpoint = {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4317", **PLAIN}
     assert CommonConfig.from_env("kzg", env=traces_endpoint).otel_exporter == "otlp"
     assert (
         CommonConfig.from_env("kzg", env={**endpoint, "OTEL_TRACES_EXPORTER": "none"}).otel_exporter == "none"
@@ -146,8 +152,8 @@ def test_exporter_follows_standard_otel_variables() -> None:
 
 
 def test_log_level_falls_back_to_process_wide_variable() -> None:
-    assert CommonConfig.from_env("kzg", env={"NOVABERG_LOG_LEVEL": "warning"}).log_level == "WARNING"
-    both = {"NOVABERG_LOG_LEVEL": "warning", "NOVABERG_KZG_LOG_LEVEL": "ERROR"}
+    assert CommonConfig.from_env("kzg", env={"NOVABERG_LOG_LEVEL": "warning", **PLAIN}).log_level == "WARNING"
+    both = {"NOVABERG_LOG_LEVEL": "warning", "NOVABERG_KZG_LOG_LEVEL": "ERROR", **PLAIN}
     assert CommonConfig.from_env("kzg", env=both).log_level == "ERROR"
 
 

@@ -364,6 +364,7 @@ def test_from_env_picks_the_sink_and_reads_the_flush_interval() -> None:
             "NOVABERG_PIPELINE_LOG_FLUSH_SEKUNDEN": "2.5",
             "NOVABERG_PIPELINE_LOG_BATCH": "500",
             "NOVABERG_PIPELINE_LOG_MAX_BUFFER": "7",
+            "NOVABERG_TLS_MODE": "plaintext",
         }
     )
     assert isinstance(configured.sink, GrpcLogSink) and configured.sink.target == "localhost:5"

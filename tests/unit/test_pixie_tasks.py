@@ -89,6 +89,7 @@ def test_config_reads_pixie_variables_and_fails_fast_naming_them() -> None:
         "NOVABERG_PIXIE_DECAY_AT": "04:05",
         "NOVABERG_PIXIE_MAX_ATTEMPTS": "3",
         "NOVABERG_PIXIE_REPLICA_ID": "pixie-a",
+        "NOVABERG_TLS_MODE": "plaintext",
     }
     cfg = PixieConfig.from_env(env)
     assert cfg.decay_at == time(4, 5)

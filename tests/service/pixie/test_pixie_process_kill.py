@@ -62,6 +62,7 @@ def _spawn(
         "NOVABERG_PIXIE_RECLAIM_IDLE_MS": "300",
         "NOVABERG_PIXIE_BATCH_SIZE": "6",
         "PYTHONUNBUFFERED": "1",
+        "NOVABERG_TLS_MODE": "plaintext",  # the in-process KZG/LZG servers of this test are plaintext
     }
     with log.open("ab") as out:
         return subprocess.Popen(
