@@ -84,6 +84,7 @@ VALUE_KEYS: dict[str, tuple[str, Any]] = {
     "NOVABERG_LZG_CACHE_MB": ("services.lzg.settings.cacheMb", 2048),
     "NOVABERG_PIPELINE_ANALYZER": ("services.pipeline.settings.analyzer", "ollama"),
     "NOVABERG_PIPELINE_KZG_TOP_K": ("services.pipeline.settings.kzgTopK", 12),
+    "NOVABERG_PIPELINE_RECALL_K": ("services.pipeline.settings.recallK", 25),
     "NOVABERG_PIPELINE_GEWICHT_USER": ("services.pipeline.settings.gewichtUser", 0.9),
     "NOVABERG_PIPELINE_GEWICHT_ASSISTANT": ("services.pipeline.settings.gewichtAssistant", 0.6),
     "NOVABERG_PIPELINE_OLLAMA_MODEL": ("services.pipeline.settings.ollamaModel", "qwen-sample"),
