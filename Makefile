@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DATA_DIR ?= .novaberg
 ONCE ?=
 
-.PHONY: all venv protos protos-check test test-unit test-integration test-service test-e2e lint run bench clean stores-down
+.PHONY: all venv protos protos-check chromium test test-unit test-integration test-service test-e2e test-browser lint run bench clean stores-down
 
 all: test
 
@@ -33,8 +33,12 @@ protos-check: $(STAMP)
 	if diff -r -q "$$tmp/novaberg" libs/novaberg -x __pycache__; then echo "generated code in sync"; \
 	else echo "generated code is stale: run 'make protos' and commit"; rm -rf "$$tmp"; exit 1; fi; rm -rf "$$tmp"
 
-## Generated code in sync, lint clean, then all test tiers: unit, integration, service, e2e.
-test: $(STAMP) protos-check lint
+## Headless Chromium for tests/browser: Debian's package, installed with apt-get when missing (root, as in CI).
+chromium:
+	@scripts/ensure_chromium.sh >/dev/null
+
+## Generated code in sync, lint clean, then all test tiers: unit, integration, service, e2e, browser.
+test: $(STAMP) chromium protos-check lint
 	$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
 
 test-unit: $(STAMP)
@@ -45,6 +49,8 @@ test-service: $(STAMP)
 	$(PY) -m pytest -q tests/service
 test-e2e: $(STAMP)
 	$(PY) -m pytest -q tests/e2e
+test-browser: $(STAMP) chromium
+	$(PY) -m pytest -q tests/browser
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check --no-cache libs/novaberg_core services tests bench

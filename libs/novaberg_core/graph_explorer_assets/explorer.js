@@ -299,6 +299,7 @@
   applyFilters(false); // everything visible: the first frame is already drawn
   requestAnimationFrame(() => requestAnimationFrame(() => {
     api.ready = true;
+    api.readyAt = performance.now(); // ms since navigation started: the page's load time
     document.body.dataset.ready = "1";
   }));
 })();
