@@ -186,7 +186,7 @@ def test_png_is_a_real_picture_with_something_drawn(tmp_path: Path) -> None:
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     image = Image.open(io.BytesIO(data)).convert("RGB")
-    assert image.size == (2400, 1500)
+    assert image.size == (1920, 1200)
     background = image.getpixel((5, image.size[1] - 5))
     drawn = sum(1 for pixel in image.get_flattened_data() if pixel != background)
     assert drawn > 0.005 * image.size[0] * image.size[1]
