@@ -10,7 +10,7 @@ CHART := deploy/k8s/novaberg
 IMAGE ?= registry.example.com/novaberg/memory-core
 APP_VERSION = $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' $(CHART)/Chart.yaml)
 
-.PHONY: all venv protos protos-check test test-unit test-integration test-service test-e2e test-deploy lint run bench clean stores-down images chart
+.PHONY: all venv protos protos-check chromium test test-unit test-integration test-service test-e2e test-deploy test-browser lint run bench clean stores-down images chart
 
 all: test
 
@@ -36,8 +36,12 @@ protos-check: $(STAMP)
 	if diff -r -q "$$tmp/novaberg" libs/novaberg -x __pycache__; then echo "generated code in sync"; \
 	else echo "generated code is stale: run 'make protos' and commit"; rm -rf "$$tmp"; exit 1; fi; rm -rf "$$tmp"
 
-## Generated code in sync, lint clean, then all test tiers: unit, integration, service, e2e.
-test: $(STAMP) protos-check lint
+## Headless Chromium for tests/browser: Debian's package, installed with apt-get when missing (root, as in CI).
+chromium:
+	@scripts/ensure_chromium.sh >/dev/null
+
+## Generated code in sync, lint clean, then all test tiers: unit, integration, service, e2e, browser.
+test: $(STAMP) chromium protos-check lint
 	$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
 
 test-unit: $(STAMP)
@@ -50,6 +54,8 @@ test-e2e: $(STAMP)
 	$(PY) -m pytest -q tests/e2e
 test-deploy: $(STAMP)
 	$(PY) -m pytest -q tests/deploy
+test-browser: $(STAMP) chromium
+	$(PY) -m pytest -q tests/browser
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check --no-cache libs/novaberg_core services tests bench

@@ -6,7 +6,7 @@
     novaberg recall "Was weißt du noch über Anna?"            dossier: memory block plus paths
     novaberg import locomo_dev.json [--sample conv-26] [--limit 200]
     novaberg inspect [--node 7]                               counts, strongest nodes, edges of a node
-    novaberg graph [-o graph.html|graph.svg]                  the pair's memory graph as a picture
+    novaberg graph [-o graph.html|.png|.svg] [--include-inactive]  the pair's memory graph: explorer or picture
     novaberg log [TURN_ID]                                    a turn's story from the pipeline log
     novaberg pixie tasks|runs|trigger|pause|resume|parked
 
@@ -538,21 +538,46 @@ async def cmd_graph(clients: ServiceClients, args: argparse.Namespace, out: Call
     return 0
 
 
-async def write_graph(
-    clients: ServiceClients, pair: common_pb2.Pair, output: Path, *, limit: int = 500, include_inactive: bool = True
-) -> Path:
-    """Renders the pair's graph to ``output`` (``.svg`` → SVG, anything else → HTML)."""
-    from novaberg_core.graph_render import render_html, render_svg
+def _check_graph_output(output: Path) -> None:
+    """A graph file name the renderer can write, else :class:`CliError` naming the allowed suffixes."""
+    from novaberg_core.graph_explorer import UnsupportedOutputError, check_output_suffix
 
-    nodes = (await clients.call("lzg", "ListNodes", lzg_pb2.ListNodesRequest(
-        pair=pair, limit=limit, include_inactive=include_inactive))).nodes  # fmt: skip
-    edges = (await clients.call("lzg", "ListEdges", lzg_pb2.ListEdgesRequest(pair=pair, limit=100_000))).edges
+    try:
+        check_output_suffix(output)
+    except UnsupportedOutputError as error:
+        raise CliError(str(error)) from None
+
+
+async def write_graph(
+    clients: ServiceClients, pair: common_pb2.Pair, output: Path, *, limit: int = 5000, include_inactive: bool = False
+) -> Path:
+    """Renders the pair's graph to ``output`` (``.html`` explorer, ``.png``/``.svg`` picture): the
+    ``limit`` strongest active nodes and, with ``include_inactive``, up to ``limit`` inactive ones.
+
+    The inactive ones are chosen separately: ListNodes ranks by ``gewicht_decay``, where they sit
+    below every active node (SPEC §5.7: < 0.1), so one ranked list would cut them off first.
+    """
+    from novaberg_core.graph_explorer import write_graph_file
+
+    _check_graph_output(output)
+    stats = await clients.call("lzg", "GetPairStats", lzg_pb2.GetPairStatsRequest(pair=pair))
+    total = stats.nodes_active + stats.nodes_inactive
+    if include_inactive and total:
+        every = (await clients.call("lzg", "ListNodes", lzg_pb2.ListNodesRequest(
+            pair=pair, limit=total, include_inactive=True))).nodes  # fmt: skip
+        nodes = [n for n in every if n.aktiv][:limit] + [n for n in every if not n.aktiv][:limit]
+    elif stats.nodes_active:
+        nodes = list((await clients.call("lzg", "ListNodes", lzg_pb2.ListNodesRequest(
+            pair=pair, limit=limit, include_inactive=False))).nodes)  # fmt: skip
+    else:
+        nodes = []
+    edges = []
+    if stats.edges and nodes:  # all of the pair's rows: a limit below would drop arbitrary lines
+        edges = list((await clients.call("lzg", "ListEdges", lzg_pb2.ListEdgesRequest(
+            pair=pair, limit=stats.edges), timeout=600.0)).edges)  # fmt: skip
     names = await _entity_names(clients, pair)
     title = f"Novaberg LZG · {pair.user_id} · {pair.character_id}"
-    render = render_svg if output.suffix.lower() == ".svg" else render_html
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(render(list(nodes), list(edges), entity_names=names, title=title), encoding="utf-8")
-    return output
+    return write_graph_file(output, nodes, edges, entity_names=names, title=title)
 
 
 def _format_record(record: log_pb2.LogRecord, full: bool) -> str:
@@ -748,7 +773,8 @@ async def _up(data_dir: Path, once: bool, demo: bool = True, demo_file: Path | N
             async with ServiceClients(stack.addresses, tls=stack.client_tls) as clients:
                 result = await run_demo(clients, script, out=lambda line: print(line, flush=True))
                 graph = await write_graph(
-                    clients, result.pair, data_dir / f"graph-{result.pair.user_id}-{result.pair.character_id}.html"
+                    clients, result.pair, data_dir / f"graph-{result.pair.user_id}-{result.pair.character_id}.html",
+                    include_inactive=True,  # the demo's decay leaves inactive nodes: show them
                 )
             print(f"\nthe memory graph of {result.pair.user_id} · {result.pair.character_id}: {graph}", flush=True)
             demo_user = result.pair.user_id
@@ -850,13 +876,13 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--limit", type=int, default=15)
     inspect.add_argument("--include-inactive", action="store_true")
 
-    graph = client("graph", "render a pair's memory graph to an HTML or SVG file")
+    graph = client("graph", "a pair's memory graph: an interactive offline page (.html) or a picture (.png, .svg)")
     _pair_options(graph)
-    graph.add_argument("-o", "--output", type=Path, help="file to write (.html or .svg; default "
-                                                          "<data-dir>/graph-<user>-<character>.html)")
-    graph.add_argument("--limit", type=int, default=500, help="at most this many nodes, strongest first")
-    graph.add_argument("--include-inactive", action="store_true", default=True)
-    graph.add_argument("--active-only", dest="include_inactive", action="store_false")
+    graph.add_argument("-o", "--output", type=Path, help="file to write: .html (explorer), .png or .svg "
+                                                          "(default <data-dir>/graph-<user>-<character>.html)")
+    graph.add_argument("--limit", type=int, default=5000, help="at most this many active nodes, strongest first")
+    graph.add_argument("--include-inactive", action="store_true",
+                       help="add the inactive nodes too (at most --limit of them, strongest first)")
 
     log = client("log", "a turn's story from the pipeline log (without TURN_ID: the pair's last turns)")
     _pair_options(log)
@@ -894,9 +920,11 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         if args.command == "reembed":
             return asyncio.run(cmd_reembed(args, print))
-        if args.command == "graph" and args.output is None:
-            base = args.data_dir or DEFAULT_DATA_DIR
-            args.output = base / f"graph-{args.user}-{args.character}.html"
+        if args.command == "graph":
+            if args.output is None:
+                base = args.data_dir or DEFAULT_DATA_DIR
+                args.output = base / f"graph-{args.user}-{args.character}.html"
+            _check_graph_output(args.output)  # before any call: a wrong suffix is a usage error
         addresses = read_addresses(args.data_dir)
         return asyncio.run(run_command(args, addresses, tls=read_client_tls(args.data_dir)))
     except ServiceCallError as error:

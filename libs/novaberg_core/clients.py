@@ -24,7 +24,11 @@ from novaberg.pixie.v1 import pixie_pb2_grpc
 from novaberg_core.channels import peer_channel
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 
-__all__ = ["STUBS", "ServiceCallError", "ServiceClients"]
+__all__ = ["MAX_RECEIVE_BYTES", "STUBS", "ServiceCallError", "ServiceClients"]
+
+MAX_RECEIVE_BYTES = 512 * 1024 * 1024
+"""Largest reply a tool accepts (gRPC's default is 4 MiB): a pair's whole graph, e.g. ListEdges of
+5,000 nodes with 300,000 rows, is tens of MiB."""
 
 STUBS: Mapping[str, Any] = {
     "log": log_pb2_grpc.LogServiceStub,
@@ -67,7 +71,7 @@ class ServiceClients:
             address = self.addresses.get(service)
             if not address:
                 raise ServiceCallError(service, "-", "UNAVAILABLE", "no address configured for this service")
-            channel = peer_channel(address, self.tls)
+            channel = peer_channel(address, self.tls, options=[("grpc.max_receive_message_length", MAX_RECEIVE_BYTES)])
             self._channels[service] = channel
             stub = STUBS[service](channel)
             self._stubs[service] = stub

@@ -26,6 +26,7 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.clients import ServiceClients
 from novaberg_core.demo import DemoResult, load_script, run_demo
 from novaberg_core.embedded import start_stores, stop_stores
+from novaberg_core.graph_explorer import payload_from_html
 from novaberg_core.stack import Stack, start_stack
 from novaberg_core.timeutil import days_between, from_timestamp
 
@@ -165,10 +166,15 @@ def test_the_cli_reads_the_same_stack(demo_run: DemoRun, tmp_path: Path) -> None
     inspect = novaberg("inspect", *pair)
     assert inspect.returncode == 0, inspect.stderr
     assert "strongest" in inspect.stdout
-    graph = novaberg("graph", "-o", str(tmp_path / "graph.html"), *pair)
+    graph = novaberg("graph", "--include-inactive", "-o", str(tmp_path / "graph.html"), *pair)
     assert graph.returncode == 0, graph.stderr
-    html = (tmp_path / "graph.html").read_text()
-    assert html.count('class="node"') == len(demo_run.result.nodes_before_decay)
+    shown = payload_from_html((tmp_path / "graph.html").read_text())["nodes"]["id"]
+    assert sorted(shown) == sorted(n.id for n in demo_run.result.nodes_after_decay)
+    picture = novaberg("graph", "-o", str(tmp_path / "graph.png"), *pair)
+    assert picture.returncode == 0 and (tmp_path / "graph.png").read_bytes()[:4] == b"\x89PNG", picture.stderr
+    wrong = novaberg("graph", "-o", str(tmp_path / "graph.jpg"), *pair)
+    assert wrong.returncode == 1 and "use one of .html, .png, .svg" in wrong.stderr
+    assert not (tmp_path / "graph.jpg").exists()
     runs = novaberg("pixie", "runs", "--task", "synapsen_decay")
     assert runs.returncode == 0 and "synapsen_decay" in runs.stdout
     bad = novaberg("recall", "x", "--user", "", "--character", "nova")
@@ -207,4 +213,4 @@ def test_up_once_replays_the_demo_and_exits_0(tmp_path: Path) -> None:
         service_log = (data_dir / "logs" / f"{service}.log").read_text()
         assert f"{service}: mTLS: client certificates required" in service_log, service
         assert "PLAINTEXT" not in service_log and "PERMISSION_DENIED" not in service_log, service
-    assert (data_dir / "graph-meister-nova.html").read_text().count('class="node"') >= 10
+    assert len(payload_from_html((data_dir / "graph-meister-nova.html").read_text())["nodes"]["id"]) >= 10

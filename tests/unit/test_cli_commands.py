@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from concurrent import futures
 from datetime import UTC, datetime
@@ -21,9 +22,10 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.cli import main
+from novaberg_core.graph_explorer import payload_from_html
 from novaberg_core.timeutil import to_timestamp
 
-ANNA, SCHOKOLADE_NODE, SCHWESTER_NODE, LIEBE_NODE = 12, 247, 89, 412
+ANNA, SCHOKOLADE_NODE, SCHWESTER_NODE, LIEBE_NODE, METZGER_NODE = 12, 247, 89, 412, 500
 BLOCK = 'Drei Erinnerungen sind Nova gerade da.\n----- Erinnerung 1 -----\n"Ich liebe ja Schokolade"'
 
 
@@ -75,6 +77,13 @@ def nodes() -> list[lzg_pb2.Node]:
     return made
 
 
+def inactive_nodes() -> list[lzg_pb2.Node]:
+    """Below LZG_KNOTEN_MIN_GEWICHT after decay (SPEC §5.7): listed only with include_inactive."""
+    node = lzg_pb2.Node(id=METZGER_NODE, inhalt="Der Metzger in Treuchtlingen hat die beste Bratwurst",
+                        gewicht_decay=0.05, gewicht_absolut=2.1, aktiv=False, beobachter=common_pb2.BEOBACHTER_USER)
+    return [node]
+
+
 def edges() -> list[lzg_pb2.Edge]:
     return [
         lzg_pb2.Edge(id=1543, knoten_a_id=SCHWESTER_NODE, knoten_b_id=SCHOKOLADE_NODE, gewicht_absolut=3.1,
@@ -83,6 +92,8 @@ def edges() -> list[lzg_pb2.Edge]:
                      verbindungs_gruende=["entitaet", "themen"], geteilte_entitaet_ids=[ANNA], geteilte_themen=["Anna"]),
         lzg_pb2.Edge(id=1622, knoten_a_id=SCHOKOLADE_NODE, knoten_b_id=LIEBE_NODE, gewicht_absolut=2.2,
                      verbindungs_gruende=["themen"], geteilte_themen=["Schokolade"]),
+        lzg_pb2.Edge(id=1701, knoten_a_id=LIEBE_NODE, knoten_b_id=METZGER_NODE, gewicht_absolut=0.9,
+                     verbindungs_gruende=["timeline"]),
     ]  # fmt: skip
 
 
@@ -124,7 +135,9 @@ class FakeLzg(lzg_pb2_grpc.LzgServiceServicer):
         return lzg_pb2.ResolveEntitiesResponse(entitaet_ids=[ANNA if n == "Anna" else 99 for n in request.names])
 
     def ListNodes(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return lzg_pb2.ListNodesResponse(nodes=sorted(nodes(), key=lambda n: -n.gewicht_decay)[: request.limit or 50])
+        self.rec.add("ListNodes", request)
+        pool = nodes() + (inactive_nodes() if request.include_inactive else [])
+        return lzg_pb2.ListNodesResponse(nodes=sorted(pool, key=lambda n: -n.gewicht_decay)[: request.limit or 50])
 
     def ListEdges(self, request: Any, context: grpc.ServicerContext) -> Any:
         picked = [e for e in edges() if request.node_id in (0, e.knoten_a_id, e.knoten_b_id)]
@@ -137,7 +150,8 @@ class FakeLzg(lzg_pb2_grpc.LzgServiceServicer):
         context.abort(grpc.StatusCode.NOT_FOUND, f"node {request.node_id} of this pair does not exist")
 
     def GetPairStats(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return lzg_pb2.GetPairStatsResponse(nodes_active=3, edges=3, entities=1, model_id="all-minilm-l6-v2-int8")
+        return lzg_pb2.GetPairStatsResponse(nodes_active=3, nodes_inactive=1, edges=4, entities=1,
+                                            model_id="all-minilm-l6-v2-int8")  # fmt: skip
 
 
 class FakeKzg(kzg_pb2_grpc.KzgServiceServicer):
@@ -297,7 +311,7 @@ def test_import_of_a_missing_file_is_one_line(cli: Recorder, capsys: pytest.Capt
 def test_inspect_lists_strongest_nodes_and_a_nodes_edges(cli: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["inspect"]) == 0
     out = capsys.readouterr().out
-    assert "pair meister · nova: 3 active / 0 inactive nodes, 3 edges, 1 entities" in out
+    assert "pair meister · nova: 3 active / 1 inactive nodes, 4 edges, 1 entities" in out
     lines = [line for line in out.splitlines() if line.startswith("  #")]
     assert lines[0].startswith("  #247") and "{Anna}" in lines[0]
     assert main(["inspect", "--node", str(SCHOKOLADE_NODE)]) == 0
@@ -307,13 +321,39 @@ def test_inspect_lists_strongest_nodes_and_a_nodes_edges(cli: Recorder, capsys: 
     assert "→ #412" in out and "[themen] Thema Schokolade" in out
 
 
-def test_graph_writes_html_and_svg(cli: Recorder, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_graph_writes_the_explorer_page_and_pictures(
+    cli: Recorder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["graph"]) == 0
-    html = (tmp_path / ".novaberg" / "graph-meister-nova.html").read_text()
-    assert html.count('class="node"') == 3 and html.count('class="edge"') == 2
+    data = payload_from_html((tmp_path / ".novaberg" / "graph-meister-nova.html").read_text())
+    assert data["nodes"]["id"] == [SCHWESTER_NODE, SCHOKOLADE_NODE, LIEBE_NODE]  # active only by default
+    assert len(data["edges"]["a"]) == 2 and data["entityNames"] == {str(ANNA): "Anna"}
+    (request,) = cli.of("ListNodes")
+    assert not request.include_inactive and request.limit == 5000
     assert main(["graph", "-o", str(tmp_path / "g.svg")]) == 0
-    assert (tmp_path / "g.svg").read_text().startswith("<svg")
-    assert "wrote" in capsys.readouterr().out
+    assert ET.parse(tmp_path / "g.svg").getroot().tag == "{http://www.w3.org/2000/svg}svg"
+    assert main(["graph", "-o", str(tmp_path / "g.png")]) == 0
+    assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert capsys.readouterr().out.count("wrote") == 3
+
+
+def test_graph_include_inactive_adds_them_even_past_the_limit(cli: Recorder, tmp_path: Path) -> None:
+    # The inactive node ranks last by gewicht_decay: one ranked list cut at 2 would never reach it.
+    assert main(["graph", "--include-inactive", "--limit", "2", "-o", str(tmp_path / "g.html")]) == 0
+    data = payload_from_html((tmp_path / "g.html").read_text())
+    shown = dict(zip(data["nodes"]["id"], data["nodes"]["active"], strict=True))
+    assert shown == {SCHWESTER_NODE: 1, SCHOKOLADE_NODE: 1, METZGER_NODE: 0}
+    assert len(data["edges"]["a"]) == 1  # 412 is not among the two strongest, so its lines are not drawn
+
+
+def test_graph_with_a_wrong_suffix_fails_before_any_call(
+    cli: Recorder, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["graph", "-o", str(tmp_path / "graph.pdf")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot write a graph to ") and err.count("\n") == 1
+    assert "unknown suffix '.pdf'; use one of .html, .png, .svg" in err
+    assert not (tmp_path / "graph.pdf").exists() and not cli.calls
 
 
 def test_log_tells_a_turn_and_lists_the_last_turns(cli: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
