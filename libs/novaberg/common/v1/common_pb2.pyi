@@ -23,6 +23,7 @@ class PromotionOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PROMOTION_OUTCOME_DUPLICATE: _ClassVar[PromotionOutcome]
     PROMOTION_OUTCOME_HALF_REACTIVATION: _ClassVar[PromotionOutcome]
     PROMOTION_OUTCOME_EXPIRED: _ClassVar[PromotionOutcome]
+    PROMOTION_OUTCOME_ERASED: _ClassVar[PromotionOutcome]
 BEOBACHTER_UNSPECIFIED: Beobachter
 BEOBACHTER_USER: Beobachter
 BEOBACHTER_ASSISTANT: Beobachter
@@ -31,6 +32,7 @@ PROMOTION_OUTCOME_NEW_NODE: PromotionOutcome
 PROMOTION_OUTCOME_DUPLICATE: PromotionOutcome
 PROMOTION_OUTCOME_HALF_REACTIVATION: PromotionOutcome
 PROMOTION_OUTCOME_EXPIRED: PromotionOutcome
+PROMOTION_OUTCOME_ERASED: PromotionOutcome
 
 class Pair(_message.Message):
     __slots__ = ("user_id", "character_id")
@@ -127,3 +129,11 @@ class KzgEntry(_message.Message):
     ttl_seconds: int
     embedding: _containers.RepeatedScalarFieldContainer[float]
     def __init__(self, kzg_key: _Optional[str] = ..., entry_id: _Optional[str] = ..., pair: _Optional[_Union[Pair, _Mapping]] = ..., beobachter: _Optional[_Union[Beobachter, str]] = ..., inhalt: _Optional[str] = ..., themen: _Optional[_Iterable[str]] = ..., salienz: _Optional[float] = ..., salienz_eingang: _Optional[float] = ..., salienz_eingang_herkunft: _Optional[str] = ..., haeufigkeit: _Optional[int] = ..., gedaechtnistyp: _Optional[str] = ..., dimension: _Optional[str] = ..., ei: _Optional[_Union[EiFields, _Mapping]] = ..., magnets: _Optional[_Union[Magnets, _Mapping]] = ..., erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., ttl_seconds: _Optional[int] = ..., embedding: _Optional[_Iterable[float]] = ...) -> None: ...
+
+class ErasureTarget(_message.Message):
+    __slots__ = ("pair", "user_id")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    pair: Pair
+    user_id: str
+    def __init__(self, pair: _Optional[_Union[Pair, _Mapping]] = ..., user_id: _Optional[str] = ...) -> None: ...
