@@ -27,6 +27,7 @@ from novaberg_core.contract import pair_token, user_token
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
 from services.kzg.domain import (
+    KZG_TTL_HIGH_SEKUNDEN,
     SESSION_TTL,
     check_canon,
     check_entry_id,
@@ -362,8 +363,13 @@ class KzgRights:
         session_summary: str,
         *,
         check_empty: bool = True,
+        validate_only: bool = False,
     ) -> ImportCounts:
-        """Writes exported entries (re-embedded, remaining TTL, queued again) and the session."""
+        """Writes exported entries (re-embedded, remaining TTL, queued again) and the session.
+
+        ``validate_only``: every check, nothing embedded or written (a caller about to write other
+        stores first learns whether this part would be refused).
+        """
         check_pair(pair.user_id, pair.character_id)
         if check_empty and not await self.is_empty(pair):
             raise FailedPrecondition(
@@ -375,18 +381,23 @@ class KzgRights:
         live = [e for e in entries if e.entry.ttl_seconds != 0]
         counts.skipped_expired = len(entries) - len(live)
         themen_of = [clean_themen(e.entry.themen) for e in live]
-        texts = [kzg_embed_text(themen, e.entry.inhalt) for themen, e in zip(themen_of, live, strict=True)]
-        vectors = await self.memory.provider.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
-        for index, (exported, themen) in enumerate(zip(live, themen_of, strict=True)):
+        for index, exported in enumerate(live):
             entry = exported.entry
             check_entry_id(entry.entry_id)
             if not entry.inhalt.strip():
                 raise InvalidArgument(f"entries[{index}].inhalt must not be empty")
-            salienz_eingang = entry.salienz_eingang if entry.salienz_eingang is not None else entry.salienz
-            check_unit_interval(f"entries[{index}].salienz_eingang", salienz_eingang)
             check_unit_interval(f"entries[{index}].salienz", entry.salienz)
             if entry.beobachter not in ("user", "assistant"):
                 raise InvalidArgument(f"entries[{index}].beobachter must be user or assistant")
+        if len({e.entry.entry_id for e in live}) != len(live):
+            raise InvalidArgument("an entry id appears twice in the import")
+        if validate_only:
+            return counts
+        texts = [kzg_embed_text(themen, e.entry.inhalt) for themen, e in zip(themen_of, live, strict=True)]
+        vectors = await self.memory.provider.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
+        for index, (exported, themen) in enumerate(zip(live, themen_of, strict=True)):
+            entry = exported.entry
+            salienz_eingang = entry.salienz_eingang if entry.salienz_eingang is not None else entry.salienz
             source = EntryInput(
                 pair=pair,
                 beobachter=entry.beobachter,
@@ -419,7 +430,8 @@ class KzgRights:
             )
             fields["haeufigkeit"] = str(max(entry.haeufigkeit, 1))
             fields["salienz_eingang_herkunft"] = entry.salienz_eingang_herkunft or "gemessen"
-            ttl = entry.ttl_seconds if entry.ttl_seconds > 0 else SESSION_TTL
+            # The remaining TTL, never past the highest tier's (an unknown one gets the session's 4 h).
+            ttl = min(entry.ttl_seconds, KZG_TTL_HIGH_SEKUNDEN) if entry.ttl_seconds > 0 else SESSION_TTL
             prepared.append((entry_key(pair, entry.entry_id), fields, ttl, exported.promotion_queued))
         async with self.redis.pipeline(transaction=False) as pipe:
             for key, fields, ttl, _ in prepared:
@@ -491,9 +503,12 @@ class KzgRights:
             removed_session = int(
                 await self._forget_session(keys=[session_turns_key(pair)], args=[source_turn_id])
             )
-            if removed_session == 0:
-                # The turn may have been folded into the running summary (SPEC §3): it goes too.
+            if removed_session == 0 and deleted:
+                # The turn's entry was here but the turn has left the list: it may have been folded
+                # into the running summary (SPEC §3), which goes too.
                 removed_session = int(await self.redis.delete(session_summary_key(pair)))
+        if not deleted and not removed_session:
+            return [], 0
         self.memory.log.db_write(
             turn_id=_log_turn(turn_id),
             node=ERASURE_NODE,

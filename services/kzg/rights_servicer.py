@@ -142,7 +142,9 @@ class KzgRightsServicer:
         entries: list[ExportedEntryData] = []
         turns: list[SessionTurnRecord] = []
         summary = ""
+        validate_only = False
         async for request in request_iterator:
+            validate_only = validate_only or request.validate_only
             if pair is None:
                 if not request.HasField("pair"):
                     raise InvalidArgument("the first message of ImportPair must name the pair")
@@ -156,7 +158,7 @@ class KzgRightsServicer:
             summary = request.session_summary or summary
         if pair is None:
             raise InvalidArgument("ImportPair needs at least one message naming the pair")
-        counts = await self.rights.import_pair(pair, entries, turns, summary)
+        counts = await self.rights.import_pair(pair, entries, turns, summary, validate_only=validate_only)
         return kzg_pb2.ImportPairResponse(
             entries=counts.entries,
             queued=counts.queued,

@@ -120,6 +120,7 @@ class ImportResult:
     timeline_ids: dict[int, int] = field(default_factory=dict)
     node_ids: dict[int, int] = field(default_factory=dict)
     edges: int = 0
+    quell_keys: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -314,6 +315,9 @@ class LzgRights:
             statement = await tx.conn.prepare(self.q["import_node"])
             for row, vector in zip(batch, vectors, strict=True):
                 timeline_id = row["timeline_id"]
+                if _target_key(row["kzg_quell_key"], *tx.pair) in result.quell_keys:
+                    raise InvalidArgument(f"node {row['id']}: its kzg_quell_key appears twice in the import")
+                result.quell_keys.add(_target_key(row["kzg_quell_key"], *tx.pair))
                 new_id = await statement.fetchval(
                     _target_key(row["kzg_quell_key"], *tx.pair),
                     *tx.pair,

@@ -167,7 +167,7 @@ def parse_lines(lines: Sequence[str]) -> _Parsed:
                 raise InvalidArgument(f"line {number}: unknown record type {kind!r}")
             queued = bool(data.pop("promotion_queued", False))
             message = ParseDict(data, message_type())
-        except ParseError as error:
+        except (ParseError, ValueError, TypeError, AttributeError) as error:
             raise InvalidArgument(f"line {number} ({kind}): {error}") from None
         if isinstance(message, lzg_pb2.Entity):
             parsed.entities.append(message)
@@ -283,6 +283,8 @@ class PixieRights:
             for part in _chunks(parsed.edges):
                 yield lzg_pb2.ImportPairChunk(edges=part)
 
+        # Whether the KZG would refuse its part is known before the LZG writes anything.
+        await self._import_kzg(target, parsed, validate_only=True)
         imported = await call_peer(
             "LZG", "ImportPair", self.lzg.ImportPair(lzg_chunks(), timeout=self.timeout * 20)
         )
@@ -299,16 +301,7 @@ class PixieRights:
                 else:
                     magnets.ClearField("timeline_id")
 
-        async def kzg_messages() -> AsyncIterator[kzg_pb2.ImportPairRequest]:
-            yield kzg_pb2.ImportPairRequest(
-                pair=target, session_turns=parsed.turns, session_summary=parsed.summary
-            )
-            for part in _chunks(parsed.entries):
-                yield kzg_pb2.ImportPairRequest(pair=target, entries=part)
-
-        written = await call_peer(
-            "KZG", "ImportPair", self.kzg.ImportPair(kzg_messages(), timeout=self.timeout * 20)
-        )
+        written = await self._import_kzg(target, parsed, validate_only=False)
         counts = {
             "entities": len(imported.entity_ids),
             "timelines": len(imported.timeline_ids),
@@ -320,6 +313,24 @@ class PixieRights:
             "kzg_skipped_expired": written.skipped_expired,
         }
         return target, counts
+
+    async def _import_kzg(
+        self, target: common_pb2.Pair, parsed: _Parsed, *, validate_only: bool
+    ) -> kzg_pb2.ImportPairResponse:
+        async def messages() -> AsyncIterator[kzg_pb2.ImportPairRequest]:
+            yield kzg_pb2.ImportPairRequest(
+                pair=target,
+                session_turns=parsed.turns,
+                session_summary=parsed.summary,
+                validate_only=validate_only,
+            )
+            for part in _chunks(parsed.entries):
+                yield kzg_pb2.ImportPairRequest(pair=target, entries=part, validate_only=validate_only)
+
+        answer: kzg_pb2.ImportPairResponse = await call_peer(
+            "KZG", "ImportPair", self.kzg.ImportPair(messages(), timeout=self.timeout * 20)
+        )
+        return answer
 
     # --- forget / correct ---------------------------------------------------------------
 

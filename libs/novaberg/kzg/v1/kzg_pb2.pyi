@@ -366,16 +366,18 @@ class ExportPairResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[ExportedEntry, _Mapping]]] = ..., session_turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., session_summary: _Optional[str] = ..., session_ttl_seconds: _Optional[int] = ...) -> None: ...
 
 class ImportPairRequest(_message.Message):
-    __slots__ = ("pair", "entries", "session_turns", "session_summary")
+    __slots__ = ("pair", "entries", "session_turns", "session_summary", "validate_only")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     SESSION_TURNS_FIELD_NUMBER: _ClassVar[int]
     SESSION_SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     entries: _containers.RepeatedCompositeFieldContainer[ExportedEntry]
     session_turns: _containers.RepeatedCompositeFieldContainer[SessionTurn]
     session_summary: str
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[ExportedEntry, _Mapping]]] = ..., session_turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., session_summary: _Optional[str] = ...) -> None: ...
+    validate_only: bool
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[ExportedEntry, _Mapping]]] = ..., session_turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., session_summary: _Optional[str] = ..., validate_only: _Optional[bool] = ...) -> None: ...
 
 class ImportPairResponse(_message.Message):
     __slots__ = ("entries", "queued", "session_turns", "skipped_expired")
