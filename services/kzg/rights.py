@@ -218,8 +218,14 @@ class KzgRights:
             user = user_id
         counts = EraseCounts(stream_cutoff=await self._stream_cutoff())
         if pair is not None:
-            entries = await self._pair_entry_keys(pair)
-            counts.entries += await self._delete(entries)
+            clause = f"@paar:{{{pair_token(pair.user_id, pair.character_id)}}}"
+            while True:  # page by page from the start: what is deleted leaves the index
+                page, _ = await self._index_keys(clause)
+                deleted = await self._delete(page) if page else 0
+                counts.entries += deleted
+                if not deleted:  # nothing left (or only index entries of keys already gone)
+                    break
+            entries = counts.entries
             counts.session_keys += await self._delete([session_turns_key(pair), session_summary_key(pair)])
             counts.hash_dirty += await self._delete([hash_dirty_key(pair)])
             counts.cluster_keys += await self._delete(
@@ -251,10 +257,11 @@ class KzgRights:
         clause = f"@nutzer:{{{user_token(user_id)}}}"
         while True:
             keys, _ = await self._index_keys(clause)
-            if not keys:
+            deleted = await self._delete(keys) if keys else 0
+            if not deleted:  # nothing left (or only index entries of keys already gone)
                 break
             counts.characters.update(_key_parts(k)[2] for k in keys if len(_key_parts(k)) == 4)
-            counts.entries += await self._delete(keys)
+            counts.entries += deleted
         cursor = 0
         pattern = f"*:{glob_escape(user_id)}:*"
         while True:
