@@ -68,7 +68,6 @@ ERASURE_NODE = "loeschung"
 _PAGE = 1_000
 _DELETE_CHUNK = 500
 _GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
-_STREAM_ID = re.compile(r"\d+-\d+")
 
 _FORGET_SESSION_LUA = """
 local items = redis.call('LRANGE', KEYS[1], 0, -1)
@@ -576,7 +575,3 @@ class KzgRights:
                 weg=sum(1 for i in ids if not i),
             )
         return ids
-
-
-def is_stream_id(value: str) -> bool:
-    return bool(_STREAM_ID.fullmatch(value))

@@ -17,8 +17,6 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import grpc
-import grpc.aio
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from google.protobuf.message import Message
 
@@ -530,7 +528,3 @@ class PixieRights:
 async def _collect(call: Any) -> list[Any]:
     """Every message of a server-streaming call (an AioRpcError propagates to :func:`call_peer`)."""
     return [message async for message in call]
-
-
-def is_unavailable(error: BaseException) -> bool:
-    return isinstance(error, grpc.aio.AioRpcError) and error.code() == grpc.StatusCode.UNAVAILABLE
