@@ -8,7 +8,8 @@
     novaberg inspect [--node 7]                               counts, strongest nodes, edges of a node
     novaberg graph [-o graph.html|.png|.svg] [--include-inactive]  the pair's memory graph: explorer or picture
     novaberg log [TURN_ID]                                    a turn's story from the pipeline log
-    novaberg pixie tasks|runs|trigger|pause|resume|parked
+    novaberg pixie tasks|runs|trigger|pause|resume|parked|requeue|erasures
+    novaberg erase|export|import-export|forget|correct         a person's rights (novaberg_core.cli_rights)
 
 Where the services are: ``up`` writes ``<data-dir>/stack.json``; every other command reads it
 from ``--data-dir`` (default ``.novaberg``), and ``NOVABERG_<SVC>_ADDR`` variables override it
@@ -44,6 +45,13 @@ from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
+from novaberg_core.cli_rights import (
+    PIXIE_ACTIONS,
+    RIGHTS_COMMANDS,
+    RightsCliError,
+    add_pixie_commands,
+    add_rights_commands,
+)
 from novaberg_core.clients import ServiceCallError, ServiceClients
 from novaberg_core.config import ConfigError
 from novaberg_core.errors import NovabergError
@@ -664,6 +672,8 @@ async def cmd_pixie(clients: ServiceClients, args: argparse.Namespace, out: Call
                 f"{job.last_error}")
         if not jobs:
             out("no parked jobs")
+    elif action in PIXIE_ACTIONS:
+        return int(await PIXIE_ACTIONS[action](clients, args, out))
     return 0
 
 
@@ -684,6 +694,7 @@ COMMANDS: Mapping[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "log": (cmd_log, ("log",)),
     "pixie": (cmd_pixie, ("pixie",)),
     "demo": (cmd_demo, ("pipeline", "lzg", "kzg", "pixie")),
+    **RIGHTS_COMMANDS,
 }
 """Command → (coroutine, services it needs)."""
 
@@ -907,6 +918,8 @@ def build_parser() -> argparse.ArgumentParser:
         pixie_sub.add_parser(name, help=f"{name} a task").add_argument("task")
     parked = pixie_sub.add_parser("parked", help="promotion jobs that kept failing")
     parked.add_argument("--limit", type=int, default=50)
+    add_pixie_commands(pixie_sub)
+    add_rights_commands(client)
     return parser
 
 
@@ -930,7 +943,7 @@ def main(argv: list[str] | None = None) -> int:
     except ServiceCallError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except (CliError, NovabergError) as error:
+    except (CliError, RightsCliError, NovabergError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -107,6 +107,8 @@ STRING_KINDS: Mapping[str, Kind] = {
             "consumer", "task", "reader", "readers", "cluster", "praezision", "writer", "role", "node",
             "quelle", "art", "typ", "typ_for_new", "salienz_eingang_herkunft", "nova_sektor", "sprache",
             "traceparent", "quell_turn_id", "kzg_quell_key", "model_id", "embedding_model_id",
+            # a person's rights (forget, correct, import, requeue)
+            "kzg_keys", "source_turn_id", "job_id",
         ),
         Kind.IDENT,
     ),
@@ -125,10 +127,12 @@ STRING_KINDS: Mapping[str, Kind] = {
     ),
     # free text
     **dict.fromkeys(
-        ("inhalt", "text", "query_text", "answer_text", "user_prompt", "reason", "hash_dirty_reason", "lexical_text"),
+        ("inhalt", "text", "query_text", "answer_text", "user_prompt", "reason", "hash_dirty_reason", "lexical_text",
+         "session_summary"),
         Kind.TEXT,
     ),
-    **dict.fromkeys(("inhalt_json", "user_emotion_json", "nova_emotion_json"), Kind.JSON),
+    # the lines of an export file (novaberg.export/1), one JSON record each
+    **dict.fromkeys(("inhalt_json", "user_emotion_json", "nova_emotion_json", "lines"), Kind.JSON),
 }
 """Every string field name of every request, and its kind."""
 
@@ -142,14 +146,15 @@ _STRING_MAX: Mapping[Kind, int] = {
     Kind.JSON: JSON_MAX_CHARS,
 }
 _FIELD_MAX_LEN: Mapping[str, int] = {"turn_id": TURN_ID_MAX_LEN, "ausloeser_turn_id": TURN_ID_MAX_LEN,
-                                     "gedaechtnistyp": 20}  # fmt: skip
+                                     "source_turn_id": TURN_ID_MAX_LEN, "gedaechtnistyp": 20}  # fmt: skip
 _NORMALISED = frozenset({Kind.PAIR_ID, Kind.IDENT, Kind.NAME, Kind.THEME, Kind.LABEL})
 
 REPEATED_MAXIMA: Mapping[str, int] = {
     "themen": 32, "geteilte_themen": 32, "intentionen": 32, "entitaet_ids": 64, "geteilte_entitaet_ids": 64,
     "served_node_ids": 64, "names": 256, "aliases": 64, "readers": 8, "goals": 32, "erinnerungen": 100,
-    "pfad": 8, "verbindungs_gruende": 8, "ids": 1_000, "job_ids": 1_000, "node_ids": 1_000, "question_entity_ids": 64,
-    "zeitfenster": 16, "recall": 100, "query_terms": 256,
+    "pfad": 8, "verbindungs_gruende": 8, "ids": 1_000, "job_ids": 1_000, "kzg_keys": 1_000, "node_ids": 1_000,
+    "question_entity_ids": 64, "zeitfenster": 16, "recall": 100, "query_terms": 256,
+    "lines": 1_000, "entries": 1_000, "nodes": 1_000, "edges": 1_000, "session_turns": 1_000,
     "embedding": 4_096, "values": 4_096,
 }  # fmt: skip
 """Most items a repeated field may carry; any other repeated field: :data:`_REPEATED_DEFAULT_MAX`."""

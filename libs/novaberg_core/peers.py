@@ -42,13 +42,18 @@ IDEMPOTENT_METHODS: Mapping[str, tuple[str, ...]] = {
     "novaberg.kzg.v1.KzgService": (
         "GetSession", "Retrieve", "GetEntry", "DeleteEntry", "MarkHashDirty", "ReadPromotionJobs",
         "AckPromotionJobs", "InspectPromotionQueue", "GetModel",
+        # a person's rights: deleting what is gone, or writing the same content again, is a no-op
+        "Erase", "ExportPair", "ForgetEntries", "CorrectEntry",
     ),
     "novaberg.lzg.v1.LzgService": (
         "Promote", "SpreadingRead", "RenderMemoryBlock", "RunDecay", "GetNode", "ListNodes", "ListEdges",
         "GetPairStats", "ResolveEntities", "ListEntities", "ListTimelines", "GetModel", "CheckNodes",
+        "Erase", "ExportPair", "ForgetNodes", "CorrectNode",
     ),
-    "novaberg.log.v1.LogService": ("Query", "Purge", "LastAnswers", "ClusterCounts", "TokenUsage"),
-    "novaberg.pixie.v1.PixieService": ("ListTasks", "PauseTask", "ResumeTask", "ListRuns", "ListParkedJobs"),
+    "novaberg.log.v1.LogService": ("Query", "Purge", "LastAnswers", "ClusterCounts", "TokenUsage", "Erase"),
+    "novaberg.pixie.v1.PixieService": (
+        "ListTasks", "PauseTask", "ResumeTask", "ListRuns", "ListParkedJobs", "ListErasures", "ExportPair",
+    ),
 }  # fmt: skip
 """Methods a caller may send again after UNAVAILABLE without changing the outcome."""
 

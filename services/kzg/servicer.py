@@ -27,6 +27,7 @@ from services.kzg.models import (
     RetrieveQuery,
     SessionTurnRecord,
 )
+from services.kzg.rights_servicer import KzgRightsServicer
 
 _BEOBACHTER_NAMES = {
     common_pb2.BEOBACHTER_USER: "user",
@@ -128,8 +129,8 @@ def _job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
     )
 
 
-class KzgServicer(kzg_pb2_grpc.KzgServiceServicer):
-    """KzgService over one :class:`KzgMemory`."""
+class KzgServicer(KzgRightsServicer, kzg_pb2_grpc.KzgServiceServicer):
+    """KzgService over one :class:`KzgMemory` (the rights RPCs: :class:`KzgRightsServicer`)."""
 
     def __init__(self, memory: KzgMemory) -> None:
         self.memory = memory

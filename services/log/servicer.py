@@ -26,6 +26,7 @@ from services.log.domain import (
     time_from_parts,
     window,
 )
+from services.log.rights_servicer import LogRightsServicer
 from services.log.store import LogStore, StoredRow
 
 
@@ -83,8 +84,8 @@ def _record(row: StoredRow) -> log_pb2.LogRecord:
     )
 
 
-class LogServicer(log_pb2_grpc.LogServiceServicer):
-    """novaberg.log.v1.LogService over a :class:`LogStore`."""
+class LogServicer(LogRightsServicer, log_pb2_grpc.LogServiceServicer):
+    """novaberg.log.v1.LogService over a :class:`LogStore` (the erasure: :class:`LogRightsServicer`)."""
 
     def __init__(self, store: LogStore, *, retention_days: int) -> None:
         self._store = store

@@ -14,6 +14,7 @@ from novaberg_core.errors import InvalidArgument, Unavailable
 from novaberg_core.migrations import apply_migrations, load_queries
 from novaberg_core.pg import create_pool
 from services.log.domain import COPY_COLUMNS, LogQuery, NewRow
+from services.log.rights import IngestGuard, ingest_guard
 
 SCHEMA: Final = "log"
 TABLE: Final = "pipeline_log"
@@ -91,15 +92,18 @@ class LogStore:
         """One COPY fed batch by batch as they arrive, in one transaction: all rows of the stream or
         none (syn §10.3). A batch that fails validation aborts the COPY."""
 
-        async def rows() -> AsyncIterator[NewRow]:
+        async def rows(guard: IngestGuard | None) -> AsyncIterator[NewRow]:
             async for batch in batches:
                 for row in batch:
-                    yield row
+                    if guard is None or guard.keep(row):
+                        yield row
 
         try:
             async with self._pool.acquire() as conn, conn.transaction():
+                # Records of an erased pair arriving late from a writer's buffer are dropped here.
+                guard = await ingest_guard(conn)
                 status = await conn.copy_records_to_table(
-                    TABLE, records=rows(), columns=COPY_COLUMNS, schema_name=SCHEMA
+                    TABLE, records=rows(guard), columns=COPY_COLUMNS, schema_name=SCHEMA
                 )
         except (asyncpg.DataError, asyncpg.IntegrityConstraintViolationError) as exc:
             raise InvalidArgument(f"the database refused the batch: {exc}") from exc

@@ -7,11 +7,16 @@ promotion is cached — id, embedding, the turn's time and the terms of its text
 of SPEC §11, :class:`novaberg_core.lexical.LexicalIndex`) — so the cache can never serve a stale
 weight, activity, theme, entity or timeline; those are always read fresh from PostgreSQL.
 
-Validity across replicas: nodes are never deleted (SPEC §5.7, no API deletes one) and a pair's
-ids grow in commit order (its writes are serialised by a transaction-scoped advisory lock, and the
-id is drawn inside that transaction). So "every node of the pair with an id above the highest one
-held" is exactly what another replica may have added; each use asks for it — one index descent
-when nothing is new. A re-embed rewrites vectors, which needs a restart anyway (model guard).
+Validity across replicas: decay never deletes a node (SPEC §5.7) and a pair's ids grow in commit
+order (its writes are serialised by a transaction-scoped advisory lock, and the id is drawn inside
+that transaction). So "every node of the pair with an id above the highest one held" is exactly
+what another replica may have added; each use asks for it — one index descent when nothing is new.
+A re-embed rewrites vectors, which needs a restart anyway (model guard).
+
+Deletions: a person's erasure or forget deletes nodes, a correction rewrites a vector
+(services/lzg/rights.py). Those move the pair's *generation* (migration 010), which the watermark
+query returns in the same statement when the cache is built with it; a generation other than the
+one held drops the pair's arrays and reads them afresh. The read stays one statement.
 """
 
 from __future__ import annotations
@@ -77,6 +82,16 @@ class _Entry:
         self.embeddings = np.zeros((0, dimension), dtype=np.float32)
         self.times = np.zeros(0, dtype=np.float64)
         self.lexical = LexicalIndex()
+        self.generation: int | None = None
+        """The generation of the pair's node set the arrays were read at (None: not known yet)."""
+
+    def reset(self, dimension: int) -> None:
+        """Forget every row (new arrays: earlier snapshots keep viewing the old ones)."""
+        self.n = 0
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.embeddings = np.zeros((0, dimension), dtype=np.float32)
+        self.times = np.zeros(0, dtype=np.float64)
+        self.lexical = LexicalIndex()
 
     @property
     def nbytes(self) -> int:
@@ -128,6 +143,14 @@ class PairCache:
         async with entry.lock:
             watermark = int(entry.ids[entry.n - 1]) if entry.n else 0
             rows = await conn.fetch(self._query, user_id, character_id, watermark)
+            generation = _generation(rows)
+            if generation != entry.generation and entry.n and entry.generation is not None:
+                # Nodes were deleted or re-embedded meanwhile (services/lzg/rights.py): start afresh.
+                entry.reset(self.dimension)
+                rows = await conn.fetch(self._query, user_id, character_id, 0)
+                generation = _generation(rows)
+            entry.generation = generation
+            rows = [row for row in rows if row["id"] is not None]
             if rows:
                 entry.append(rows, self.dimension)
             snapshot = entry.snapshot()
@@ -146,3 +169,10 @@ class PairCache:
                 break
             del self._entries[pair]
             total -= entry.nbytes
+
+
+def _generation(rows: list[Any]) -> int | None:
+    """The generation column of the watermark read (None for a query without it)."""
+    if rows and "generation" in rows[0].keys():
+        return int(rows[0]["generation"])
+    return None

@@ -38,6 +38,7 @@ from services.lzg.layers import (
 )
 from services.lzg.reading import RecallCandidate, RecallQuery, node_details, rank_candidates, recall_list
 from services.lzg.render import reader_names, render_memory_block
+from services.lzg.rights_store import CACHE_QUERY, promotion_erased
 from services.lzg.spreading import (
     K_PRO_SCHALE,
     Erinnerung,
@@ -97,6 +98,8 @@ class PromotionOutcome(StrEnum):
     NEW_NODE = "neu"
     DUPLICATE = "dublette"
     HALF_REACTIVATION = "halbreaktivierung"
+    ERASED = "geloescht"
+    """The pair was erased after the entry was written: nothing written (docs/decisions.md "Erasure")."""
 
 
 @dataclass(frozen=True)
@@ -242,7 +245,8 @@ class LzgEngine:
         self.profile = profile
         self.clusters = clusters
         self.log = log
-        self.cache = PairCache(store.dimension, store.q["cache_new_nodes"], cache_max_bytes)
+        # The watermark read with the pair's generation (nodes can be deleted: services/lzg/rights.py).
+        self.cache = PairCache(store.dimension, CACHE_QUERY, cache_max_bytes)
 
     # ================================================================ promotion (SPEC §5.3)
 
@@ -279,6 +283,8 @@ class LzgEngine:
     async def promote(self, entry: PromotionInput) -> PromotionResult:
         """SPEC §5.3: duplicate, half-reactivation or a new node with its edges (Trigger 1)."""
         self.validate_promotion(entry)
+        if await self._erased(self.store.pool, entry):  # before any log record names the pair
+            return _ERASED
         log_kw: dict[str, Any] = {
             "user_id": entry.user_id,
             "character_id": entry.character_id,
@@ -295,6 +301,8 @@ class LzgEngine:
         )
         vector = await self.provider.embed_one(lzg_embed_text(entry.inhalt, entry.sprecher))
         async with self.store.pair_writer(entry.user_id, entry.character_id) as tx:
+            if await self._erased(tx.conn, entry):  # an erasure committed while this one waited
+                return _ERASED
             prior = await tx.node_by_quell_key(entry.kzg_key)
             if prior is not None:
                 # The same job ran before (at-least-once delivery): the entry has fully arrived.
@@ -406,6 +414,18 @@ class LzgEngine:
         return PromotionResult(
             PromotionOutcome.NEW_NODE, node_id, best_cosine, edges_created, True, False, len(snapshot)
         )
+
+    async def _erased(self, conn: Any, entry: PromotionInput) -> bool:
+        """A tombstone of the pair (or its user) newer than the entry (services/lzg/rights.py)."""
+        assert entry.erstellt_am is not None
+        if await promotion_erased(conn, entry.user_id, entry.character_id, entry.erstellt_am):
+            _LOG.warning("promotion of an entry of an erased pair dropped (docs/decisions.md 'Erasure')")
+            self.log.decision(
+                turn_id="loeschung", node="promotion", entscheidung="promotion.ausgang",
+                ausgang=PromotionOutcome.ERASED.value, massstab="Paar nach dem Schreiben des Eintrags geloescht",
+            )  # fmt: skip
+            return True
+        return False
 
     async def _known_entities(
         self, tx: PairTx, entry: PromotionInput, turn: str, log_kw: dict[str, Any]
@@ -1264,6 +1284,9 @@ class LzgEngine:
             character_id=character_id,
             **details,
         )
+
+
+_ERASED = PromotionResult(PromotionOutcome.ERASED, 0, 0.0, 0, False, False, 0)
 
 
 def _cosine(a: Any, b: Any) -> float:

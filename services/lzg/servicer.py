@@ -31,6 +31,7 @@ from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.engine import Entity, LzgEngine, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
 from services.lzg.reading import RecallCandidate
+from services.lzg.rights_servicer import LzgRightsServicer
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
 from services.lzg.usage import Ausgang, Verwendungsprotokoll
 
@@ -47,6 +48,7 @@ _OUTCOME = {
     PromotionOutcome.NEW_NODE: common_pb2.PROMOTION_OUTCOME_NEW_NODE,
     PromotionOutcome.DUPLICATE: common_pb2.PROMOTION_OUTCOME_DUPLICATE,
     PromotionOutcome.HALF_REACTIVATION: common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION,
+    PromotionOutcome.ERASED: common_pb2.PROMOTION_OUTCOME_ERASED,
 }
 _AUSGANG = {
     Ausgang.GERECHNET: lzg_pb2.VERWENDUNG_AUSGANG_GERECHNET,
@@ -359,7 +361,7 @@ def answer_vector(values: Sequence[float], dimension: int, model_id: str) -> Vec
     return (vector.astype(np.float64) / norm).astype(np.float32)
 
 
-class LzgServicer(lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
+class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
     """Translates each RPC to one engine call (SpreadingRead with readers: the read and its renders)."""
 
     def __init__(self, engine: LzgEngine) -> None:

@@ -35,6 +35,7 @@ from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import link_to, tracer
 from novaberg_core.timeutil import from_timestamp, to_timestamp, utc_now
 from services.pixie.config import PixieConfig
+from services.pixie.erasure import erased_job_ids
 from services.pixie.runlog import RunSpan, log_single_run, new_turn_id
 from services.pixie.store import JobRef, JobState, PixieStore, RunRecord
 from services.pixie.tasks import (
@@ -70,12 +71,14 @@ at that point); None in production.
 COUNT_KEYS = (
     "jobs", "promoted_new", "already_promoted", "duplicates", "half_reactivations", "expired",
     "kzg_deleted", "kzg_delete_failed", "failed", "parked", "deferred_locked", "deferred_backoff", "acked",
+    "erased",
 )
 """Counts of a promotion run (all present, zero when nothing happened)."""
 
 _OUTCOME_COUNT = {
     common_pb2.PROMOTION_OUTCOME_DUPLICATE: ("duplicates", "dublette"),
     common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION: ("half_reactivations", "halbreaktivierung"),
+    common_pb2.PROMOTION_OUTCOME_ERASED: ("erased", "geloescht"),
 }
 
 
@@ -253,6 +256,13 @@ class PromotionWorker:
                 # Another replica promotes this pair right now: leave the jobs pending for later.
                 tally["deferred_locked"] += len(jobs)
                 return False
+            # Jobs an erasure of the pair took are acked unprocessed (services/pixie/erasure.py).
+            erased = await erased_job_ids(self.store, first.pair.user_id, first.pair.character_id,
+                                          [j.job_id for j in jobs])  # fmt: skip
+            if erased:
+                tally["erased"] += len(erased)
+                finished.extend(j for j in jobs if j.job_id in erased)
+                jobs = [j for j in jobs if j.job_id not in erased]
             outage: Exception | None = None
             for job in jobs:
                 try:

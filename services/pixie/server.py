@@ -12,6 +12,7 @@ from novaberg_core.telemetry import configure_logging
 from services.pixie.clients import ServiceClients
 from services.pixie.config import PixieConfig
 from services.pixie.promotion import PromotionWorker, StepHook, WorkerSettings
+from services.pixie.rights_servicer import erasures_of
 from services.pixie.scheduler import Scheduler, SchedulerSettings
 from services.pixie.servicer import PixieServicer
 from services.pixie.store import PixieStore
@@ -40,6 +41,8 @@ class PixieApp:
         self.worker = worker
         self.scheduler = scheduler
         self._owns_plog = owns_plog
+        self.erasures = erasures_of(scheduler)
+        """Finishes interrupted erasures (at start, then every scheduler interval)."""
 
     @classmethod
     async def open(
@@ -71,11 +74,13 @@ class PixieApp:
         return cls(cfg, store, clients, plog, worker, scheduler, owns_plog=pipeline_log is None)
 
     def start_background(self) -> None:
-        """The promotion worker and the daily loop."""
+        """The promotion worker, the daily loop and the resumption of unfinished erasures."""
         self.scheduler.start()
+        self.erasures.start()
 
     async def close(self) -> None:
         """Background loops finish their current step → log flushed → channels → pool."""
+        await self.erasures.stop()
         await self.scheduler.stop()
         if self._owns_plog:
             await self.plog.close()

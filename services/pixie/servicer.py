@@ -7,6 +7,7 @@ import grpc.aio
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import from_timestamp, to_timestamp
+from services.pixie.rights_servicer import PixieRightsServicer
 from services.pixie.scheduler import Scheduler, TaskView
 from services.pixie.store import ParkedJobRecord, RunRecord
 
@@ -58,8 +59,9 @@ def parked_to_proto(job: ParkedJobRecord) -> pixie_pb2.ParkedJob:
     )
 
 
-class PixieServicer(pixie_pb2_grpc.PixieServiceServicer):
-    """Thin translation onto :class:`Scheduler`; errors are mapped by the server bootstrap."""
+class PixieServicer(PixieRightsServicer, pixie_pb2_grpc.PixieServiceServicer):
+    """Thin translation onto :class:`Scheduler` (a person's rights: :class:`PixieRightsServicer`);
+    errors are mapped by the server bootstrap."""
 
     def __init__(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler

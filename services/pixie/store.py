@@ -18,7 +18,7 @@ import asyncpg
 
 from novaberg_core.migrations import apply_migrations, load_queries
 from novaberg_core.pg import create_pool
-from services.pixie.tasks import OUTCOMES, pair_lock_key
+from services.pixie.tasks import OUTCOMES, pair_lock_key, user_lock_key
 
 SCHEMA = "pixie"
 _SQL_DIR = Path(__file__).parent / "sql"
@@ -293,6 +293,8 @@ class PixieStore:
         caller leaves the job for later.
         """
         key = pair_lock_key(user_id, character_id)
+        # The user's lock, shared: a user's erasure takes it exclusively (services/pixie/erasure.py).
+        user_key = user_lock_key(user_id)
         async with self.pool.acquire() as conn:
             transaction = conn.transaction()
             await transaction.start()
@@ -301,12 +303,15 @@ class PixieStore:
                 if wait_ms > 0:
                     await conn.execute(f"SET LOCAL lock_timeout = {int(wait_ms)}")
                     try:
-                        await conn.execute("SELECT pg_advisory_xact_lock($1)", key)
+                        await conn.execute("SELECT pg_advisory_xact_lock($1), pg_advisory_xact_lock_shared($2)",
+                                           key, user_key)  # fmt: skip
                         held = True
                     except asyncpg.LockNotAvailableError:
                         held = False
                 else:
-                    held = bool(await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", key))
+                    held = bool(await conn.fetchval(
+                        "SELECT pg_try_advisory_xact_lock($1) AND pg_try_advisory_xact_lock_shared($2)", key, user_key
+                    ))  # fmt: skip
                 if not held:
                     open_ = False
                     await transaction.rollback()

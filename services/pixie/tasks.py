@@ -114,6 +114,13 @@ def pair_lock_key(user_id: str, character_id: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+def user_lock_key(user_id: str) -> int:
+    """Advisory-lock key of all pairs of one user: promotions hold it shared, a user's erasure
+    exclusively, so no promotion of the user is in flight while the erasure runs (docs/decisions.md)."""
+    digest = hashlib.sha256(f"pixie:user\x00{user_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
 _T = TypeVar("_T")
 _K = TypeVar("_K", bound=Hashable)
 

@@ -23,7 +23,12 @@ SCALING_DOC = chart.REPO_ROOT / "docs" / "scaling.md"
 PAIR = ("user_id", "character_id")
 
 # Not per pair: one row per process, task or day — Citus reference tables (or coordinator-local).
-GLOBAL_TABLES = {"lzg.modell", "pixie.runs", "pixie.task_state"}
+# A person's rights: erasure receipts and tombstones keyed by a one-way token, no ids by design
+# (docs/decisions.md "Erasure"); small, written once per erasure, read by token.
+GLOBAL_TABLES = {
+    "lzg.modell", "pixie.runs", "pixie.task_state",
+    "lzg.paar_generation", "lzg.loeschung", "log.loeschung", "pixie.erasures",
+}
 
 # What today's schema breaks; each line is also in docs/scaling.md (the migration path is there).
 DOCUMENTED_EXCEPTIONS = {
@@ -57,6 +62,10 @@ FAN_OUT_QUERIES = {
     "log query token_usage: no pair",
     "log query last_answers: no pair",
     "pixie query list_parked: no pair",
+    "pixie query all_parked: no pair",
+    "pixie query parked_by_ids: no pair",
+    "pixie query unpark_jobs: no pair",
+    "log query erase_unpaired_rows: no pair",
 }
 
 
@@ -153,7 +162,10 @@ def findings(services_dir: Path = SERVICES_DIR, services: tuple[str, ...] = ("lz
             for columns, target in table.foreign_keys:
                 if not set(PAIR) <= set(columns):
                     found.add(f"{qualified}: foreign key ({', '.join(columns)}) → {target} lacks the pair")
-        for name, query in load_queries(services_dir / service / "sql" / "queries.sql").items():
+        named: dict[str, str] = {}
+        for path in sorted((services_dir / service / "sql").glob("*.sql")):  # queries.sql, rights.sql
+            named.update(load_queries(path))
+        for name, query in named.items():
             touched = {t for t in pair_tables if re.search(rf"\b{t}\b", query)}
             if touched and not names_the_pair(query):
                 # a table without pair columns is reached only through a pair table's rows
@@ -180,7 +192,7 @@ def test_the_parser_sees_the_schema() -> None:
     assert {"entitaet", "timeline", "lzg_knoten", "lzg_kanten", "lzg_kanten_rang", "verbindung", "modell"} <= set(lzg)
     assert (("timeline_id",), "timeline") in lzg["lzg_knoten"].foreign_keys
     assert ("unique", ("user_id", "character_id", "lower(name)")) in lzg["entitaet"].keys
-    assert set(parse_tables("pixie")) == {"runs", "task_state", "job_attempts", "parked_jobs"}
+    assert set(parse_tables("pixie")) == {"runs", "task_state", "job_attempts", "parked_jobs", "erasures"}
     assert "user_id" in parse_tables("log")["pipeline_log"].columns
 
 

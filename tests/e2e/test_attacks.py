@@ -14,6 +14,7 @@ Budget: ``NOVABERG_FUZZ_EXAMPLES`` calls (default 250 in ``make test``; e.g. 500
 from __future__ import annotations
 
 import collections
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -58,6 +59,10 @@ FUZZ_EXAMPLES = int(os.environ.get("NOVABERG_FUZZ_EXAMPLES", "250"))
 FUZZ_SEED = os.environ.get("NOVABERG_FUZZ_SEED")
 SCHEMAS = ("lzg", "log", "pixie")
 PAIR = common_pb2.Pair(user_id="fuzz-u", character_id="fuzz-c")
+ERASE_PAIR = common_pb2.Pair(user_id="fuzz-erase-u", character_id="fuzz-erase-c")
+"""A pair without memories: the erasures of the fuzz run on it (a valid one must not empty PAIR)."""
+IMPORT_PAIRS = {service: common_pb2.Pair(user_id=f"fuzz-import-{service}", character_id="c") for service in ("kzg", "lzg", "pixie")}
+"""An import target per service: the first valid import fills it, later ones are refused (not empty)."""
 USER, ASSISTANT = common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT
 PACKAGES = {"kzg": kzg_pb2, "lzg": lzg_pb2, "pipeline": pipeline_pb2, "pixie": pixie_pb2, "log": log_pb2}
 ATTACK_ENV = {
@@ -126,12 +131,15 @@ class Caller:
             )  # fmt: skip
         return self.channels[key]
 
-    def call(self, service: str, method: str, payload: bytes, *, streaming: bool = False, timeout: float = 20.0) -> grpc.StatusCode:
+    def call(self, service: str, method: str, payload: bytes, *, timeout: float = 20.0) -> grpc.StatusCode:
         full = f"/novaberg.{service}.v1.{service.capitalize()}Service/{method}"
         channel = self.channel(service, full)
+        shape = PACKAGES[service].DESCRIPTOR.services_by_name[f"{service.capitalize()}Service"].methods_by_name[method]
         try:
-            if streaming:
+            if shape.client_streaming:
                 channel.stream_unary(full)(iter([payload]), timeout=timeout)
+            elif shape.server_streaming:
+                list(channel.unary_stream(full)(payload, timeout=timeout))
             else:
                 channel.unary_unary(full)(payload, timeout=timeout)
         except grpc.RpcError as error:
@@ -279,6 +287,62 @@ def base_requests(world: World) -> dict[tuple[str, str], Message]:
         ("log", "LastAnswers"): log_pb2.LastAnswersRequest(quelle=PAIR.character_id, limit=3, node="dispatcher"),
         ("log", "ClusterCounts"): log_pb2.ClusterCountsRequest(pair=PAIR, since=to_timestamp_s(1_600_000_000)),  # type: ignore[arg-type]
         ("log", "TokenUsage"): log_pb2.TokenUsageRequest(since=to_timestamp_s(1_600_000_000)),  # type: ignore[arg-type]
+        **rights_requests(world, turn, as_of),
+    }  # fmt: skip
+
+
+def rights_requests(world: World, turn: common_pb2.TurnContext, as_of: object) -> dict[tuple[str, str], Message]:
+    """A person's rights (issue 13): erasures on a pair without memories, imports into empty pairs."""
+    erase = common_pb2.ErasureTarget(pair=ERASE_PAIR)
+    entry = common_pb2.KzgEntry()
+    entry.CopyFrom(world.entry)
+    entry.ClearField("embedding")
+    session = kzg_pb2.SessionTurn(role="user", text="Hallo", turn_id="fuzz-s", created_at=as_of)  # type: ignore[arg-type]
+    node = lzg_pb2.Node(
+        id=7, kzg_quell_key="kzg:x:y:fuzz-import", beobachter=USER, inhalt="Rosen im Garten", dimension="interessen",
+        gewicht_roh=0.9, gewicht_absolut=3.7, gewicht_decay=3.7, haeufigkeit=1, aktiv=True, erstellt_am=as_of,
+        verstaerkt_am=as_of, decay_am=as_of, kzg_erstellt_am=as_of, themen=["garten"],
+        magnets=common_pb2.Magnets(entitaet_ids=[3], timeline_id=4), ei=common_pb2.EiFields(emotion="freude"),
+    )  # type: ignore[arg-type]
+    header = json.dumps({"schema": "novaberg.export/1", "pair": {"user_id": "fuzz-u", "character_id": "fuzz-c"}})
+    lines = [header, json.dumps({"type": "entity", "id": 3, "name": "Clara", "typ": "person", "aliases": []}),
+             json.dumps({"type": "node", "id": 7, "kzg_quell_key": "kzg:fuzz-u:fuzz-c:n7", "beobachter": "BEOBACHTER_USER",
+                         "inhalt": "Rosen", "gewicht_roh": 0.9, "gewicht_absolut": 3.7, "gewicht_decay": 3.7,
+                         "haeufigkeit": 1, "aktiv": True, "erstellt_am": "2026-05-01T12:00:00Z",
+                         "verstaerkt_am": "2026-05-01T12:00:00Z", "decay_am": "2026-05-01T12:00:00Z",
+                         "kzg_erstellt_am": "2026-05-01T12:00:00Z", "magnets": {"entitaet_ids": [3]}}),
+             json.dumps({"type": "session", "turns": [{"role": "user", "text": "Hallo"}], "summary": ""})]
+    return {
+        ("kzg", "Erase"): kzg_pb2.EraseRequest(target=erase),
+        ("kzg", "ExportPair"): kzg_pb2.ExportPairRequest(pair=PAIR),
+        ("kzg", "ImportPair"): kzg_pb2.ImportPairRequest(
+            pair=IMPORT_PAIRS["kzg"], entries=[kzg_pb2.ExportedEntry(entry=entry, promotion_queued=True)],
+            session_turns=[session], session_summary="Zusammenfassung"),
+        ("kzg", "ForgetEntries"): kzg_pb2.ForgetEntriesRequest(
+            pair=PAIR, kzg_keys=[f"kzg:{PAIR.user_id}:{PAIR.character_id}:gibt-es-nicht"], turn=turn),
+        ("kzg", "CorrectEntry"): kzg_pb2.CorrectEntryRequest(pair=PAIR, kzg_key=world.kzg_key, inhalt="Ben mag Tulpen.",
+                                                             turn=turn),
+        ("kzg", "EnqueuePromotionJobs"): kzg_pb2.EnqueuePromotionJobsRequest(jobs=[kzg_pb2.PromotionJob(
+            kzg_key=world.kzg_key, pair=PAIR, ausloeser_turn_id="fuzz")]),
+        ("lzg", "Erase"): lzg_pb2.EraseRequest(target=erase),
+        ("lzg", "ExportPair"): lzg_pb2.ExportPairRequest(pair=PAIR),
+        ("lzg", "ImportPair"): lzg_pb2.ImportPairChunk(
+            pair=IMPORT_PAIRS["lzg"], entities=[lzg_pb2.Entity(id=3, name="Clara", typ="person")],
+            timelines=[lzg_pb2.Timeline(id=4, zeitpunkt=as_of, praezision="tag", titel="Fest")],  # type: ignore[arg-type]
+            nodes=[node]),
+        ("lzg", "ForgetNodes"): lzg_pb2.ForgetNodesRequest(pair=PAIR, node_ids=[999_999], turn=turn),
+        ("lzg", "CorrectNode"): lzg_pb2.CorrectNodeRequest(pair=PAIR, node_id=world.node_id, inhalt="Rosen im Garten.",
+                                                           turn=turn, as_of=as_of),  # type: ignore[arg-type]
+        ("log", "Erase"): log_pb2.EraseRequest(target=erase),
+        ("pixie", "ErasePair"): pixie_pb2.ErasePairRequest(pair=ERASE_PAIR, reason="fuzz"),
+        ("pixie", "EraseUser"): pixie_pb2.EraseUserRequest(user_id="fuzz-erase-user", reason="fuzz"),
+        ("pixie", "ListErasures"): pixie_pb2.ListErasuresRequest(limit=5),
+        ("pixie", "ExportPair"): pixie_pb2.ExportPairRequest(pair=PAIR),
+        ("pixie", "ImportPair"): pixie_pb2.ImportPairRequest(pair=IMPORT_PAIRS["pixie"], lines=lines),
+        ("pixie", "ForgetMemory"): pixie_pb2.ForgetMemoryRequest(pair=PAIR, node_id=999_999, reason="fuzz"),
+        ("pixie", "CorrectMemory"): pixie_pb2.CorrectMemoryRequest(pair=PAIR, node_id=world.node_id,
+                                                                   inhalt="Rosen im Garten.", reason="fuzz"),
+        ("pixie", "RequeueParkedJobs"): pixie_pb2.RequeueParkedJobsRequest(job_ids=["1764428000000-0"]),
     }  # fmt: skip
 
 
@@ -344,7 +408,7 @@ def test_every_rpc_refuses_bad_fields_without_writing(attack_stack: Stack, calle
     def attack_one(case: tuple[tuple[tuple[str, str], FieldPath], object]) -> None:
         ((service, method), path), value = case
         payload = with_value(bases[(service, method)], path, value)
-        code = caller.call(service, method, payload, streaming=(service, method) == ("log", "Write"))
+        code = caller.call(service, method, payload)
         attack.statuses[code.name] += 1
         where = f"{service}.{method} {path.name}={describe(value)}"
         if code in FORBIDDEN:

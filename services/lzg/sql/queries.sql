@@ -16,13 +16,6 @@ INSERT INTO modell (id, model_id, dimension, rezept) VALUES (TRUE, $1, $2, $3) O
 SELECT atttypmod FROM pg_attribute
 WHERE attrelid = 'lzg_knoten'::regclass AND attname = 'embedding';
 
--- name: cache_new_nodes
--- What never changes after promotion (services/lzg/cache.py): vector, turn time, the text's terms.
-SELECT id, embedding, date_part('epoch', kzg_erstellt_am) AS zeit, inhalt, sprecher, sprache
-FROM lzg_knoten
-WHERE user_id = $1 AND character_id = $2 AND id > $3
-ORDER BY id;
-
 -- name: node_by_quell_key
 SELECT id, user_id, character_id FROM lzg_knoten WHERE kzg_quell_key = $1;
 

@@ -23,6 +23,7 @@ class PromotionOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PROMOTION_OUTCOME_DUPLICATE: _ClassVar[PromotionOutcome]
     PROMOTION_OUTCOME_HALF_REACTIVATION: _ClassVar[PromotionOutcome]
     PROMOTION_OUTCOME_EXPIRED: _ClassVar[PromotionOutcome]
+    PROMOTION_OUTCOME_ERASED: _ClassVar[PromotionOutcome]
 BEOBACHTER_UNSPECIFIED: Beobachter
 BEOBACHTER_USER: Beobachter
 BEOBACHTER_ASSISTANT: Beobachter
@@ -31,6 +32,7 @@ PROMOTION_OUTCOME_NEW_NODE: PromotionOutcome
 PROMOTION_OUTCOME_DUPLICATE: PromotionOutcome
 PROMOTION_OUTCOME_HALF_REACTIVATION: PromotionOutcome
 PROMOTION_OUTCOME_EXPIRED: PromotionOutcome
+PROMOTION_OUTCOME_ERASED: PromotionOutcome
 
 class Pair(_message.Message):
     __slots__ = ("user_id", "character_id")
@@ -159,3 +161,11 @@ class PairProfile(_message.Message):
     character_name: str
     sprache: str
     def __init__(self, user_name: _Optional[str] = ..., character_name: _Optional[str] = ..., sprache: _Optional[str] = ...) -> None: ...
+
+class ErasureTarget(_message.Message):
+    __slots__ = ("pair", "user_id")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    pair: Pair
+    user_id: str
+    def __init__(self, pair: _Optional[_Union[Pair, _Mapping]] = ..., user_id: _Optional[str] = ...) -> None: ...

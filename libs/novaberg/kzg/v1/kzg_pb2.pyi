@@ -334,3 +334,133 @@ class InspectPromotionQueueResponse(_message.Message):
     consumers: _containers.RepeatedScalarFieldContainer[str]
     pending_jobs: _containers.RepeatedCompositeFieldContainer[PromotionJob]
     def __init__(self, length: _Optional[int] = ..., pending: _Optional[int] = ..., consumers: _Optional[_Iterable[str]] = ..., pending_jobs: _Optional[_Iterable[_Union[PromotionJob, _Mapping]]] = ...) -> None: ...
+
+class EraseRequest(_message.Message):
+    __slots__ = ("target",)
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    target: _common_pb2.ErasureTarget
+    def __init__(self, target: _Optional[_Union[_common_pb2.ErasureTarget, _Mapping]] = ...) -> None: ...
+
+class EraseResponse(_message.Message):
+    __slots__ = ("entries", "session_keys", "hash_dirty", "cluster_keys", "queue_jobs", "stream_cutoff", "characters")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    SESSION_KEYS_FIELD_NUMBER: _ClassVar[int]
+    HASH_DIRTY_FIELD_NUMBER: _ClassVar[int]
+    CLUSTER_KEYS_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_JOBS_FIELD_NUMBER: _ClassVar[int]
+    STREAM_CUTOFF_FIELD_NUMBER: _ClassVar[int]
+    CHARACTERS_FIELD_NUMBER: _ClassVar[int]
+    entries: int
+    session_keys: int
+    hash_dirty: int
+    cluster_keys: int
+    queue_jobs: int
+    stream_cutoff: str
+    characters: int
+    def __init__(self, entries: _Optional[int] = ..., session_keys: _Optional[int] = ..., hash_dirty: _Optional[int] = ..., cluster_keys: _Optional[int] = ..., queue_jobs: _Optional[int] = ..., stream_cutoff: _Optional[str] = ..., characters: _Optional[int] = ...) -> None: ...
+
+class ExportPairRequest(_message.Message):
+    __slots__ = ("pair",)
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ...) -> None: ...
+
+class ExportedEntry(_message.Message):
+    __slots__ = ("entry", "promotion_queued")
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    PROMOTION_QUEUED_FIELD_NUMBER: _ClassVar[int]
+    entry: _common_pb2.KzgEntry
+    promotion_queued: bool
+    def __init__(self, entry: _Optional[_Union[_common_pb2.KzgEntry, _Mapping]] = ..., promotion_queued: _Optional[bool] = ...) -> None: ...
+
+class ExportPairResponse(_message.Message):
+    __slots__ = ("entries", "session_turns", "session_summary", "session_ttl_seconds")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TURNS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[ExportedEntry]
+    session_turns: _containers.RepeatedCompositeFieldContainer[SessionTurn]
+    session_summary: str
+    session_ttl_seconds: int
+    def __init__(self, entries: _Optional[_Iterable[_Union[ExportedEntry, _Mapping]]] = ..., session_turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., session_summary: _Optional[str] = ..., session_ttl_seconds: _Optional[int] = ...) -> None: ...
+
+class ImportPairRequest(_message.Message):
+    __slots__ = ("pair", "entries", "session_turns", "session_summary", "validate_only")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TURNS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    entries: _containers.RepeatedCompositeFieldContainer[ExportedEntry]
+    session_turns: _containers.RepeatedCompositeFieldContainer[SessionTurn]
+    session_summary: str
+    validate_only: bool
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[ExportedEntry, _Mapping]]] = ..., session_turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., session_summary: _Optional[str] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class ImportPairResponse(_message.Message):
+    __slots__ = ("entries", "queued", "session_turns", "skipped_expired")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TURNS_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    entries: int
+    queued: int
+    session_turns: int
+    skipped_expired: int
+    def __init__(self, entries: _Optional[int] = ..., queued: _Optional[int] = ..., session_turns: _Optional[int] = ..., skipped_expired: _Optional[int] = ...) -> None: ...
+
+class ForgetEntriesRequest(_message.Message):
+    __slots__ = ("pair", "kzg_keys", "source_turn_id", "turn")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    KZG_KEYS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    kzg_keys: _containers.RepeatedScalarFieldContainer[str]
+    source_turn_id: str
+    turn: _common_pb2.TurnContext
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., kzg_keys: _Optional[_Iterable[str]] = ..., source_turn_id: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ...) -> None: ...
+
+class ForgetEntriesResponse(_message.Message):
+    __slots__ = ("deleted_keys", "session_turns_removed")
+    DELETED_KEYS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TURNS_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    deleted_keys: _containers.RepeatedScalarFieldContainer[str]
+    session_turns_removed: int
+    def __init__(self, deleted_keys: _Optional[_Iterable[str]] = ..., session_turns_removed: _Optional[int] = ...) -> None: ...
+
+class CorrectEntryRequest(_message.Message):
+    __slots__ = ("pair", "kzg_key", "inhalt", "turn")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    KZG_KEY_FIELD_NUMBER: _ClassVar[int]
+    INHALT_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    kzg_key: str
+    inhalt: str
+    turn: _common_pb2.TurnContext
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., kzg_key: _Optional[str] = ..., inhalt: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ...) -> None: ...
+
+class CorrectEntryResponse(_message.Message):
+    __slots__ = ("previous_inhalt",)
+    PREVIOUS_INHALT_FIELD_NUMBER: _ClassVar[int]
+    previous_inhalt: str
+    def __init__(self, previous_inhalt: _Optional[str] = ...) -> None: ...
+
+class EnqueuePromotionJobsRequest(_message.Message):
+    __slots__ = ("jobs",)
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[PromotionJob]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[PromotionJob, _Mapping]]] = ...) -> None: ...
+
+class EnqueuePromotionJobsResponse(_message.Message):
+    __slots__ = ("job_ids", "enqueued", "gone")
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    ENQUEUED_FIELD_NUMBER: _ClassVar[int]
+    GONE_FIELD_NUMBER: _ClassVar[int]
+    job_ids: _containers.RepeatedScalarFieldContainer[str]
+    enqueued: int
+    gone: int
+    def __init__(self, job_ids: _Optional[_Iterable[str]] = ..., enqueued: _Optional[int] = ..., gone: _Optional[int] = ...) -> None: ...

@@ -100,6 +100,36 @@ class KzgServiceStub:
                 request_serializer=novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.SerializeToString,
                 response_deserializer=novaberg_dot_common_dot_v1_dot_common__pb2.ModelInfo.FromString,
                 _registered_method=True)
+        self.Erase = channel.unary_unary(
+                '/novaberg.kzg.v1.KzgService/Erase',
+                request_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.EraseRequest.SerializeToString,
+                response_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.EraseResponse.FromString,
+                _registered_method=True)
+        self.ExportPair = channel.unary_stream(
+                '/novaberg.kzg.v1.KzgService/ExportPair',
+                request_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ExportPairRequest.SerializeToString,
+                response_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ExportPairResponse.FromString,
+                _registered_method=True)
+        self.ImportPair = channel.stream_unary(
+                '/novaberg.kzg.v1.KzgService/ImportPair',
+                request_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ImportPairRequest.SerializeToString,
+                response_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ImportPairResponse.FromString,
+                _registered_method=True)
+        self.ForgetEntries = channel.unary_unary(
+                '/novaberg.kzg.v1.KzgService/ForgetEntries',
+                request_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ForgetEntriesRequest.SerializeToString,
+                response_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ForgetEntriesResponse.FromString,
+                _registered_method=True)
+        self.CorrectEntry = channel.unary_unary(
+                '/novaberg.kzg.v1.KzgService/CorrectEntry',
+                request_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.CorrectEntryRequest.SerializeToString,
+                response_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.CorrectEntryResponse.FromString,
+                _registered_method=True)
+        self.EnqueuePromotionJobs = channel.unary_unary(
+                '/novaberg.kzg.v1.KzgService/EnqueuePromotionJobs',
+                request_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.EnqueuePromotionJobsRequest.SerializeToString,
+                response_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.EnqueuePromotionJobsResponse.FromString,
+                _registered_method=True)
 
 
 class KzgServiceServicer:
@@ -202,6 +232,63 @@ class KzgServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Erase(self, request, context):
+        """--- a person's rights over their memories (docs/decisions.md "Erasure", "Export") ---------
+
+        Erases every Redis key of a pair or of all pairs of a user: entries (found through the index
+        tokens paar/nutzer), session turns and summary, the hash_dirty marker, the pipeline's
+        previous-turn cluster, and the queued promotion jobs (acked and deleted). Idempotent.
+        Errors: INVALID_ARGUMENT (no target, bad ids); UNAVAILABLE (Redis).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportPair(self, request, context):
+        """Every entry of a pair (with its remaining TTL) and its session, for an export, in chunks (the
+        first carries the session). Errors: INVALID_ARGUMENT (bad pair); UNAVAILABLE (Redis).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ImportPair(self, request_iterator, context):
+        """Client-streaming: writes exported entries and a session into a pair that holds neither (the
+        first message names the pair); entries are re-embedded and keep their remaining TTL, queued
+        ones are queued again. Errors: INVALID_ARGUMENT (no pair, a bad entry); FAILED_PRECONDITION
+        (the pair holds entries or a session); UNAVAILABLE (Redis).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForgetEntries(self, request, context):
+        """Deletes entries by key and/or every entry written by a source turn, and that turn from the
+        session (a person's forget). Idempotent. Errors: INVALID_ARGUMENT (a key of another pair,
+        nothing named); UNAVAILABLE (Redis).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CorrectEntry(self, request, context):
+        """New content for one entry: re-embedded with its themes; TTL, salience and reinforcement stay.
+        Errors: INVALID_ARGUMENT (a key of another pair, empty content); NOT_FOUND (no such entry);
+        UNAVAILABLE (Redis).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EnqueuePromotionJobs(self, request, context):
+        """Queues promotion jobs again for entries that still exist (parked jobs, SPEC §4.6); a job whose
+        entry is gone is reported, not queued. Errors: INVALID_ARGUMENT (a key not of the job's pair);
+        UNAVAILABLE (Redis).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KzgServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -259,6 +346,36 @@ def add_KzgServiceServicer_to_server(servicer, server):
                     servicer.GetModel,
                     request_deserializer=novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.FromString,
                     response_serializer=novaberg_dot_common_dot_v1_dot_common__pb2.ModelInfo.SerializeToString,
+            ),
+            'Erase': grpc.unary_unary_rpc_method_handler(
+                    servicer.Erase,
+                    request_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.EraseRequest.FromString,
+                    response_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.EraseResponse.SerializeToString,
+            ),
+            'ExportPair': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExportPair,
+                    request_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ExportPairRequest.FromString,
+                    response_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ExportPairResponse.SerializeToString,
+            ),
+            'ImportPair': grpc.stream_unary_rpc_method_handler(
+                    servicer.ImportPair,
+                    request_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ImportPairRequest.FromString,
+                    response_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ImportPairResponse.SerializeToString,
+            ),
+            'ForgetEntries': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForgetEntries,
+                    request_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ForgetEntriesRequest.FromString,
+                    response_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ForgetEntriesResponse.SerializeToString,
+            ),
+            'CorrectEntry': grpc.unary_unary_rpc_method_handler(
+                    servicer.CorrectEntry,
+                    request_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.CorrectEntryRequest.FromString,
+                    response_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.CorrectEntryResponse.SerializeToString,
+            ),
+            'EnqueuePromotionJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.EnqueuePromotionJobs,
+                    request_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.EnqueuePromotionJobsRequest.FromString,
+                    response_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.EnqueuePromotionJobsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -568,6 +685,168 @@ class KzgService:
             '/novaberg.kzg.v1.KzgService/GetModel',
             novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.SerializeToString,
             novaberg_dot_common_dot_v1_dot_common__pb2.ModelInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Erase(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.kzg.v1.KzgService/Erase',
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.EraseRequest.SerializeToString,
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.EraseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportPair(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/novaberg.kzg.v1.KzgService/ExportPair',
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ExportPairRequest.SerializeToString,
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ExportPairResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportPair(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/novaberg.kzg.v1.KzgService/ImportPair',
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ImportPairRequest.SerializeToString,
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ImportPairResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForgetEntries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.kzg.v1.KzgService/ForgetEntries',
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ForgetEntriesRequest.SerializeToString,
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.ForgetEntriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CorrectEntry(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.kzg.v1.KzgService/CorrectEntry',
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.CorrectEntryRequest.SerializeToString,
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.CorrectEntryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EnqueuePromotionJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.kzg.v1.KzgService/EnqueuePromotionJobs',
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.EnqueuePromotionJobsRequest.SerializeToString,
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.EnqueuePromotionJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,

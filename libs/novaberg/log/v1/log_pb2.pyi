@@ -165,3 +165,19 @@ class TokenUsageResponse(_message.Message):
     kosten_usd: float
     calls: int
     def __init__(self, input_tokens: _Optional[int] = ..., output_tokens: _Optional[int] = ..., kosten_usd: _Optional[float] = ..., calls: _Optional[int] = ...) -> None: ...
+
+class EraseRequest(_message.Message):
+    __slots__ = ("target",)
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    target: _common_pb2.ErasureTarget
+    def __init__(self, target: _Optional[_Union[_common_pb2.ErasureTarget, _Mapping]] = ...) -> None: ...
+
+class EraseResponse(_message.Message):
+    __slots__ = ("rows", "turn_roh", "unpaired_rows")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    TURN_ROH_FIELD_NUMBER: _ClassVar[int]
+    UNPAIRED_ROWS_FIELD_NUMBER: _ClassVar[int]
+    rows: int
+    turn_roh: int
+    unpaired_rows: int
+    def __init__(self, rows: _Optional[int] = ..., turn_roh: _Optional[int] = ..., unpaired_rows: _Optional[int] = ...) -> None: ...

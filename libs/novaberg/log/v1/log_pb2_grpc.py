@@ -74,6 +74,11 @@ class LogServiceStub:
                 request_serializer=novaberg_dot_log_dot_v1_dot_log__pb2.TokenUsageRequest.SerializeToString,
                 response_deserializer=novaberg_dot_log_dot_v1_dot_log__pb2.TokenUsageResponse.FromString,
                 _registered_method=True)
+        self.Erase = channel.unary_unary(
+                '/novaberg.log.v1.LogService/Erase',
+                request_serializer=novaberg_dot_log_dot_v1_dot_log__pb2.EraseRequest.SerializeToString,
+                response_deserializer=novaberg_dot_log_dot_v1_dot_log__pb2.EraseResponse.FromString,
+                _registered_method=True)
 
 
 class LogServiceServicer:
@@ -131,6 +136,17 @@ class LogServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Erase(self, request, context):
+        """A person's erasure: every row of a pair or of all pairs of a user, turn_roh included, and the
+        rows without a pair (maintenance) that name its KZG keys. Records a tombstone (a one-way token
+        and the time, no id): records of the target dated up to the erasure that arrive later (from
+        writers' buffers) are dropped at ingest. Idempotent. Errors: INVALID_ARGUMENT (no target, bad
+        ids); UNAVAILABLE (PostgreSQL).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LogServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -163,6 +179,11 @@ def add_LogServiceServicer_to_server(servicer, server):
                     servicer.TokenUsage,
                     request_deserializer=novaberg_dot_log_dot_v1_dot_log__pb2.TokenUsageRequest.FromString,
                     response_serializer=novaberg_dot_log_dot_v1_dot_log__pb2.TokenUsageResponse.SerializeToString,
+            ),
+            'Erase': grpc.unary_unary_rpc_method_handler(
+                    servicer.Erase,
+                    request_deserializer=novaberg_dot_log_dot_v1_dot_log__pb2.EraseRequest.FromString,
+                    response_serializer=novaberg_dot_log_dot_v1_dot_log__pb2.EraseResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -337,6 +358,33 @@ class LogService:
             '/novaberg.log.v1.LogService/TokenUsage',
             novaberg_dot_log_dot_v1_dot_log__pb2.TokenUsageRequest.SerializeToString,
             novaberg_dot_log_dot_v1_dot_log__pb2.TokenUsageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Erase(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.log.v1.LogService/Erase',
+            novaberg_dot_log_dot_v1_dot_log__pb2.EraseRequest.SerializeToString,
+            novaberg_dot_log_dot_v1_dot_log__pb2.EraseResponse.FromString,
             options,
             channel_credentials,
             insecure,

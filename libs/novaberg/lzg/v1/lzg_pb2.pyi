@@ -648,3 +648,153 @@ class ListTimelinesResponse(_message.Message):
     TIMELINES_FIELD_NUMBER: _ClassVar[int]
     timelines: _containers.RepeatedCompositeFieldContainer[Timeline]
     def __init__(self, timelines: _Optional[_Iterable[_Union[Timeline, _Mapping]]] = ...) -> None: ...
+
+class EraseRequest(_message.Message):
+    __slots__ = ("target",)
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    target: _common_pb2.ErasureTarget
+    def __init__(self, target: _Optional[_Union[_common_pb2.ErasureTarget, _Mapping]] = ...) -> None: ...
+
+class EraseResponse(_message.Message):
+    __slots__ = ("nodes", "edges", "entities", "timelines", "verbindungen", "characters")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    TIMELINES_FIELD_NUMBER: _ClassVar[int]
+    VERBINDUNGEN_FIELD_NUMBER: _ClassVar[int]
+    CHARACTERS_FIELD_NUMBER: _ClassVar[int]
+    nodes: int
+    edges: int
+    entities: int
+    timelines: int
+    verbindungen: int
+    characters: int
+    def __init__(self, nodes: _Optional[int] = ..., edges: _Optional[int] = ..., entities: _Optional[int] = ..., timelines: _Optional[int] = ..., verbindungen: _Optional[int] = ..., characters: _Optional[int] = ...) -> None: ...
+
+class ExportPairRequest(_message.Message):
+    __slots__ = ("pair",)
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ...) -> None: ...
+
+class ExportCounts(_message.Message):
+    __slots__ = ("entities", "timelines", "nodes", "edges")
+    ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    TIMELINES_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    entities: int
+    timelines: int
+    nodes: int
+    edges: int
+    def __init__(self, entities: _Optional[int] = ..., timelines: _Optional[int] = ..., nodes: _Optional[int] = ..., edges: _Optional[int] = ...) -> None: ...
+
+class ExportPairChunk(_message.Message):
+    __slots__ = ("counts", "model_id", "entities", "timelines", "nodes", "edges")
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    TIMELINES_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    counts: ExportCounts
+    model_id: str
+    entities: _containers.RepeatedCompositeFieldContainer[Entity]
+    timelines: _containers.RepeatedCompositeFieldContainer[Timeline]
+    nodes: _containers.RepeatedCompositeFieldContainer[Node]
+    edges: _containers.RepeatedCompositeFieldContainer[Edge]
+    def __init__(self, counts: _Optional[_Union[ExportCounts, _Mapping]] = ..., model_id: _Optional[str] = ..., entities: _Optional[_Iterable[_Union[Entity, _Mapping]]] = ..., timelines: _Optional[_Iterable[_Union[Timeline, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., edges: _Optional[_Iterable[_Union[Edge, _Mapping]]] = ...) -> None: ...
+
+class ImportPairChunk(_message.Message):
+    __slots__ = ("pair", "entities", "timelines", "nodes", "edges")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    TIMELINES_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    entities: _containers.RepeatedCompositeFieldContainer[Entity]
+    timelines: _containers.RepeatedCompositeFieldContainer[Timeline]
+    nodes: _containers.RepeatedCompositeFieldContainer[Node]
+    edges: _containers.RepeatedCompositeFieldContainer[Edge]
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., entities: _Optional[_Iterable[_Union[Entity, _Mapping]]] = ..., timelines: _Optional[_Iterable[_Union[Timeline, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., edges: _Optional[_Iterable[_Union[Edge, _Mapping]]] = ...) -> None: ...
+
+class IdMapping(_message.Message):
+    __slots__ = ("old_id", "new_id")
+    OLD_ID_FIELD_NUMBER: _ClassVar[int]
+    NEW_ID_FIELD_NUMBER: _ClassVar[int]
+    old_id: int
+    new_id: int
+    def __init__(self, old_id: _Optional[int] = ..., new_id: _Optional[int] = ...) -> None: ...
+
+class ImportPairResponse(_message.Message):
+    __slots__ = ("entity_ids", "timeline_ids", "node_ids", "edges")
+    ENTITY_IDS_FIELD_NUMBER: _ClassVar[int]
+    TIMELINE_IDS_FIELD_NUMBER: _ClassVar[int]
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    entity_ids: _containers.RepeatedCompositeFieldContainer[IdMapping]
+    timeline_ids: _containers.RepeatedCompositeFieldContainer[IdMapping]
+    node_ids: _containers.RepeatedCompositeFieldContainer[IdMapping]
+    edges: int
+    def __init__(self, entity_ids: _Optional[_Iterable[_Union[IdMapping, _Mapping]]] = ..., timeline_ids: _Optional[_Iterable[_Union[IdMapping, _Mapping]]] = ..., node_ids: _Optional[_Iterable[_Union[IdMapping, _Mapping]]] = ..., edges: _Optional[int] = ...) -> None: ...
+
+class ForgetNodesRequest(_message.Message):
+    __slots__ = ("pair", "node_ids", "source_turn_id", "turn")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    node_ids: _containers.RepeatedScalarFieldContainer[int]
+    source_turn_id: str
+    turn: _common_pb2.TurnContext
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., node_ids: _Optional[_Iterable[int]] = ..., source_turn_id: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ...) -> None: ...
+
+class ForgottenNode(_message.Message):
+    __slots__ = ("node_id", "kzg_quell_key", "kzg_keys", "turn_ids")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    KZG_QUELL_KEY_FIELD_NUMBER: _ClassVar[int]
+    KZG_KEYS_FIELD_NUMBER: _ClassVar[int]
+    TURN_IDS_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    kzg_quell_key: str
+    kzg_keys: _containers.RepeatedScalarFieldContainer[str]
+    turn_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_id: _Optional[int] = ..., kzg_quell_key: _Optional[str] = ..., kzg_keys: _Optional[_Iterable[str]] = ..., turn_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ForgetNodesResponse(_message.Message):
+    __slots__ = ("nodes", "edges")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[ForgottenNode]
+    edges: int
+    def __init__(self, nodes: _Optional[_Iterable[_Union[ForgottenNode, _Mapping]]] = ..., edges: _Optional[int] = ...) -> None: ...
+
+class CorrectNodeRequest(_message.Message):
+    __slots__ = ("pair", "node_id", "kzg_quell_key", "inhalt", "turn", "as_of")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    KZG_QUELL_KEY_FIELD_NUMBER: _ClassVar[int]
+    INHALT_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    node_id: int
+    kzg_quell_key: str
+    inhalt: str
+    turn: _common_pb2.TurnContext
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., node_id: _Optional[int] = ..., kzg_quell_key: _Optional[str] = ..., inhalt: _Optional[str] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class CorrectNodeResponse(_message.Message):
+    __slots__ = ("node", "previous_inhalt", "edges_removed", "edges_created")
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_INHALT_FIELD_NUMBER: _ClassVar[int]
+    EDGES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    EDGES_CREATED_FIELD_NUMBER: _ClassVar[int]
+    node: Node
+    previous_inhalt: str
+    edges_removed: int
+    edges_created: int
+    def __init__(self, node: _Optional[_Union[Node, _Mapping]] = ..., previous_inhalt: _Optional[str] = ..., edges_removed: _Optional[int] = ..., edges_created: _Optional[int] = ...) -> None: ...

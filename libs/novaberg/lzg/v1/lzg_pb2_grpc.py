@@ -135,6 +135,31 @@ class LzgServiceStub:
                 request_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ListTimelinesRequest.SerializeToString,
                 response_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ListTimelinesResponse.FromString,
                 _registered_method=True)
+        self.Erase = channel.unary_unary(
+                '/novaberg.lzg.v1.LzgService/Erase',
+                request_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.EraseRequest.SerializeToString,
+                response_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.EraseResponse.FromString,
+                _registered_method=True)
+        self.ExportPair = channel.unary_stream(
+                '/novaberg.lzg.v1.LzgService/ExportPair',
+                request_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ExportPairRequest.SerializeToString,
+                response_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ExportPairChunk.FromString,
+                _registered_method=True)
+        self.ImportPair = channel.stream_unary(
+                '/novaberg.lzg.v1.LzgService/ImportPair',
+                request_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ImportPairChunk.SerializeToString,
+                response_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ImportPairResponse.FromString,
+                _registered_method=True)
+        self.ForgetNodes = channel.unary_unary(
+                '/novaberg.lzg.v1.LzgService/ForgetNodes',
+                request_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ForgetNodesRequest.SerializeToString,
+                response_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ForgetNodesResponse.FromString,
+                _registered_method=True)
+        self.CorrectNode = channel.unary_unary(
+                '/novaberg.lzg.v1.LzgService/CorrectNode',
+                request_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.CorrectNodeRequest.SerializeToString,
+                response_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.CorrectNodeResponse.FromString,
+                _registered_method=True)
         self.GetModel = channel.unary_unary(
                 '/novaberg.lzg.v1.LzgService/GetModel',
                 request_serializer=novaberg_dot_common_dot_v1_dot_common__pb2.GetModelRequest.SerializeToString,
@@ -293,6 +318,56 @@ class LzgServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Erase(self, request, context):
+        """--- a person's rights over their memories (docs/decisions.md "Erasure", "Export") ---------
+
+        Erases every node, edge, entity, timeline and provenance (verbindung) row of a pair or of all
+        pairs of a user in one transaction under the pairs' locks; records a tombstone (a one-way token
+        and the time, no id) so that a Promote of an entry written before the erasure is dropped, and
+        moves the pair's cache generation so every replica drops its cached vectors. Idempotent.
+        Errors: INVALID_ARGUMENT (no target, bad ids); UNAVAILABLE (PostgreSQL).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportPair(self, request, context):
+        """Everything of a pair in one consistent read: entities, timelines, nodes with their weights and
+        edges with their reasons (no vectors: they are derived from the text). The first chunk carries
+        the counts. Errors: INVALID_ARGUMENT (bad pair); UNAVAILABLE (PostgreSQL).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ImportPair(self, request_iterator, context):
+        """Writes exported records into a pair that holds no node, entity or timeline, in one transaction:
+        ids are new (the mappings are returned), references remapped, nodes re-embedded, weights and
+        edges as exported. The first chunk names the pair. Errors: INVALID_ARGUMENT (no pair, a
+        dangling reference, a bad record); FAILED_PRECONDITION (the pair is not empty); UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForgetNodes(self, request, context):
+        """A person's forget: deletes the named nodes (or every node a source turn made, found through
+        verbindung) with their edges and provenance rows; Trigger 2/3 need nothing (edges only ever
+        join two nodes). Idempotent. Errors: INVALID_ARGUMENT (nothing named, bad ids); UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CorrectNode(self, request, context):
+        """New content for one node: re-embedded, its edges deleted and formed again by Trigger 1 against
+        every other node of the pair (SPEC §5.4), weights of the node unchanged. Errors:
+        INVALID_ARGUMENT (empty content, bad pair); NOT_FOUND (no such node in the pair); UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetModel(self, request, context):
         """The model this service embeds with and its store holds (SPEC §2).
         Idempotent.
@@ -401,6 +476,31 @@ def add_LzgServiceServicer_to_server(servicer, server):
                     servicer.ListTimelines,
                     request_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ListTimelinesRequest.FromString,
                     response_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ListTimelinesResponse.SerializeToString,
+            ),
+            'Erase': grpc.unary_unary_rpc_method_handler(
+                    servicer.Erase,
+                    request_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.EraseRequest.FromString,
+                    response_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.EraseResponse.SerializeToString,
+            ),
+            'ExportPair': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExportPair,
+                    request_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ExportPairRequest.FromString,
+                    response_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ExportPairChunk.SerializeToString,
+            ),
+            'ImportPair': grpc.stream_unary_rpc_method_handler(
+                    servicer.ImportPair,
+                    request_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ImportPairChunk.FromString,
+                    response_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ImportPairResponse.SerializeToString,
+            ),
+            'ForgetNodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForgetNodes,
+                    request_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ForgetNodesRequest.FromString,
+                    response_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ForgetNodesResponse.SerializeToString,
+            ),
+            'CorrectNode': grpc.unary_unary_rpc_method_handler(
+                    servicer.CorrectNode,
+                    request_deserializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.CorrectNodeRequest.FromString,
+                    response_serializer=novaberg_dot_lzg_dot_v1_dot_lzg__pb2.CorrectNodeResponse.SerializeToString,
             ),
             'GetModel': grpc.unary_unary_rpc_method_handler(
                     servicer.GetModel,
@@ -909,6 +1009,141 @@ class LzgService:
             '/novaberg.lzg.v1.LzgService/ListTimelines',
             novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ListTimelinesRequest.SerializeToString,
             novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ListTimelinesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Erase(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.lzg.v1.LzgService/Erase',
+            novaberg_dot_lzg_dot_v1_dot_lzg__pb2.EraseRequest.SerializeToString,
+            novaberg_dot_lzg_dot_v1_dot_lzg__pb2.EraseResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportPair(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/novaberg.lzg.v1.LzgService/ExportPair',
+            novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ExportPairRequest.SerializeToString,
+            novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ExportPairChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportPair(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/novaberg.lzg.v1.LzgService/ImportPair',
+            novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ImportPairChunk.SerializeToString,
+            novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ImportPairResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForgetNodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.lzg.v1.LzgService/ForgetNodes',
+            novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ForgetNodesRequest.SerializeToString,
+            novaberg_dot_lzg_dot_v1_dot_lzg__pb2.ForgetNodesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CorrectNode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.lzg.v1.LzgService/CorrectNode',
+            novaberg_dot_lzg_dot_v1_dot_lzg__pb2.CorrectNodeRequest.SerializeToString,
+            novaberg_dot_lzg_dot_v1_dot_lzg__pb2.CorrectNodeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -23,9 +23,10 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from novaberg.common.v1 import common_pb2 as novaberg_dot_common_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dnovaberg/pixie/v1/pixie.proto\x12\x11novaberg.pixie.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"r\n\x04Task\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08schedule\x18\x02 \x01(\t\x12\x10\n\x08priority\x18\x03 \x01(\x01\x12\x0e\n\x06paused\x18\x04 \x01(\x08\x12(\n\x08last_run\x18\x05 \x01(\x0b\x32\x16.novaberg.pixie.v1.Run\"\xa2\x02\n\x03Run\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04task\x18\x02 \x01(\t\x12.\n\nstarted_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x05 \x01(\t\x12\x32\n\x06\x63ounts\x18\x06 \x03(\x0b\x32\".novaberg.pixie.v1.Run.CountsEntry\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12\x0f\n\x07replica\x18\x08 \x01(\t\x12\x0f\n\x07run_day\x18\t \x01(\t\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\x12\n\x10ListTasksRequest\";\n\x11ListTasksResponse\x12&\n\x05tasks\x18\x01 \x03(\x0b\x32\x17.novaberg.pixie.v1.Task\"\\\n\x12TriggerTaskRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\x12)\n\x05\x61s_of\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\":\n\x13TriggerTaskResponse\x12#\n\x03run\x18\x01 \x01(\x0b\x32\x16.novaberg.pixie.v1.Run\" \n\x10PauseTaskRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\"!\n\x11ResumeTaskRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\".\n\x0fListRunsRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"8\n\x10ListRunsResponse\x12$\n\x04runs\x18\x01 \x03(\x0b\x32\x16.novaberg.pixie.v1.Run\"\xa8\x01\n\tParkedJob\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12\x0f\n\x07user_id\x18\x03 \x01(\t\x12\x14\n\x0c\x63haracter_id\x18\x04 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x05 \x01(\x05\x12\x12\n\nlast_error\x18\x06 \x01(\t\x12-\n\tparked_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\x15ListParkedJobsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"D\n\x16ListParkedJobsResponse\x12*\n\x04jobs\x18\x01 \x03(\x0b\x32\x1c.novaberg.pixie.v1.ParkedJob2\x98\x04\n\x0cPixieService\x12V\n\tListTasks\x12#.novaberg.pixie.v1.ListTasksRequest\x1a$.novaberg.pixie.v1.ListTasksResponse\x12\\\n\x0bTriggerTask\x12%.novaberg.pixie.v1.TriggerTaskRequest\x1a&.novaberg.pixie.v1.TriggerTaskResponse\x12I\n\tPauseTask\x12#.novaberg.pixie.v1.PauseTaskRequest\x1a\x17.novaberg.pixie.v1.Task\x12K\n\nResumeTask\x12$.novaberg.pixie.v1.ResumeTaskRequest\x1a\x17.novaberg.pixie.v1.Task\x12S\n\x08ListRuns\x12\".novaberg.pixie.v1.ListRunsRequest\x1a#.novaberg.pixie.v1.ListRunsResponse\x12\x65\n\x0eListParkedJobs\x12(.novaberg.pixie.v1.ListParkedJobsRequest\x1a).novaberg.pixie.v1.ListParkedJobsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dnovaberg/pixie/v1/pixie.proto\x12\x11novaberg.pixie.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fnovaberg/common/v1/common.proto\"r\n\x04Task\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08schedule\x18\x02 \x01(\t\x12\x10\n\x08priority\x18\x03 \x01(\x01\x12\x0e\n\x06paused\x18\x04 \x01(\x08\x12(\n\x08last_run\x18\x05 \x01(\x0b\x32\x16.novaberg.pixie.v1.Run\"\xa2\x02\n\x03Run\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04task\x18\x02 \x01(\t\x12.\n\nstarted_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x05 \x01(\t\x12\x32\n\x06\x63ounts\x18\x06 \x03(\x0b\x32\".novaberg.pixie.v1.Run.CountsEntry\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12\x0f\n\x07replica\x18\x08 \x01(\t\x12\x0f\n\x07run_day\x18\t \x01(\t\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\x12\n\x10ListTasksRequest\";\n\x11ListTasksResponse\x12&\n\x05tasks\x18\x01 \x03(\x0b\x32\x17.novaberg.pixie.v1.Task\"\\\n\x12TriggerTaskRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\x12)\n\x05\x61s_of\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\":\n\x13TriggerTaskResponse\x12#\n\x03run\x18\x01 \x01(\x0b\x32\x16.novaberg.pixie.v1.Run\" \n\x10PauseTaskRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\"!\n\x11ResumeTaskRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\".\n\x0fListRunsRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"8\n\x10ListRunsResponse\x12$\n\x04runs\x18\x01 \x03(\x0b\x32\x16.novaberg.pixie.v1.Run\"\xa8\x01\n\tParkedJob\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12\x0f\n\x07user_id\x18\x03 \x01(\t\x12\x14\n\x0c\x63haracter_id\x18\x04 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x05 \x01(\x05\x12\x12\n\nlast_error\x18\x06 \x01(\t\x12-\n\tparked_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\x15ListParkedJobsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"D\n\x16ListParkedJobsResponse\x12*\n\x04jobs\x18\x01 \x03(\x0b\x32\x1c.novaberg.pixie.v1.ParkedJob\"J\n\x10\x45rasePairRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x0e\n\x06reason\x18\x02 \x01(\t\"3\n\x10\x45raseUserRequest\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\xcd\x02\n\x0e\x45rasureReceipt\x12\n\n\x02id\x18\x01 \x01(\x03\x12\r\n\x05scope\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x30\n\x0crequested_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12=\n\x06\x63ounts\x18\x06 \x03(\x0b\x32-.novaberg.pixie.v1.ErasureReceipt.CountsEntry\x12\x12\n\nsteps_done\x18\x07 \x03(\t\x12\r\n\x05token\x18\x08 \x01(\t\x12\r\n\x05\x65rror\x18\t \x01(\t\x12\x0e\n\x06reason\x18\n \x01(\t\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"$\n\x13ListErasuresRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"K\n\x14ListErasuresResponse\x12\x33\n\x08\x65rasures\x18\x01 \x03(\x0b\x32!.novaberg.pixie.v1.ErasureReceipt\";\n\x11\x45xportPairRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\"1\n\x0b\x45xportChunk\x12\r\n\x05lines\x18\x01 \x03(\t\x12\x13\n\x0btotal_lines\x18\x02 \x01(\x03\"J\n\x11ImportPairRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\r\n\x05lines\x18\x02 \x03(\t\"\xae\x01\n\x12ImportPairResponse\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x41\n\x06\x63ounts\x18\x02 \x03(\x0b\x32\x31.novaberg.pixie.v1.ImportPairResponse.CountsEntry\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\x84\x01\n\x13\x46orgetMemoryRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x11\n\x07node_id\x18\x02 \x01(\x05H\x00\x12\x18\n\x0esource_turn_id\x18\x03 \x01(\tH\x00\x12\x0e\n\x06reason\x18\x04 \x01(\tB\x08\n\x06target\"`\n\x14\x46orgetMemoryResponse\x12\x10\n\x08node_ids\x18\x01 \x03(\x05\x12\x10\n\x08kzg_keys\x18\x02 \x03(\t\x12\r\n\x05\x65\x64ges\x18\x03 \x01(\x05\x12\x15\n\rsession_turns\x18\x04 \x01(\x05\"\x8e\x01\n\x14\x43orrectMemoryRequest\x12&\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x11\n\x07node_id\x18\x02 \x01(\x05H\x00\x12\x11\n\x07kzg_key\x18\x03 \x01(\tH\x00\x12\x0e\n\x06inhalt\x18\x04 \x01(\t\x12\x0e\n\x06reason\x18\x05 \x01(\tB\x08\n\x06target\"\x80\x01\n\x15\x43orrectMemoryResponse\x12\x0f\n\x07node_id\x18\x01 \x01(\x05\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12\x15\n\redges_removed\x18\x03 \x01(\x05\x12\x15\n\redges_created\x18\x04 \x01(\x05\x12\x17\n\x0fprevious_inhalt\x18\x05 \x01(\t\"8\n\x18RequeueParkedJobsRequest\x12\x0f\n\x07job_ids\x18\x01 \x03(\t\x12\x0b\n\x03\x61ll\x18\x02 \x01(\x08\"L\n\x19RequeueParkedJobsResponse\x12\x10\n\x08requeued\x18\x01 \x01(\x05\x12\x0c\n\x04gone\x18\x02 \x01(\x05\x12\x0f\n\x07job_ids\x18\x03 \x03(\t2\x8b\n\n\x0cPixieService\x12V\n\tListTasks\x12#.novaberg.pixie.v1.ListTasksRequest\x1a$.novaberg.pixie.v1.ListTasksResponse\x12\\\n\x0bTriggerTask\x12%.novaberg.pixie.v1.TriggerTaskRequest\x1a&.novaberg.pixie.v1.TriggerTaskResponse\x12I\n\tPauseTask\x12#.novaberg.pixie.v1.PauseTaskRequest\x1a\x17.novaberg.pixie.v1.Task\x12K\n\nResumeTask\x12$.novaberg.pixie.v1.ResumeTaskRequest\x1a\x17.novaberg.pixie.v1.Task\x12S\n\x08ListRuns\x12\".novaberg.pixie.v1.ListRunsRequest\x1a#.novaberg.pixie.v1.ListRunsResponse\x12\x65\n\x0eListParkedJobs\x12(.novaberg.pixie.v1.ListParkedJobsRequest\x1a).novaberg.pixie.v1.ListParkedJobsResponse\x12S\n\tErasePair\x12#.novaberg.pixie.v1.ErasePairRequest\x1a!.novaberg.pixie.v1.ErasureReceipt\x12S\n\tEraseUser\x12#.novaberg.pixie.v1.EraseUserRequest\x1a!.novaberg.pixie.v1.ErasureReceipt\x12_\n\x0cListErasures\x12&.novaberg.pixie.v1.ListErasuresRequest\x1a\'.novaberg.pixie.v1.ListErasuresResponse\x12T\n\nExportPair\x12$.novaberg.pixie.v1.ExportPairRequest\x1a\x1e.novaberg.pixie.v1.ExportChunk0\x01\x12[\n\nImportPair\x12$.novaberg.pixie.v1.ImportPairRequest\x1a%.novaberg.pixie.v1.ImportPairResponse(\x01\x12_\n\x0c\x46orgetMemory\x12&.novaberg.pixie.v1.ForgetMemoryRequest\x1a\'.novaberg.pixie.v1.ForgetMemoryResponse\x12\x62\n\rCorrectMemory\x12\'.novaberg.pixie.v1.CorrectMemoryRequest\x1a(.novaberg.pixie.v1.CorrectMemoryResponse\x12n\n\x11RequeueParkedJobs\x12+.novaberg.pixie.v1.RequeueParkedJobsRequest\x1a,.novaberg.pixie.v1.RequeueParkedJobsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,34 +35,72 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RUN_COUNTSENTRY']._loaded_options = None
   _globals['_RUN_COUNTSENTRY']._serialized_options = b'8\001'
-  _globals['_TASK']._serialized_start=85
-  _globals['_TASK']._serialized_end=199
-  _globals['_RUN']._serialized_start=202
-  _globals['_RUN']._serialized_end=492
-  _globals['_RUN_COUNTSENTRY']._serialized_start=447
-  _globals['_RUN_COUNTSENTRY']._serialized_end=492
-  _globals['_LISTTASKSREQUEST']._serialized_start=494
-  _globals['_LISTTASKSREQUEST']._serialized_end=512
-  _globals['_LISTTASKSRESPONSE']._serialized_start=514
-  _globals['_LISTTASKSRESPONSE']._serialized_end=573
-  _globals['_TRIGGERTASKREQUEST']._serialized_start=575
-  _globals['_TRIGGERTASKREQUEST']._serialized_end=667
-  _globals['_TRIGGERTASKRESPONSE']._serialized_start=669
-  _globals['_TRIGGERTASKRESPONSE']._serialized_end=727
-  _globals['_PAUSETASKREQUEST']._serialized_start=729
-  _globals['_PAUSETASKREQUEST']._serialized_end=761
-  _globals['_RESUMETASKREQUEST']._serialized_start=763
-  _globals['_RESUMETASKREQUEST']._serialized_end=796
-  _globals['_LISTRUNSREQUEST']._serialized_start=798
-  _globals['_LISTRUNSREQUEST']._serialized_end=844
-  _globals['_LISTRUNSRESPONSE']._serialized_start=846
-  _globals['_LISTRUNSRESPONSE']._serialized_end=902
-  _globals['_PARKEDJOB']._serialized_start=905
-  _globals['_PARKEDJOB']._serialized_end=1073
-  _globals['_LISTPARKEDJOBSREQUEST']._serialized_start=1075
-  _globals['_LISTPARKEDJOBSREQUEST']._serialized_end=1113
-  _globals['_LISTPARKEDJOBSRESPONSE']._serialized_start=1115
-  _globals['_LISTPARKEDJOBSRESPONSE']._serialized_end=1183
-  _globals['_PIXIESERVICE']._serialized_start=1186
-  _globals['_PIXIESERVICE']._serialized_end=1722
+  _globals['_ERASURERECEIPT_COUNTSENTRY']._loaded_options = None
+  _globals['_ERASURERECEIPT_COUNTSENTRY']._serialized_options = b'8\001'
+  _globals['_IMPORTPAIRRESPONSE_COUNTSENTRY']._loaded_options = None
+  _globals['_IMPORTPAIRRESPONSE_COUNTSENTRY']._serialized_options = b'8\001'
+  _globals['_TASK']._serialized_start=118
+  _globals['_TASK']._serialized_end=232
+  _globals['_RUN']._serialized_start=235
+  _globals['_RUN']._serialized_end=525
+  _globals['_RUN_COUNTSENTRY']._serialized_start=480
+  _globals['_RUN_COUNTSENTRY']._serialized_end=525
+  _globals['_LISTTASKSREQUEST']._serialized_start=527
+  _globals['_LISTTASKSREQUEST']._serialized_end=545
+  _globals['_LISTTASKSRESPONSE']._serialized_start=547
+  _globals['_LISTTASKSRESPONSE']._serialized_end=606
+  _globals['_TRIGGERTASKREQUEST']._serialized_start=608
+  _globals['_TRIGGERTASKREQUEST']._serialized_end=700
+  _globals['_TRIGGERTASKRESPONSE']._serialized_start=702
+  _globals['_TRIGGERTASKRESPONSE']._serialized_end=760
+  _globals['_PAUSETASKREQUEST']._serialized_start=762
+  _globals['_PAUSETASKREQUEST']._serialized_end=794
+  _globals['_RESUMETASKREQUEST']._serialized_start=796
+  _globals['_RESUMETASKREQUEST']._serialized_end=829
+  _globals['_LISTRUNSREQUEST']._serialized_start=831
+  _globals['_LISTRUNSREQUEST']._serialized_end=877
+  _globals['_LISTRUNSRESPONSE']._serialized_start=879
+  _globals['_LISTRUNSRESPONSE']._serialized_end=935
+  _globals['_PARKEDJOB']._serialized_start=938
+  _globals['_PARKEDJOB']._serialized_end=1106
+  _globals['_LISTPARKEDJOBSREQUEST']._serialized_start=1108
+  _globals['_LISTPARKEDJOBSREQUEST']._serialized_end=1146
+  _globals['_LISTPARKEDJOBSRESPONSE']._serialized_start=1148
+  _globals['_LISTPARKEDJOBSRESPONSE']._serialized_end=1216
+  _globals['_ERASEPAIRREQUEST']._serialized_start=1218
+  _globals['_ERASEPAIRREQUEST']._serialized_end=1292
+  _globals['_ERASEUSERREQUEST']._serialized_start=1294
+  _globals['_ERASEUSERREQUEST']._serialized_end=1345
+  _globals['_ERASURERECEIPT']._serialized_start=1348
+  _globals['_ERASURERECEIPT']._serialized_end=1681
+  _globals['_ERASURERECEIPT_COUNTSENTRY']._serialized_start=480
+  _globals['_ERASURERECEIPT_COUNTSENTRY']._serialized_end=525
+  _globals['_LISTERASURESREQUEST']._serialized_start=1683
+  _globals['_LISTERASURESREQUEST']._serialized_end=1719
+  _globals['_LISTERASURESRESPONSE']._serialized_start=1721
+  _globals['_LISTERASURESRESPONSE']._serialized_end=1796
+  _globals['_EXPORTPAIRREQUEST']._serialized_start=1798
+  _globals['_EXPORTPAIRREQUEST']._serialized_end=1857
+  _globals['_EXPORTCHUNK']._serialized_start=1859
+  _globals['_EXPORTCHUNK']._serialized_end=1908
+  _globals['_IMPORTPAIRREQUEST']._serialized_start=1910
+  _globals['_IMPORTPAIRREQUEST']._serialized_end=1984
+  _globals['_IMPORTPAIRRESPONSE']._serialized_start=1987
+  _globals['_IMPORTPAIRRESPONSE']._serialized_end=2161
+  _globals['_IMPORTPAIRRESPONSE_COUNTSENTRY']._serialized_start=480
+  _globals['_IMPORTPAIRRESPONSE_COUNTSENTRY']._serialized_end=525
+  _globals['_FORGETMEMORYREQUEST']._serialized_start=2164
+  _globals['_FORGETMEMORYREQUEST']._serialized_end=2296
+  _globals['_FORGETMEMORYRESPONSE']._serialized_start=2298
+  _globals['_FORGETMEMORYRESPONSE']._serialized_end=2394
+  _globals['_CORRECTMEMORYREQUEST']._serialized_start=2397
+  _globals['_CORRECTMEMORYREQUEST']._serialized_end=2539
+  _globals['_CORRECTMEMORYRESPONSE']._serialized_start=2542
+  _globals['_CORRECTMEMORYRESPONSE']._serialized_end=2670
+  _globals['_REQUEUEPARKEDJOBSREQUEST']._serialized_start=2672
+  _globals['_REQUEUEPARKEDJOBSREQUEST']._serialized_end=2728
+  _globals['_REQUEUEPARKEDJOBSRESPONSE']._serialized_start=2730
+  _globals['_REQUEUEPARKEDJOBSRESPONSE']._serialized_end=2806
+  _globals['_PIXIESERVICE']._serialized_start=2809
+  _globals['_PIXIESERVICE']._serialized_end=4100
 # @@protoc_insertion_point(module_scope)

@@ -1,6 +1,7 @@
 import datetime
 
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from novaberg.common.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -133,3 +134,169 @@ class ListParkedJobsResponse(_message.Message):
     JOBS_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[ParkedJob]
     def __init__(self, jobs: _Optional[_Iterable[_Union[ParkedJob, _Mapping]]] = ...) -> None: ...
+
+class ErasePairRequest(_message.Message):
+    __slots__ = ("pair", "reason")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    reason: str
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class EraseUserRequest(_message.Message):
+    __slots__ = ("user_id", "reason")
+    USER_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    user_id: str
+    reason: str
+    def __init__(self, user_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ErasureReceipt(_message.Message):
+    __slots__ = ("id", "scope", "state", "requested_at", "finished_at", "counts", "steps_done", "token", "error", "reason")
+    class CountsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    STEPS_DONE_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    scope: str
+    state: str
+    requested_at: _timestamp_pb2.Timestamp
+    finished_at: _timestamp_pb2.Timestamp
+    counts: _containers.ScalarMap[str, int]
+    steps_done: _containers.RepeatedScalarFieldContainer[str]
+    token: str
+    error: str
+    reason: str
+    def __init__(self, id: _Optional[int] = ..., scope: _Optional[str] = ..., state: _Optional[str] = ..., requested_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., counts: _Optional[_Mapping[str, int]] = ..., steps_done: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ..., error: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ListErasuresRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+
+class ListErasuresResponse(_message.Message):
+    __slots__ = ("erasures",)
+    ERASURES_FIELD_NUMBER: _ClassVar[int]
+    erasures: _containers.RepeatedCompositeFieldContainer[ErasureReceipt]
+    def __init__(self, erasures: _Optional[_Iterable[_Union[ErasureReceipt, _Mapping]]] = ...) -> None: ...
+
+class ExportPairRequest(_message.Message):
+    __slots__ = ("pair",)
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ...) -> None: ...
+
+class ExportChunk(_message.Message):
+    __slots__ = ("lines", "total_lines")
+    LINES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_LINES_FIELD_NUMBER: _ClassVar[int]
+    lines: _containers.RepeatedScalarFieldContainer[str]
+    total_lines: int
+    def __init__(self, lines: _Optional[_Iterable[str]] = ..., total_lines: _Optional[int] = ...) -> None: ...
+
+class ImportPairRequest(_message.Message):
+    __slots__ = ("pair", "lines")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    LINES_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    lines: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., lines: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ImportPairResponse(_message.Message):
+    __slots__ = ("pair", "counts")
+    class CountsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    counts: _containers.ScalarMap[str, int]
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., counts: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class ForgetMemoryRequest(_message.Message):
+    __slots__ = ("pair", "node_id", "source_turn_id", "reason")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    node_id: int
+    source_turn_id: str
+    reason: str
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., node_id: _Optional[int] = ..., source_turn_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ForgetMemoryResponse(_message.Message):
+    __slots__ = ("node_ids", "kzg_keys", "edges", "session_turns")
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    KZG_KEYS_FIELD_NUMBER: _ClassVar[int]
+    EDGES_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TURNS_FIELD_NUMBER: _ClassVar[int]
+    node_ids: _containers.RepeatedScalarFieldContainer[int]
+    kzg_keys: _containers.RepeatedScalarFieldContainer[str]
+    edges: int
+    session_turns: int
+    def __init__(self, node_ids: _Optional[_Iterable[int]] = ..., kzg_keys: _Optional[_Iterable[str]] = ..., edges: _Optional[int] = ..., session_turns: _Optional[int] = ...) -> None: ...
+
+class CorrectMemoryRequest(_message.Message):
+    __slots__ = ("pair", "node_id", "kzg_key", "inhalt", "reason")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    KZG_KEY_FIELD_NUMBER: _ClassVar[int]
+    INHALT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    node_id: int
+    kzg_key: str
+    inhalt: str
+    reason: str
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., node_id: _Optional[int] = ..., kzg_key: _Optional[str] = ..., inhalt: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class CorrectMemoryResponse(_message.Message):
+    __slots__ = ("node_id", "kzg_key", "edges_removed", "edges_created", "previous_inhalt")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    KZG_KEY_FIELD_NUMBER: _ClassVar[int]
+    EDGES_REMOVED_FIELD_NUMBER: _ClassVar[int]
+    EDGES_CREATED_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_INHALT_FIELD_NUMBER: _ClassVar[int]
+    node_id: int
+    kzg_key: str
+    edges_removed: int
+    edges_created: int
+    previous_inhalt: str
+    def __init__(self, node_id: _Optional[int] = ..., kzg_key: _Optional[str] = ..., edges_removed: _Optional[int] = ..., edges_created: _Optional[int] = ..., previous_inhalt: _Optional[str] = ...) -> None: ...
+
+class RequeueParkedJobsRequest(_message.Message):
+    __slots__ = ("job_ids", "all")
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    ALL_FIELD_NUMBER: _ClassVar[int]
+    job_ids: _containers.RepeatedScalarFieldContainer[str]
+    all: bool
+    def __init__(self, job_ids: _Optional[_Iterable[str]] = ..., all: _Optional[bool] = ...) -> None: ...
+
+class RequeueParkedJobsResponse(_message.Message):
+    __slots__ = ("requeued", "gone", "job_ids")
+    REQUEUED_FIELD_NUMBER: _ClassVar[int]
+    GONE_FIELD_NUMBER: _ClassVar[int]
+    JOB_IDS_FIELD_NUMBER: _ClassVar[int]
+    requeued: int
+    gone: int
+    job_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, requeued: _Optional[int] = ..., gone: _Optional[int] = ..., job_ids: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -74,6 +74,46 @@ class PixieServiceStub:
                 request_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ListParkedJobsRequest.SerializeToString,
                 response_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ListParkedJobsResponse.FromString,
                 _registered_method=True)
+        self.ErasePair = channel.unary_unary(
+                '/novaberg.pixie.v1.PixieService/ErasePair',
+                request_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ErasePairRequest.SerializeToString,
+                response_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ErasureReceipt.FromString,
+                _registered_method=True)
+        self.EraseUser = channel.unary_unary(
+                '/novaberg.pixie.v1.PixieService/EraseUser',
+                request_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.EraseUserRequest.SerializeToString,
+                response_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ErasureReceipt.FromString,
+                _registered_method=True)
+        self.ListErasures = channel.unary_unary(
+                '/novaberg.pixie.v1.PixieService/ListErasures',
+                request_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ListErasuresRequest.SerializeToString,
+                response_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ListErasuresResponse.FromString,
+                _registered_method=True)
+        self.ExportPair = channel.unary_stream(
+                '/novaberg.pixie.v1.PixieService/ExportPair',
+                request_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ExportPairRequest.SerializeToString,
+                response_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ExportChunk.FromString,
+                _registered_method=True)
+        self.ImportPair = channel.stream_unary(
+                '/novaberg.pixie.v1.PixieService/ImportPair',
+                request_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ImportPairRequest.SerializeToString,
+                response_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ImportPairResponse.FromString,
+                _registered_method=True)
+        self.ForgetMemory = channel.unary_unary(
+                '/novaberg.pixie.v1.PixieService/ForgetMemory',
+                request_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ForgetMemoryRequest.SerializeToString,
+                response_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ForgetMemoryResponse.FromString,
+                _registered_method=True)
+        self.CorrectMemory = channel.unary_unary(
+                '/novaberg.pixie.v1.PixieService/CorrectMemory',
+                request_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.CorrectMemoryRequest.SerializeToString,
+                response_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.CorrectMemoryResponse.FromString,
+                _registered_method=True)
+        self.RequeueParkedJobs = channel.unary_unary(
+                '/novaberg.pixie.v1.PixieService/RequeueParkedJobs',
+                request_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.RequeueParkedJobsRequest.SerializeToString,
+                response_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.RequeueParkedJobsResponse.FromString,
+                _registered_method=True)
 
 
 class PixieServiceServicer:
@@ -127,6 +167,78 @@ class PixieServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ErasePair(self, request, context):
+        """--- a person's rights over their memories (docs/decisions.md "Erasure", README "Data protection")
+
+        Erases a pair in every store: the erasure is recorded first, then KZG, LZG, Pixie's own job
+        records and the pipeline log are erased in that order, each step recorded; an interrupted
+        erasure is finished by Pixie (at start and periodically). Returns the receipt with counts per
+        store. Errors: INVALID_ARGUMENT (bad pair); UNAVAILABLE (a store or service failed: the
+        erasure stays recorded and Pixie finishes it when it is back; the message names its id).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EraseUser(self, request, context):
+        """The same for every pair (all characters) of one user. Errors as ErasePair.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListErasures(self, request, context):
+        """Erasure receipts, newest first (no ids of erased pairs: they are dropped when one finishes).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportPair(self, request, context):
+        """A pair's memories as JSON lines (schema novaberg.export/1, first line the header): entities,
+        timelines, LZG nodes with weights, edges with reasons, KZG entries, the session.
+        Errors: INVALID_ARGUMENT (bad pair); UNAVAILABLE (a service failed).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ImportPair(self, request_iterator, context):
+        """Client-streaming: the lines of an export, written into an empty pair (ids may differ; contents,
+        weights, edges and reasons equal). Errors: INVALID_ARGUMENT (not an export, unknown schema,
+        bad record); FAILED_PRECONDITION (the target pair is not empty); UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForgetMemory(self, request, context):
+        """A person's forget of one memory: the node (by id, or every node of a source turn) deleted with
+        its edges and provenance, its KZG entries and session turn removed, logged with the reason.
+        Errors: INVALID_ARGUMENT (no target, bad pair, empty reason); NOT_FOUND (nothing of the pair
+        matches); UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CorrectMemory(self, request, context):
+        """New content for one memory (a node, or a KZG entry and the node promoted from it): re-embedded,
+        the node's edges formed again by Trigger 1; the old and new content are logged with the reason.
+        Errors: INVALID_ARGUMENT (no target, empty content or reason); NOT_FOUND; UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RequeueParkedJobs(self, request, context):
+        """Puts parked promotion jobs (all, or those named) back into the queue; a job whose KZG entry is
+        gone is dropped. Errors: INVALID_ARGUMENT (neither all nor ids); UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PixieServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -159,6 +271,46 @@ def add_PixieServiceServicer_to_server(servicer, server):
                     servicer.ListParkedJobs,
                     request_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ListParkedJobsRequest.FromString,
                     response_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ListParkedJobsResponse.SerializeToString,
+            ),
+            'ErasePair': grpc.unary_unary_rpc_method_handler(
+                    servicer.ErasePair,
+                    request_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ErasePairRequest.FromString,
+                    response_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ErasureReceipt.SerializeToString,
+            ),
+            'EraseUser': grpc.unary_unary_rpc_method_handler(
+                    servicer.EraseUser,
+                    request_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.EraseUserRequest.FromString,
+                    response_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ErasureReceipt.SerializeToString,
+            ),
+            'ListErasures': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListErasures,
+                    request_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ListErasuresRequest.FromString,
+                    response_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ListErasuresResponse.SerializeToString,
+            ),
+            'ExportPair': grpc.unary_stream_rpc_method_handler(
+                    servicer.ExportPair,
+                    request_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ExportPairRequest.FromString,
+                    response_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ExportChunk.SerializeToString,
+            ),
+            'ImportPair': grpc.stream_unary_rpc_method_handler(
+                    servicer.ImportPair,
+                    request_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ImportPairRequest.FromString,
+                    response_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ImportPairResponse.SerializeToString,
+            ),
+            'ForgetMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForgetMemory,
+                    request_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ForgetMemoryRequest.FromString,
+                    response_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ForgetMemoryResponse.SerializeToString,
+            ),
+            'CorrectMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.CorrectMemory,
+                    request_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.CorrectMemoryRequest.FromString,
+                    response_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.CorrectMemoryResponse.SerializeToString,
+            ),
+            'RequeueParkedJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.RequeueParkedJobs,
+                    request_deserializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.RequeueParkedJobsRequest.FromString,
+                    response_serializer=novaberg_dot_pixie_dot_v1_dot_pixie__pb2.RequeueParkedJobsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -333,6 +485,222 @@ class PixieService:
             '/novaberg.pixie.v1.PixieService/ListParkedJobs',
             novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ListParkedJobsRequest.SerializeToString,
             novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ListParkedJobsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ErasePair(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.pixie.v1.PixieService/ErasePair',
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ErasePairRequest.SerializeToString,
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ErasureReceipt.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EraseUser(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.pixie.v1.PixieService/EraseUser',
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.EraseUserRequest.SerializeToString,
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ErasureReceipt.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListErasures(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.pixie.v1.PixieService/ListErasures',
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ListErasuresRequest.SerializeToString,
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ListErasuresResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExportPair(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/novaberg.pixie.v1.PixieService/ExportPair',
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ExportPairRequest.SerializeToString,
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ExportChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ImportPair(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/novaberg.pixie.v1.PixieService/ImportPair',
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ImportPairRequest.SerializeToString,
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ImportPairResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForgetMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.pixie.v1.PixieService/ForgetMemory',
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ForgetMemoryRequest.SerializeToString,
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.ForgetMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CorrectMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.pixie.v1.PixieService/CorrectMemory',
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.CorrectMemoryRequest.SerializeToString,
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.CorrectMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RequeueParkedJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.pixie.v1.PixieService/RequeueParkedJobs',
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.RequeueParkedJobsRequest.SerializeToString,
+            novaberg_dot_pixie_dot_v1_dot_pixie__pb2.RequeueParkedJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,

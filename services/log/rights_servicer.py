@@ -1,0 +1,39 @@
+"""gRPC ↔ domain translation of the log's erasure (mixed into ``services.log.servicer.LogServicer``)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import grpc.aio
+
+from novaberg.log.v1 import log_pb2
+from novaberg_core.errors import InvalidArgument
+from services.log.rights import LogRights
+from services.log.store import LogStore
+
+__all__ = ["LogRightsServicer"]
+
+
+class LogRightsServicer:
+    """The rights RPCs of LogService."""
+
+    _store: LogStore
+
+    @cached_property
+    def rights(self) -> LogRights:
+        return LogRights(self._store._pool)
+
+    async def Erase(
+        self, request: log_pb2.EraseRequest, context: grpc.aio.ServicerContext
+    ) -> log_pb2.EraseResponse:
+        which = request.target.WhichOneof("target")
+        if which is None:
+            raise InvalidArgument("target must name a pair or a user_id")
+        pair = request.target.pair
+        counts = await self.rights.erase(
+            (pair.user_id, pair.character_id) if which == "pair" else None,
+            request.target.user_id if which == "user_id" else None,
+        )
+        return log_pb2.EraseResponse(
+            rows=counts.rows, turn_roh=counts.turn_roh, unpaired_rows=counts.unpaired_rows
+        )

@@ -1,0 +1,268 @@
+"""gRPC ↔ domain translation of the LZG's rights operations (erase, export, import, forget, correct).
+
+A mixin of :class:`~services.lzg.servicer.LzgServicer`; the behaviour is in :mod:`services.lzg.rights`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from functools import cached_property
+from typing import Any
+
+import grpc
+
+from novaberg.common.v1 import common_pb2
+from novaberg.lzg.v1 import lzg_pb2
+from novaberg_core.errors import InvalidArgument
+from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
+from services.lzg.engine import LzgEngine
+from services.lzg.rights import ImportChunk, LzgRights
+
+__all__ = ["EXPORT_CHUNK", "LzgRightsServicer"]
+
+EXPORT_CHUNK = 500
+"""Records per export message (well under gRPC's 4 MB message limit without vectors)."""
+
+_BEOBACHTER = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
+
+
+def _ts(message: Any, name: str) -> Any:
+    return from_timestamp(getattr(message, name)) if message.HasField(name) else None
+
+
+def _entity_row(message: lzg_pb2.Entity) -> Mapping[str, Any]:
+    return {"id": message.id, "name": message.name, "typ": message.typ, "aliases": list(message.aliases)}
+
+
+def _timeline_row(message: lzg_pb2.Timeline) -> Mapping[str, Any]:
+    return {
+        "id": message.id,
+        "zeitpunkt": _ts(message, "zeitpunkt"),
+        "praezision": message.praezision,
+        "titel": message.titel,
+        "themen": list(message.themen),
+    }
+
+
+def _node_row(message: lzg_pb2.Node) -> Mapping[str, Any]:
+    ei, magnets = message.ei, message.magnets
+    return {
+        "id": message.id,
+        "kzg_quell_key": message.kzg_quell_key,
+        "beobachter": _BEOBACHTER.get(message.beobachter, ""),  # type: ignore[call-overload]
+        "inhalt": message.inhalt,
+        "dimension": message.dimension,
+        "gewicht_roh": message.gewicht_roh,
+        "gewicht_absolut": message.gewicht_absolut,
+        "gewicht_decay": message.gewicht_decay,
+        "haeufigkeit": message.haeufigkeit,
+        "aktiv": message.aktiv,
+        "erstellt_am": _ts(message, "erstellt_am"),
+        "verstaerkt_am": _ts(message, "verstaerkt_am"),
+        "decay_am": _ts(message, "decay_am"),
+        "kzg_erstellt_am": _ts(message, "kzg_erstellt_am"),
+        "themen": list(message.themen),
+        "gedaechtnistyp": message.gedaechtnistyp,
+        "entitaet_ids": list(magnets.entitaet_ids),
+        "timeline_id": magnets.timeline_id if magnets.HasField("timeline_id") else None,
+        "emotion": ei.emotion,
+        "arousal": ei.arousal,
+        "emotions_vektor": ei.emotions_vektor,
+        "intentionen": list(ei.intentionen),
+        "modus": ei.modus,
+        "sprach_stil": ei.sprach_stil,
+        "beziehungs_dynamik": ei.beziehungs_dynamik,
+        "tone": ei.tone,
+        "sprecher": message.sprecher,
+        "sprache": message.sprache,
+        "quell_turn_id": message.quell_turn_id,
+    }
+
+
+def _edge_row(message: lzg_pb2.Edge) -> Mapping[str, Any]:
+    return {
+        "id": message.id,
+        "knoten_a_id": message.knoten_a_id,
+        "knoten_b_id": message.knoten_b_id,
+        "gewicht_roh": message.gewicht_roh,
+        "gewicht_absolut": message.gewicht_absolut,
+        "erstellt_am": _ts(message, "erstellt_am") or as_of_or_now(None),
+        "verbindungs_gruende": list(message.verbindungs_gruende),
+        "geteilte_entitaet_ids": list(message.geteilte_entitaet_ids),
+        "geteilte_themen": list(message.geteilte_themen),
+        "timeline_naehe_tage": message.timeline_naehe_tage
+        if message.HasField("timeline_naehe_tage")
+        else None,
+        "embedding_cosine_initial": (
+            message.embedding_cosine_initial if message.HasField("embedding_cosine_initial") else None
+        ),
+        "anzahl_schichten": message.anzahl_schichten or 1,
+    }
+
+
+def _entity_pb(row: Mapping[str, Any]) -> lzg_pb2.Entity:
+    message = lzg_pb2.Entity(
+        id=row["id"], name=row["name"], typ=row["typ"], aliases=list(row["aliases"] or ())
+    )
+    message.pair.user_id, message.pair.character_id = row["user_id"], row["character_id"]
+    return message
+
+
+def _timeline_pb(row: Mapping[str, Any]) -> lzg_pb2.Timeline:
+    message = lzg_pb2.Timeline(
+        id=row["id"],
+        zeitpunkt=to_timestamp(row["zeitpunkt"]),
+        praezision=row["praezision"],
+        titel=row["titel"],
+        themen=list(row["themen"] or ()),
+    )
+    message.pair.user_id, message.pair.character_id = row["user_id"], row["character_id"]
+    return message
+
+
+class LzgRightsServicer:
+    """The rights RPCs of LzgService (mixed into :class:`~services.lzg.servicer.LzgServicer`)."""
+
+    engine: LzgEngine
+
+    @cached_property
+    def rights(self) -> LzgRights:
+        return LzgRights(self.engine)
+
+    async def Erase(
+        self, request: lzg_pb2.EraseRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.EraseResponse:
+        which = request.target.WhichOneof("target")
+        if which is None:
+            raise InvalidArgument("target must name a pair or a user_id")
+        pair = request.target.pair
+        counts = await self.rights.erase(
+            (pair.user_id, pair.character_id) if which == "pair" else None,
+            request.target.user_id if which == "user_id" else None,
+        )
+        return lzg_pb2.EraseResponse(
+            nodes=counts.nodes,
+            edges=counts.edges,
+            entities=counts.entities,
+            timelines=counts.timelines,
+            verbindungen=counts.verbindungen,
+            characters=counts.characters,
+        )
+
+    async def ExportPair(
+        self, request: lzg_pb2.ExportPairRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[lzg_pb2.ExportPairChunk]:
+        from services.lzg.servicer import edge_to_proto, node_to_proto
+
+        data = await self.rights.export(request.pair.user_id, request.pair.character_id)
+        yield lzg_pb2.ExportPairChunk(
+            counts=lzg_pb2.ExportCounts(
+                entities=len(data.entities),
+                timelines=len(data.timelines),
+                nodes=len(data.nodes),
+                edges=len(data.edges),
+            ),
+            model_id=data.model_id,
+        )
+        for start in range(0, len(data.entities), EXPORT_CHUNK):
+            yield lzg_pb2.ExportPairChunk(
+                entities=[_entity_pb(r) for r in data.entities[start : start + EXPORT_CHUNK]]
+            )
+        for start in range(0, len(data.timelines), EXPORT_CHUNK):
+            yield lzg_pb2.ExportPairChunk(
+                timelines=[_timeline_pb(r) for r in data.timelines[start : start + EXPORT_CHUNK]]
+            )
+        for start in range(0, len(data.nodes), EXPORT_CHUNK):
+            yield lzg_pb2.ExportPairChunk(
+                nodes=[node_to_proto(r) for r in data.nodes[start : start + EXPORT_CHUNK]]
+            )
+        for start in range(0, len(data.edges), EXPORT_CHUNK):
+            yield lzg_pb2.ExportPairChunk(
+                edges=[edge_to_proto(r) for r in data.edges[start : start + EXPORT_CHUNK]]
+            )
+
+    async def ImportPair(
+        self, request_iterator: AsyncIterator[lzg_pb2.ImportPairChunk], context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.ImportPairResponse:
+        messages = aiter(request_iterator)
+        first = await anext(messages, None)
+        if first is None or not first.HasField("pair"):
+            raise InvalidArgument("the first message of ImportPair must name the pair")
+        pair = first.pair
+
+        async def chunks() -> AsyncIterator[ImportChunk]:
+            message: lzg_pb2.ImportPairChunk | None = first
+            while message is not None:
+                if message.HasField("pair") and (message.pair.user_id, message.pair.character_id) != (
+                    pair.user_id,
+                    pair.character_id,
+                ):
+                    raise InvalidArgument("every message of one ImportPair must name the same pair")
+                yield ImportChunk(
+                    entities=[_entity_row(m) for m in message.entities],
+                    timelines=[_timeline_row(m) for m in message.timelines],
+                    nodes=[_node_row(m) for m in message.nodes],
+                    edges=[_edge_row(m) for m in message.edges],
+                )
+                message = await anext(messages, None)
+
+        result = await self.rights.import_pair(pair.user_id, pair.character_id, chunks())
+
+        def mapped(ids: Mapping[int, int]) -> list[lzg_pb2.IdMapping]:
+            return [lzg_pb2.IdMapping(old_id=old, new_id=new) for old, new in ids.items()]
+
+        return lzg_pb2.ImportPairResponse(
+            entity_ids=mapped(result.entity_ids),
+            timeline_ids=mapped(result.timeline_ids),
+            node_ids=mapped(result.node_ids),
+            edges=result.edges,
+        )
+
+    async def ForgetNodes(
+        self, request: lzg_pb2.ForgetNodesRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.ForgetNodesResponse:
+        result = await self.rights.forget(
+            request.pair.user_id,
+            request.pair.character_id,
+            list(request.node_ids),
+            request.source_turn_id,
+            turn_id=request.turn.turn_id,
+            span_id=request.turn.span_id or None,
+        )
+        return lzg_pb2.ForgetNodesResponse(
+            nodes=[
+                lzg_pb2.ForgottenNode(
+                    node_id=n.node_id,
+                    kzg_quell_key=n.kzg_quell_key,
+                    kzg_keys=list(n.kzg_keys),
+                    turn_ids=list(n.turn_ids),
+                )
+                for n in result.nodes
+            ],
+            edges=result.edges,
+        )
+
+    async def CorrectNode(
+        self, request: lzg_pb2.CorrectNodeRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.CorrectNodeResponse:
+        from services.lzg.servicer import node_to_proto
+
+        which = request.WhichOneof("target")
+        if which is None:
+            raise InvalidArgument("name the node by node_id or kzg_quell_key")
+        result = await self.rights.correct(
+            request.pair.user_id,
+            request.pair.character_id,
+            node_id=request.node_id if which == "node_id" else 0,
+            kzg_quell_key=request.kzg_quell_key if which == "kzg_quell_key" else "",
+            inhalt=request.inhalt,
+            as_of=as_of_or_now(request.as_of if request.HasField("as_of") else None),
+            turn_id=request.turn.turn_id,
+            span_id=request.turn.span_id or None,
+        )
+        return lzg_pb2.CorrectNodeResponse(
+            node=node_to_proto(result.node),
+            previous_inhalt=result.previous_inhalt,
+            edges_removed=result.edges_removed,
+            edges_created=result.edges_created,
+        )

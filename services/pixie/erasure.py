@@ -1,0 +1,385 @@
+"""A person's erasure, orchestrated by Pixie across every store (docs/decisions.md "Erasure").
+
+Crash safety: the erasure is a row of ``pixie.erasures`` written before any store is touched;
+each step (``kzg``, ``lzg``, ``pixie``, ``log``) is idempotent and recorded when done. One runner
+at a time holds the erasure's advisory lock (released when its process dies), and every replica
+looks for unfinished erasures at start and every scheduler interval, so an erasure interrupted by
+a crash, a kill or an outage is finished by whichever replica comes next.
+
+In-flight promotions: during the KZG and LZG steps the erasure holds the target's promotion locks
+(the pair's lock, or its user's lock exclusively — every promotion holds its user's lock shared),
+so no promotion of the target is between reading its entry and writing its node. Jobs a worker
+still holds afterwards are older than the stream cutoff the KZG step reported and are dropped
+unprocessed (:func:`erased_job_ids`). The LZG's tombstone refuses any other late Promote, and the
+log's tombstone drops records of the target still sitting in writers' buffers.
+
+Once done, the row keeps only the target's one-way key, the counts (the receipt) and the reason;
+the ids are gone. Nothing Pixie logs about an erasure names the target.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+import asyncpg
+import grpc
+import grpc.aio
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg.log.v1 import log_pb2, log_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.contract import check_pair, pair_token, user_token
+from novaberg_core.errors import NotFound, Unavailable
+from novaberg_core.migrations import load_queries
+from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.timeutil import utc_now
+from services.pixie.store import PixieStore
+from services.pixie.tasks import user_lock_key
+
+__all__ = [
+    "NODE",
+    "SCOPE_PAIR",
+    "SCOPE_USER",
+    "STEPS",
+    "ErasureRecord",
+    "Erasures",
+    "erased_job_ids",
+]
+
+_LOG = logging.getLogger(__name__)
+
+QUERIES: Final = load_queries(Path(__file__).resolve().parent / "sql" / "rights.sql")
+
+NODE: Final = "loeschung"
+"""pipeline_log node of the erasure's maintenance records (no ids of the target)."""
+SCOPE_PAIR: Final = "pair"
+SCOPE_USER: Final = "user"
+STEPS: Final = ("kzg", "lzg", "pixie", "log")
+"""In this order: the KZG first (no new job can name an erased entry), the log last (it also
+catches the records the other steps' services wrote about the target)."""
+SCRUBBED_ERROR: Final = "(Fehlermeldung wegen einer Löschung entfernt)"
+"""What a run's error becomes when it quoted a key of an erased target."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErasureRecord:
+    """One row of ``pixie.erasures``."""
+
+    id: int
+    scope: str
+    user_id: str | None
+    character_id: str | None
+    token: str
+    state: str
+    steps_done: tuple[str, ...]
+    counts: dict[str, int]
+    stream_cutoff: str | None
+    reason: str
+    error: str
+    requested_at: datetime
+    finished_at: datetime | None
+
+
+def _record(row: asyncpg.Record) -> ErasureRecord:
+    counts = row["counts"]
+    if isinstance(counts, str):
+        counts = json.loads(counts)
+    return ErasureRecord(
+        id=row["id"],
+        scope=row["scope"],
+        user_id=row["user_id"],
+        character_id=row["character_id"],
+        token=row["schluessel"],
+        state=row["state"],
+        steps_done=tuple(row["steps_done"]),
+        counts={str(k): int(v) for k, v in (counts or {}).items()},
+        stream_cutoff=row["stream_cutoff"],
+        reason=row["reason"],
+        error=row["error"],
+        requested_at=row["requested_at"],
+        finished_at=row["finished_at"],
+    )
+
+
+def _erasure_lock_key(erasure_id: int) -> int:
+    digest = hashlib.sha256(f"pixie:erasure\x00{erasure_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, grpc.aio.AioRpcError):
+        return f"{error.code().name}: {error.details()}"
+    return str(error) or type(error).__name__
+
+
+def key_prefix(user_id: str, character_id: str | None) -> str:
+    """The KZG key prefix of the target (``kzg:<u>:<c>:`` or ``kzg:<u>:``), as texts may quote it."""
+    return f"kzg:{user_id}:" if character_id is None else f"kzg:{user_id}:{character_id}:"
+
+
+async def erased_job_ids(
+    store: PixieStore, user_id: str, character_id: str, job_ids: Sequence[str]
+) -> set[str]:
+    """The jobs of one pair that an erasure of the pair or its user took (the worker drops them)."""
+    if not job_ids:
+        return set()
+    keys = [pair_token(user_id, character_id), user_token(user_id)]
+    rows = await store.pool.fetch(QUERIES["erased_jobs"], list(job_ids), keys)
+    return {r["job_id"] for r in rows}
+
+
+class Erasures:
+    """Records, runs and resumes erasures on one replica."""
+
+    def __init__(
+        self,
+        *,
+        store: PixieStore,
+        kzg: kzg_pb2_grpc.KzgServiceStub,
+        lzg: lzg_pb2_grpc.LzgServiceStub,
+        log: log_pb2_grpc.LogServiceStub | None,
+        plog: PipelineLog,
+        replica_id: str,
+        rpc_timeout_s: float = 30.0,
+        interval_s: float = 30.0,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.store = store
+        self.kzg = kzg
+        self.lzg = lzg
+        self.log = log
+        self.plog = plog
+        self.replica_id = replica_id
+        self.rpc_timeout_s = rpc_timeout_s
+        self.interval_s = interval_s
+        self.clock = clock
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    # --- API ----------------------------------------------------------------------------
+
+    async def erase_pair(self, user_id: str, character_id: str, reason: str) -> ErasureRecord:
+        """Records the erasure of a pair, then runs it to the end (or raises Unavailable, recorded)."""
+        check_pair(user_id, character_id)
+        return await self._erase(SCOPE_PAIR, user_id, character_id, pair_token(user_id, character_id), reason)
+
+    async def erase_user(self, user_id: str, reason: str) -> ErasureRecord:
+        """The same for every pair of ``user_id`` (all characters)."""
+        check_pair(user_id, "-", "user")
+        return await self._erase(SCOPE_USER, user_id, None, user_token(user_id), reason)
+
+    async def receipts(self, limit: int) -> list[ErasureRecord]:
+        return [_record(r) for r in await self.store.pool.fetch(QUERIES["list_erasures"], limit)]
+
+    async def _erase(
+        self, scope: str, user_id: str, character_id: str | None, token: str, reason: str
+    ) -> ErasureRecord:
+        row = await self.store.pool.fetchrow(
+            QUERIES["insert_erasure"],
+            scope,
+            user_id,
+            character_id,
+            token,
+            reason,
+            self.clock(),
+            self.replica_id,
+        )
+        assert row is not None
+        record = _record(row)
+        self._note(record, "aufgezeichnet")
+        return await self.run(record.id, wait=True)
+
+    # --- running ------------------------------------------------------------------------
+
+    async def run(self, erasure_id: int, *, wait: bool) -> ErasureRecord:
+        """Runs the erasure's remaining steps under its lock; ``wait=False`` skips one held elsewhere."""
+        async with self.store.pool.acquire() as conn, conn.transaction():
+            key = _erasure_lock_key(erasure_id)
+            if wait:
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", key)
+            elif not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", key):
+                raise _HeldElsewhere
+            row = await self.store.pool.fetchrow(QUERIES["get_erasure"], erasure_id)
+            if row is None:
+                raise NotFound(f"erasure {erasure_id} does not exist")
+            record = _record(row)
+            if record.state == "done":
+                return record
+            try:
+                record = await self._steps(record)
+            except Exception as error:
+                message = f"step failed: {_describe(error)}"
+                await self.store.pool.execute(QUERIES["erasure_step_failed"], erasure_id, message[:2000])
+                self._note(record, "schritt_fehlgeschlagen", fehler=message)
+                raise Unavailable(
+                    f"erasure {erasure_id} is recorded; Pixie finishes it when the failing service is back; "
+                    f"{message}"
+                ) from error
+            finished = await self.store.pool.fetchrow(QUERIES["finish_erasure"], erasure_id, self.clock())
+            assert finished is not None
+            record = _record(finished)
+            self._note(record, "fertig")
+            return record
+
+    async def _steps(self, record: ErasureRecord) -> ErasureRecord:
+        assert record.user_id is not None
+        user, character = record.user_id, record.character_id
+        target = common_pb2.ErasureTarget()
+        if character is None:
+            target.user_id = user
+        else:
+            target.pair.user_id, target.pair.character_id = user, character
+        timeout = self.rpc_timeout_s
+        if "kzg" not in record.steps_done or "lzg" not in record.steps_done:
+            async with self._promotions_stopped(user, character):
+                if "kzg" not in record.steps_done:
+                    kzg = await self.kzg.Erase(kzg_pb2.EraseRequest(target=target), timeout=timeout)
+                    record = await self._done(
+                        record,
+                        "kzg",
+                        {
+                            "kzg.entries": kzg.entries,
+                            "kzg.session_keys": kzg.session_keys,
+                            "kzg.hash_dirty": kzg.hash_dirty,
+                            "kzg.cluster_keys": kzg.cluster_keys,
+                            "kzg.queue_jobs": kzg.queue_jobs,
+                        },
+                        cutoff=kzg.stream_cutoff,
+                    )
+                if "lzg" not in record.steps_done:
+                    lzg = await self.lzg.Erase(lzg_pb2.EraseRequest(target=target), timeout=timeout * 4)
+                    record = await self._done(
+                        record,
+                        "lzg",
+                        {
+                            "lzg.nodes": lzg.nodes,
+                            "lzg.edges": lzg.edges,
+                            "lzg.entities": lzg.entities,
+                            "lzg.timelines": lzg.timelines,
+                            "lzg.verbindungen": lzg.verbindungen,
+                        },
+                    )
+        if "pixie" not in record.steps_done:
+            record = await self._done(record, "pixie", await self._erase_own(user, character, record.id))
+        if "log" not in record.steps_done:
+            if self.log is None:
+                # Without a log service every writer discards its records: the log holds nothing.
+                counts = {"log.rows": 0, "log.turn_roh": 0, "log.unpaired_rows": 0}
+            else:
+                log = await self.log.Erase(log_pb2.EraseRequest(target=target), timeout=timeout * 4)
+                counts = {
+                    "log.rows": log.rows,
+                    "log.turn_roh": log.turn_roh,
+                    "log.unpaired_rows": log.unpaired_rows,
+                }
+            record = await self._done(record, "log", counts)
+        return record
+
+    @contextlib.asynccontextmanager
+    async def _promotions_stopped(self, user_id: str, character_id: str | None) -> AsyncIterator[None]:
+        """Holds the target's promotion locks: no promotion of it is in flight meanwhile."""
+        wait_ms = int(self.rpc_timeout_s * 2000)
+        if character_id is not None:
+            async with self.store.pair_lock(user_id, character_id, wait_ms=wait_ms) as lock:
+                if not lock.held:
+                    raise Unavailable("the pair's promotion lock stayed held by a promotion worker")
+                yield
+            return
+        async with self.store.pool.acquire() as conn, conn.transaction():
+            await conn.execute(f"SET LOCAL lock_timeout = {wait_ms}")
+            try:
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", user_lock_key(user_id))
+            except asyncpg.LockNotAvailableError:
+                raise Unavailable("the user's promotion lock stayed held by a promotion worker") from None
+            yield
+
+    async def _erase_own(self, user_id: str, character_id: str | None, erasure_id: int) -> dict[str, int]:
+        """Pixie's own records of the target: job attempts, parked jobs, run errors quoting its keys."""
+        async with self.store.pool.acquire() as conn, conn.transaction():
+            attempts = await conn.fetchval(QUERIES["erase_job_attempts"], user_id, character_id)
+            parked = await conn.fetchval(QUERIES["erase_parked_jobs"], user_id, character_id)
+            scrubbed = await conn.fetchval(
+                QUERIES["scrub_run_errors"], key_prefix(user_id, character_id), SCRUBBED_ERROR
+            )
+        return {
+            "pixie.job_attempts": int(attempts),
+            "pixie.parked_jobs": int(parked),
+            "pixie.run_errors": int(scrubbed),
+        }
+
+    async def _done(
+        self, record: ErasureRecord, step: str, counts: Mapping[str, int], *, cutoff: str | None = None
+    ) -> ErasureRecord:
+        row = await self.store.pool.fetchrow(
+            QUERIES["erasure_step_done"], record.id, step, json.dumps(dict(counts)), cutoff or None
+        )
+        if row is None:  # recorded already (a step repeated after a crash): read it back
+            row = await self.store.pool.fetchrow(QUERIES["get_erasure"], record.id)
+        assert row is not None
+        updated = _record(row)
+        self._note(updated, f"schritt_{step}", **{k.replace(".", "_"): v for k, v in counts.items()})
+        return updated
+
+    def _note(self, record: ErasureRecord, what: str, **details: Any) -> None:
+        """A maintenance record of the erasure: its id and counts, never the target's ids."""
+        self.plog.write(
+            turn_id=f"loeschung-{record.id}",
+            node=NODE,
+            art="db_write",
+            inhalt={"loeschung": record.id, "umfang": record.scope, "ereignis": what, **details},
+        )
+
+    # --- resuming -----------------------------------------------------------------------
+
+    async def resume(self) -> list[ErasureRecord]:
+        """Finishes every unfinished erasure no other runner holds; returns the ones finished."""
+        finished: list[ErasureRecord] = []
+        for row in await self.store.pool.fetch(QUERIES["running_erasures"]):
+            try:
+                record = await self.run(row["id"], wait=False)
+            except _HeldElsewhere:
+                continue
+            except Unavailable as error:
+                _LOG.warning("pixie: erasure %s not finished yet: %s", row["id"], error)
+                continue
+            finished.append(record)
+            _LOG.info("pixie: erasure %s finished (resumed)", record.id)
+        return finished
+
+    def start(self) -> None:
+        """Resumes unfinished erasures now and every ``interval_s`` (a background task)."""
+        if self._task is None:
+            self._stop.clear()
+            self._task = asyncio.create_task(self._loop(), name="pixie-erasures")
+
+    async def stop(self) -> None:
+        self._stop.set()
+        task, self._task = self._task, None
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                await self.resume()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                _LOG.exception("pixie: resuming erasures failed (retrying next interval)")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=self.interval_s)
+
+
+class _HeldElsewhere(Exception):
+    """Another runner holds the erasure's lock."""

@@ -1,0 +1,530 @@
+"""A person's rights over their memories, across the stores Pixie reaches: export, import, forget,
+correct, requeue (the erasure is :mod:`services.pixie.erasure`).
+
+Export format ``novaberg.export/1`` (docs/decisions.md "Export"): JSON lines, UTF-8. The first line
+is the header ``{"schema": "novaberg.export/1", "exported_at", "pair", "model_id", "counts"}``; then
+one record per line with a ``type`` — ``entity``, ``timeline``, ``node``, ``edge`` (the proto3 JSON
+mapping of ``lzg.v1.Entity``/``Timeline``/``Node``/``Edge`` with field names as in the proto, the
+pair left out), ``kzg_entry`` (``common.v1.KzgEntry`` plus ``promotion_queued``) and one ``session``
+(turns, summary). Ids are those of the exporting store; an import maps them to new ones. Vectors are
+not exported: they are derived from the text by the model and re-made at import.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
+from google.protobuf.message import Message
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.contract import check_pair
+from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
+from novaberg_core.peers import call_peer
+from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.timeutil import utc_now
+from services.pixie.erasure import QUERIES
+from services.pixie.store import PixieStore
+
+__all__ = [
+    "EXPORT_SCHEMA",
+    "CorrectOutcome",
+    "ForgetOutcome",
+    "PixieRights",
+    "RequeueOutcome",
+    "export_lines",
+]
+
+EXPORT_SCHEMA: Final = "novaberg.export/1"
+LINES_PER_CHUNK: Final = 500
+"""Lines per ExportChunk and records per import message (under gRPC's 4 MB message limit)."""
+NODE_FORGET: Final = "vergessen"
+NODE_CORRECT: Final = "korrektur"
+_MAX_PARKED: Final = 100_000
+
+
+def _json(message: Message) -> dict[str, Any]:
+    return MessageToDict(
+        message,
+        preserving_proto_field_name=True,
+        always_print_fields_with_no_presence=True,
+        unquote_int64_if_possible=True,
+    )
+
+
+def _record(kind: str, message: Message, *, drop: Iterable[str] = ("pair",), **extra: Any) -> str:
+    data = _json(message)
+    for name in (*drop, "embedding"):
+        data.pop(name, None)
+    return json.dumps({"type": kind, **data, **extra}, ensure_ascii=False)
+
+
+def export_lines(
+    pair: common_pb2.Pair,
+    model_id: str,
+    lzg_chunks: Sequence[lzg_pb2.ExportPairChunk],
+    kzg_chunks: Sequence[kzg_pb2.ExportPairResponse],
+) -> list[str]:
+    """The lines of an export (header first) from what the LZG and the KZG answered."""
+    entities = [e for c in lzg_chunks for e in c.entities]
+    timelines = [t for c in lzg_chunks for t in c.timelines]
+    nodes = [n for c in lzg_chunks for n in c.nodes]
+    edges = [e for c in lzg_chunks for e in c.edges]
+    entries = [e for c in kzg_chunks for e in c.entries]
+    session = kzg_chunks[0] if kzg_chunks else kzg_pb2.ExportPairResponse()
+    header = {
+        "schema": EXPORT_SCHEMA,
+        "exported_at": utc_now().isoformat(),
+        "pair": {"user_id": pair.user_id, "character_id": pair.character_id},
+        "model_id": model_id,
+        "counts": {
+            "entity": len(entities),
+            "timeline": len(timelines),
+            "node": len(nodes),
+            "edge": len(edges),
+            "kzg_entry": len(entries),
+            "session_turn": len(session.session_turns),
+        },
+    }
+    lines = [json.dumps(header, ensure_ascii=False)]
+    lines += [_record("entity", e) for e in entities]
+    lines += [_record("timeline", t) for t in timelines]
+    lines += [_record("node", n) for n in nodes]
+    lines += [_record("edge", e) for e in edges]
+    lines += [_record("kzg_entry", e.entry, promotion_queued=e.promotion_queued) for e in entries]
+    lines.append(
+        json.dumps(
+            {
+                "type": "session",
+                "turns": [_json(t) for t in session.session_turns],
+                "summary": session.session_summary,
+            },
+            ensure_ascii=False,
+        )
+    )
+    return lines
+
+
+@dataclass
+class _Parsed:
+    header: dict[str, Any]
+    entities: list[lzg_pb2.Entity] = field(default_factory=list)
+    timelines: list[lzg_pb2.Timeline] = field(default_factory=list)
+    nodes: list[lzg_pb2.Node] = field(default_factory=list)
+    edges: list[lzg_pb2.Edge] = field(default_factory=list)
+    entries: list[kzg_pb2.ExportedEntry] = field(default_factory=list)
+    turns: list[kzg_pb2.SessionTurn] = field(default_factory=list)
+    summary: str = ""
+
+
+_TYPES: Final[dict[str, type[Message]]] = {
+    "entity": lzg_pb2.Entity,
+    "timeline": lzg_pb2.Timeline,
+    "node": lzg_pb2.Node,
+    "edge": lzg_pb2.Edge,
+    "kzg_entry": common_pb2.KzgEntry,
+}
+
+
+def parse_lines(lines: Sequence[str]) -> _Parsed:
+    """An export's lines as messages; INVALID_ARGUMENT naming the line for anything else."""
+    if not lines:
+        raise InvalidArgument("the import holds no lines (expected a novaberg.export/1 file)")
+    try:
+        header = json.loads(lines[0])
+    except ValueError as error:
+        raise InvalidArgument(f"line 1 is not JSON: {error}") from None
+    if not isinstance(header, dict) or header.get("schema") != EXPORT_SCHEMA:
+        schema = header.get("schema") if isinstance(header, dict) else None
+        raise InvalidArgument(f"line 1 must be a {EXPORT_SCHEMA} header, got schema {schema!r}")
+    parsed = _Parsed(header)
+    sessions = 0
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except ValueError as error:
+            raise InvalidArgument(f"line {number} is not JSON: {error}") from None
+        if not isinstance(data, dict):
+            raise InvalidArgument(f"line {number} is not a JSON object")
+        kind = data.pop("type", None)
+        try:
+            if kind == "session":
+                sessions += 1
+                parsed.turns += [ParseDict(t, kzg_pb2.SessionTurn()) for t in data.get("turns", [])]
+                parsed.summary = str(data.get("summary", ""))
+                continue
+            message_type = _TYPES.get(str(kind))
+            if message_type is None:
+                raise InvalidArgument(f"line {number}: unknown record type {kind!r}")
+            queued = bool(data.pop("promotion_queued", False))
+            message = ParseDict(data, message_type())
+        except (ParseError, ValueError, TypeError, AttributeError) as error:
+            raise InvalidArgument(f"line {number} ({kind}): {error}") from None
+        if isinstance(message, lzg_pb2.Entity):
+            parsed.entities.append(message)
+        elif isinstance(message, lzg_pb2.Timeline):
+            parsed.timelines.append(message)
+        elif isinstance(message, lzg_pb2.Node):
+            parsed.nodes.append(message)
+        elif isinstance(message, lzg_pb2.Edge):
+            parsed.edges.append(message)
+        else:
+            assert isinstance(message, common_pb2.KzgEntry)
+            parsed.entries.append(kzg_pb2.ExportedEntry(entry=message, promotion_queued=queued))
+    if sessions > 1:
+        raise InvalidArgument("the import holds more than one session line")
+    return parsed
+
+
+@dataclass(frozen=True)
+class ForgetOutcome:
+    node_ids: list[int]
+    kzg_keys: list[str]
+    edges: int
+    session_turns: int
+
+
+@dataclass(frozen=True)
+class CorrectOutcome:
+    node_id: int
+    kzg_key: str
+    edges_removed: int
+    edges_created: int
+    previous_inhalt: str
+
+
+@dataclass(frozen=True)
+class RequeueOutcome:
+    requeued: int
+    gone: int
+    job_ids: list[str]
+
+
+def _chunks(items: Sequence[Any], size: int = LINES_PER_CHUNK) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class PixieRights:
+    """Export, import, forget, correct and requeue through the services' contracts."""
+
+    def __init__(
+        self,
+        *,
+        store: PixieStore,
+        kzg: kzg_pb2_grpc.KzgServiceStub,
+        lzg: lzg_pb2_grpc.LzgServiceStub,
+        plog: PipelineLog,
+        rpc_timeout_s: float = 30.0,
+    ) -> None:
+        self.store = store
+        self.kzg = kzg
+        self.lzg = lzg
+        self.plog = plog
+        self.timeout = rpc_timeout_s
+
+    # --- export / import ----------------------------------------------------------------
+
+    async def export(self, pair: common_pb2.Pair) -> list[str]:
+        """Every line of the pair's export (header first)."""
+        check_pair(pair.user_id, pair.character_id)
+        kzg_chunks = await call_peer(
+            "KZG",
+            "ExportPair",
+            _collect(self.kzg.ExportPair(kzg_pb2.ExportPairRequest(pair=pair), timeout=self.timeout * 4)),
+        )
+        lzg_chunks = await call_peer(
+            "LZG",
+            "ExportPair",
+            _collect(self.lzg.ExportPair(lzg_pb2.ExportPairRequest(pair=pair), timeout=self.timeout * 4)),
+        )
+        model_id = lzg_chunks[0].model_id if lzg_chunks else ""
+        return export_lines(pair, model_id, lzg_chunks, kzg_chunks)
+
+    async def import_lines(
+        self, target: common_pb2.Pair | None, lines: Sequence[str]
+    ) -> tuple[common_pb2.Pair, dict[str, int]]:
+        """Writes an export into an empty pair (``target``, or the header's pair): LZG first, then KZG."""
+        parsed = parse_lines(lines)
+        if target is None:
+            source = parsed.header.get("pair") or {}
+            target = common_pb2.Pair(
+                user_id=str(source.get("user_id", "")), character_id=str(source.get("character_id", ""))
+            )
+        check_pair(target.user_id, target.character_id)
+        probe = await call_peer(
+            "KZG",
+            "ExportPair",
+            _collect(self.kzg.ExportPair(kzg_pb2.ExportPairRequest(pair=target), timeout=self.timeout)),
+        )
+        if any(c.entries or c.session_turns or c.session_summary for c in probe):
+            raise FailedPrecondition(
+                f"pair {target.user_id} · {target.character_id} holds KZG entries or a session; "
+                "import into an empty pair"
+            )
+
+        async def lzg_chunks() -> AsyncIterator[lzg_pb2.ImportPairChunk]:
+            yield lzg_pb2.ImportPairChunk(pair=target)
+            for part in _chunks(parsed.entities):
+                yield lzg_pb2.ImportPairChunk(entities=part)
+            for part in _chunks(parsed.timelines):
+                yield lzg_pb2.ImportPairChunk(timelines=part)
+            for part in _chunks(parsed.nodes):
+                yield lzg_pb2.ImportPairChunk(nodes=part)
+            for part in _chunks(parsed.edges):
+                yield lzg_pb2.ImportPairChunk(edges=part)
+
+        # Whether the KZG would refuse its part is known before the LZG writes anything.
+        await self._import_kzg(target, parsed, validate_only=True)
+        imported = await call_peer(
+            "LZG", "ImportPair", self.lzg.ImportPair(lzg_chunks(), timeout=self.timeout * 20)
+        )
+        entity_ids = {m.old_id: m.new_id for m in imported.entity_ids}
+        timeline_ids = {m.old_id: m.new_id for m in imported.timeline_ids}
+        for exported in parsed.entries:
+            magnets = exported.entry.magnets
+            mapped = [entity_ids[i] for i in magnets.entitaet_ids if i in entity_ids]
+            del magnets.entitaet_ids[:]
+            magnets.entitaet_ids.extend(mapped)
+            if magnets.HasField("timeline_id"):
+                if magnets.timeline_id in timeline_ids:
+                    magnets.timeline_id = timeline_ids[magnets.timeline_id]
+                else:
+                    magnets.ClearField("timeline_id")
+
+        written = await self._import_kzg(target, parsed, validate_only=False)
+        counts = {
+            "entities": len(imported.entity_ids),
+            "timelines": len(imported.timeline_ids),
+            "nodes": len(imported.node_ids),
+            "edges": imported.edges,
+            "kzg_entries": written.entries,
+            "kzg_queued": written.queued,
+            "session_turns": written.session_turns,
+            "kzg_skipped_expired": written.skipped_expired,
+        }
+        return target, counts
+
+    async def _import_kzg(
+        self, target: common_pb2.Pair, parsed: _Parsed, *, validate_only: bool
+    ) -> kzg_pb2.ImportPairResponse:
+        async def messages() -> AsyncIterator[kzg_pb2.ImportPairRequest]:
+            yield kzg_pb2.ImportPairRequest(
+                pair=target,
+                session_turns=parsed.turns,
+                session_summary=parsed.summary,
+                validate_only=validate_only,
+            )
+            for part in _chunks(parsed.entries):
+                yield kzg_pb2.ImportPairRequest(pair=target, entries=part, validate_only=validate_only)
+
+        answer: kzg_pb2.ImportPairResponse = await call_peer(
+            "KZG", "ImportPair", self.kzg.ImportPair(messages(), timeout=self.timeout * 20)
+        )
+        return answer
+
+    # --- forget / correct ---------------------------------------------------------------
+
+    async def forget(
+        self, pair: common_pb2.Pair, node_id: int, source_turn_id: str, reason: str
+    ) -> ForgetOutcome:
+        """A node (or a source turn's nodes) with edges and provenance, its KZG entries and session turns."""
+        check_pair(pair.user_id, pair.character_id)
+        if not reason.strip():
+            raise InvalidArgument("reason must not be empty: a forget is logged with its reason")
+        if node_id <= 0 and not source_turn_id:
+            raise InvalidArgument("name the memory by node_id or source_turn_id")
+        turn = common_pb2.TurnContext(turn_id=f"vergessen-{source_turn_id or node_id}"[:100])
+        forgotten = await call_peer(
+            "LZG",
+            "ForgetNodes",
+            self.lzg.ForgetNodes(
+                lzg_pb2.ForgetNodesRequest(
+                    pair=pair,
+                    node_ids=[node_id] if node_id > 0 else [],
+                    source_turn_id=source_turn_id,
+                    turn=turn,
+                ),
+                timeout=self.timeout,
+            ),
+        )
+        keys = sorted({k for n in forgotten.nodes for k in (n.kzg_quell_key, *n.kzg_keys) if k})
+        turns = sorted(
+            {t for n in forgotten.nodes for t in n.turn_ids} | ({source_turn_id} if source_turn_id else set())
+        )
+        deleted: set[str] = set()
+        session_turns = 0
+        for index, source in enumerate(turns or [""]):
+            names = keys if index == 0 else []
+            if not names and not source:
+                continue
+            answer = await call_peer(
+                "KZG",
+                "ForgetEntries",
+                self.kzg.ForgetEntries(
+                    kzg_pb2.ForgetEntriesRequest(
+                        pair=pair,
+                        kzg_keys=names,
+                        source_turn_id=source,
+                        turn=turn,
+                    ),
+                    timeout=self.timeout,
+                ),
+            )
+            deleted.update(answer.deleted_keys)
+            session_turns += answer.session_turns_removed
+        node_ids = [n.node_id for n in forgotten.nodes]
+        if not node_ids and not deleted and not session_turns:
+            what = f"node {node_id}" if node_id > 0 else f"turn {source_turn_id}"
+            raise NotFound(f"{what} left no memory in this pair (nothing to forget)")
+        self.plog.db_write(
+            turn_id=turn.turn_id,
+            node=NODE_FORGET,
+            tabelle="lzg_knoten,kzg,session",
+            operation="forget",
+            grund=reason,
+            knoten_ids=node_ids,
+            kzg_keys=sorted(deleted),
+            kanten=forgotten.edges,
+            session_turns=session_turns,
+            quell_turn_id=source_turn_id or None,
+            user_id=pair.user_id,
+            character_id=pair.character_id,
+        )
+        return ForgetOutcome(node_ids, sorted(deleted), forgotten.edges, session_turns)
+
+    async def correct(
+        self, pair: common_pb2.Pair, *, node_id: int, kzg_key: str, inhalt: str, reason: str
+    ) -> CorrectOutcome:
+        """New content for a node (and its KZG entry if it still exists), or for an entry (and its node)."""
+        check_pair(pair.user_id, pair.character_id)
+        if not inhalt.strip():
+            raise InvalidArgument("inhalt must not be empty")
+        if not reason.strip():
+            raise InvalidArgument("reason must not be empty: a correction is logged with its reason")
+        if node_id <= 0 and not kzg_key:
+            raise InvalidArgument("name the memory by node_id or kzg_key")
+        turn = common_pb2.TurnContext(
+            turn_id=f"korrektur-{kzg_key.rsplit(':', 1)[-1] if kzg_key else node_id}"[:100]
+        )
+        previous = ""
+        corrected_key = ""
+        node: lzg_pb2.CorrectNodeResponse | None = None
+        if kzg_key:
+            try:
+                entry = await call_peer(
+                    "KZG",
+                    "CorrectEntry",
+                    self.kzg.CorrectEntry(
+                        kzg_pb2.CorrectEntryRequest(pair=pair, kzg_key=kzg_key, inhalt=inhalt, turn=turn),
+                        timeout=self.timeout,
+                    ),
+                )
+                previous, corrected_key = entry.previous_inhalt, kzg_key
+            except NotFound:
+                pass
+        request = lzg_pb2.CorrectNodeRequest(pair=pair, inhalt=inhalt, turn=turn)
+        if node_id > 0:
+            request.node_id = node_id
+        else:
+            request.kzg_quell_key = kzg_key
+        try:
+            node = await call_peer(
+                "LZG", "CorrectNode", self.lzg.CorrectNode(request, timeout=self.timeout * 4)
+            )
+        except NotFound:
+            if node_id > 0 or not corrected_key:
+                raise
+        if node is not None:
+            previous = node.previous_inhalt or previous
+            source = node.node.kzg_quell_key
+            if not corrected_key and source:
+                try:
+                    await call_peer(
+                        "KZG",
+                        "CorrectEntry",
+                        self.kzg.CorrectEntry(
+                            kzg_pb2.CorrectEntryRequest(pair=pair, kzg_key=source, inhalt=inhalt, turn=turn),
+                            timeout=self.timeout,
+                        ),
+                    )
+                    corrected_key = source
+                except NotFound:
+                    pass  # promoted as new: the entry left the KZG (SPEC §5.3 step 6)
+        outcome = CorrectOutcome(
+            node_id=node.node.id if node is not None else 0,
+            kzg_key=corrected_key,
+            edges_removed=node.edges_removed if node is not None else 0,
+            edges_created=node.edges_created if node is not None else 0,
+            previous_inhalt=previous,
+        )
+        self.plog.db_write(
+            turn_id=turn.turn_id,
+            node=NODE_CORRECT,
+            tabelle="lzg_knoten,kzg",
+            operation="correct",
+            grund=reason,
+            knoten_id=outcome.node_id or None,
+            kzg_key=corrected_key or None,
+            vorher=previous,
+            nachher=inhalt,
+            kanten_entfernt=outcome.edges_removed,
+            kanten_neu=outcome.edges_created,
+            user_id=pair.user_id,
+            character_id=pair.character_id,
+        )
+        return outcome
+
+    # --- requeue ------------------------------------------------------------------------
+
+    async def requeue(self, job_ids: Sequence[str], every: bool) -> RequeueOutcome:
+        """Parked jobs back into the queue; those whose entry is gone leave the parked list too."""
+        if every == bool(job_ids):
+            raise InvalidArgument("name job_ids or set all (not both)")
+        if every:
+            rows = await self.store.pool.fetch(QUERIES["all_parked"], _MAX_PARKED)
+        else:
+            rows = await self.store.pool.fetch(QUERIES["parked_by_ids"], list(dict.fromkeys(job_ids)))
+        if not rows:
+            return RequeueOutcome(0, 0, [])
+        jobs = [
+            kzg_pb2.PromotionJob(
+                kzg_key=r["kzg_key"],
+                ausloeser_turn_id=r["ausloeser_turn_id"],
+                pair=common_pb2.Pair(user_id=r["user_id"], character_id=r["character_id"]),
+            )
+            for r in rows
+        ]
+        new_ids: list[str] = []
+        for part in _chunks(jobs):
+            answer = await call_peer(
+                "KZG",
+                "EnqueuePromotionJobs",
+                self.kzg.EnqueuePromotionJobs(
+                    kzg_pb2.EnqueuePromotionJobsRequest(jobs=part), timeout=self.timeout
+                ),
+            )
+            new_ids += list(answer.job_ids)
+        await self.store.pool.execute(QUERIES["unpark_jobs"], [r["job_id"] for r in rows])
+        queued = [i for i in new_ids if i]
+        self.plog.db_write(
+            turn_id=f"requeue-{queued[0] if queued else 'weg'}",
+            node="promotion",
+            tabelle="pixie.parked_jobs",
+            operation="requeue",
+            wieder_eingereiht=len(queued),
+            weg=len(new_ids) - len(queued),
+        )
+        return RequeueOutcome(len(queued), len(new_ids) - len(queued), queued)
+
+
+async def _collect(call: Any) -> list[Any]:
+    """Every message of a server-streaming call (an AioRpcError propagates to :func:`call_peer`)."""
+    return [message async for message in call]
