@@ -554,6 +554,12 @@ class TextFindings:
     emotion_hits: dict[str, int] = field(default_factory=dict)
 
 
+def has_subject(text: str) -> bool:
+    """Whether a question names something: a content word or a name (not "And then what happened?")."""
+    tokens = tokenize(text)
+    return bool(extract_themes(tokens) or find_mentions(text, tokens).mentions)
+
+
 def analyze_text(text: str, as_of: datetime) -> TextFindings:
     """Apply every rule of this module to one turn's text."""
     tokens = tokenize(text)

@@ -51,6 +51,7 @@ from services.pipeline.gravitation import Goal, gravitation_factor, shift_query
 from services.pipeline.model_guard import ModelGuard
 from services.pipeline.recall import merge_recall, named_entity_ids, query_terms_of
 from services.pipeline.store import ClusterStore, Profile
+from services.pipeline.text_rules import has_subject
 from services.pipeline.validation import check_build_dossier, check_dispatch, check_observe
 
 __all__ = ["Timing", "TurnPipeline"]
@@ -390,6 +391,9 @@ class TurnPipeline:
             self._mentioned_entities(pair, request.query_text),
         )
         question_entities = named_entity_ids(mentioned, (profile.user_name, profile.character_name))
+        # A question without a subject (no content word, no name: "And then what happened?") searches by
+        # meaning alone — the seeds' rule that anaphoric questions get no anchors (SPEC §11).
+        lexical_text = request.query_text if has_subject(request.query_text) else ""
         dated = text_rules.find_dated_mention(request.query_text, as_of)
         zeitfenster = (
             [lzg_pb2.Zeitfenster(zeitpunkt=to_timestamp(dated.zeitpunkt), praezision=dated.praezision)] if dated else []
@@ -425,7 +429,7 @@ class TurnPipeline:
                     kzg_pb2.RetrieveRequest(
                         pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values, model_id=self.provider.model_id),
                         top_k=max(self.kzg_top_k, recall_k), turn=turn, as_of=to_timestamp(as_of),
-                        lexical_text=request.query_text, sprache=profile.sprache,
+                        lexical_text=lexical_text, sprache=profile.sprache,
                         question_entity_ids=question_entities,
                     ),
                     timeout=self.timeout, wait_for_ready=True,
@@ -437,7 +441,7 @@ class TurnPipeline:
                         nova_emotion=request.nova_emotion, turn=turn, readers=readers,
                         user_name=request.user_name or profile.user_name,
                         character_name=request.character_name or profile.character_name,
-                        as_of=to_timestamp(as_of), lexical_text=request.query_text, sprache=profile.sprache,
+                        as_of=to_timestamp(as_of), lexical_text=lexical_text, sprache=profile.sprache,
                         question_entity_ids=question_entities, zeitfenster=zeitfenster,
                         recall_k=min(2 * recall_k, 100),
                     ),
@@ -450,9 +454,12 @@ class TurnPipeline:
                 raise Unavailable(
                     f"LZG SpreadingRead rendered no memory block for {missing_blocks}; it predates the readers field"
                 )
-            order = weigh_hits([(h.entry.beobachter, h.similarity) for h in retrieved.hits], self.weights)
+            # The seeds' KZG hits (SPEC §4.5, §7): found by meaning above the threshold; the other sources
+            # serve the recall list only.
+            dense_hits = [h for h in retrieved.hits if "dense" in h.quellen]
+            order = weigh_hits([(h.entry.beobachter, h.similarity) for h in dense_hits], self.weights)
             kzg_hits = [
-                pipeline_pb2.WeightedKzgHit(hit=retrieved.hits[w.index], weight=w.weight, score=w.score) for w in order
+                pipeline_pb2.WeightedKzgHit(hit=dense_hits[w.index], weight=w.weight, score=w.score) for w in order
             ]
             recall = merge_recall(
                 retrieved.hits, spread.recall, query_terms_of(spread), profile.sprache, recall_k,

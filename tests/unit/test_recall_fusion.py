@@ -60,8 +60,10 @@ def _query_terms(texts: list[str]):  # type: ignore[no-untyped-def]
     return index.query_terms(tokenize("When did Caroline adopt a dog?", "en"))
 
 
-def _hit(turn_id: str, text: str, similarity: float, quellen: list[str], sprecher: str = "") -> kzg_pb2.RetrieveHit:
-    entry = common_pb2.KzgEntry(kzg_key=f"kzg:u:c:{turn_id}", turn_id=turn_id, inhalt=text, beobachter=USER,
+def _hit(
+    turn_id: str, text: str, similarity: float, quellen: list[str], sprecher: str = "", beobachter: int = USER
+) -> kzg_pb2.RetrieveHit:
+    entry = common_pb2.KzgEntry(kzg_key=f"kzg:u:c:{turn_id}", turn_id=turn_id, inhalt=text, beobachter=beobachter,
                                 sprecher=sprecher)  # fmt: skip
     return kzg_pb2.RetrieveHit(entry=entry, similarity=similarity, quellen=quellen)
 
@@ -77,7 +79,7 @@ def test_the_recall_list_merges_layers_and_keeps_one_item_per_turn() -> None:
     kzg = [
         _hit("t1", "We adopted a dog named Max.", 0.6, ["dense"]),  # the entry the node t1 was promoted from
         _hit("t3", "I adopted a dog last week, Max!", 0.55, ["dense"], sprecher="Caroline"),
-        _hit("t4", "Dog days are over.", 0.1, ["lexical"]),  # words alone, too few of the question's
+        _hit("t4", "Dog days are over.", 0.1, ["lexical"], beobachter=ASSISTANT),  # words alone, too few of them
     ]
     recall = merge_recall(kzg, lzg, query, "en", 10, ("Caroline", "Melanie"))
     assert [r.turn_id for r in recall].count("t1") == 1
