@@ -16,7 +16,7 @@ from __future__ import annotations
 import collections
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,10 +33,24 @@ from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
-from novaberg_core.embedded import StoreUrls, create_database, drop_database, ensure_vector_extension, reset_redis
+from novaberg_core.embedded import (
+    StoreUrls,
+    create_database,
+    drop_database,
+    ensure_vector_extension,
+    reset_redis,
+)
 from novaberg_core.stack import SERVICES, Stack, start_stack
-from novaberg_core.timeutil import to_timestamp
-from tests.e2e.attack import FieldPath, bad_values, changed, describe, field_paths, postgres_fingerprint, redis_fingerprint, with_value
+from tests.e2e.attack import (
+    FieldPath,
+    bad_values,
+    changed,
+    describe,
+    field_paths,
+    postgres_fingerprint,
+    redis_fingerprint,
+    with_value,
+)
 
 FUZZ_EXAMPLES = int(os.environ.get("NOVABERG_FUZZ_EXAMPLES", "250"))
 FUZZ_SEED = os.environ.get("NOVABERG_FUZZ_SEED")
