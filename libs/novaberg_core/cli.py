@@ -576,8 +576,18 @@ async def cmd_log(clients: ServiceClients, args: argparse.Namespace, out: Callab
 def _run_line(run: pixie_pb2.Run) -> str:
     started = from_timestamp(run.started_at).strftime("%Y-%m-%d %H:%M:%S") if run.HasField("started_at") else "-"
     counts = ", ".join(f"{k} {v}" for k, v in sorted(run.counts.items()) if v) or "nothing to do"
+    scope = f"  pairs {', '.join(f'{p.user_id} · {p.character_id}' for p in run.pairs)}" if run.pairs else ""
     return (f"run {run.id:<5} {run.task:20} {run.outcome:8} {started}"
-            f"{f'  day {run.run_day}' if run.run_day else ''}  {counts}{f'  error: {run.error}' if run.error else ''}")
+            f"{f'  day {run.run_day}' if run.run_day else ''}{scope}  {counts}"
+            f"{f'  error: {run.error}' if run.error else ''}")
+
+
+def _parse_pair(text: str) -> common_pb2.Pair:
+    """``USER:CHARACTER`` (pair ids hold no ``:``, SPEC §0) → a Pair."""
+    user, sep, character = text.partition(":")
+    if not sep or not user or not character or ":" in character:
+        raise CliError(f"--pair must be USER:CHARACTER, e.g. meister:nova, got {text!r}")
+    return common_pb2.Pair(user_id=user, character_id=character)
 
 
 async def cmd_pixie(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
@@ -596,7 +606,9 @@ async def cmd_pixie(clients: ServiceClients, args: argparse.Namespace, out: Call
         if not runs:
             out("no runs yet")
     elif action == "trigger":
-        request = pixie_pb2.TriggerTaskRequest(task=args.task, force=args.force)
+        request = pixie_pb2.TriggerTaskRequest(
+            task=args.task, force=args.force, pairs=[_parse_pair(p) for p in args.pair or ()]
+        )
         as_of = _as_of(args.as_of)
         if as_of is not None:
             request.as_of.CopyFrom(to_timestamp(as_of))
@@ -800,6 +812,9 @@ def build_parser() -> argparse.ArgumentParser:
     trigger.add_argument("task")
     trigger.add_argument("--as-of", help="the day a daily run belongs to (ISO time)")
     trigger.add_argument("--force", action="store_true", help="run even if paused or already run that day")
+    trigger.add_argument("--pair", action="append", metavar="USER:CHARACTER",
+                         help="limit the run to this pair (repeatable; default all pairs). A run with --as-of in "
+                              "the future must name its pairs")
     for name in ("pause", "resume"):
         pixie_sub.add_parser(name, help=f"{name} a task").add_argument("task")
     parked = pixie_sub.add_parser("parked", help="promotion jobs that kept failing")

@@ -8,6 +8,10 @@ paused meanwhile so the demo shows what each day promoted); after a pause of mon
 ``synapsen_decay`` runs; then a few questions show their dossiers — direct hits and associations
 with the path that led to them — and Nova's answer is reinforced by usage (SPEC §5.6).
 
+Every Pixie run of the demo is scoped to the demo's own pair (``TriggerTask.pairs``): its simulated
+clock runs months ahead, and another pair in the same stores must not age with it or lose log
+rows. Pausing the worker delays other pairs' promotions for the demo's duration, no more.
+
     script = load_script()
     async with ServiceClients(stack.addresses) as clients:
         result = await run_demo(clients, script)
@@ -515,7 +519,9 @@ class DemoRunner:
     async def promote(self, when: datetime, result: DemoResult) -> None:
         triggered = await self.call(
             "pixie", "TriggerTask",
-            pixie_pb2.TriggerTaskRequest(task=TASK_PROMOTION, as_of=to_timestamp(when), force=True),
+            pixie_pb2.TriggerTaskRequest(
+                task=TASK_PROMOTION, as_of=to_timestamp(when), force=True, pairs=[self.pair]
+            ),
         )  # fmt: skip
         run = triggered.run
         result.promotion_runs.append(run)
@@ -671,8 +677,11 @@ class DemoRunner:
         self.out("")
         self.out(f"--- {self.script.pause_label} ({when:%d.%m.%Y}): Pixie {TASK_DECAY} ---")
         triggered = await self.call(
-            "pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(task=TASK_DECAY, as_of=to_timestamp(when), force=True)
-        )
+            "pixie", "TriggerTask",
+            pixie_pb2.TriggerTaskRequest(
+                task=TASK_DECAY, as_of=to_timestamp(when), force=True, pairs=[self.pair]
+            ),
+        )  # fmt: skip
         result.decay_run = triggered.run
         run = triggered.run
         self.out(

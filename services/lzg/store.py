@@ -408,8 +408,14 @@ class LzgStore:
             edges_ms=float(row["kanten_ms"]),
         )
 
-    async def run_decay(self, as_of: datetime, rate: float, minimum: float) -> tuple[int, int]:
-        """SPEC §5.7 over all pairs in one statement; returns (decayed, deactivated)."""
-        row = await self.pool.fetchrow(self.q["decay"], as_of, rate, minimum)
+    async def run_decay(
+        self, as_of: datetime, rate: float, minimum: float, pairs: Sequence[tuple[str, str]] = ()
+    ) -> tuple[int, int]:
+        """SPEC §5.7 in one statement over all pairs, or only ``pairs``; returns (decayed, deactivated)."""
+        if pairs:
+            users, characters = [p[0] for p in pairs], [p[1] for p in pairs]
+            row = await self.pool.fetchrow(self.q["decay_pairs"], as_of, rate, minimum, users, characters)
+        else:
+            row = await self.pool.fetchrow(self.q["decay"], as_of, rate, minimum)
         assert row is not None
         return int(row["decayed"]), int(row["deactivated"])

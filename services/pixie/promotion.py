@@ -431,33 +431,52 @@ class PromotionWorker:
 
     # --- runs ---------------------------------------------------------------------------
 
-    async def drain(self, tally: Tally, *, as_of: datetime | None = None) -> None:
-        """Processes the currently available jobs once (new and reclaimable), without blocking."""
+    async def drain(
+        self, tally: Tally, *, as_of: datetime | None = None, pairs: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        """Processes the currently available jobs once (new and reclaimable), without blocking.
+
+        With ``pairs`` only their jobs are processed; another pair's job that this read delivered
+        is left pending, unacked and untouched (counted ``out_of_scope``): a worker reclaims it
+        once it has been idle ``reclaim_idle_ms``, so a replay never promotes another pair's
+        entries at its simulated time.
+        """
         seen: set[str] = set()
         held_back = _HeldBack(self.settings.reclaim_idle_ms)
+        scope = frozenset(pairs)
         while True:
-            fresh = [j for j in await self.read_jobs(0) if j.job_id not in seen]
-            seen.update(j.job_id for j in fresh)
+            read = [j for j in await self.read_jobs(0) if j.job_id not in seen]
+            seen.update(j.job_id for j in read)
+            fresh = read
+            if scope:
+                fresh = [j for j in read if (j.pair.user_id, j.pair.character_id) in scope]
+                tally["out_of_scope"] += len(read) - len(fresh)
             batch = held_back.merge(fresh)
             if not batch:
+                if read:
+                    continue  # all of this read belonged to other pairs; more may follow
                 return
             tally["jobs"] += len(fresh)
             held_back.keep(await self.process_batch(batch, tally, as_of=as_of))
 
-    async def drain_run(self, *, trigger: str, forced: bool = False, as_of: datetime | None = None) -> RunRecord:
+    async def drain_run(
+        self, *, trigger: str, forced: bool = False, as_of: datetime | None = None,
+        pairs: Sequence[tuple[str, str]] = (),
+    ) -> RunRecord:
         """TriggerTask for the promotion task: drain once and record it as one run.
 
-        ``as_of`` (a replay's simulated time) is passed to every promotion; None → now.
+        ``as_of`` (a replay's simulated time) is passed to every promotion; None → now. With
+        ``pairs`` only their jobs are promoted (:meth:`drain`).
         """
         run = await self.store.insert_run(
             TASK_PROMOTION, trigger=trigger, turn_id=new_turn_id(), replica=self.replica_id,
-            now=self.clock(), forced=forced,
+            now=self.clock(), forced=forced, pairs=pairs,
         )
         span = RunSpan(self.plog, NODE, run)
         tally = new_tally()
         outcome, error = OUTCOME_OK, ""
         try:
-            await self.drain(tally, as_of=as_of)
+            await self.drain(tally, as_of=as_of, pairs=pairs)
         except Exception as exc:
             outcome, error = OUTCOME_FAILED, f"promotion stopped: {_describe(exc)}"
         finished = await self.store.finish_run(
@@ -466,12 +485,14 @@ class PromotionWorker:
         span.end(finished)
         return finished
 
-    async def skipped_run(self, *, trigger: str, reason: str, forced: bool = False) -> RunRecord:
+    async def skipped_run(
+        self, *, trigger: str, reason: str, forced: bool = False, pairs: Sequence[tuple[str, str]] = ()
+    ) -> RunRecord:
         """A trigger that did not run (task paused): recorded as ``skipped`` with the reason."""
         run = await self.store.insert_run(
             TASK_PROMOTION, trigger=trigger, turn_id=new_turn_id(), replica=self.replica_id,
             now=self.clock(), outcome=OUTCOME_SKIPPED, error=reason, forced=forced,
-            counts=new_tally(),
+            counts=new_tally(), pairs=pairs,
         )
         log_single_run(self.plog, NODE, run)
         return run

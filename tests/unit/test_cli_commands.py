@@ -335,3 +335,10 @@ def test_pixie_tasks_and_trigger(cli: Recorder, capsys: pytest.CaptureFixture[st
     assert out.startswith("run 7     synapsen_decay       ok") and "day 2027-03-01  nodes_decayed 13" in out
     (trigger,) = cli.of("TriggerTask")
     assert trigger.force and trigger.as_of.ToDatetime(tzinfo=UTC) == datetime(2027, 3, 1, 3, 30, tzinfo=UTC)
+    assert list(trigger.pairs) == []  # all pairs (the service refuses it for an as_of in the future)
+    assert main(["pixie", "trigger", "synapsen_decay", "--as-of", "2027-03-01T03:30", "--pair", "meister:nova",
+                 "--pair", "anna:nova"]) == 0  # fmt: skip
+    scoped = cli.of("TriggerTask")[-1]
+    assert [(p.user_id, p.character_id) for p in scoped.pairs] == [("meister", "nova"), ("anna", "nova")]
+    assert main(["pixie", "trigger", "synapsen_decay", "--pair", "meister"]) == 1
+    assert "--pair must be USER:CHARACTER" in capsys.readouterr().err

@@ -114,6 +114,21 @@ WITH decayed AS (
 )
 SELECT count(*) AS decayed, count(*) FILTER (WHERE NOT aktiv) AS deactivated FROM decayed;
 
+-- name: decay_pairs
+-- The same decay limited to the pairs ($4 user ids, $5 character ids, index-aligned): a replay on a
+-- simulated clock ages only its own pairs (the pair's partial index of active nodes serves it).
+WITH decayed AS (
+    UPDATE lzg_knoten
+    SET gewicht_decay = gewicht_decay * exp(-$2::float8 * (date_part('epoch', $1::timestamptz) - date_part('epoch', decay_am)) / 86400.0),
+        decay_am = $1,
+        aktiv = gewicht_decay * exp(-$2::float8 * (date_part('epoch', $1::timestamptz) - date_part('epoch', decay_am)) / 86400.0) >= $3::float8
+    WHERE aktiv AND decay_am < $1
+      AND user_id = ANY($4::text[])
+      AND (user_id, character_id) IN (SELECT u, c FROM unnest($4::text[], $5::text[]) AS p(u, c))
+    RETURNING aktiv
+)
+SELECT count(*) AS decayed, count(*) FILTER (WHERE NOT aktiv) AS deactivated FROM decayed;
+
 -- name: anchor_details
 -- The active ones among the cosine-ranked ids, with what a memory shows.
 SELECT id, inhalt, themen, entitaet_ids, emotion, erstellt_am, gewicht_decay, beobachter

@@ -23,9 +23,10 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
+from novaberg.common.v1 import common_pb2 as novaberg_dot_common_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dnovaberg/pixie/v1/pixie.proto\x12\x11novaberg.pixie.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"r\n\x04Task\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08schedule\x18\x02 \x01(\t\x12\x10\n\x08priority\x18\x03 \x01(\x01\x12\x0e\n\x06paused\x18\x04 \x01(\x08\x12(\n\x08last_run\x18\x05 \x01(\x0b\x32\x16.novaberg.pixie.v1.Run\"\xa2\x02\n\x03Run\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04task\x18\x02 \x01(\t\x12.\n\nstarted_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x05 \x01(\t\x12\x32\n\x06\x63ounts\x18\x06 \x03(\x0b\x32\".novaberg.pixie.v1.Run.CountsEntry\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12\x0f\n\x07replica\x18\x08 \x01(\t\x12\x0f\n\x07run_day\x18\t \x01(\t\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\x12\n\x10ListTasksRequest\";\n\x11ListTasksResponse\x12&\n\x05tasks\x18\x01 \x03(\x0b\x32\x17.novaberg.pixie.v1.Task\"\\\n\x12TriggerTaskRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\x12)\n\x05\x61s_of\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\":\n\x13TriggerTaskResponse\x12#\n\x03run\x18\x01 \x01(\x0b\x32\x16.novaberg.pixie.v1.Run\" \n\x10PauseTaskRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\"!\n\x11ResumeTaskRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\".\n\x0fListRunsRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"8\n\x10ListRunsResponse\x12$\n\x04runs\x18\x01 \x03(\x0b\x32\x16.novaberg.pixie.v1.Run\"\xa8\x01\n\tParkedJob\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12\x0f\n\x07user_id\x18\x03 \x01(\t\x12\x14\n\x0c\x63haracter_id\x18\x04 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x05 \x01(\x05\x12\x12\n\nlast_error\x18\x06 \x01(\t\x12-\n\tparked_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\x15ListParkedJobsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"D\n\x16ListParkedJobsResponse\x12*\n\x04jobs\x18\x01 \x03(\x0b\x32\x1c.novaberg.pixie.v1.ParkedJob2\x98\x04\n\x0cPixieService\x12V\n\tListTasks\x12#.novaberg.pixie.v1.ListTasksRequest\x1a$.novaberg.pixie.v1.ListTasksResponse\x12\\\n\x0bTriggerTask\x12%.novaberg.pixie.v1.TriggerTaskRequest\x1a&.novaberg.pixie.v1.TriggerTaskResponse\x12I\n\tPauseTask\x12#.novaberg.pixie.v1.PauseTaskRequest\x1a\x17.novaberg.pixie.v1.Task\x12K\n\nResumeTask\x12$.novaberg.pixie.v1.ResumeTaskRequest\x1a\x17.novaberg.pixie.v1.Task\x12S\n\x08ListRuns\x12\".novaberg.pixie.v1.ListRunsRequest\x1a#.novaberg.pixie.v1.ListRunsResponse\x12\x65\n\x0eListParkedJobs\x12(.novaberg.pixie.v1.ListParkedJobsRequest\x1a).novaberg.pixie.v1.ListParkedJobsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dnovaberg/pixie/v1/pixie.proto\x12\x11novaberg.pixie.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fnovaberg/common/v1/common.proto\"r\n\x04Task\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08schedule\x18\x02 \x01(\t\x12\x10\n\x08priority\x18\x03 \x01(\x01\x12\x0e\n\x06paused\x18\x04 \x01(\x08\x12(\n\x08last_run\x18\x05 \x01(\x0b\x32\x16.novaberg.pixie.v1.Run\"\xcb\x02\n\x03Run\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x0c\n\x04task\x18\x02 \x01(\t\x12.\n\nstarted_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x65nded_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x05 \x01(\t\x12\x32\n\x06\x63ounts\x18\x06 \x03(\x0b\x32\".novaberg.pixie.v1.Run.CountsEntry\x12\r\n\x05\x65rror\x18\x07 \x01(\t\x12\x0f\n\x07replica\x18\x08 \x01(\t\x12\x0f\n\x07run_day\x18\t \x01(\t\x12\'\n\x05pairs\x18\n \x03(\x0b\x32\x18.novaberg.common.v1.Pair\x1a-\n\x0b\x43ountsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"\x12\n\x10ListTasksRequest\";\n\x11ListTasksResponse\x12&\n\x05tasks\x18\x01 \x03(\x0b\x32\x17.novaberg.pixie.v1.Task\"\x85\x01\n\x12TriggerTaskRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\x12)\n\x05\x61s_of\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\x12\'\n\x05pairs\x18\x04 \x03(\x0b\x32\x18.novaberg.common.v1.Pair\":\n\x13TriggerTaskResponse\x12#\n\x03run\x18\x01 \x01(\x0b\x32\x16.novaberg.pixie.v1.Run\" \n\x10PauseTaskRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\"!\n\x11ResumeTaskRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\".\n\x0fListRunsRequest\x12\x0c\n\x04task\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"8\n\x10ListRunsResponse\x12$\n\x04runs\x18\x01 \x03(\x0b\x32\x16.novaberg.pixie.v1.Run\"\xa8\x01\n\tParkedJob\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12\x0f\n\x07kzg_key\x18\x02 \x01(\t\x12\x0f\n\x07user_id\x18\x03 \x01(\t\x12\x14\n\x0c\x63haracter_id\x18\x04 \x01(\t\x12\x10\n\x08\x61ttempts\x18\x05 \x01(\x05\x12\x12\n\nlast_error\x18\x06 \x01(\t\x12-\n\tparked_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\x15ListParkedJobsRequest\x12\r\n\x05limit\x18\x01 \x01(\x05\"D\n\x16ListParkedJobsResponse\x12*\n\x04jobs\x18\x01 \x03(\x0b\x32\x1c.novaberg.pixie.v1.ParkedJob2\x98\x04\n\x0cPixieService\x12V\n\tListTasks\x12#.novaberg.pixie.v1.ListTasksRequest\x1a$.novaberg.pixie.v1.ListTasksResponse\x12\\\n\x0bTriggerTask\x12%.novaberg.pixie.v1.TriggerTaskRequest\x1a&.novaberg.pixie.v1.TriggerTaskResponse\x12I\n\tPauseTask\x12#.novaberg.pixie.v1.PauseTaskRequest\x1a\x17.novaberg.pixie.v1.Task\x12K\n\nResumeTask\x12$.novaberg.pixie.v1.ResumeTaskRequest\x1a\x17.novaberg.pixie.v1.Task\x12S\n\x08ListRuns\x12\".novaberg.pixie.v1.ListRunsRequest\x1a#.novaberg.pixie.v1.ListRunsResponse\x12\x65\n\x0eListParkedJobs\x12(.novaberg.pixie.v1.ListParkedJobsRequest\x1a).novaberg.pixie.v1.ListParkedJobsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,34 +35,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RUN_COUNTSENTRY']._loaded_options = None
   _globals['_RUN_COUNTSENTRY']._serialized_options = b'8\001'
-  _globals['_TASK']._serialized_start=85
-  _globals['_TASK']._serialized_end=199
-  _globals['_RUN']._serialized_start=202
-  _globals['_RUN']._serialized_end=492
-  _globals['_RUN_COUNTSENTRY']._serialized_start=447
-  _globals['_RUN_COUNTSENTRY']._serialized_end=492
-  _globals['_LISTTASKSREQUEST']._serialized_start=494
-  _globals['_LISTTASKSREQUEST']._serialized_end=512
-  _globals['_LISTTASKSRESPONSE']._serialized_start=514
-  _globals['_LISTTASKSRESPONSE']._serialized_end=573
-  _globals['_TRIGGERTASKREQUEST']._serialized_start=575
-  _globals['_TRIGGERTASKREQUEST']._serialized_end=667
-  _globals['_TRIGGERTASKRESPONSE']._serialized_start=669
-  _globals['_TRIGGERTASKRESPONSE']._serialized_end=727
-  _globals['_PAUSETASKREQUEST']._serialized_start=729
-  _globals['_PAUSETASKREQUEST']._serialized_end=761
-  _globals['_RESUMETASKREQUEST']._serialized_start=763
-  _globals['_RESUMETASKREQUEST']._serialized_end=796
-  _globals['_LISTRUNSREQUEST']._serialized_start=798
-  _globals['_LISTRUNSREQUEST']._serialized_end=844
-  _globals['_LISTRUNSRESPONSE']._serialized_start=846
-  _globals['_LISTRUNSRESPONSE']._serialized_end=902
-  _globals['_PARKEDJOB']._serialized_start=905
-  _globals['_PARKEDJOB']._serialized_end=1073
-  _globals['_LISTPARKEDJOBSREQUEST']._serialized_start=1075
-  _globals['_LISTPARKEDJOBSREQUEST']._serialized_end=1113
-  _globals['_LISTPARKEDJOBSRESPONSE']._serialized_start=1115
-  _globals['_LISTPARKEDJOBSRESPONSE']._serialized_end=1183
-  _globals['_PIXIESERVICE']._serialized_start=1186
-  _globals['_PIXIESERVICE']._serialized_end=1722
+  _globals['_TASK']._serialized_start=118
+  _globals['_TASK']._serialized_end=232
+  _globals['_RUN']._serialized_start=235
+  _globals['_RUN']._serialized_end=566
+  _globals['_RUN_COUNTSENTRY']._serialized_start=521
+  _globals['_RUN_COUNTSENTRY']._serialized_end=566
+  _globals['_LISTTASKSREQUEST']._serialized_start=568
+  _globals['_LISTTASKSREQUEST']._serialized_end=586
+  _globals['_LISTTASKSRESPONSE']._serialized_start=588
+  _globals['_LISTTASKSRESPONSE']._serialized_end=647
+  _globals['_TRIGGERTASKREQUEST']._serialized_start=650
+  _globals['_TRIGGERTASKREQUEST']._serialized_end=783
+  _globals['_TRIGGERTASKRESPONSE']._serialized_start=785
+  _globals['_TRIGGERTASKRESPONSE']._serialized_end=843
+  _globals['_PAUSETASKREQUEST']._serialized_start=845
+  _globals['_PAUSETASKREQUEST']._serialized_end=877
+  _globals['_RESUMETASKREQUEST']._serialized_start=879
+  _globals['_RESUMETASKREQUEST']._serialized_end=912
+  _globals['_LISTRUNSREQUEST']._serialized_start=914
+  _globals['_LISTRUNSREQUEST']._serialized_end=960
+  _globals['_LISTRUNSRESPONSE']._serialized_start=962
+  _globals['_LISTRUNSRESPONSE']._serialized_end=1018
+  _globals['_PARKEDJOB']._serialized_start=1021
+  _globals['_PARKEDJOB']._serialized_end=1189
+  _globals['_LISTPARKEDJOBSREQUEST']._serialized_start=1191
+  _globals['_LISTPARKEDJOBSREQUEST']._serialized_end=1229
+  _globals['_LISTPARKEDJOBSRESPONSE']._serialized_start=1231
+  _globals['_LISTPARKEDJOBSRESPONSE']._serialized_end=1299
+  _globals['_PIXIESERVICE']._serialized_start=1302
+  _globals['_PIXIESERVICE']._serialized_end=1838
 # @@protoc_insertion_point(module_scope)
