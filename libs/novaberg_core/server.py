@@ -44,6 +44,7 @@ from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_serv
 from novaberg_core.config import CommonConfig, ConfigError, env_choice
 from novaberg_core.contract import UNDECODABLE, check_request, safe_deserializer
 from novaberg_core.errors import NovabergError, Unavailable, status_code_for
+from novaberg_core.lifecycle import die_with_parent
 from novaberg_core.peers import CHANNEL_OPTIONS
 from novaberg_core.store_errors import store_outage
 from novaberg_core.telemetry import (
@@ -462,6 +463,7 @@ def run_service(main: Callable[[], Awaitable[None]], *, log_level: str = "INFO")
     a traceback.
     """
     configure_logging(log_level)
+    die_with_parent()  # a launched service stops with its launcher (novaberg_core.lifecycle)
 
     async def runner() -> None:
         await main()

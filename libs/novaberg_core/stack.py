@@ -21,6 +21,7 @@ from pathlib import Path
 
 from novaberg_core.embedded import StoreUrls, start_stores, stop_stores
 from novaberg_core.errors import Unavailable
+from novaberg_core.lifecycle import PARENT_PID_ENV
 from novaberg_core.server import wait_for_serving
 
 # Start order: what others call comes first (log ← all, kzg/lzg ← pixie/pipeline).
@@ -55,11 +56,21 @@ class Stack:
     stores_dir: Path | None = None
     """The embedded stores this stack started itself (stopped with it); None when given by URL."""
 
+    @property
+    def pids(self) -> dict[str, int]:
+        """The running service processes' pids."""
+        return {name: process.pid for name, process in self.processes.items() if process.poll() is None}
+
     def log_path(self, service: str) -> Path:
         return self.data_dir / "logs" / f"{service}.log"
 
     def start_service(self, service: str) -> None:
-        """Starts (or restarts) one service process with the stack's environment."""
+        """Starts (or restarts) one service process with the stack's environment.
+
+        In a session of its own (a terminal's Ctrl-C reaches the launcher, which stops the services
+        in order); it stops with this process even so (``novaberg_core.lifecycle``). Call it from the
+        main thread: the kernel ties that to the thread that started the process.
+        """
         self.log_path(service).parent.mkdir(parents=True, exist_ok=True)
         log_file = self.log_path(service).open("ab")
         self.processes[service] = subprocess.Popen(
@@ -133,6 +144,8 @@ def stack_env(
             "NOVABERG_POSTGRES_URL": urls.postgres_url,
             "NOVABERG_REDIS_URL": urls.redis_url,
             "PYTHONUNBUFFERED": "1",
+            # Each service gets SIGTERM should this process die without stopping it.
+            PARENT_PID_ENV: str(os.getpid()),
         }
     )
     # One BLAS thread per service: the embeddings and cosines are small products that a second,
