@@ -840,11 +840,12 @@ async def _up(data_dir: Path, once: bool, demo: bool = True, demo_file: Path | N
         say(f"postgres  {stack.urls.postgres_url}")
         say(f"redis     {stack.urls.redis_url}")
         for service in SERVICES:
-            say(f"{service:9} {stack.addresses[service]}  SERVING  (log: {stack.log_path(service)})")
+            say(f"{service:9} {stack.addresses[service]}  SERVING  (log: {stack.log_path(service)}; "
+                f"metrics: {stack.metrics_url(service)})")
         stack_file = write_stack_file(
             data_dir, stack.addresses,
             {"postgres_url": stack.urls.postgres_url, "redis_url": stack.urls.redis_url,
-             "services": stack.pids},
+             "services": stack.pids, "metrics": {s: stack.metrics_url(s) for s in stack.metrics_ports}},
         )  # fmt: skip
         say(f"stack file {stack_file} (other novaberg commands find the services through it)")
         demo_user: str | None = None

@@ -45,6 +45,7 @@ from novaberg_core.config import CommonConfig, ConfigError, env_choice
 from novaberg_core.contract import UNDECODABLE, check_request, safe_deserializer
 from novaberg_core.errors import NovabergError, Unavailable, status_code_for
 from novaberg_core.lifecycle import die_with_parent
+from novaberg_core.metrics import RpcMetricsInterceptor, count_store_outage, flush_metrics, setup_metrics
 from novaberg_core.peers import CHANNEL_OPTIONS
 from novaberg_core.store_errors import store_outage
 from novaberg_core.telemetry import (
@@ -58,6 +59,7 @@ from novaberg_core.telemetry import (
 
 __all__ = [
     "EVENT_LOOPS",
+    "UNTRACED_CALL",
     "ErrorMappingInterceptor",
     "RunningServer",
     "create_server",
@@ -91,9 +93,24 @@ _CLIENT_CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
 
 _UNTRACED_PREFIXES = ("/grpc.health.v1.Health/", f"/{reflection.SERVICE_NAME}/")
 
+UNTRACED_CALL: tuple[str, str] = ("novaberg-trace", "off")
+"""Call metadata that keeps a call out of the traces on both sides (client and server span): a
+background poll (Pixie's wait for promotion jobs) that would otherwise be a root span a second."""
+
+
+def _untraced_by_metadata(metadata: Any) -> bool:
+    if not metadata:
+        return False
+    for item in metadata:
+        key, value = (item.key, item.value) if hasattr(item, "key") else item
+        if key == UNTRACED_CALL[0] and value == UNTRACED_CALL[1]:
+            return True
+    return False
+
 
 def _traced(details: Any) -> bool:
-    """Span filter (True = trace the call): health probes and reflection are tooling noise.
+    """Span filter (True = trace the call): health probes and reflection are tooling noise, and a
+    call carrying :data:`UNTRACED_CALL` asked not to be traced.
 
     The same rule as OpenTelemetry's ``negate(any_of(health_check(), service_name(reflection)))``,
     as one prefix test: those filters run an ``isinstance`` against a typing Protocol on every
@@ -102,14 +119,21 @@ def _traced(details: Any) -> bool:
     method = details.method
     if isinstance(method, bytes):  # grpc.aio client call details carry bytes (grpc/grpc#31092)
         method = method.decode()
-    return not method.startswith(_UNTRACED_PREFIXES)
+    if method.startswith(_UNTRACED_PREFIXES):
+        return False
+    # Server side: HandlerCallDetails.invocation_metadata; client side: ClientCallDetails.metadata.
+    metadata = getattr(details, "invocation_metadata", None) or getattr(details, "metadata", None)
+    return not _untraced_by_metadata(metadata)
 
 
 async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method: str) -> NoReturn:
     """End the call with the status for ``error`` (STYLE rule 5); never returns."""
     if isinstance(error, grpc.aio.AbortError):
         raise error  # the handler already aborted with its own status
-    error = store_outage(error) or error
+    outage = store_outage(error)
+    if outage is not None:
+        count_store_outage(error, method)
+    error = outage or error
     if isinstance(error, NovabergError):
         code = status_code_for(error)
         message = str(error) or type(error).__name__
@@ -276,6 +300,8 @@ class RunningServer:
     service_names: tuple[str, ...]
     host: str
     on_shutdown: tuple[ShutdownStep, ...] = ()
+    metrics_port: int | None = None
+    """The bound port of this process's Prometheus endpoint, when one was configured."""
     _stop_task: asyncio.Future[None] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -311,8 +337,9 @@ class RunningServer:
                 _LOG.exception("%s: shutdown step %s failed", self.service_name, _step_name(step))
         try:
             await asyncio.to_thread(flush_telemetry, _TELEMETRY_FLUSH_TIMEOUT_S)
+            await asyncio.to_thread(flush_metrics, _TELEMETRY_FLUSH_TIMEOUT_S)
         except Exception:
-            _LOG.exception("%s: flushing spans failed", self.service_name)
+            _LOG.exception("%s: flushing spans and metrics failed", self.service_name)
         _LOG.info("%s: stopped", self.service_name)
 
 
@@ -363,8 +390,10 @@ async def create_server(
     ``extra_interceptors`` run inside the error mapping, so their exceptions are mapped too.
     """
     provider = setup_telemetry(cfg.service_name, cfg.otel_exporter)
+    metrics_port = setup_metrics(cfg.service_name, cfg.metrics_exporter, port=cfg.metrics_port, host=cfg.host)
     interceptors: list[grpc.aio.ServerInterceptor] = [
         aio_server_interceptor(tracer_provider=provider, filter_=_traced),
+        RpcMetricsInterceptor(),  # outside the error mapping: it sees the status a call ended with
         ErrorMappingInterceptor(),
         *extra_interceptors,
     ]
@@ -387,6 +416,7 @@ async def create_server(
         service_names=names,
         host=host,
         on_shutdown=tuple(on_shutdown),
+        metrics_port=metrics_port,
     )
 
 

@@ -54,12 +54,18 @@ class Stack:
     env: dict[str, str]
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     stores_dir: Path | None = None
+    metrics_ports: dict[str, int] = field(default_factory=dict)
+    """Each service's Prometheus endpoint (``NOVABERG_<SVC>_METRICS_PORT``: one host, one port each)."""
     """The embedded stores this stack started itself (stopped with it); None when given by URL."""
 
     @property
     def pids(self) -> dict[str, int]:
         """The running service processes' pids."""
         return {name: process.pid for name, process in self.processes.items() if process.poll() is None}
+
+    def metrics_url(self, service: str) -> str:
+        """Where ``service``'s metrics can be scraped."""
+        return f"http://127.0.0.1:{self.metrics_ports[service]}/metrics"
 
     def log_path(self, service: str) -> Path:
         return self.data_dir / "logs" / f"{service}.log"
@@ -135,9 +141,12 @@ class Stack:
 
 
 def stack_env(
-    urls: StoreUrls, addresses: Mapping[str, str], extra: Mapping[str, str] | None = None
+    urls: StoreUrls,
+    addresses: Mapping[str, str],
+    extra: Mapping[str, str] | None = None,
+    metrics_ports: Mapping[str, int] | None = None,
 ) -> dict[str, str]:
-    """The environment every service process gets (ports, peers, stores)."""
+    """The environment every service process gets (ports, peers, stores, metrics endpoints)."""
     env = dict(os.environ)
     env.update(
         {
@@ -155,6 +164,8 @@ def stack_env(
         env[f"NOVABERG_{service.upper()}_ADDR"] = address
         env[f"NOVABERG_{service.upper()}_PORT"] = address.rsplit(":", 1)[1]
         env[f"NOVABERG_{service.upper()}_HOST"] = "127.0.0.1"
+    for service, port in (metrics_ports or {}).items():
+        env[f"NOVABERG_{service.upper()}_METRICS_PORT"] = str(port)
     if extra:
         env.update(extra)
     return env
@@ -179,12 +190,14 @@ async def start_stack(
         stores_dir = root / "stores"
         urls = await asyncio.to_thread(start_stores, stores_dir)
     addresses = {service: f"127.0.0.1:{free_port()}" for service in SERVICES}
+    metrics_ports = {service: free_port() for service in SERVICES}
     stack = Stack(
         data_dir=root,
         urls=urls,
         addresses=addresses,
-        env=stack_env(urls, addresses, extra_env),
+        env=stack_env(urls, addresses, extra_env, metrics_ports),
         stores_dir=stores_dir,
+        metrics_ports=metrics_ports,
     )
     try:
         # Pixie last, once its peers serve: a gRPC channel whose first connect is refused waits out

@@ -12,6 +12,7 @@ from opentelemetry import trace
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.maintenance import check_scope, scope_pairs
+from novaberg_core.metrics import record_retention
 from novaberg_core.telemetry import set_turn_attributes
 from novaberg_core.timeutil import as_of_or_now, to_timestamp, utc_now
 from services.log.domain import (
@@ -136,6 +137,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         check_scope(as_of, pairs, what="Purge")
         horizon = retention_horizon(as_of, request.retention_days or self._retention_days)
         result = await self._store.purge(horizon, pairs)
+        record_retention(result.deleted, result.kept_turn_roh, scoped=bool(pairs))
         return log_pb2.PurgeResponse(deleted=result.deleted, kept_turn_roh=result.kept_turn_roh)
 
     async def LastAnswers(

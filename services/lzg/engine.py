@@ -25,6 +25,7 @@ from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.embedding import EmbeddingProvider, ModelProfile, lzg_embed_text, query_embed_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
 from novaberg_core.maintenance import check_scope
+from novaberg_core.metrics import record_decay
 from novaberg_core.pipeline_log import PipelineLog
 from services.lzg.cache import PairCache, PairSnapshot
 from services.lzg.edges import pair_weights
@@ -923,6 +924,7 @@ class LzgEngine:
             as_of, LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT, pairs
         )
         duration_ms = (time.perf_counter() - started) * 1000.0
+        record_decay(decayed, deactivated, scoped=bool(pairs))
         # SPEC §8: the all-pairs run's row leaves the pair NULL; a scoped run's rows carry each pair
         # (its counts are the run's, over all of its pairs).
         scope: dict[str, Any] = {"paare": len(pairs)} if pairs else {}

@@ -408,6 +408,12 @@ class LzgStore:
             edges_ms=float(row["kanten_ms"]),
         )
 
+    async def graph_size(self) -> dict[str, float]:
+        """Nodes and edges of all pairs (live-row estimates), for the metrics."""
+        row = await self.pool.fetchrow(self.q["graph_size"])
+        assert row is not None
+        return {"novaberg.lzg.nodes": float(row["nodes"]), "novaberg.lzg.edges": float(row["edges"])}
+
     async def run_decay(
         self, as_of: datetime, rate: float, minimum: float, pairs: Sequence[tuple[str, str]] = ()
     ) -> tuple[int, int]:

@@ -31,7 +31,10 @@ import grpc.aio
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.metrics import record_promotion
 from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.server import UNTRACED_CALL
+from novaberg_core.telemetry import tracer
 from novaberg_core.timeutil import to_timestamp, utc_now
 from services.pixie.config import PixieConfig
 from services.pixie.runlog import RunSpan, log_single_run, new_turn_id
@@ -50,6 +53,8 @@ _LOG = logging.getLogger(__name__)
 
 NODE = "promotion"
 """pipeline_log node name of every promotion record (SPEC §5.3)."""
+
+_TRACER = tracer(__name__)
 
 
 class Tally(collections.Counter[str]):
@@ -168,7 +173,11 @@ class PromotionWorker:
     # --- reading ------------------------------------------------------------------------
 
     async def read_jobs(self, block_ms: int) -> list[kzg_pb2.PromotionJob]:
-        """One read of the consumer group (reclaims idle pending jobs of any consumer first)."""
+        """One read of the consumer group (reclaims idle pending jobs of any consumer first).
+
+        The read is not traced (:data:`UNTRACED_CALL`, both sides): an idle worker polls about once a
+        second, and each poll would be a root span; the work a poll finds is traced as a batch.
+        """
         response = await self.kzg.ReadPromotionJobs(
             kzg_pb2.ReadPromotionJobsRequest(
                 consumer=self.replica_id,
@@ -177,6 +186,7 @@ class PromotionWorker:
                 reclaim_idle_ms=self.settings.reclaim_idle_ms,
             ),
             timeout=self.settings.rpc_timeout_s + block_ms / 1000.0,
+            metadata=(UNTRACED_CALL,),
         )
         return list(response.jobs)
 
@@ -190,6 +200,15 @@ class PromotionWorker:
         ``as_of`` (a replay's simulated time) goes to Promote and MarkHashDirty; None → now.
         Returns the jobs left untouched because another replica held their pair.
         """
+        before = dict(tally)
+        try:
+            return await self._process_batch(jobs, tally, as_of=as_of)
+        finally:
+            record_promotion({key: value - before.get(key, 0) for key, value in tally.items()})
+
+    async def _process_batch(
+        self, jobs: Sequence[kzg_pb2.PromotionJob], tally: Tally, *, as_of: datetime | None
+    ) -> list[kzg_pb2.PromotionJob]:
         states = await self.store.job_states([j.job_id for j in jobs])
         now = self.clock()
         ready: list[kzg_pb2.PromotionJob] = []
@@ -542,7 +561,11 @@ class PromotionWorker:
                         span = RunSpan(self.plog, NODE, run)
                         window_start = loop.time()
                     tally["jobs"] += len([j for j in fresh if j.job_id not in held_back.ids])
-                    held_back.keep(await self.process_batch(jobs, tally))
+                    # A root span only when a poll found work; the batch's calls are its children.
+                    with _TRACER.start_as_current_span(
+                        "pixie synapsen_promotion batch", attributes={"novaberg.jobs": len(jobs)}
+                    ):
+                        held_back.keep(await self.process_batch(jobs, tally))
                     failures = 0
                     if loop.time() - window_start >= self.settings.run_window_s:
                         await close(OUTCOME_OK, "")

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from novaberg_core.metrics import record_run
 from novaberg_core.pipeline_log import PipelineLog
 from services.pixie.store import RunRecord
 
@@ -48,6 +49,7 @@ class RunSpan:
             )
 
     def end(self, run: RunRecord) -> None:
+        record_run(run.task, run.outcome)
         self.write("berechnung", {
             "run_id": run.id, "task": run.task, "outcome": run.outcome, "counts": run.counts,
             "error": run.error or None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc.aio
 
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
+from novaberg_core.metrics import StoreSampler
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.server import RunningServer, serve
 from novaberg_core.server import create_server as create_grpc_server
@@ -40,6 +41,7 @@ class PixieApp:
         self.worker = worker
         self.scheduler = scheduler
         self._owns_plog = owns_plog
+        self.sampler = StoreSampler(store.parked_count)  # read when scraped, at most every 10 s
 
     @classmethod
     async def open(
@@ -76,6 +78,7 @@ class PixieApp:
 
     async def close(self) -> None:
         """Background loops finish their current step → log flushed → channels → pool."""
+        self.sampler.close()
         await self.scheduler.stop()
         if self._owns_plog:
             await self.plog.close()

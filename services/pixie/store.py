@@ -194,6 +194,10 @@ class PixieStore:
         assert row is not None
         return _run(row)
 
+    async def parked_count(self) -> dict[str, float]:
+        """Parked jobs of all pairs, for the metrics."""
+        return {"novaberg.pixie.parked_jobs": float(await self.pool.fetchval(_QUERIES["parked_count"]))}
+
     async def heartbeat(self, run_id: int, now: datetime, counts: Mapping[str, int]) -> None:
         await self.pool.execute(_QUERIES["heartbeat_run"], run_id, now, _counts_json(counts))
 

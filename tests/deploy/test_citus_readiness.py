@@ -57,6 +57,8 @@ FAN_OUT_QUERIES = {
     "log query token_usage: no pair",
     "log query last_answers: no pair",
     "pixie query list_parked: no pair",
+    "lzg query graph_size: no pair",
+    "pixie query parked_count: no pair",
 }
 
 

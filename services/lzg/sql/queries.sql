@@ -311,3 +311,11 @@ SELECT id FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 AND timeline_
 -- name: edge_pairs_of_nodes
 SELECT DISTINCT least(knoten_a_id, knoten_b_id) AS x, greatest(knoten_a_id, knoten_b_id) AS y
 FROM lzg_kanten WHERE knoten_a_id = ANY($1::int[]) OR knoten_b_id = ANY($1::int[]);
+
+-- name: graph_size
+-- Nodes and edges of all pairs for the metrics: PostgreSQL's live-row estimates (statistics, not a
+-- scan), cheap at any size.
+SELECT coalesce(sum(n_live_tup) FILTER (WHERE relname = 'lzg_knoten'), 0) AS nodes,
+       coalesce(sum(n_live_tup) FILTER (WHERE relname = 'lzg_kanten'), 0) AS edges
+FROM pg_stat_user_tables
+WHERE schemaname = current_schema() AND relname IN ('lzg_knoten', 'lzg_kanten');

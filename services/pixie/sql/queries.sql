@@ -99,3 +99,7 @@ ON CONFLICT (job_id) DO NOTHING;
 
 -- name: list_parked
 SELECT * FROM parked_jobs ORDER BY parked_at DESC, job_id LIMIT $1;
+
+-- name: parked_count
+-- Parked jobs of all pairs, for the metrics (a small table: jobs that failed too often).
+SELECT count(*) AS parked FROM parked_jobs;
