@@ -583,8 +583,8 @@ async def _list_turns(clients: ServiceClients, args: argparse.Namespace, out: Ca
     for row in rows:
         if row.turn_id in turns or len(turns) < wanted:
             turns.setdefault(row.turn_id, []).append(row)
-    which = f" with {'art ' + args.art if args.art else ''}{' and ' if args.art and args.node else ''}" \
-        f"{'node ' + args.node if args.node else ''} rows" if args.art or args.node else ""
+    filters = [f"{name} {value}" for name, value in (("art", args.art), ("node", args.node)) if value]
+    which = f" with {' and '.join(filters)} rows" if filters else ""
     if not turns:
         out(f"no turns of {pair.user_id} · {pair.character_id}{which} in the pipeline log yet "
             "(rows are flushed every few seconds)")

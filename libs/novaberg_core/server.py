@@ -1,7 +1,8 @@
 """gRPC server bootstrap shared by all five services (STYLE rules 3 and 5).
 
 One place wires every server the same way: ``grpc.aio``, OpenTelemetry server spans (health and
-reflection calls left out), domain errors → gRPC status, health and reflection, and the shutdown
+reflection calls left out), RPC duration metrics (:mod:`novaberg_core.metrics`), domain errors →
+gRPC status, health and reflection, and the shutdown
 order SIGTERM → health NOT_SERVING → ``server.stop(grace)`` (drains in-flight calls) → the
 service's own shutdown steps (flush buffers, close pools) → flush spans.
 
