@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import time as clock
@@ -398,9 +399,15 @@ async def cmd_observe(clients: ServiceClients, args: argparse.Namespace, out: Ca
             f"{', queued for promotion' if stored.queued_for_promotion else ''}"
             f"{f', {stored.reinforced_count} reinforced' if stored.reinforced_count else ''}  ({stored.kzg_key})")
     a = response.analysis
-    out(f"analysis ({'analyzer' if response.analyzed_by_service else 'given'}): salienz {a.salience.salienz:.2f}, "
-        f"themen {list(a.salience.themen)}, emotion {a.ei.emotion or '-'}, entities {list(a.magnets.entitaet_ids)}"
-        f"{f', timeline {a.magnets.timeline_id}' if a.magnets.HasField('timeline_id') else ''}")
+    names: dict[int, str] = {}
+    if a.magnets.entitaet_ids:
+        with contextlib.suppress(ServiceCallError):  # without the LZG the ids stand in for the names
+            names = await _entity_names(clients, pair)
+    entities = ", ".join(names.get(i, f"#{i}") for i in a.magnets.entitaet_ids) or "-"
+    out(f"analysis ({'by the analyzer' if response.analyzed_by_service else 'given'}): salienz "
+        f"{a.salience.salienz:.2f}, themen {', '.join(a.salience.themen) or '-'}, "
+        f"emotion {a.ei.emotion or '-'}, entities {entities}"
+        f"{f', timeline #{a.magnets.timeline_id}' if a.magnets.HasField('timeline_id') else ''}")
     if stored.canon_rejections:
         out(f"canon rejections: {', '.join(stored.canon_rejections)}")
     return 0
@@ -424,7 +431,7 @@ async def cmd_recall(clients: ServiceClients, args: argparse.Namespace, out: Cal
         return 0
     names = await _entity_names(clients, pair)
     texts = await _node_texts(clients, pair)
-    out(f"Akte für „{args.question}“ ({pair.user_id} · {pair.character_id}, turn {request.turn_id})")
+    out(f"dossier for “{args.question}” ({pair.user_id} · {pair.character_id}, turn {request.turn_id})")
     for line in format_dossier(dossier, names, texts, reader=args.reader):
         out(line)
     out(f"served node ids: {list(dossier.served_node_ids)}")
@@ -475,12 +482,17 @@ async def cmd_import(clients: ServiceClients, args: argparse.Namespace, out: Cal
     if args.promote:
         run = (await clients.call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(
             task="synapsen_promotion", force=True), timeout=600.0)).run  # fmt: skip
-        out(_run_line(run) + "  (the continuous worker may have promoted most jobs already: novaberg pixie runs)")
+        out("promotion run (Pixie's continuous worker promotes at the same time; "
+            "`novaberg pixie runs` lists its runs too):")
+        _print_run(run, out)
     return 0
 
 
 async def cmd_inspect(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     pair = _pair(args)
+    # The node first: an unknown one is an error before anything is printed.
+    node = (await clients.call("lzg", "GetNode", lzg_pb2.GetNodeRequest(pair=pair, node_id=args.node))).node \
+        if args.node else None
     stats = await clients.call("lzg", "GetPairStats", lzg_pb2.GetPairStatsRequest(pair=pair))
     session = await clients.call("kzg", "GetSession", kzg_pb2.GetSessionRequest(pair=pair))
     names = await _entity_names(clients, pair)
@@ -488,29 +500,31 @@ async def cmd_inspect(clients: ServiceClients, args: argparse.Namespace, out: Ca
         f"nodes, {stats.edges} edges, {stats.entities} entities, {stats.timelines} timelines"
         f"{f' (model {stats.model_id})' if stats.model_id else ''}; session {len(session.turns)} turns"
         f"{' + summary' if session.summary else ''}")
-    if args.node:
-        return await _inspect_node(clients, pair, args.node, names, out)
+    if node is not None:
+        return await _inspect_node(clients, pair, node, names, out)
     listed = await clients.call("lzg", "ListNodes", lzg_pb2.ListNodesRequest(
         pair=pair, limit=args.limit, include_inactive=args.include_inactive))  # fmt: skip
     if not listed.nodes:
         out("no nodes yet")
         return 0
     out(f"strongest {len(listed.nodes)} nodes (gewicht_decay):")
-    for node in listed.nodes:
-        entities = ", ".join(names.get(i, f"#{i}") for i in node.magnets.entitaet_ids)
-        themen = ", ".join(node.themen)
-        out(f"  #{node.id:<5} {node.gewicht_decay:6.3f}{'' if node.aktiv else ' (inaktiv)'}  "
-            f"{_beobachter(node.beobachter):9} {_short(node.inhalt, 70)}"
+    for item in listed.nodes:
+        entities = ", ".join(names.get(i, f"#{i}") for i in item.magnets.entitaet_ids)
+        themen = ", ".join(item.themen)
+        out(f"  #{item.id:<5} {item.gewicht_decay:6.3f}{'' if item.aktiv else ' (inactive)'}  "
+            f"{_beobachter(item.beobachter):9} {_short(item.inhalt, 70)}"
             f"{f'  [{themen}]' if themen else ''}{f'  {{{entities}}}' if entities else ''}")
     return 0
 
 
 async def _inspect_node(
-    clients: ServiceClients, pair: common_pb2.Pair, node_id: int, names: Mapping[int, str], out: Callable[[str], None]
+    clients: ServiceClients, pair: common_pb2.Pair, node: lzg_pb2.Node, names: Mapping[int, str],
+    out: Callable[[str], None],
 ) -> int:
-    node = (await clients.call("lzg", "GetNode", lzg_pb2.GetNodeRequest(pair=pair, node_id=node_id))).node
-    out(f"node #{node.id} „{node.inhalt}“")
-    out(f"  {_beobachter(node.beobachter)}, {'aktiv' if node.aktiv else 'inaktiv'}, gewicht_roh {node.gewicht_roh:.3f}"
+    node_id = node.id
+    out(f"node #{node.id} \"{node.inhalt}\"")
+    out(f"  {_beobachter(node.beobachter)}, {'active' if node.aktiv else 'inactive'}, "
+        f"gewicht_roh {node.gewicht_roh:.3f}"
         f", gewicht_absolut {node.gewicht_absolut:.3f}, gewicht_decay {node.gewicht_decay:.3f}, "
         f"haeufigkeit {node.haeufigkeit}")
     out(f"  themen {list(node.themen)}, entities "
@@ -527,13 +541,13 @@ async def _inspect_node(
         other = edge.knoten_b_id if outgoing else edge.knoten_a_id
         shared = []
         if edge.geteilte_entitaet_ids:
-            shared.append("Entität " + ", ".join(names.get(i, f"#{i}") for i in edge.geteilte_entitaet_ids))
+            shared.append("entity " + ", ".join(names.get(i, f"#{i}") for i in edge.geteilte_entitaet_ids))
         if edge.geteilte_themen:
-            shared.append("Thema " + ", ".join(edge.geteilte_themen))
+            shared.append("theme " + ", ".join(edge.geteilte_themen))
         if edge.HasField("embedding_cosine_initial"):
-            shared.append(f"cos {edge.embedding_cosine_initial:.2f}")
+            shared.append(f"cosine {edge.embedding_cosine_initial:.2f}")
         if edge.HasField("timeline_naehe_tage"):
-            shared.append(f"{edge.timeline_naehe_tage} Tage")
+            shared.append(f"{edge.timeline_naehe_tage} days apart")
         out(f"    {'→' if outgoing else '←'} #{other:<5} {edge.gewicht_absolut:6.3f}  "
             f"[{', '.join(edge.verbindungs_gruende)}] {'; '.join(shared)}  {_short(texts.get(other, ''), 50)}")
     return 0
@@ -597,21 +611,59 @@ def _format_record(record: log_pb2.LogRecord, full: bool) -> str:
     return f"{record.node}/{record.art}  {text if full else _short(str(text), 150)}"
 
 
+_LIST_TURNS_DEFAULT = 20
+_TURN_ROWS_DEFAULT = 1000
+_LIST_ROWS_MAX = 5000
+"""Rows read (newest first) to find a pair's recent turns."""
+
+
+def _turn_text(record: log_pb2.LogRecord) -> str:
+    """What a turn was about, from one of its rows: the prompt of ``turn_roh``, an ``eingang``'s text."""
+    try:
+        inhalt: Any = json.loads(record.inhalt_json) if record.inhalt_json else None
+    except ValueError:
+        return ""
+    if isinstance(inhalt, dict):
+        for key in ("user_prompt", "text", "query_text", "inhalt"):
+            if isinstance(inhalt.get(key), str) and inhalt[key].strip():
+                return str(inhalt[key])
+        return ""
+    return inhalt if isinstance(inhalt, str) and record.art == "eingang" else ""
+
+
+async def _list_turns(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    """The pair's most recent turns (rows of any art, or of ``--art``/``--node``), newest first."""
+    pair = _pair(args)
+    wanted = args.limit or _LIST_TURNS_DEFAULT
+    rows = (await clients.call("log", "Query", log_pb2.QueryRequest(
+        pair=pair, art=args.art or "", node=args.node or "", limit=_LIST_ROWS_MAX, descending=True,
+    ))).records  # fmt: skip
+    turns: dict[str, list[log_pb2.LogRecord]] = {}
+    for row in rows:
+        if row.turn_id in turns or len(turns) < wanted:
+            turns.setdefault(row.turn_id, []).append(row)
+    filters = [f"{name} {value}" for name, value in (("art", args.art), ("node", args.node)) if value]
+    which = f" with {' and '.join(filters)} rows" if filters else ""
+    if not turns:
+        out(f"no turns of {pair.user_id} · {pair.character_id}{which} in the pipeline log yet "
+            "(rows are flushed every few seconds)")
+        return 0
+    out(f"last {len(turns)} turns of {pair.user_id} · {pair.character_id}{which}, newest first "
+        "(novaberg log <turn_id> tells one):")
+    for turn_id, records in turns.items():
+        newest = from_timestamp(records[0].erstellt_am)
+        text = next((t for t in map(_turn_text, records) if t), "")
+        arts = ", ".join(sorted({r.art for r in records}))
+        out(f"  {newest:%Y-%m-%d %H:%M}  {turn_id}  {_short(text, 60) if text else '-'}  [{arts}]")
+    return 0
+
+
 async def cmd_log(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     if not args.turn_id:
-        pair = _pair(args)
-        rows = (await clients.call("log", "Query", log_pb2.QueryRequest(
-            pair=pair, art="turn_roh", limit=args.limit, descending=True))).records  # fmt: skip
-        if not rows:
-            out(f"no turns of {pair.user_id} · {pair.character_id} in the pipeline log yet")
-            return 0
-        out(f"last {len(rows)} turns of {pair.user_id} · {pair.character_id} (novaberg log <turn_id> tells one):")
-        for row in rows:
-            inhalt = json.loads(row.inhalt_json or "{}")
-            prompt = inhalt.get("user_prompt", "") if isinstance(inhalt, dict) else ""
-            out(f"  {from_timestamp(row.erstellt_am):%Y-%m-%d %H:%M}  {row.turn_id}  {_short(str(prompt), 70)}")
-        return 0
-    query = log_pb2.QueryRequest(turn_id=args.turn_id, node=args.node or "", art=args.art or "", limit=args.limit)
+        return await _list_turns(clients, args, out)
+    query = log_pb2.QueryRequest(
+        turn_id=args.turn_id, node=args.node or "", art=args.art or "", limit=args.limit or _TURN_ROWS_DEFAULT
+    )
     records = (await clients.call("log", "Query", query)).records
     if args.json:
         out(json.dumps([MessageToDict(r, preserving_proto_field_name=True) for r in records], ensure_ascii=False,
@@ -635,8 +687,62 @@ async def cmd_log(clients: ServiceClients, args: argparse.Namespace, out: Callab
 def _run_line(run: pixie_pb2.Run) -> str:
     started = from_timestamp(run.started_at).strftime("%Y-%m-%d %H:%M:%S") if run.HasField("started_at") else "-"
     counts = ", ".join(f"{k} {v}" for k, v in sorted(run.counts.items()) if v) or "nothing to do"
+    scope = f"  pairs {', '.join(f'{p.user_id} · {p.character_id}' for p in run.pairs)}" if run.pairs else ""
     return (f"run {run.id:<5} {run.task:20} {run.outcome:8} {started}"
-            f"{f'  day {run.run_day}' if run.run_day else ''}  {counts}{f'  error: {run.error}' if run.error else ''}")
+            f"{f'  day {run.run_day}' if run.run_day else ''}{scope}  {counts}"
+            f"{f'  error: {run.error}' if run.error else ''}")
+
+
+COUNT_WORDS: Mapping[str, str] = {
+    # synapsen_promotion (SPEC §5.3)
+    "jobs": "promotion jobs read from the queue",
+    "promoted_new": "became new nodes in the LZG",
+    "already_promoted": "were nodes already (a replay after a crash); their KZG entries were retired",
+    "duplicates": "repeated an existing node and reinforced it; their KZG entries stay",
+    "half_reactivations": "woke a sleeping node (half-reactivation); their KZG entries stay",
+    "expired": "had left the KZG (TTL) before they could be promoted",
+    "kzg_deleted": "KZG entries deleted after becoming nodes",
+    "kzg_delete_failed": "KZG entries not deleted after becoming nodes (they leave by their TTL)",
+    "failed": "failed this time and will be retried after a backoff",
+    "parked": "failed too often and were parked (novaberg pixie parked)",
+    "deferred_locked": "were left for later: another Pixie worker (usually the continuous one) was promoting "
+                       "the same pair at that moment and finishes them",
+    "deferred_backoff": "are still waiting out the backoff after an earlier failure",
+    "acked": "jobs acknowledged and removed from the queue",
+    "erased": "named an entry of a pair erased meanwhile (a person's right): no node, acknowledged",
+    "out_of_scope": "belonged to pairs outside this run's --pair list and were left to the worker",
+    # synapsen_decay (SPEC §5.7, §8)
+    "nodes_decayed": "nodes decayed (gewicht_decay lowered by the days since decay_am)",
+    "nodes_deactivated": "nodes fell below 0.1 and became inactive (nothing is deleted)",
+    "log_rows_deleted": "pipeline-log rows past the retention deleted",
+    "kept_turn_roh": "turn_roh rows past the retention kept (they are never purged)",
+    "runs_deleted": "finished Pixie runs past their retention deleted",
+}
+"""What each count of a Pixie run means, in words (``pixie trigger``, ``import --promote``)."""
+
+
+def describe_counts(run: pixie_pb2.Run) -> list[str]:
+    """One line per non-zero count of ``run``: the number, its name and what it means."""
+    ordered = sorted(run.counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [f"  {value:>6} {key}: {COUNT_WORDS.get(key, 'see docs/glossary.md')}"
+            for key, value in ordered if value]
+
+
+def _print_run(run: pixie_pb2.Run, out: Callable[[str], None]) -> None:
+    """A triggered run: its line, its counts in words, and how to run it anyway when it was skipped."""
+    out(_run_line(run))
+    for line in describe_counts(run):
+        out(line)
+    if run.outcome == "skipped":
+        out(f"  skipped; `novaberg pixie trigger {run.task} --force` runs it anyway")
+
+
+def _parse_pair(text: str) -> common_pb2.Pair:
+    """``USER:CHARACTER`` (pair ids hold no ``:``, SPEC §0) → a Pair."""
+    user, sep, character = text.partition(":")
+    if not sep or not user or not character or ":" in character:
+        raise CliError(f"--pair must be USER:CHARACTER, e.g. meister:nova, got {text!r}")
+    return common_pb2.Pair(user_id=user, character_id=character)
 
 
 async def cmd_pixie(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
@@ -655,11 +761,13 @@ async def cmd_pixie(clients: ServiceClients, args: argparse.Namespace, out: Call
         if not runs:
             out("no runs yet")
     elif action == "trigger":
-        request = pixie_pb2.TriggerTaskRequest(task=args.task, force=args.force)
+        request = pixie_pb2.TriggerTaskRequest(
+            task=args.task, force=args.force, pairs=[_parse_pair(p) for p in args.pair or ()]
+        )
         as_of = _as_of(args.as_of)
         if as_of is not None:
             request.as_of.CopyFrom(to_timestamp(as_of))
-        out(_run_line((await clients.call("pixie", "TriggerTask", request, timeout=600.0)).run))
+        _print_run((await clients.call("pixie", "TriggerTask", request, timeout=600.0)).run, out)
     elif action in ("pause", "resume"):
         rpc, message = ("PauseTask", pixie_pb2.PauseTaskRequest) if action == "pause" else \
             ("ResumeTask", pixie_pb2.ResumeTaskRequest)
@@ -753,61 +861,138 @@ async def run_command(
 # --------------------------------------------------------------------------- up
 
 
+def cli_command(data_dir: Path | None = None) -> str:
+    """How to run ``novaberg`` from this shell: ``novaberg`` when it is on PATH, else the venv's
+    script (``.venv/bin/novaberg``), else ``python -m novaberg_core.cli``; plus ``--data-dir``
+    when it is not the default."""
+    script = Path(sys.executable).parent / "novaberg"
+    found = shutil.which("novaberg")
+    if found and script.exists() and Path(found).resolve() == script.resolve():
+        command = "novaberg"
+    elif script.exists():
+        try:
+            command = str(script.absolute().relative_to(Path.cwd()))
+        except ValueError:
+            command = str(script.absolute())
+    else:
+        command = f"{sys.executable} -m novaberg_core.cli"
+    if data_dir is not None and data_dir != DEFAULT_DATA_DIR:
+        command += f" --data-dir {data_dir}"
+    return command
+
+
+class _Launcher:
+    """What ``up`` needs to end cleanly: SIGINT, SIGTERM and SIGHUP cancel the main task once (its
+    ``finally`` stops the services), and output to a reader that left (``make run | tee`` after
+    Ctrl-C: SIGPIPE, seen as BrokenPipeError) is dropped and ends the stack the same way."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.task = asyncio.current_task()
+        self.reason: str | None = None
+        self.exit_code = 0
+        self.stopping = False
+        """Set while the services stop: further signals are noted, not acted on (the stop is bounded)."""
+        loop = asyncio.get_running_loop()
+        for sig in self.SIGNALS:
+            loop.add_signal_handler(sig, self.end, sig.name, 128 + sig.value)
+
+    def end(self, reason: str, exit_code: int) -> None:
+        """Cancels the main task (once; a later signal changes nothing, the stop is under way)."""
+        if self.stopping or self.reason is not None:
+            if reason.startswith("SIG") and not reason.startswith("SIGPIPE"):
+                self.say(f"{reason}: stopping already (each service gets at most 10 s), please wait")
+            return
+        if self.task is not None:
+            self.reason, self.exit_code = reason, exit_code
+            self.task.cancel()
+
+    def say(self, line: str) -> None:
+        """Print a line; when the reader has gone, drop output from now on and end the stack."""
+        try:
+            print(line, flush=True)
+        except BrokenPipeError:
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            self.end("SIGPIPE (the output's reader has gone)", 141)
+
+    def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in self.SIGNALS:
+            loop.remove_signal_handler(sig)
+
+
 async def _up(data_dir: Path, once: bool, demo: bool = True, demo_file: Path | None = None) -> int:
     from novaberg_core.demo import load_script, run_demo
-    from novaberg_core.stack import SERVICES, start_stack
+    from novaberg_core.stack import SERVICES, Stack, start_stack
 
     script = load_script(demo_file) if demo_file else (load_script() if demo else None)
     running = running_stack_pid(data_dir)
     if running is not None:
         raise CliError(f"a stack started from {data_dir} is already running (pid {running}); stop it first "
                        "(Ctrl-C in its terminal) or use another --data-dir")
-    print(f"starting embedded stores and {len(SERVICES)} services in {data_dir} …", flush=True)
-    stack = await start_stack(data_dir)
+    launcher = _Launcher()
+    say = launcher.say
+    stack: Stack | None = None
     stack_file = data_dir / STACK_FILE
+    serving = False
     try:
-        print(f"postgres  {stack.urls.postgres_url}")
-        print(f"redis     {stack.urls.redis_url}")
+        say(f"starting embedded stores and {len(SERVICES)} services in {data_dir} …")
+        stack = await start_stack(data_dir)
+        say(f"postgres  {stack.urls.postgres_url}")
+        say(f"redis     {stack.urls.redis_url}")
         for service in SERVICES:
-            print(f"{service:9} {stack.addresses[service]}  SERVING  (log: {stack.log_path(service)})")
+            say(f"{service:9} {stack.addresses[service]}  SERVING  (log: {stack.log_path(service)}; "
+                f"metrics: {stack.metrics_url(service)})")
         if stack.client_tls.enabled:
-            print(f"mTLS      certificates of a throwaway CA in {stack.data_dir / 'tls'} (the CLI: operator)")
+            say(f"mTLS      certificates of a throwaway CA in {stack.data_dir / 'tls'} (the CLI: operator)")
         stack_file = write_stack_file(
             data_dir, stack.addresses,
             {"postgres_url": stack.urls.postgres_url, "redis_url": stack.urls.redis_url,
-             "tls": stack.client_tls.as_env()},
+             "tls": stack.client_tls.as_env(), "services": stack.pids,
+             "metrics": {s: stack.metrics_url(s) for s in stack.metrics_ports}},
         )  # fmt: skip
-        print(f"stack file {stack_file} (other novaberg commands find the services through it)", flush=True)
+        say(f"stack file {stack_file} (other novaberg commands find the services through it)")
         demo_user: str | None = None
         if script is not None:
-            print("", flush=True)
+            say("")
             async with ServiceClients(stack.addresses, tls=stack.client_tls) as clients:
-                result = await run_demo(clients, script, out=lambda line: print(line, flush=True))
+                result = await run_demo(clients, script, out=say)
                 graph = await write_graph(
                     clients, result.pair, data_dir / f"graph-{result.pair.user_id}-{result.pair.character_id}.html",
                     include_inactive=True,  # the demo's decay leaves inactive nodes: show them
                 )
-            print(f"\nthe memory graph of {result.pair.user_id} · {result.pair.character_id}: {graph}", flush=True)
+            say(f"\nthe memory graph of {result.pair.user_id} · {result.pair.character_id}: {graph}")
             demo_user = result.pair.user_id
         if once:
             return 0
+        command = cli_command(data_dir)
         if demo_user is None:
-            print("serving; Ctrl-C stops everything", flush=True)
+            say(f"serving; try `{command} inspect` — Ctrl-C stops everything")
         else:
             user = "" if demo_user == DEFAULT_USER else f" --user {demo_user}"
-            print(f"serving; try `novaberg recall \"Was weißt du noch über Anna?\"{user}` — Ctrl-C stops everything",
-                  flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+            say(f"serving; try `{command} recall \"Was weißt du noch über Anna?\"{user}` — "
+                "Ctrl-C stops everything")
+        serving = True
+        await asyncio.Event().wait()  # until a signal (or a gone reader) cancels this task
         return 0
+    except asyncio.CancelledError:
+        if launcher.reason is None:
+            raise
+        if not serving:
+            say(f"interrupted by {launcher.reason}")
+        return 0 if serving else launcher.exit_code
     finally:
-        print("stopping services …", flush=True)
-        with contextlib.suppress(OSError):
-            stack_file.unlink()
-        await stack.stop()
+        launcher.stopping = True
+        try:
+            if stack is not None:
+                say("stopping services …")
+                with contextlib.suppress(OSError):
+                    stack_file.unlink()
+                await stack.stop()
+        finally:
+            launcher.close()
 
 
 # --------------------------------------------------------------------------- parser
@@ -819,12 +1004,36 @@ def _pair_options(parser: argparse.ArgumentParser) -> None:
                         help=f"character_id of the pair (default {DEFAULT_CHARACTER})")
 
 
+GLOSSARY = "docs/glossary.md"
+"""The German data names (SPEC naming rule) and the seed abbreviations, one line each."""
+
+_EPILOG = f"""\
+Output is English; the spec's German data names (lzg_knoten, gewicht_decay, salienz, beobachter,
+turn_roh, synapsen_decay …) keep their names. Each is explained in one line in the glossary
+{GLOSSARY} (here: {Path(__file__).resolve().parents[2] / GLOSSARY}).
+Common options such as --data-dir are accepted before or after a subcommand.
+"""
+
+
+def _data_dir_option(parser: argparse.ArgumentParser, *, up: bool = False) -> None:
+    """``--data-dir`` on ``parser``; SUPPRESS as default so the option may stand at any level
+    (``novaberg --data-dir X pixie runs`` and ``novaberg pixie runs --data-dir X`` alike)."""
+    help_text = (f"where the stores, logs and stack file live (default {DEFAULT_DATA_DIR})" if up else
+                 f"the stack started by `novaberg up --data-dir` (default {DEFAULT_DATA_DIR}, or the "
+                 "NOVABERG_<SVC>_ADDR variables)")  # fmt: skip
+    parser.add_argument("--data-dir", type=Path, default=argparse.SUPPRESS, help=help_text)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="novaberg", description="Novaberg memory core")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="novaberg", description="Novaberg memory core: start it, feed it turns, look inside.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    _data_dir_option(parser)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     up = sub.add_parser("up", help="start embedded stores and all five services, replay the demo, serve")
-    up.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    _data_dir_option(up, up=True)
     up.add_argument("--once", action="store_true", help="exit 0 after start-up and the demo")
     up.add_argument("--no-demo", action="store_true", help="start and serve without replaying the demo")
     up.add_argument("--demo-file", type=Path, help="another demo conversation (format of the shipped one)")
@@ -838,43 +1047,45 @@ def build_parser() -> argparse.ArgumentParser:
     reembed.add_argument("--only", choices=("kzg", "lzg"), help="re-embed one store only")
 
     def client(name: str, help_text: str) -> argparse.ArgumentParser:
-        command = sub.add_parser(name, help=help_text)
-        command.add_argument("--data-dir", type=Path, default=None,
-                             help="the stack started by `novaberg up --data-dir` (default .novaberg, or the "
-                                  "NOVABERG_<SVC>_ADDR variables)")
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        _data_dir_option(command)
         return command
 
-    demo = client("demo", "replay the shipped demo conversation against the running stack")
-    demo.add_argument("--demo-file", type=Path)
+    demo = client("demo", "replay the shipped demo conversation against the running stack (in its own pair)")
+    demo.add_argument("--demo-file", type=Path, help="another demo conversation (format of the shipped one)")
 
     observe = client("observe", "observe one turn (session, KZG write)")
     _pair_options(observe)
-    observe.add_argument("text")
+    observe.add_argument("text", help="what was said")
     observe.add_argument("--assistant", action="store_true", help="the character's turn (default: the user's)")
-    observe.add_argument("--turn-id")
+    observe.add_argument("--turn-id", help="id of the turn (default a new UUID)")
     observe.add_argument("--as-of", help="ISO time of the turn (default now)")
     observe.add_argument("--salienz", type=float, help="give the analysis instead of the analyzer: raw salience")
     observe.add_argument("--themen", help="comma-separated themes (with --salienz)")
     observe.add_argument("--entity", action="append", help="entity name, resolved/created in the LZG (repeatable)")
     observe.add_argument("--emotion", help="Plutchik emotion label (with --salienz)")
     observe.add_argument("--inhalt", help="distilled content (default: the text)")
-    observe.add_argument("--gedaechtnistyp", default="episodisch")
+    observe.add_argument("--gedaechtnistyp", default="episodisch",
+                         help="memory type of the turn (with --salienz; default episodisch)")
     observe.add_argument("--dimension", default="allgemein",
                          help="life area of the turn (with --salienz; the pipeline requires one)")
 
     recall = client("recall", "build the dossier for a question: memory block plus paths")
     _pair_options(recall)
-    recall.add_argument("question")
-    recall.add_argument("--reader", default="analysis", choices=("analysis", "composer"))
+    recall.add_argument("question", help="the turn to build the dossier for")
+    recall.add_argument("--reader", default="analysis", choices=("analysis", "composer"),
+                        help="whose memory block to print (default analysis)")
     recall.add_argument("--nova-emotion", help="the character's current emotion (Plutchik sector factor)")
     recall.add_argument("--intention", action="append", help="an intention of the turn (e.g. anweisung)")
-    recall.add_argument("--user-name", default="Meister")
-    recall.add_argument("--character-name", default="Nova")
-    recall.add_argument("--as-of")
+    recall.add_argument("--user-name", default="Meister",
+                        help="the user's name in the memory block (default Meister)")
+    recall.add_argument("--character-name", default="Nova",
+                        help="the character's name in the memory block (default Nova)")
+    recall.add_argument("--as-of", help="ISO time the dossier is built at (default now)")
     recall.add_argument("--json", action="store_true", help="the raw BuildDossier response as JSON")
 
     imp = client("import", "observe every turn of a conversation file (LoCoMo or {'turns': [...]})")
-    imp.add_argument("file")
+    imp.add_argument("file", help="the conversation file (JSON)")
     imp.add_argument("--sample", action="append", help="LoCoMo sample_id to import (repeatable; default all)")
     imp.add_argument("--limit", type=int, default=0, help="at most this many turns")
     imp.add_argument("--user", help="user_id for all turns (LoCoMo default: <sample>-<speaker_a>)")
@@ -884,8 +1095,8 @@ def build_parser() -> argparse.ArgumentParser:
     inspect = client("inspect", "a pair: counts, strongest nodes, or the edges of one node")
     _pair_options(inspect)
     inspect.add_argument("--node", type=int, help="show this node and its edges")
-    inspect.add_argument("--limit", type=int, default=15)
-    inspect.add_argument("--include-inactive", action="store_true")
+    inspect.add_argument("--limit", type=int, default=15, help="at most this many nodes (default 15)")
+    inspect.add_argument("--include-inactive", action="store_true", help="list inactive (decayed) nodes too")
 
     graph = client("graph", "a pair's memory graph: an interactive offline page (.html) or a picture (.png, .svg)")
     _pair_options(graph)
@@ -897,28 +1108,38 @@ def build_parser() -> argparse.ArgumentParser:
 
     log = client("log", "a turn's story from the pipeline log (without TURN_ID: the pair's last turns)")
     _pair_options(log)
-    log.add_argument("turn_id", nargs="?")
-    log.add_argument("--node")
-    log.add_argument("--art")
-    log.add_argument("--limit", type=int, default=1000)
+    log.add_argument("turn_id", nargs="?", help="the turn to tell (default: list the pair's recent turns)")
+    log.add_argument("--node", help="only rows of this node (e.g. observe, kzg, promotion)")
+    log.add_argument("--art", help="only rows of this art (eingang, db_write, turn_roh …: the glossary)")
+    log.add_argument("--limit", type=int, default=None,
+                     help="at most this many rows of the turn (default 1000), or turns listed (default 20)")
     log.add_argument("--full", action="store_true", help="do not shorten the rows")
-    log.add_argument("--json", action="store_true")
+    log.add_argument("--json", action="store_true", help="the rows as JSON")
 
     pixie = client("pixie", "Pixie's tasks and runs")
-    pixie_sub = pixie.add_subparsers(dest="pixie_command", required=True)
-    pixie_sub.add_parser("tasks", help="the tasks, their schedule and last run")
-    runs = pixie_sub.add_parser("runs", help="recent runs, newest first")
-    runs.add_argument("--task")
-    runs.add_argument("--limit", type=int, default=20)
-    trigger = pixie_sub.add_parser("trigger", help="run a task now")
-    trigger.add_argument("task")
+    pixie_sub = pixie.add_subparsers(dest="pixie_command", required=True, metavar="ACTION")
+
+    def action(name: str, help_text: str) -> argparse.ArgumentParser:
+        command = pixie_sub.add_parser(name, help=help_text, description=help_text)
+        _data_dir_option(command)
+        return command
+
+    action("tasks", "the tasks, their schedule and last run")
+    runs = action("runs", "recent runs, newest first")
+    runs.add_argument("--task", help="only runs of this task (synapsen_promotion or synapsen_decay)")
+    runs.add_argument("--limit", type=int, default=20, help="at most this many runs (default 20)")
+    trigger = action("trigger", "run a task now")
+    trigger.add_argument("task", help="synapsen_promotion or synapsen_decay")
     trigger.add_argument("--as-of", help="the day a daily run belongs to (ISO time)")
     trigger.add_argument("--force", action="store_true", help="run even if paused or already run that day")
+    trigger.add_argument("--pair", action="append", metavar="USER:CHARACTER",
+                         help="limit the run to this pair (repeatable; default all pairs). A run with --as-of in "
+                              "the future must name its pairs")
     for name in ("pause", "resume"):
-        pixie_sub.add_parser(name, help=f"{name} a task").add_argument("task")
-    parked = pixie_sub.add_parser("parked", help="promotion jobs that kept failing")
-    parked.add_argument("--limit", type=int, default=50)
-    add_pixie_commands(pixie_sub)
+        action(name, f"{name} a task").add_argument("task", help="synapsen_promotion or synapsen_decay")
+    parked = action("parked", "promotion jobs that kept failing")
+    parked.add_argument("--limit", type=int, default=50, help="at most this many jobs (default 50)")
+    add_pixie_commands(action)
     add_rights_commands(client)
     return parser
 
@@ -926,6 +1147,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.data_dir = getattr(args, "data_dir", None)
+    if args.command == "up" and args.data_dir is None:
+        args.data_dir = DEFAULT_DATA_DIR
     try:
         if args.command == "up":
             with contextlib.suppress(KeyboardInterrupt):

@@ -260,12 +260,12 @@ def add_rights_commands(client: Callable[[str, str], argparse.ArgumentParser]) -
     erase.add_argument("--yes", action="store_true", help="do not ask to type the ids again")
 
     export = client("export", "a pair's memories as JSON lines (novaberg.export/1)")
-    export.add_argument("--user", required=True)
-    export.add_argument("--character", required=True)
+    export.add_argument("--user", required=True, help="user_id of the pair")
+    export.add_argument("--character", required=True, help="character_id of the pair")
     export.add_argument("-o", "--output", help="file to write (default export-<user>-<character>.jsonl)")
 
     imp = client("import-export", "write an export file into an empty pair")
-    imp.add_argument("file")
+    imp.add_argument("file", help="a file written by `novaberg export`")
     imp.add_argument("--user", help="target user_id (default: the file's pair)")
     imp.add_argument("--character", help="target character_id (default: the file's pair)")
 
@@ -274,8 +274,8 @@ def add_rights_commands(client: Callable[[str, str], argparse.ArgumentParser]) -
         ("correct", "new content for one memory (re-embedded, edges formed again)"),
     ):
         command = client(name, help_text)
-        command.add_argument("--user", required=True)
-        command.add_argument("--character", required=True)
+        command.add_argument("--user", required=True, help="user_id of the pair")
+        command.add_argument("--character", required=True, help="character_id of the pair")
         target = command.add_mutually_exclusive_group(required=True)
         target.add_argument("--node", type=int, help="the LZG node id")
         if name == "forget":
@@ -286,10 +286,10 @@ def add_rights_commands(client: Callable[[str, str], argparse.ArgumentParser]) -
         command.add_argument("--reason", required=True, help="logged with the change")
 
 
-def add_pixie_commands(pixie_sub: Any) -> None:
-    """``novaberg pixie requeue`` and ``novaberg pixie erasures``."""
-    requeue = pixie_sub.add_parser("requeue", help="put parked promotion jobs back into the queue")
+def add_pixie_commands(action: Callable[[str, str], argparse.ArgumentParser]) -> None:
+    """``novaberg pixie requeue`` and ``novaberg pixie erasures`` (``action`` adds a pixie action)."""
+    requeue = action("requeue", "put parked promotion jobs back into the queue")
     requeue.add_argument("job_ids", nargs="*", help="parked job ids (see `novaberg pixie parked`)")
     requeue.add_argument("--all", action="store_true", help="every parked job")
-    erasures = pixie_sub.add_parser("erasures", help="erasure receipts, newest first")
-    erasures.add_argument("--limit", type=int, default=20)
+    erasures = action("erasures", "erasure receipts, newest first")
+    erasures.add_argument("--limit", type=int, default=20, help="at most this many receipts (default 20)")

@@ -18,6 +18,7 @@ from typing import Final, TypeVar
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 
 __all__ = [
+    "LOG_FORMATS",
     "LOG_LEVELS",
     "OTEL_EXPORTERS",
     "REQUIRED",
@@ -64,7 +65,11 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
 OTEL_EXPORTERS: Final = ("none", "console", "otlp")
-"""Accepted values of :attr:`CommonConfig.otel_exporter`."""
+"""The common values of :attr:`CommonConfig.otel_exporter`; any exporter the SDK registers is accepted,
+also as a comma list (:mod:`novaberg_core.otel_config`)."""
+
+LOG_FORMATS: Final = ("text", "json")
+"""Accepted values of :attr:`CommonConfig.log_format` (``NOVABERG_LOG_FORMAT``)."""
 
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 """Accepted values of :attr:`CommonConfig.log_level`."""
@@ -196,7 +201,19 @@ class CommonConfig:
     """How long a stopping server lets in-flight calls finish before cancelling them."""
 
     otel_exporter: str = "none"
-    """Where spans go: ``none``, ``console`` or ``otlp`` (endpoint from ``OTEL_EXPORTER_OTLP_ENDPOINT``)."""
+    """Where spans go: ``none`` or a comma list of SDK exporter names (``otlp``, ``console`` …); ``otlp``
+    follows ``OTEL_EXPORTER_OTLP_PROTOCOL`` (grpc or http/protobuf) and ``OTEL_EXPORTER_OTLP_ENDPOINT``."""
+
+    metrics_exporter: str = "none"
+    """Where metrics are pushed besides the Prometheus endpoint: ``none`` or SDK exporter names
+    (``OTEL_METRICS_EXPORTER``)."""
+
+    metrics_port: int = 0
+    """Port of the Prometheus scrape endpoint; 0 = none (``NOVABERG_<SVC>_METRICS_PORT``, else
+    ``NOVABERG_METRICS_PORT``)."""
+
+    log_format: str = "text"
+    """``text`` (one line with ``[trace=…]``) or ``json`` (one object per line with trace and span ids)."""
 
     log_level: str = "INFO"
     """Root log level: DEBUG, INFO, WARNING, ERROR or CRITICAL."""
@@ -221,28 +238,29 @@ class CommonConfig:
         *,
         env: Mapping[str, str] | None = None,
     ) -> CommonConfig:
-        """Read ``<prefix>HOST``, ``PORT``, ``GRACE_SECONDS``, ``OTEL_EXPORTER``, ``LOG_LEVEL``.
+        """Read ``<prefix>HOST``, ``PORT``, ``GRACE_SECONDS``, ``OTEL_EXPORTER``, ``LOG_LEVEL``,
+        ``METRICS_PORT`` and the standard OpenTelemetry variables.
 
-        ``prefix`` defaults to ``NOVABERG_<SERVICE>_``. Without ``<prefix>OTEL_EXPORTER`` the
-        standard ``OTEL_TRACES_EXPORTER`` is honoured, else ``otlp`` is chosen when
-        ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or its traces variant) is set, else ``none``. Without
-        ``<prefix>LOG_LEVEL`` the process-wide ``NOVABERG_LOG_LEVEL`` applies, else INFO.
+        ``prefix`` defaults to ``NOVABERG_<SERVICE>_``. Spans go where ``<prefix>OTEL_EXPORTER``
+        says (a per-service override), else ``OTEL_TRACES_EXPORTER``, else ``otlp`` when
+        ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or its traces variant) is set, else ``none``; metrics
+        likewise from ``OTEL_METRICS_EXPORTER``; the sampler is the SDK's (``OTEL_TRACES_SAMPLER``).
+        Without ``<prefix>LOG_LEVEL`` the process-wide ``NOVABERG_LOG_LEVEL`` applies, else INFO.
         ``NOVABERG_GRPC_MAX_CONNECTION_AGE_S`` (process-wide, 300) bounds a client connection's age.
         ``<prefix>HEALTH_PORT`` opens the plaintext health listener; the process-wide ``NOVABERG_TLS_*``
         are read last (:meth:`TlsConfig.from_env`: mTLS unless ``NOVABERG_TLS_MODE=plaintext``).
         """
+        from novaberg_core.otel_config import check_sampler, signal_exporters
+
         p = env_prefix(service_name) if prefix is None else prefix
-        if _raw(f"{p}OTEL_EXPORTER", env) is not None:
-            exporter = env_choice(f"{p}OTEL_EXPORTER", OTEL_EXPORTERS, env=env)
-        elif _raw("OTEL_TRACES_EXPORTER", env) is not None:
-            exporter = env_choice("OTEL_TRACES_EXPORTER", OTEL_EXPORTERS, env=env)
-        elif (
-            _raw("OTEL_EXPORTER_OTLP_ENDPOINT", env) is not None
-            or _raw("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", env) is not None
-        ):
-            exporter = "otlp"
+        source = os.environ if env is None else env
+        exporter = signal_exporters("traces", source, override=f"{p}OTEL_EXPORTER")
+        metrics_exporter = signal_exporters("metrics", source)
+        check_sampler(source)
+        if _raw(f"{p}METRICS_PORT", env) is not None:
+            metrics_port = env_int(f"{p}METRICS_PORT", min_value=0, max_value=65535, env=env)
         else:
-            exporter = "none"
+            metrics_port = env_int("NOVABERG_METRICS_PORT", 0, min_value=0, max_value=65535, env=env)
         if _raw(f"{p}LOG_LEVEL", env) is not None:
             log_level = env_choice(f"{p}LOG_LEVEL", LOG_LEVELS, env=env)
         else:
@@ -253,6 +271,9 @@ class CommonConfig:
             port=env_int(f"{p}PORT", 0, min_value=0, max_value=65535, env=env),
             grace_seconds=env_float(f"{p}GRACE_SECONDS", 5.0, min_value=0.0, env=env),
             otel_exporter=exporter,
+            metrics_exporter=metrics_exporter,
+            metrics_port=metrics_port,
+            log_format=env_choice("NOVABERG_LOG_FORMAT", LOG_FORMATS, "text", env=env),
             log_level=log_level,
             max_connection_age_s=env_float("NOVABERG_GRPC_MAX_CONNECTION_AGE_S", 300.0, min_value=0.0, env=env),
             health_port=(

@@ -1,5 +1,8 @@
 """The demo of ``make run``: a shipped German conversation replayed through the running services.
 
+The conversation and the memories it leaves are German data; everything the demo says about them
+is English, with the spec's German data names kept as they are (``docs/glossary.md``).
+
 Meister talks with Nova over seven simulated weeks (``data/demo_conversation.json``, built from
 the seeds' own examples). Every turn goes through the pipeline as in production — ObserveTurn
 (user), BuildDossier, Dispatch with Nova's scripted answer — with the turn's simulated moment as
@@ -7,6 +10,10 @@ the seeds' own examples). Every turn goes through the pipeline as in production 
 paused meanwhile so the demo shows what each day promoted); after a pause of months the daily
 ``synapsen_decay`` runs; then a few questions show their dossiers — direct hits and associations
 with the path that led to them — and Nova's answer is reinforced by usage (SPEC §5.6).
+
+Every Pixie run of the demo is scoped to the demo's own pair (``TriggerTask.pairs``): its simulated
+clock runs months ahead, and another pair in the same stores must not age with it or lose log
+rows. Pausing the worker delays other pairs' promotions for the demo's duration, no more.
 
     script = load_script()
     async with ServiceClients(stack.addresses) as clients:
@@ -56,13 +63,13 @@ TASK_DECAY = "synapsen_decay"
 DECAY_TIME = time(3, 30)
 """Time of day of the demo's decay run (Pixie's default ``NOVABERG_PIXIE_DECAY_AT``)."""
 
-WEEKDAYS = ("Mo", "Di", "Mi", "Do", "Fr", "Sa", "So")
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 TIER_NAMES = {
     kzg_pb2.TIER_MINIMUM: "MINIMUM (7 d)",
     kzg_pb2.TIER_MID: "MID (14 d)",
     kzg_pb2.TIER_HIGH: "HIGH (30 d)",
 }
-LAYER_WORDS = {"entitaet": "Entität", "themen": "Thema", "timeline": "Zeit", "embedding": "Ähnlichkeit"}
+LAYER_WORDS = {"entitaet": "entity", "themen": "theme", "timeline": "time", "embedding": "similarity"}
 
 Out = Callable[[str], None]
 
@@ -229,14 +236,14 @@ def load_script(path: Path | str = DEFAULT_DEMO_PATH) -> DemoScript:
         title=raw.get("title", "Novaberg demo"),
         user_id=_req(pair, "user_id", "pair", str),
         character_id=_req(pair, "character_id", "pair", str),
-        user_name=raw.get("user_name", "Nutzer"),
+        user_name=raw.get("user_name", "User"),
         character_name=raw.get("character_name", "Nova"),
         nova_emotion=raw.get("nova_emotion", ""),
         entities=dict(raw.get("entities", {})),
         timelines=timelines,
         turns=turns,
         pause_days=int(pause.get("days", 90)),
-        pause_label=str(pause.get("label", f"{int(pause.get('days', 90))} Tage später")),
+        pause_label=str(pause.get("label", f"{int(pause.get('days', 90))} days later")),
         questions=questions,
     )
 
@@ -304,18 +311,18 @@ def _names(ids: Iterable[int], names: Mapping[int, str]) -> str:
 
 
 def describe_step(step: lzg_pb2.PfadSchritt, names: Mapping[int, str]) -> str:
-    """One path step in words, e.g. ``gemeinsame Entität Anna, gemeinsames Thema Anna`` (syn §8.4.4)."""
+    """One path step in words, e.g. ``shared entity Anna, shared theme Anna`` (syn §8.4.4)."""
     parts: list[str] = []
     for grund in step.verbindungs_gruende:
         if grund == "entitaet":
-            parts.append(f"gemeinsame Entität {_names(step.geteilte_entitaet_ids, names)}".rstrip())
+            parts.append(f"shared entity {_names(step.geteilte_entitaet_ids, names)}".rstrip())
         elif grund == "themen":
-            word = "gemeinsame Themen" if len(step.geteilte_themen) > 1 else "gemeinsames Thema"
+            word = "shared themes" if len(step.geteilte_themen) > 1 else "shared theme"
             parts.append(f"{word} {', '.join(step.geteilte_themen)}".rstrip())
         elif grund == "timeline":
-            parts.append("zeitliche Nähe")
+            parts.append("close in time")
         elif grund == "embedding":
-            parts.append("ähnlicher Inhalt")
+            parts.append("similar content")
         else:
             parts.append(grund)
     return ", ".join(parts) or "?"
@@ -328,7 +335,7 @@ def describe_path(pfad: Sequence[lzg_pb2.PfadSchritt], names: Mapping[int, str])
 
 def _quote(text: str, limit: int = 90) -> str:
     text = " ".join(text.split())
-    return f"„{text if len(text) <= limit else text[: limit - 1] + '…'}“"
+    return f"“{text if len(text) <= limit else text[: limit - 1] + '…'}”"
 
 
 def format_dossier(
@@ -344,38 +351,41 @@ def format_dossier(
     for e in resonanz.erinnerungen:
         texts.setdefault(e.knoten_id, e.inhalt)
     lines = [
-        f"cluster {dossier.cluster} (Sprungtiefe {resonanz.sprung_tiefe}), Gravitation {dossier.gravitation_faktor:.2f}, "
-        f"{resonanz.anker_anzahl} Anker, {len(dossier.kzg_hits)} KZG-Treffer, "
-        f"{dossier.memory_ms:.0f} ms (Modell {dossier.model_ms:.0f} ms)"
+        f"cluster {dossier.cluster} (sprung_tiefe {resonanz.sprung_tiefe}), gravitation_faktor "
+        f"{dossier.gravitation_faktor:.2f}, {resonanz.anker_anzahl} anchors, "
+        f"{len(dossier.kzg_hits)} KZG hits, "
+        f"{dossier.memory_ms:.0f} ms (model {dossier.model_ms:.0f} ms)"
     ]
     if dossier.kzg_hits:
-        lines.append("KZG (Kurzzeitgedächtnis):")
+        lines.append("KZG (short-term memory):")
         for hit in dossier.kzg_hits[:5]:
             entry = hit.hit.entry
-            who = "Nutzer" if entry.beobachter == common_pb2.BEOBACHTER_USER else "Nova"
-            lines.append(f"  {hit.score:.2f}  {_quote(entry.inhalt)} ({who}, Salienz {entry.salienz:.2f})")
+            who = "user" if entry.beobachter == common_pb2.BEOBACHTER_USER else "assistant"
+            lines.append(
+                f"  {hit.score:.2f}  {_quote(entry.inhalt)} (beobachter {who}, salienz {entry.salienz:.2f})"
+            )
     if resonanz.erinnerungen:
-        lines.append("LZG-Resonanz (Langzeitgedächtnis):")
+        lines.append("lzg_resonanz (long-term memory):")
     else:
-        lines.append("LZG-Resonanz: keine Erinnerung über der Ankerschwelle")
+        lines.append("lzg_resonanz: no memory above the anchor threshold")
     for e in resonanz.erinnerungen:
         lines.append(
-            f"  {e.rang}. #{e.knoten_id} {_quote(e.inhalt)} — Schale {e.schale}, "
+            f"  {e.rang}. #{e.knoten_id} {_quote(e.inhalt)} — schale {e.schale}, "
             f"gewicht_decay {e.gewicht_decay:.2f}, sortier_gewicht {e.sortier_gewicht:.2f}"
         )
         if not e.pfad:
-            lines.append("       direkter Treffer (Schale 0)")
+            lines.append("       direct hit (schale 0)")
             continue
         start = e.pfad[0].von_knoten_id
-        lines.append(f"       eingefallen über: {describe_path(e.pfad, names)}")
+        lines.append(f"       came to mind via: {describe_path(e.pfad, names)}")
         chain = [f"#{start} {_quote(texts.get(start, '?'), 50)}"]
         for step in e.pfad[1:]:
             chain.append(f"#{step.von_knoten_id} {_quote(texts.get(step.von_knoten_id, '?'), 50)}")
         chain.append(f"#{e.knoten_id}")
-        lines.append(f"       Weg: {' → '.join(chain)}")
+        lines.append(f"       path: {' → '.join(chain)}")
     block = dossier.memory_blocks.get(reader, "")
     if block:
-        lines.append(f"Gedächtnisblock (Leser {reader}):")
+        lines.append(f"memory block (reader {reader}):")
         lines.extend(f"  | {line}" for line in block.splitlines())
     return lines
 
@@ -384,27 +394,28 @@ def format_protokoll(protokoll: lzg_pb2.VerwendungsProtokoll, node_texts: Mappin
     """The usage-reinforcement protocol of one answer (SPEC §5.6) in a few lines."""
     ausgang = lzg_pb2.VerwendungAusgang.Name(protokoll.ausgang).removeprefix("VERWENDUNG_AUSGANG_").lower()
     lines = [
-        f"Verwendung: ausgang {ausgang}, geprüft {protokoll.geprueft}, Schwelle {protokoll.schwelle:.2f}, "
-        f"Deckel {protokoll.deckel}"
+        f"usage reinforcement (verwendung): ausgang {ausgang}, geprueft {protokoll.geprueft}, schwelle "
+        f"{protokoll.schwelle:.2f}, deckel {protokoll.deckel}"
     ]
     for naehe in sorted(protokoll.naehen_alle, key=lambda n: -n.naehe):
-        mark = "verwendet → verstärkt" if naehe.knoten_id in protokoll.verwendet else "nicht verwendet"
+        mark = "used → reinforced" if naehe.knoten_id in protokoll.verwendet else "not used"
         lines.append(
-            f"  #{naehe.knoten_id} Nähe {naehe.naehe:.3f}  {mark}  {_quote(node_texts.get(naehe.knoten_id, ''), 60)}"
+            f"  #{naehe.knoten_id} naehe {naehe.naehe:.3f}  {mark}  "
+            f"{_quote(node_texts.get(naehe.knoten_id, ''), 60)}"
         )
     if protokoll.verwendet:
         lines.append(
-            f"  verwendet: {list(protokoll.verwendet)}; Kanten neu berechnet: {protokoll.kanten_neu} "
+            f"  verwendet {list(protokoll.verwendet)}; kanten_neu (edges recomputed) {protokoll.kanten_neu} "
             f"({protokoll.kanten_dauer_ms:.1f} ms)"
         )
     if protokoll.error:
-        lines.append(f"  Fehler: {protokoll.error}")
+        lines.append(f"  error: {protokoll.error}")
     return lines
 
 
 def _counts(run: pixie_pb2.Run, keys: Sequence[str]) -> str:
     shown = [f"{key} {run.counts[key]}" for key in keys if run.counts.get(key)]
-    return ", ".join(shown) or "nichts zu tun"
+    return ", ".join(shown) or "nothing to do"
 
 
 # --------------------------------------------------------------------------- the runner
@@ -439,7 +450,7 @@ class DemoRunner:
 
     def day_label(self, when: datetime) -> str:
         week = (when - self.start).days // 7 + 1
-        return f"Woche {week} · {WEEKDAYS[when.weekday()]} {when:%d.%m.%Y}"
+        return f"week {week} · {WEEKDAYS[when.weekday()]} {when:%Y-%m-%d}"
 
     def label(self, when: datetime) -> str:
         return f"{self.day_label(when)} {when:%H:%M}"
@@ -515,7 +526,9 @@ class DemoRunner:
     async def promote(self, when: datetime, result: DemoResult) -> None:
         triggered = await self.call(
             "pixie", "TriggerTask",
-            pixie_pb2.TriggerTaskRequest(task=TASK_PROMOTION, as_of=to_timestamp(when), force=True),
+            pixie_pb2.TriggerTaskRequest(
+                task=TASK_PROMOTION, as_of=to_timestamp(when), force=True, pairs=[self.pair]
+            ),
         )  # fmt: skip
         run = triggered.run
         result.promotion_runs.append(run)
@@ -564,17 +577,17 @@ class DemoRunner:
 
     def _store_line(self, stored: kzg_pb2.StoreEntryResponse, analyzed: bool | None) -> str:
         if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE:
-            text = "KZG: nicht gespeichert (unter der Schwelle 0.3)"
+            text = "KZG: not stored (below the 0.3 gate)"
         else:
             text = f"KZG: {TIER_NAMES.get(stored.tier, '?')}, salienz {stored.salienz:.3f}"
             if stored.queued_for_promotion:
-                text += " → Promotions-Warteschlange"
+                text += " → promotion queue"
             if stored.reinforced_count:
-                text += f"; {stored.reinforced_count} thematisch verstärkt"
+                text += f"; {stored.reinforced_count} reinforced by theme"
                 if stored.reinforced_queued_count:
-                    text += f" ({stored.reinforced_queued_count} dadurch in die Warteschlange)"
+                    text += f" ({stored.reinforced_queued_count} of them now queued)"
         if analyzed is not None:
-            text += " · Analyse: " + ("Analyzer des Dienstes" if analyzed else "vorgegeben")
+            text += " · analysis: " + ("the service's analyzer" if analyzed else "scripted")
         return text
 
     def _print_exchange(
@@ -590,14 +603,14 @@ class DemoRunner:
         memories = len(dossier.lzg_resonanz.erinnerungen)
         if memories or dossier.kzg_hits:
             self.out(
-                f"        Akte: {len(dossier.kzg_hits)} KZG-Treffer, {memories} LZG-Erinnerungen "
+                f"        dossier: {len(dossier.kzg_hits)} KZG hits, {memories} LZG memories "
                 f"(cluster {dossier.cluster})"
             )
         self.out(f"        {self.script.character_name}: {_quote(spec.nova, 110)}")
         analyzed = None if spec.nova_analysis is not None else True
         self.out(f"        {self._store_line(dispatched.kzg, analyzed)}")
         if dispatched.protokoll.verwendet:
-            self.out(f"        Verwendung: Knoten {list(dispatched.protokoll.verwendet)} verstärkt")
+            self.out(f"        usage: nodes {list(dispatched.protokoll.verwendet)} reinforced")
 
     # ---- the whole demo
 
@@ -607,9 +620,9 @@ class DemoRunner:
         result = DemoResult(pair=self.pair, start=self.start)
         self.out(f"=== {script.title} ===")
         self.out(
-            f"Paar {self.pair.user_id} · {self.pair.character_id}; {len(script.turns)} Wechsel über "
-            f"{script.last_day // 7 + 1} simulierte Wochen ab {self.start:%d.%m.%Y}; "
-            f"jede Anfrage trägt ihren simulierten Zeitpunkt als as_of."
+            f"pair {self.pair.user_id} · {self.pair.character_id}; {len(script.turns)} exchanges over "
+            f"{script.last_day // 7 + 1} simulated weeks from {self.start:%Y-%m-%d}; every request carries "
+            "its simulated moment as as_of, and every Pixie run is limited to this pair."
         )
         tasks = await self.call("pixie", "ListTasks", pixie_pb2.ListTasksRequest())
         was_paused = any(t.name == TASK_PROMOTION and t.paused for t in tasks.tasks)
@@ -636,14 +649,14 @@ class DemoRunner:
             session = await self.call("kzg", "GetSession", kzg_pb2.GetSessionRequest(pair=candidate))
             if not (stats.nodes_active or stats.nodes_inactive or stats.entities or session.turns):
                 if n > 1:
-                    self.out(f"(Paar {base} hat in diesen Speichern schon Erinnerungen; die Demo läuft als "
+                    self.out(f"(pair {base} already has memories in these stores; the demo runs as "
                              f"{candidate.user_id})")
                 self.pair = candidate
                 return
 
     async def _replay(self, result: DemoResult) -> None:
         self.out("")
-        self.out("--- Die Gespräche (Promotion nach jedem simulierten Tag) ---")
+        self.out("--- The conversations (promotion after each simulated day) ---")
         turns = self.script.turns
         for i, spec in enumerate(turns):
             when = self.moment(spec.day, spec.at)
@@ -658,25 +671,29 @@ class DemoRunner:
         result.nodes_before_decay = await self.list_nodes()
         self.out("")
         self.out(
-            f"--- Langzeitgedächtnis nach {self.script.last_day // 7 + 1} Wochen: {stats.nodes_active} aktive Knoten, "
-            f"{stats.edges} Kanten, {stats.entities} Entitäten, {stats.timelines} Zeitmarken "
-            f"(Modell {stats.model_id}) ---"
+            f"--- Long-term memory after {self.script.last_day // 7 + 1} weeks: "
+            f"{stats.nodes_active} active nodes, "
+            f"{stats.edges} edges, {stats.entities} entities, {stats.timelines} timeline refs "
+            f"(model {stats.model_id}) ---"
         )
         for node in sorted(result.nodes_before_decay, key=lambda n: (-n.gewicht_decay, n.id)):
-            who = "Nutzer" if node.beobachter == common_pb2.BEOBACHTER_USER else self.script.character_name
+            who = "user" if node.beobachter == common_pb2.BEOBACHTER_USER else self.script.character_name
             self.out(f"  #{node.id:<3} {node.gewicht_decay:5.3f}  {_quote(node.inhalt, 80)} ({who})")
 
     async def _decay(self, result: DemoResult) -> None:
         when = self.moment(self.script.last_day + self.script.pause_days, DECAY_TIME)
         self.out("")
-        self.out(f"--- {self.script.pause_label} ({when:%d.%m.%Y}): Pixie {TASK_DECAY} ---")
+        self.out(f"--- {self.script.pause_label} ({when:%Y-%m-%d}): Pixie {TASK_DECAY} for this pair ---")
         triggered = await self.call(
-            "pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(task=TASK_DECAY, as_of=to_timestamp(when), force=True)
-        )
+            "pixie", "TriggerTask",
+            pixie_pb2.TriggerTaskRequest(
+                task=TASK_DECAY, as_of=to_timestamp(when), force=True, pairs=[self.pair]
+            ),
+        )  # fmt: skip
         result.decay_run = triggered.run
         run = triggered.run
         self.out(
-            f"  Lauf {run.id}: {run.outcome}; "
+            f"  run {run.id}: {run.outcome}; "
             f"{_counts(run, ('nodes_decayed', 'nodes_deactivated', 'log_rows_deleted', 'kept_turn_roh'))}"
             f"{' — ' + run.error if run.error else ''}"
         )
@@ -699,7 +716,7 @@ class DemoRunner:
             question = QuestionOutcome(**outcome.__dict__)
             result.questions.append(question)
             self.out("")
-            self.out(f"--- Frage {i + 1} ({self.label(when)}) ---")
+            self.out(f"--- Question {i + 1} ({self.label(when)}) ---")
             self.out(f"{self.script.user_name}: {_quote(spec.user, 120)}")
             self.out(f"  {self._store_line(outcome.observed.kzg, None)}")
             for line in format_dossier(outcome.dossier, self.entity_names, self.node_texts):
@@ -712,19 +729,19 @@ class DemoRunner:
     def _summary(self, result: DemoResult) -> None:
         associations = result.associations()
         self.out("")
-        self.out("--- Zusammenfassung ---")
+        self.out("--- Summary ---")
         self.out(
-            f"  {len(result.turns)} Wechsel beobachtet; {result.promoted_total()} Knoten befördert "
-            f"({len(result.nodes_before_decay)} im LZG); Decay: "
-            f"{result.decay_run.counts.get('nodes_decayed', 0) if result.decay_run else 0} Knoten gealtert"
+            f"  {len(result.turns)} exchanges observed; {result.promoted_total()} nodes promoted "
+            f"({len(result.nodes_before_decay)} in the LZG); decay: "
+            f"{result.decay_run.counts.get('nodes_decayed', 0) if result.decay_run else 0} nodes aged"
         )
-        self.out(f"  {len(associations)} Assoziationen mit Pfad in den Akten der Fragen")
+        self.out(f"  {len(associations)} associations with a path in the questions' dossiers")
         for question, memory in associations:
             self.out(
                 f"    {_quote(question.spec.user, 40)} → {_quote(memory.inhalt, 50)} "
-                f"eingefallen über: {describe_path(memory.pfad, result.entity_names)}"
+                f"came to mind via: {describe_path(memory.pfad, result.entity_names)}"
             )
-        self.out(f"  durch Verwendung verstärkt: {result.verwendet() or 'nichts'}")
+        self.out(f"  reinforced by usage: {result.verwendet() or 'nothing'}")
 
 
 async def run_demo(

@@ -45,6 +45,7 @@ from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg_core.channels import peer_channel
 from novaberg_core.config import env_float, env_int, env_str
 from novaberg_core.contract import PAIR_ID_MAX_LEN, TURN_ID_MAX_LEN
+from novaberg_core.metrics import register_pipeline_log
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 
 __all__ = [
@@ -466,6 +467,7 @@ class PipelineLog:
         self._closed = False
         self._failures = 0
         self._dropped_reported = 0
+        register_pipeline_log(self)  # its buffer fill, capacity and drops as metrics
 
     @classmethod
     def from_env(

@@ -1,7 +1,8 @@
 """gRPC server bootstrap shared by all five services (STYLE rules 3 and 5).
 
 One place wires every server the same way: ``grpc.aio``, OpenTelemetry server spans (health and
-reflection calls left out), domain errors → gRPC status, health and reflection, and the shutdown
+reflection calls left out), RPC duration metrics (:mod:`novaberg_core.metrics`), domain errors →
+gRPC status, health and reflection, and the shutdown
 order SIGTERM → health NOT_SERVING → ``server.stop(grace)`` (drains in-flight calls) → the
 service's own shutdown steps (flush buffers, close pools) → flush spans.
 
@@ -45,6 +46,8 @@ from novaberg_core.authz import server_security
 from novaberg_core.config import CommonConfig, ConfigError, env_choice
 from novaberg_core.contract import UNDECODABLE, check_request, safe_deserializer
 from novaberg_core.errors import NovabergError, Unavailable, status_code_for
+from novaberg_core.lifecycle import die_with_parent
+from novaberg_core.metrics import RpcMetricsInterceptor, count_store_outage, flush_metrics, setup_metrics
 from novaberg_core.peers import CHANNEL_OPTIONS
 from novaberg_core.store_errors import store_outage
 from novaberg_core.telemetry import (
@@ -58,6 +61,7 @@ from novaberg_core.telemetry import (
 
 __all__ = [
     "EVENT_LOOPS",
+    "UNTRACED_CALL",
     "ErrorMappingInterceptor",
     "RunningServer",
     "create_server",
@@ -91,9 +95,24 @@ _CLIENT_CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
 
 _UNTRACED_PREFIXES = ("/grpc.health.v1.Health/", f"/{reflection.SERVICE_NAME}/")
 
+UNTRACED_CALL: tuple[str, str] = ("novaberg-trace", "off")
+"""Call metadata that keeps a call out of the traces on both sides (client and server span): a
+background poll (Pixie's wait for promotion jobs) that would otherwise be a root span a second."""
+
+
+def _untraced_by_metadata(metadata: Any) -> bool:
+    if not metadata:
+        return False
+    for item in metadata:
+        key, value = (item.key, item.value) if hasattr(item, "key") else item
+        if key == UNTRACED_CALL[0] and value == UNTRACED_CALL[1]:
+            return True
+    return False
+
 
 def _traced(details: Any) -> bool:
-    """Span filter (True = trace the call): health probes and reflection are tooling noise.
+    """Span filter (True = trace the call): health probes and reflection are tooling noise, and a
+    call carrying :data:`UNTRACED_CALL` asked not to be traced.
 
     The same rule as OpenTelemetry's ``negate(any_of(health_check(), service_name(reflection)))``,
     as one prefix test: those filters run an ``isinstance`` against a typing Protocol on every
@@ -102,14 +121,21 @@ def _traced(details: Any) -> bool:
     method = details.method
     if isinstance(method, bytes):  # grpc.aio client call details carry bytes (grpc/grpc#31092)
         method = method.decode()
-    return not method.startswith(_UNTRACED_PREFIXES)
+    if method.startswith(_UNTRACED_PREFIXES):
+        return False
+    # Server side: HandlerCallDetails.invocation_metadata; client side: ClientCallDetails.metadata.
+    metadata = getattr(details, "invocation_metadata", None) or getattr(details, "metadata", None)
+    return not _untraced_by_metadata(metadata)
 
 
 async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method: str) -> NoReturn:
     """End the call with the status for ``error`` (STYLE rule 5); never returns."""
     if isinstance(error, grpc.aio.AbortError):
         raise error  # the handler already aborted with its own status
-    error = store_outage(error) or error
+    outage = store_outage(error)
+    if outage is not None:
+        count_store_outage(error, method)
+    error = outage or error
     if isinstance(error, NovabergError):
         code = status_code_for(error)
         message = str(error) or type(error).__name__
@@ -278,6 +304,8 @@ class RunningServer:
     on_shutdown: tuple[ShutdownStep, ...] = ()
     health_port: int | None = None
     """Port of the plaintext health-only listener (``<prefix>HEALTH_PORT``), None when off."""
+    metrics_port: int | None = None
+    """The bound port of this process's Prometheus endpoint, when one was configured."""
     _stop_task: asyncio.Future[None] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -313,8 +341,9 @@ class RunningServer:
                 _LOG.exception("%s: shutdown step %s failed", self.service_name, _step_name(step))
         try:
             await asyncio.to_thread(flush_telemetry, _TELEMETRY_FLUSH_TIMEOUT_S)
+            await asyncio.to_thread(flush_metrics, _TELEMETRY_FLUSH_TIMEOUT_S)
         except Exception:
-            _LOG.exception("%s: flushing spans failed", self.service_name)
+            _LOG.exception("%s: flushing spans and metrics failed", self.service_name)
         _LOG.info("%s: stopped", self.service_name)
 
 
@@ -393,9 +422,13 @@ async def create_server(
     (novaberg_core.authz); ``cfg.health_port`` adds a plaintext health-only listener.
     """
     provider = setup_telemetry(cfg.service_name, cfg.otel_exporter)
+    metrics_port = setup_metrics(cfg.service_name, cfg.metrics_exporter, port=cfg.metrics_port, host=cfg.host)
     security = server_security(cfg.service_name, cfg.tls)
     interceptors: list[grpc.aio.ServerInterceptor] = [
         aio_server_interceptor(tracer_provider=provider, filter_=_traced),
+        # outside the authorisation and the error mapping: it sees the status a call ended with,
+        # refusals (UNAUTHENTICATED, PERMISSION_DENIED) included
+        RpcMetricsInterceptor(),
         *security.interceptors,
         ErrorMappingInterceptor(),
         *extra_interceptors,
@@ -433,6 +466,7 @@ async def create_server(
         host=host,
         on_shutdown=steps,
         health_port=None if listener is None else listener[1],
+        metrics_port=metrics_port,
     )
 
 
@@ -509,6 +543,7 @@ def run_service(main: Callable[[], Awaitable[None]], *, log_level: str = "INFO")
     a traceback.
     """
     configure_logging(log_level)
+    die_with_parent()  # a launched service stops with its launcher (novaberg_core.lifecycle)
 
     async def runner() -> None:
         await main()

@@ -26,6 +26,7 @@ from pathlib import Path
 from novaberg_core.devcerts import CertificateAuthority, write_identity_files
 from novaberg_core.embedded import StoreUrls, start_stores, stop_stores
 from novaberg_core.errors import Unavailable
+from novaberg_core.lifecycle import PARENT_PID_ENV
 from novaberg_core.server import wait_for_serving
 from novaberg_core.tls import ENV_TLS_MODE, PLAINTEXT, CertificateFiles, TlsConfig, channel_credentials
 
@@ -61,6 +62,8 @@ class Stack:
     env: dict[str, str]
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     stores_dir: Path | None = None
+    metrics_ports: dict[str, int] = field(default_factory=dict)
+    """Each service's Prometheus endpoint (``NOVABERG_<SVC>_METRICS_PORT``: one host, one port each)."""
     """The embedded stores this stack started itself (stopped with it); None when given by URL."""
     tls: dict[str, TlsConfig] = field(default_factory=dict)
     """Certificate files per identity (each service and :data:`OPERATOR`) under mTLS; empty in plaintext."""
@@ -77,11 +80,25 @@ class Stack:
         own = self.tls.get(service)
         return self.env if own is None else {**self.env, **own.as_env()}
 
+    @property
+    def pids(self) -> dict[str, int]:
+        """The running service processes' pids."""
+        return {name: process.pid for name, process in self.processes.items() if process.poll() is None}
+
+    def metrics_url(self, service: str) -> str:
+        """Where ``service``'s metrics can be scraped."""
+        return f"http://127.0.0.1:{self.metrics_ports[service]}/metrics"
+
     def log_path(self, service: str) -> Path:
         return self.data_dir / "logs" / f"{service}.log"
 
     def start_service(self, service: str) -> None:
-        """Starts (or restarts) one service process with the stack's environment."""
+        """Starts (or restarts) one service process with the stack's environment.
+
+        In a session of its own (a terminal's Ctrl-C reaches the launcher, which stops the services
+        in order); it stops with this process even so (``novaberg_core.lifecycle``). Call it from the
+        main thread: the kernel ties that to the thread that started the process.
+        """
         self.log_path(service).parent.mkdir(parents=True, exist_ok=True)
         log_file = self.log_path(service).open("ab")
         self.processes[service] = subprocess.Popen(
@@ -150,15 +167,20 @@ class Stack:
 
 
 def stack_env(
-    urls: StoreUrls, addresses: Mapping[str, str], extra: Mapping[str, str] | None = None
+    urls: StoreUrls,
+    addresses: Mapping[str, str],
+    extra: Mapping[str, str] | None = None,
+    metrics_ports: Mapping[str, int] | None = None,
 ) -> dict[str, str]:
-    """The environment every service process gets (ports, peers, stores)."""
+    """The environment every service process gets (ports, peers, stores, metrics endpoints)."""
     env = dict(os.environ)
     env.update(
         {
             "NOVABERG_POSTGRES_URL": urls.postgres_url,
             "NOVABERG_REDIS_URL": urls.redis_url,
             "PYTHONUNBUFFERED": "1",
+            # Each service gets SIGTERM should this process die without stopping it.
+            PARENT_PID_ENV: str(os.getpid()),
         }
     )
     # One BLAS thread per service: the embeddings and cosines are small products that a second,
@@ -168,6 +190,8 @@ def stack_env(
         env[f"NOVABERG_{service.upper()}_ADDR"] = address
         env[f"NOVABERG_{service.upper()}_PORT"] = address.rsplit(":", 1)[1]
         env[f"NOVABERG_{service.upper()}_HOST"] = "127.0.0.1"
+    for service, port in (metrics_ports or {}).items():
+        env[f"NOVABERG_{service.upper()}_METRICS_PORT"] = str(port)
     if extra:
         env.update(extra)
     return env
@@ -195,7 +219,8 @@ async def start_stack(
         stores_dir = root / "stores"
         urls = await asyncio.to_thread(start_stores, stores_dir)
     addresses = {service: f"127.0.0.1:{free_port()}" for service in SERVICES}
-    env = stack_env(urls, addresses, extra_env)
+    metrics_ports = {service: free_port() for service in SERVICES}
+    env = stack_env(urls, addresses, extra_env, metrics_ports)
     ca = CertificateAuthority.create("Novaberg local stack CA") if mtls else None
     identities = (
         await asyncio.to_thread(write_identity_files, root / "tls", ca, (*SERVICES, OPERATOR)) if ca else {}
@@ -210,6 +235,7 @@ async def start_stack(
         stores_dir=stores_dir,
         tls=identities,
         ca=ca,
+        metrics_ports=metrics_ports,
     )
     try:
         # Pixie last, once its peers serve: a gRPC channel whose first connect is refused waits out

@@ -1,29 +1,46 @@
-"""OpenTelemetry tracing, set up once per process (STYLE rules 3 and 9; SPEC §7: every step has a span).
+"""OpenTelemetry tracing and logging, set up once per process (STYLE rules 3 and 9; SPEC §7: every
+step has a span).
 
 OpenTelemetry allows one global tracer provider per process, and tests host several servers in
 one process, so there is exactly one SDK :class:`TracerProvider` here: the first call of
 :func:`setup_telemetry` or :func:`install_in_memory_exporter` creates and registers it (with the
 first caller's ``service.name``); later calls only add exporters not yet present. In production
 each service is its own process, so the resource names the right service.
+
+Exporters and the sampler come from the SDK's own configuration (``opentelemetry.sdk._configuration``,
+what ``opentelemetry-instrument`` runs): ``OTEL_TRACES_EXPORTER`` (``otlp``, ``console``, ``none``,
+comma lists), ``OTEL_EXPORTER_OTLP_PROTOCOL`` (``grpc`` or ``http/protobuf``), ``OTEL_TRACES_SAMPLER``
+/ ``_ARG``. ``NOVABERG_<SVC>_OTEL_EXPORTER`` overrides the exporters of one service. Logs are text
+with ``[trace=…]`` or, with ``NOVABERG_LOG_FORMAT=json``, one JSON object per line with the trace
+and span ids.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
+from datetime import UTC, datetime
 
 from opentelemetry import trace
+from opentelemetry.sdk._configuration import (
+    _get_exporter_entry_point,
+    _get_sampler,
+    _import_config_components,
+    _import_sampler,
+)
 from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_NAMESPACE, Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     ConsoleSpanExporter,
     SimpleSpanProcessor,
+    SpanExporter,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from novaberg_core.config import OTEL_EXPORTERS
+from novaberg_core.otel_config import ENTRY_POINT_GROUPS, Signal, exporter_names
 
 __all__ = [
     "ATTR_CHARACTER_ID",
@@ -32,11 +49,14 @@ __all__ = [
     "configure_logging",
     "current_trace_id_hex",
     "current_traceparent",
+    "exporter_classes",
     "flush_telemetry",
     "install_in_memory_exporter",
     "link_to",
+    "service_resource",
     "set_turn_attributes",
     "setup_telemetry",
+    "span_processors",
     "tracer",
     "tracer_provider",
 ]
@@ -50,13 +70,26 @@ _provider: TracerProvider | None = None
 _installed_exporters: set[str] = set()
 _memory_exporter: InMemorySpanExporter | None = None
 _logging_handler: logging.Handler | None = None
+_resource: Resource | None = None
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s [trace=%(trace_id)s] %(message)s"
+
+
+def service_resource(service_name: str) -> Resource:
+    """The process's resource (first caller's name; ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES``
+    apply), shared by traces and metrics."""
+    global _resource
+    with _lock:
+        if _resource is None:
+            name = os.environ.get("OTEL_SERVICE_NAME", "").strip() or service_name
+            _resource = Resource.create({SERVICE_NAME: name, SERVICE_NAMESPACE: "novaberg"})
+        return _resource
 
 
 def _ensure_provider(service_name: str) -> TracerProvider:
     """The process's SDK provider, created and registered globally on first use."""
     global _provider
+    resource = service_resource(service_name)
     with _lock:
         if _provider is None:
             existing = trace.get_tracer_provider()
@@ -64,35 +97,49 @@ def _ensure_provider(service_name: str) -> TracerProvider:
                 # Someone (e.g. `opentelemetry-instrument`) already installed an SDK provider: share it.
                 _provider = existing
             else:
-                name = os.environ.get("OTEL_SERVICE_NAME", "").strip() or service_name
-                resource = Resource.create({SERVICE_NAME: name, SERVICE_NAMESPACE: "novaberg"})
-                _provider = TracerProvider(resource=resource)
+                # The SDK's sampler (OTEL_TRACES_SAMPLER / _ARG); None → its default, parentbased_always_on.
+                _provider = TracerProvider(resource=resource, sampler=_import_sampler(_get_sampler()))
                 trace.set_tracer_provider(_provider)
         return _provider
 
 
-def setup_telemetry(service_name: str, exporter: str = "none") -> TracerProvider:
-    """Create (once) the global provider and add the span exporter ``exporter`` if not yet added.
+def exporter_classes(names: str, signal: Signal) -> list[tuple[str, type]]:
+    """The SDK's exporter classes for a checked comma list (``otlp`` → gRPC or HTTP by
+    ``OTEL_EXPORTER_OTLP_PROTOCOL``), as ``(entry point name, class)``; ``none`` → []."""
+    checked = exporter_names("exporters", names, signal)
+    if checked == "none":
+        return []
+    resolved = [_get_exporter_entry_point(name, signal) for name in checked.split(",")]
+    return _import_config_components(resolved, ENTRY_POINT_GROUPS[signal])
 
-    ``otlp`` exports over gRPC to ``OTEL_EXPORTER_OTLP_ENDPOINT`` (standard OTel variables apply),
-    ``console`` prints spans, ``none`` records spans for interceptors and tests but exports nothing.
-    ``OTEL_SERVICE_NAME`` overrides ``service_name`` in the resource.
+
+def _processor(exporter: SpanExporter) -> SpanProcessor:
+    """Console prints at once (simple processor); every other exporter batches."""
+    if isinstance(exporter, ConsoleSpanExporter):
+        return SimpleSpanProcessor(exporter)
+    return BatchSpanProcessor(exporter)
+
+
+def span_processors(names: str) -> list[SpanProcessor]:
+    """One processor per exporter of the comma list ``names`` (see :func:`exporter_classes`)."""
+    return [_processor(cls()) for _, cls in exporter_classes(names, "traces")]
+
+
+def setup_telemetry(service_name: str, exporter: str = "none") -> TracerProvider:
+    """Create (once) the global provider and add the span exporters of ``exporter`` not yet added.
+
+    ``exporter`` is ``none`` (spans recorded for interceptors and tests, nothing exported) or a comma
+    list of SDK exporter names: ``otlp`` (gRPC or HTTP by ``OTEL_EXPORTER_OTLP_PROTOCOL``, to
+    ``OTEL_EXPORTER_OTLP_ENDPOINT``), ``console`` (prints spans) … ``OTEL_SERVICE_NAME`` overrides
+    ``service_name`` in the resource.
     """
-    if exporter not in OTEL_EXPORTERS:
-        raise ValueError(f"unknown span exporter {exporter!r}; expected one of {', '.join(OTEL_EXPORTERS)}")
     provider = _ensure_provider(service_name)
     with _lock:
-        if exporter != "none" and exporter not in _installed_exporters:
-            if exporter == "otlp":
-                # Imported here: the OTLP exporter pulls in its own gRPC channel machinery.
-                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-                    OTLPSpanExporter,
-                )
-
-                provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-            else:
-                provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter()))
-            _installed_exporters.add(exporter)
+        for name, cls in exporter_classes(exporter, "traces"):
+            if name in _installed_exporters:
+                continue
+            provider.add_span_processor(_processor(cls()))
+            _installed_exporters.add(name)
     return provider
 
 
@@ -175,26 +222,59 @@ def set_turn_attributes(
 
 
 class _TraceIdFilter(logging.Filter):
-    """Adds ``record.trace_id`` (the active trace, or ``-``) so log lines can be joined to traces."""
+    """Adds ``record.trace_id`` and ``record.span_id`` (the active span's, or ``-``) so log lines can be
+    joined to traces."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.trace_id = current_trace_id_hex() or "-"
+        ctx = trace.get_current_span().get_span_context()
+        record.trace_id = trace.format_trace_id(ctx.trace_id) if ctx.is_valid else "-"
+        record.span_id = trace.format_span_id(ctx.span_id) if ctx.is_valid else "-"
         return True
 
 
-def configure_logging(level: str = "INFO") -> None:
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, trace and span ids, the exception."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key in ("trace_id", "span_id"):
+            value = getattr(record, key, "-")
+            if value and value != "-":
+                entry[key] = value
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def _log_formatter() -> logging.Formatter:
+    """``NOVABERG_LOG_FORMAT``: ``json`` or the text line (the default; also for unknown values,
+    which the service's configuration then refuses by name)."""
+    if os.environ.get("NOVABERG_LOG_FORMAT", "").strip().lower() == "json":
+        return JsonFormatter()
+    return logging.Formatter(LOG_FORMAT)
+
+
+def configure_logging(level: str = "INFO", log_format: str | None = None) -> None:
     """Install one stderr handler with trace ids on the root logger (once) and set the root level.
 
-    Later calls only change the level, so ``run_service`` can start logging before the
-    configuration is read and the service can apply the configured level afterwards.
+    Later calls only change the level (and the format, when given), so ``run_service`` can start
+    logging before the configuration is read and the service can apply it afterwards.
     """
     global _logging_handler
     root = logging.getLogger()
     with _lock:
         if _logging_handler is None:
             handler = logging.StreamHandler()
-            handler.setFormatter(logging.Formatter(LOG_FORMAT))
+            handler.setFormatter(_log_formatter())
             handler.addFilter(_TraceIdFilter())
             root.addHandler(handler)
             _logging_handler = handler
+        if log_format is not None:
+            formatter = JsonFormatter() if log_format == "json" else logging.Formatter(LOG_FORMAT)
+            _logging_handler.setFormatter(formatter)
     root.setLevel(level.upper())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg_core.embedding import EmbeddingProvider, profile_for, provider_from_env
+from novaberg_core.metrics import StoreSampler
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.server import RunningServer, run_service, serve
 from novaberg_core.server import create_server as create_grpc_server
@@ -50,11 +51,17 @@ async def create_server(
         await store.close()
         raise
     servicer = KzgServicer(memory)
+    # Queue depth and lag, index size: read from Redis only when scraped, at most every 10 s.
+    sampler = StoreSampler(store.queue_metrics)
+
+    async def stop_sampling() -> None:
+        sampler.close()
+
     return await create_grpc_server(
         cfg.common,
         lambda server: kzg_pb2_grpc.add_KzgServiceServicer_to_server(servicer, server),
         [SERVICE_NAME],
-        on_shutdown=[log.close, store.close],
+        on_shutdown=[stop_sampling, log.close, store.close],
     )
 
 

@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -664,6 +665,33 @@ class KzgStore:
                 message_id: bytes = row["message_id"]  # type: ignore[assignment]
                 jobs.append(_job(_s(message_id), fields, int(row["times_delivered"])))
         return QueueState(length=length, pending=pending, consumers=consumers, pending_jobs=tuple(jobs))
+
+    async def queue_metrics(self) -> dict[str, float]:
+        """Cheap numbers for the metrics (one round trip): jobs queued (XLEN), delivered and not
+        acked (XPENDING), the age of the oldest job in seconds, and the entries in the index."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.xlen(PROMOTION_STREAM)
+            pipe.xrange(PROMOTION_STREAM, count=1)
+            pipe.xpending(PROMOTION_STREAM, PROMOTION_GROUP)
+            pipe.execute_command("FT.INFO", self.index_name)
+            length, oldest, pending, info = await pipe.execute(raise_on_error=False)
+        values: dict[str, float] = {}
+        if not isinstance(length, Exception):
+            values["novaberg.promotion.queue.length"] = float(length)
+        if not isinstance(pending, Exception):
+            values["novaberg.promotion.queue.pending"] = float(pending["pending"])
+        if not isinstance(oldest, Exception):
+            lag = 0.0
+            if oldest:
+                millis = int(_s(oldest[0][0]).split("-", 1)[0])
+                lag = max(time.time() - millis / 1000.0, 0.0)
+            values["novaberg.promotion.queue.lag"] = lag
+        if not isinstance(info, Exception):
+            fields = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2], strict=False))
+            docs = fields.get(b"num_docs", fields.get("num_docs"))
+            if docs is not None:
+                values["novaberg.kzg.entries"] = float(_s(docs) if isinstance(docs, bytes) else docs)
+        return values
 
     # ------------------------------------------------------------------ session (SPEC §3)
 

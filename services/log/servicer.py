@@ -11,6 +11,8 @@ from opentelemetry import trace
 
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.maintenance import check_scope, scope_pairs
+from novaberg_core.metrics import record_retention
 from novaberg_core.telemetry import set_turn_attributes
 from novaberg_core.timeutil import as_of_or_now, to_timestamp, utc_now
 from services.log.domain import (
@@ -132,8 +134,11 @@ class LogServicer(LogRightsServicer, log_pb2_grpc.LogServiceServicer):
         if request.retention_days < 0:
             raise InvalidArgument(f"retention_days must be >= 0 (0 = default), got {request.retention_days}")
         as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
+        pairs = scope_pairs(request.pairs)
+        check_scope(as_of, pairs, what="Purge")
         horizon = retention_horizon(as_of, request.retention_days or self._retention_days)
-        result = await self._store.purge(horizon)
+        result = await self._store.purge(horizon, pairs)
+        record_retention(result.deleted, result.kept_turn_roh, scoped=bool(pairs))
         return log_pb2.PurgeResponse(deleted=result.deleted, kept_turn_roh=result.kept_turn_roh)
 
     async def LastAnswers(

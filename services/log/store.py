@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -155,9 +155,13 @@ class LogStore:
             calls=r["calls"],
         )
 
-    async def purge(self, horizon: datetime) -> PurgeResult:
-        """syn §10.5: delete rows created before ``horizon`` except ``turn_roh``."""
-        rows = await self._fetch(self._q["purge"], horizon)
+    async def purge(self, horizon: datetime, pairs: Sequence[tuple[str, str]] = ()) -> PurgeResult:
+        """syn §10.5: delete rows created before ``horizon`` except ``turn_roh``; only ``pairs``' if given."""
+        if pairs:
+            users, characters = [p[0] for p in pairs], [p[1] for p in pairs]
+            rows = await self._fetch(self._q["purge_pairs"], horizon, users, characters)
+        else:
+            rows = await self._fetch(self._q["purge"], horizon)
         return PurgeResult(deleted=rows[0]["deleted"], kept_turn_roh=rows[0]["kept_turn_roh"])
 
     async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.clusters import default_clusters
 from novaberg_core.embedding import EmbeddingProvider, ModelProfile, profile_for, provider_from_env
+from novaberg_core.metrics import StoreSampler
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.server import RunningServer, run_service, serve
 from novaberg_core.server import create_server as create_grpc_server
@@ -45,11 +46,16 @@ async def create_server(
             store, provider, profile, default_clusters(), log, cache_max_bytes=cfg.cache_max_mb << 20
         )
         servicer = LzgServicer(engine)
+        sampler = StoreSampler(store.graph_size, min_interval_s=30.0)  # memory growth, when scraped
+
+        async def stop_sampling() -> None:
+            sampler.close()
+
         return await create_grpc_server(
             cfg.common,
             lambda server: lzg_pb2_grpc.add_LzgServiceServicer_to_server(servicer, server),
             [FULL_SERVICE_NAME],
-            on_shutdown=[log.close, store.close],
+            on_shutdown=[stop_sampling, log.close, store.close],
         )
     except BaseException:
         await store.close()

@@ -28,6 +28,7 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.embedding import check_vector_model
 from novaberg_core.embedding.base import Vectors
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.maintenance import scope_pairs
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.engine import Entity, LzgEngine, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
 from services.lzg.reading import RecallCandidate
@@ -474,8 +475,9 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         self, request: lzg_pb2.RunDecayRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.RunDecayResponse:
         decayed, deactivated, duration_ms = await self.engine.run_decay(
-            _as_of(request), turn_id=request.turn.turn_id, span_id=_span(request.turn)
-        )
+            _as_of(request), pairs=scope_pairs(request.pairs), turn_id=request.turn.turn_id,
+            span_id=_span(request.turn),
+        )  # fmt: skip
         return lzg_pb2.RunDecayResponse(
             nodes_decayed=decayed, nodes_deactivated=deactivated, duration_ms=duration_ms
         )

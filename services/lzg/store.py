@@ -419,8 +419,20 @@ class LzgStore:
             edges_ms=float(row["kanten_ms"]),
         )
 
-    async def run_decay(self, as_of: datetime, rate: float, minimum: float) -> tuple[int, int]:
-        """SPEC §5.7 over all pairs in one statement; returns (decayed, deactivated)."""
-        row = await self.pool.fetchrow(self.q["decay"], as_of, rate, minimum)
+    async def graph_size(self) -> dict[str, float]:
+        """Nodes and edges of all pairs (live-row estimates), for the metrics."""
+        row = await self.pool.fetchrow(self.q["graph_size"])
+        assert row is not None
+        return {"novaberg.lzg.nodes": float(row["nodes"]), "novaberg.lzg.edges": float(row["edges"])}
+
+    async def run_decay(
+        self, as_of: datetime, rate: float, minimum: float, pairs: Sequence[tuple[str, str]] = ()
+    ) -> tuple[int, int]:
+        """SPEC §5.7 in one statement over all pairs, or only ``pairs``; returns (decayed, deactivated)."""
+        if pairs:
+            users, characters = [p[0] for p in pairs], [p[1] for p in pairs]
+            row = await self.pool.fetchrow(self.q["decay_pairs"], as_of, rate, minimum, users, characters)
+        else:
+            row = await self.pool.fetchrow(self.q["decay"], as_of, rate, minimum)
         assert row is not None
         return int(row["decayed"]), int(row["deactivated"])

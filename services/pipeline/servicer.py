@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc
 
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
+from novaberg_core.metrics import record_dossier, turn_in_flight
 from services.pipeline.turns import Timing, TurnPipeline
 
 __all__ = ["MEMORY_MS_KEY", "MODEL_MS_KEY", "PipelineServicer"]
@@ -30,20 +31,27 @@ class PipelineServicer(pipeline_pb2_grpc.PipelineServiceServicer):
     async def ObserveTurn(
         self, request: pipeline_pb2.ObserveTurnRequest, context: grpc.aio.ServicerContext
     ) -> pipeline_pb2.ObserveTurnResponse:
-        response, timing = await self.pipeline.observe(request)
+        with turn_in_flight():
+            response, timing = await self.pipeline.observe(request)
         _report(context, timing)
         return response
 
     async def BuildDossier(
         self, request: pipeline_pb2.BuildDossierRequest, context: grpc.aio.ServicerContext
     ) -> pipeline_pb2.BuildDossierResponse:
-        response, timing = await self.pipeline.build_dossier(request)
+        with turn_in_flight():
+            response, timing = await self.pipeline.build_dossier(request)
         _report(context, timing)
+        record_dossier(
+            kzg_hits=len(response.kzg_hits), lzg_memories=len(response.lzg_resonanz.erinnerungen),
+            recall_items=len(response.recall), anchors=response.lzg_resonanz.anker_anzahl,
+        )  # fmt: skip
         return response
 
     async def Dispatch(
         self, request: pipeline_pb2.DispatchRequest, context: grpc.aio.ServicerContext
     ) -> pipeline_pb2.DispatchResponse:
-        response, timing = await self.pipeline.dispatch(request)
+        with turn_in_flight():
+            response, timing = await self.pipeline.dispatch(request)
         _report(context, timing)
         return response

@@ -31,7 +31,9 @@ import grpc.aio
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.metrics import record_promotion
 from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.server import UNTRACED_CALL
 from novaberg_core.telemetry import link_to, tracer
 from novaberg_core.timeutil import from_timestamp, to_timestamp, utc_now
 from services.pixie.config import PixieConfig
@@ -53,6 +55,8 @@ _TRACER = tracer(__name__)
 
 NODE = "promotion"
 """pipeline_log node name of every promotion record (SPEC §5.3)."""
+
+_TRACER = tracer(__name__)
 
 
 class Tally(collections.Counter[str]):
@@ -173,7 +177,11 @@ class PromotionWorker:
     # --- reading ------------------------------------------------------------------------
 
     async def read_jobs(self, block_ms: int) -> list[kzg_pb2.PromotionJob]:
-        """One read of the consumer group (reclaims idle pending jobs of any consumer first)."""
+        """One read of the consumer group (reclaims idle pending jobs of any consumer first).
+
+        The read is not traced (:data:`UNTRACED_CALL`, both sides): an idle worker polls about once a
+        second, and each poll would be a root span; the work a poll finds is traced as a batch.
+        """
         response = await self.kzg.ReadPromotionJobs(
             kzg_pb2.ReadPromotionJobsRequest(
                 consumer=self.replica_id,
@@ -182,6 +190,7 @@ class PromotionWorker:
                 reclaim_idle_ms=self.settings.reclaim_idle_ms,
             ),
             timeout=self.settings.rpc_timeout_s + block_ms / 1000.0,
+            metadata=(UNTRACED_CALL,),
         )
         return list(response.jobs)
 
@@ -195,6 +204,15 @@ class PromotionWorker:
         ``as_of`` (a replay's simulated time) goes to Promote and MarkHashDirty; None → now.
         Returns the jobs left untouched because another replica held their pair.
         """
+        before = dict(tally)
+        try:
+            return await self._process_batch(jobs, tally, as_of=as_of)
+        finally:
+            record_promotion({key: value - before.get(key, 0) for key, value in tally.items()})
+
+    async def _process_batch(
+        self, jobs: Sequence[kzg_pb2.PromotionJob], tally: Tally, *, as_of: datetime | None
+    ) -> list[kzg_pb2.PromotionJob]:
         states = await self.store.job_states([j.job_id for j in jobs])
         now = self.clock()
         ready: list[kzg_pb2.PromotionJob] = []
@@ -464,33 +482,52 @@ class PromotionWorker:
 
     # --- runs ---------------------------------------------------------------------------
 
-    async def drain(self, tally: Tally, *, as_of: datetime | None = None) -> None:
-        """Processes the currently available jobs once (new and reclaimable), without blocking."""
+    async def drain(
+        self, tally: Tally, *, as_of: datetime | None = None, pairs: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        """Processes the currently available jobs once (new and reclaimable), without blocking.
+
+        With ``pairs`` only their jobs are processed; another pair's job that this read delivered
+        is left pending, unacked and untouched (counted ``out_of_scope``): a worker reclaims it
+        once it has been idle ``reclaim_idle_ms``, so a replay never promotes another pair's
+        entries at its simulated time.
+        """
         seen: set[str] = set()
         held_back = _HeldBack(self.settings.reclaim_idle_ms)
+        scope = frozenset(pairs)
         while True:
-            fresh = [j for j in await self.read_jobs(0) if j.job_id not in seen]
-            seen.update(j.job_id for j in fresh)
+            read = [j for j in await self.read_jobs(0) if j.job_id not in seen]
+            seen.update(j.job_id for j in read)
+            fresh = read
+            if scope:
+                fresh = [j for j in read if (j.pair.user_id, j.pair.character_id) in scope]
+                tally["out_of_scope"] += len(read) - len(fresh)
             batch = held_back.merge(fresh)
             if not batch:
+                if read:
+                    continue  # all of this read belonged to other pairs; more may follow
                 return
             tally["jobs"] += len(fresh)
             held_back.keep(await self.process_batch(batch, tally, as_of=as_of))
 
-    async def drain_run(self, *, trigger: str, forced: bool = False, as_of: datetime | None = None) -> RunRecord:
+    async def drain_run(
+        self, *, trigger: str, forced: bool = False, as_of: datetime | None = None,
+        pairs: Sequence[tuple[str, str]] = (),
+    ) -> RunRecord:
         """TriggerTask for the promotion task: drain once and record it as one run.
 
-        ``as_of`` (a replay's simulated time) is passed to every promotion; None → now.
+        ``as_of`` (a replay's simulated time) is passed to every promotion; None → now. With
+        ``pairs`` only their jobs are promoted (:meth:`drain`).
         """
         run = await self.store.insert_run(
             TASK_PROMOTION, trigger=trigger, turn_id=new_turn_id(), replica=self.replica_id,
-            now=self.clock(), forced=forced,
+            now=self.clock(), forced=forced, pairs=pairs,
         )
         span = RunSpan(self.plog, NODE, run)
         tally = new_tally()
         outcome, error = OUTCOME_OK, ""
         try:
-            await self.drain(tally, as_of=as_of)
+            await self.drain(tally, as_of=as_of, pairs=pairs)
         except Exception as exc:
             outcome, error = OUTCOME_FAILED, f"promotion stopped: {_describe(exc)}"
         finished = await self.store.finish_run(
@@ -499,12 +536,14 @@ class PromotionWorker:
         span.end(finished)
         return finished
 
-    async def skipped_run(self, *, trigger: str, reason: str, forced: bool = False) -> RunRecord:
+    async def skipped_run(
+        self, *, trigger: str, reason: str, forced: bool = False, pairs: Sequence[tuple[str, str]] = ()
+    ) -> RunRecord:
         """A trigger that did not run (task paused): recorded as ``skipped`` with the reason."""
         run = await self.store.insert_run(
             TASK_PROMOTION, trigger=trigger, turn_id=new_turn_id(), replica=self.replica_id,
             now=self.clock(), outcome=OUTCOME_SKIPPED, error=reason, forced=forced,
-            counts=new_tally(),
+            counts=new_tally(), pairs=pairs,
         )
         log_single_run(self.plog, NODE, run)
         return run
@@ -554,7 +593,11 @@ class PromotionWorker:
                         span = RunSpan(self.plog, NODE, run)
                         window_start = loop.time()
                     tally["jobs"] += len([j for j in fresh if j.job_id not in held_back.ids])
-                    held_back.keep(await self.process_batch(jobs, tally))
+                    # A root span only when a poll found work; the batch's calls are its children.
+                    with _TRACER.start_as_current_span(
+                        "pixie synapsen_promotion batch", attributes={"novaberg.jobs": len(jobs)}
+                    ):
+                        held_back.keep(await self.process_batch(jobs, tally))
                     failures = 0
                     if loop.time() - window_start >= self.settings.run_window_s:
                         await close(OUTCOME_OK, "")

@@ -1,7 +1,12 @@
 """The scheduler: task registry, daily decay once per day across replicas, triggers, pause (SPEC §9).
 
 ``synapsen_decay`` = LZG ``RunDecay`` (SPEC §5.7) then log ``Purge`` (SPEC §8) and the purge of
-Pixie's own finished runs older than ``run_retention_days``, once per UTC day from ``decay_at``. The replica whose claim row wins the unique index runs it; the others skip.
+Pixie's own finished runs older than ``run_retention_days``, once per UTC day from ``decay_at``.
+The replica whose claim row wins the unique index runs it; the others skip. The scheduled run
+covers all pairs on the real clock; a triggered run may be scoped to pairs (a replay on a simulated
+clock, e.g. the demo): it decays and purges only those pairs, leaves Pixie's run history alone and
+neither needs nor takes the day's claim. An all-pairs trigger with an ``as_of`` in the future is
+refused (:mod:`novaberg_core.maintenance`).
 ``synapsen_promotion`` runs continuously in :class:`PromotionWorker`; both honour pause/resume,
 which is persisted so every replica sees it.
 """
@@ -11,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
@@ -21,10 +26,11 @@ import grpc.aio
 from novaberg.common.v1 import common_pb2
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.maintenance import PairKey, check_scope
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.timeutil import to_timestamp, utc_now
 from services.pixie.promotion import PromotionWorker
-from services.pixie.runlog import RunSpan, log_single_run, new_turn_id
+from services.pixie.runlog import RunSpan, log_single_run, new_turn_id, pair_fields
 from services.pixie.store import PixieStore, RunRecord
 from services.pixie.tasks import (
     KIND_DAILY,
@@ -176,35 +182,41 @@ class Scheduler:
         return await self._execute_decay(run, as_of=now)
 
     async def _execute_decay(self, run: RunRecord, *, as_of: datetime) -> RunRecord:
-        """LZG decay, then log retention; both are attempted and reported honestly."""
+        """LZG decay, then log retention (over ``run.pairs`` when scoped); both are attempted and
+        reported honestly."""
         counts: dict[str, int] = {}
         errors: list[str] = []
         span = RunSpan(self.plog, DECAY_NODE, run)
         turn = common_pb2.TurnContext(turn_id=run.turn_id, span_id=span.span_id)
+        scope = [common_pb2.Pair(user_id=user, character_id=character) for user, character in run.pairs]
+        where = pair_fields(run.pairs)
         heartbeat = asyncio.create_task(self._heartbeat(run.id, counts))
         timeout = self.settings.long_rpc_timeout_s
         try:
             try:
                 decayed = await self.lzg.RunDecay(
-                    lzg_pb2.RunDecayRequest(as_of=to_timestamp(as_of), turn=turn), timeout=timeout
+                    lzg_pb2.RunDecayRequest(as_of=to_timestamp(as_of), turn=turn, pairs=scope),
+                    timeout=timeout,
                 )
             except grpc.aio.AioRpcError as error:
                 errors.append(f"LZG RunDecay failed: {error.code().name}: {error.details()}")
             else:
                 counts["nodes_decayed"] = decayed.nodes_decayed
                 counts["nodes_deactivated"] = decayed.nodes_deactivated
-                self.plog.db_write(
-                    turn_id=run.turn_id, node=DECAY_NODE, tabelle="lzg_knoten", operation="decay",
-                    span_id=span.span_id, nodes_decayed=decayed.nodes_decayed,
-                    nodes_deactivated=decayed.nodes_deactivated, duration_ms=decayed.duration_ms,
-                )
+                for pair in where:
+                    self.plog.db_write(
+                        turn_id=run.turn_id, node=DECAY_NODE, tabelle="lzg_knoten", operation="decay",
+                        span_id=span.span_id, nodes_decayed=decayed.nodes_decayed,
+                        nodes_deactivated=decayed.nodes_deactivated, duration_ms=decayed.duration_ms, **pair,
+                    )
             if self.log is None:
                 errors.append("log Purge not run: no log service address (NOVABERG_LOG_ADDR) is set")
             else:
                 try:
                     purged = await self.log.Purge(
                         log_pb2.PurgeRequest(
-                            as_of=to_timestamp(as_of), retention_days=self.settings.log_retention_days
+                            as_of=to_timestamp(as_of), retention_days=self.settings.log_retention_days,
+                            pairs=scope,
                         ),
                         timeout=timeout,
                     )
@@ -213,11 +225,13 @@ class Scheduler:
                 else:
                     counts["log_rows_deleted"] = purged.deleted
                     counts["kept_turn_roh"] = purged.kept_turn_roh
-                    self.plog.db_write(
-                        turn_id=run.turn_id, node=DECAY_NODE, tabelle="pipeline_log", operation="purge",
-                        span_id=span.span_id, deleted=purged.deleted, kept_turn_roh=purged.kept_turn_roh,
-                    )
-            if self.settings.run_retention_days > 0:
+                    for pair in where:
+                        self.plog.db_write(
+                            turn_id=run.turn_id, node=DECAY_NODE, tabelle="pipeline_log", operation="purge",
+                            span_id=span.span_id, deleted=purged.deleted, kept_turn_roh=purged.kept_turn_roh,
+                            **pair,
+                        )
+            if self.settings.run_retention_days > 0 and not run.pairs:
                 # Pixie's own run history: operational bookkeeping on the real clock, not memory
                 # time, so a replay's as_of months ahead does not age it.
                 before = self.clock() - timedelta(days=self.settings.run_retention_days)
@@ -236,8 +250,9 @@ class Scheduler:
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
         for message in errors:
-            self.plog.error(turn_id=run.turn_id, node=DECAY_NODE, typ="synapsen_decay", message=message,
-                            span_id=span.span_id)
+            for pair in where:
+                self.plog.error(turn_id=run.turn_id, node=DECAY_NODE, typ="synapsen_decay", message=message,
+                                span_id=span.span_id, **pair)
         outcome = OUTCOME_FAILED if errors else OUTCOME_OK
         finished = await self.store.finish_run(
             run.id, outcome=outcome, counts=counts, error="; ".join(errors), now=self.clock()
@@ -256,29 +271,34 @@ class Scheduler:
 
     # --- API operations -----------------------------------------------------------------
 
-    async def trigger(self, task: str, *, as_of: datetime | None, force: bool) -> RunRecord:
+    async def trigger(
+        self, task: str, *, as_of: datetime | None, force: bool, pairs: Sequence[PairKey] = ()
+    ) -> RunRecord:
         """Runs ``task`` now and returns the finished run (TriggerTask).
 
-        A paused task is not run (recorded ``skipped``) unless forced; a daily task runs at most
-        once per ``as_of`` day unless forced (a second trigger is recorded ``skipped``).
+        A paused task is not run (recorded ``skipped``) unless forced; a daily task over all pairs
+        runs at most once per ``as_of`` day unless forced (a second trigger is recorded
+        ``skipped``). With ``pairs`` the run touches only those pairs and claims no day; without
+        them an ``as_of`` in the future is refused (InvalidArgument).
         """
         spec = require_task(self.registry, task)
+        check_scope(as_of, pairs, what=f"TriggerTask {spec.name}", now=self.clock())
         paused = spec.name in await self.store.paused_tasks()
         if paused and not force:
-            reason = f"{spec.name} is paused; resume it or trigger with force=true"
+            reason = f"{spec.name} is paused; resume it or trigger it with force"
             if spec.name == TASK_PROMOTION:
-                return await self.worker.skipped_run(trigger="manual", reason=reason)
-            return await self._skipped_daily(spec.name, run_day_of(as_of or self.clock()), reason)
+                return await self.worker.skipped_run(trigger="manual", reason=reason, pairs=pairs)
+            return await self._skipped_daily(spec.name, run_day_of(as_of or self.clock()), reason, pairs)
         if spec.name == TASK_PROMOTION:
-            return await self.worker.drain_run(trigger="manual", forced=force, as_of=as_of)
+            return await self.worker.drain_run(trigger="manual", forced=force, as_of=as_of, pairs=pairs)
         assert spec.kind == KIND_DAILY
         moment = as_of or self.clock()
         day = run_day_of(moment)
         now = self.clock()
-        if force:
+        if force or pairs:
             run = await self.store.insert_run(
                 spec.name, trigger="manual", turn_id=new_turn_id(), replica=self.replica_id, now=now,
-                run_day=day, forced=True,
+                run_day=day, forced=force, pairs=pairs,
             )
         else:
             claimed = await self.store.claim_daily_run(
@@ -289,15 +309,19 @@ class Scheduler:
                 holder = await self.store.day_run(spec.name, day)
                 held = f" (run {holder.id}, {holder.outcome}, replica {holder.replica})" if holder else ""
                 return await self._skipped_daily(
-                    spec.name, day, f"{spec.name} already ran for {day.isoformat()}{held}; force=true runs it again"
-                )
+                    spec.name, day,
+                    f"{spec.name} already ran for {day.isoformat()}{held}; "
+                    "trigger it with force to run it again",
+                )  # fmt: skip
             run = claimed
         return await self._execute_decay(run, as_of=moment)
 
-    async def _skipped_daily(self, task: str, day: date, reason: str) -> RunRecord:
+    async def _skipped_daily(
+        self, task: str, day: date, reason: str, pairs: Sequence[PairKey] = ()
+    ) -> RunRecord:
         run = await self.store.insert_run(
             task, trigger="manual", turn_id=new_turn_id(), replica=self.replica_id, now=self.clock(),
-            run_day=day, outcome=OUTCOME_SKIPPED, error=reason,
+            run_day=day, outcome=OUTCOME_SKIPPED, error=reason, pairs=pairs,
         )
         log_single_run(self.plog, DECAY_NODE, run)
         return run

@@ -5,6 +5,7 @@ from __future__ import annotations
 import grpc.aio
 
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
+from novaberg_core.metrics import StoreSampler
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.server import RunningServer, serve
 from novaberg_core.server import create_server as create_grpc_server
@@ -43,6 +44,7 @@ class PixieApp:
         self._owns_plog = owns_plog
         self.erasures = erasures_of(scheduler)
         """Finishes interrupted erasures (at start, then every scheduler interval)."""
+        self.sampler = StoreSampler(store.parked_count)  # read when scraped, at most every 10 s
 
     @classmethod
     async def open(
@@ -81,6 +83,7 @@ class PixieApp:
     async def close(self) -> None:
         """Background loops finish their current step → log flushed → channels → pool."""
         await self.erasures.stop()
+        self.sampler.close()
         await self.scheduler.stop()
         if self._owns_plog:
             await self.plog.close()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import grpc.aio
 
+from novaberg.common.v1 import common_pb2
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.maintenance import scope_pairs
 from novaberg_core.timeutil import from_timestamp, to_timestamp
 from services.pixie.rights_servicer import PixieRightsServicer
 from services.pixie.scheduler import Scheduler, TaskView
@@ -32,6 +34,7 @@ def run_to_proto(run: RunRecord) -> pixie_pb2.Run:
         error=run.error,
         replica=run.replica,
         run_day=run.run_day.isoformat() if run.run_day else "",
+        pairs=[common_pb2.Pair(user_id=user, character_id=character) for user, character in run.pairs],
     )
     if run.ended_at is not None:
         message.ended_at.CopyFrom(to_timestamp(run.ended_at))
@@ -76,7 +79,9 @@ class PixieServicer(PixieRightsServicer, pixie_pb2_grpc.PixieServiceServicer):
         self, request: pixie_pb2.TriggerTaskRequest, context: grpc.aio.ServicerContext
     ) -> pixie_pb2.TriggerTaskResponse:
         as_of = from_timestamp(request.as_of) if request.HasField("as_of") else None
-        run = await self.scheduler.trigger(request.task, as_of=as_of, force=request.force)
+        run = await self.scheduler.trigger(
+            request.task, as_of=as_of, force=request.force, pairs=scope_pairs(request.pairs)
+        )
         return pixie_pb2.TriggerTaskResponse(run=run_to_proto(run))
 
     async def PauseTask(self, request: pixie_pb2.PauseTaskRequest, context: grpc.aio.ServicerContext) -> pixie_pb2.Task:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 
@@ -42,6 +43,8 @@ class RunRecord:
     error: str
     replica: str
     day_claim: bool = False
+    pairs: tuple[tuple[str, str], ...] = ()
+    """The pairs a scoped run was limited to; () = all pairs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +109,14 @@ def _run(row: asyncpg.Record) -> RunRecord:
         error=row["error"],
         replica=row["replica"],
         day_claim=row["day_claim"],
+        pairs=_pairs(row["pairs"]),
     )
+
+
+def _pairs(raw: Any) -> tuple[tuple[str, str], ...]:
+    if isinstance(raw, str):
+        raw = json.loads(raw)
+    return tuple((str(user), str(character)) for user, character in raw or ())
 
 
 def _counts_json(counts: Mapping[str, int]) -> str:
@@ -171,17 +181,22 @@ class PixieStore:
         outcome: str = "running",
         counts: Mapping[str, int] | None = None,
         error: str = "",
+        pairs: Sequence[tuple[str, str]] = (),
     ) -> RunRecord:
-        """A run row that claims no day (continuous work, forced or skipped runs)."""
+        """A run row that claims no day (continuous work, forced, scoped or skipped runs)."""
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
         ended_at = None if outcome == "running" else now
         row = await self.pool.fetchrow(
             _QUERIES["insert_run"], task, run_day, forced, trigger, turn_id, now, outcome,
-            _counts_json(counts or {}), error, replica, ended_at,
+            _counts_json(counts or {}), error, replica, ended_at, json.dumps([list(p) for p in pairs]),
         )
         assert row is not None
         return _run(row)
+
+    async def parked_count(self) -> dict[str, float]:
+        """Parked jobs of all pairs, for the metrics."""
+        return {"novaberg.pixie.parked_jobs": float(await self.pool.fetchval(_QUERIES["parked_count"]))}
 
     async def heartbeat(self, run_id: int, now: datetime, counts: Mapping[str, int]) -> None:
         await self.pool.execute(_QUERIES["heartbeat_run"], run_id, now, _counts_json(counts))

@@ -66,6 +66,8 @@ FAN_OUT_QUERIES = {
     "pixie query parked_by_ids: no pair",
     "pixie query unpark_jobs: no pair",
     "log query erase_unpaired_rows: no pair",
+    "lzg query graph_size: no pair",
+    "pixie query parked_count: no pair",
 }
 
 

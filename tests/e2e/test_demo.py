@@ -18,17 +18,22 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+import redis
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
+from novaberg.pipeline.v1 import pipeline_pb2
+from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.clients import ServiceClients
 from novaberg_core.demo import DemoResult, load_script, run_demo
 from novaberg_core.embedded import start_stores, stop_stores
 from novaberg_core.graph_explorer import payload_from_html
 from novaberg_core.stack import Stack, start_stack
 from novaberg_core.timeutil import days_between, from_timestamp
+from tests.e2e.attack import changed
+from tests.e2e.pair_fingerprint import pair_postgres_fingerprint, pair_redis_fingerprint
 
 DEMO_ENV = {
     # The shipped demo is written for the default offline model (its anchor and usage thresholds).
@@ -39,17 +44,73 @@ DECAY_RATE = 0.0015  # SPEC §5.7
 REINFORCEMENT_BOOST = 0.1  # SPEC §5.6
 
 
+IMPORTED = common_pb2.Pair(user_id="imported-user", character_id="nova")
+IMPORTED_TURNS = (
+    "Meine Tochter Lea hat gestern ihre Fahrprüfung bestanden.",
+    "Wir fahren im Mai mit dem Zug nach Wien.",
+    "Mein Chef hat mir endlich die Beförderung gegeben.",
+)
+
+
+@dataclass
+class PairPrints:
+    """The imported pair's keys and rows before and after the demo (issue 16)."""
+
+    redis_before: dict[bytes, str]
+    redis_after: dict[bytes, str]
+    postgres_before: dict[str, str]
+    postgres_after: dict[str, str]
+
+
 @dataclass
 class DemoRun:
     stack: Stack
     result: DemoResult
     output: list[str]
+    imported: PairPrints
+
+
+async def _import_another_pair(clients: ServiceClients) -> int:
+    """A few HIGH turns of another pair, observed and promoted on the real clock; returns its node count."""
+    for i, text in enumerate(IMPORTED_TURNS):
+        request = pipeline_pb2.ObserveTurnRequest(
+            pair=IMPORTED, turn_id=f"imported-{i}", text=text, beobachter=common_pb2.BEOBACHTER_USER
+        )
+        analysis = request.analysis
+        analysis.salience.salienz = 0.9
+        analysis.salience.themen.append(f"thema{i}")
+        analysis.salience.gedaechtnistyp = "episodisch"
+        analysis.salience.dimension = "allgemein"
+        analysis.ei.emotion = "freude"
+        analysis.ei.modus = "alltag"
+        analysis.inhalt = text
+        await clients.call("pipeline", "ObserveTurn", request)
+    await clients.call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(task="synapsen_promotion"))
+    for _ in range(100):  # the continuous worker may hold a job for a moment
+        queue = await clients.call(
+            "kzg", "InspectPromotionQueue", kzg_pb2.InspectPromotionQueueRequest(limit=10)
+        )
+        if queue.length == 0 and queue.pending == 0:
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(1.5)  # every service's pipeline-log writer flushes (0.2 s) before the print
+    stats = await clients.call("lzg", "GetPairStats", lzg_pb2.GetPairStatsRequest(pair=IMPORTED))
+    return int(stats.nodes_active)
+
+
+def _pair_prints(stack: Stack) -> tuple[dict[bytes, str], dict[str, str]]:
+    client = redis.Redis.from_url(stack.urls.redis_url)
+    try:
+        keys = pair_redis_fingerprint(client, IMPORTED.user_id, IMPORTED.character_id)
+    finally:
+        client.close()
+    return keys, pair_postgres_fingerprint(stack.urls.postgres_url, IMPORTED.user_id, IMPORTED.character_id)
 
 
 @pytest.fixture(scope="module")
 async def demo_run(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[DemoRun]:
-    """The demo on stores of its own: its Pixie pauses the promotion worker and runs a decay over
-    all pairs months ahead, which must not touch the stores other end-to-end tests share."""
+    """The demo on stores of its own (its Pixie pauses the promotion worker), after an import of
+    another pair whose keys and rows are fingerprinted before and after the demo."""
     data_dir = tmp_path_factory.mktemp("demo")
     urls = await asyncio.to_thread(start_stores, data_dir / "stores", ephemeral=True)
     try:
@@ -57,12 +118,32 @@ async def demo_run(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[De
         try:
             output: list[str] = []
             async with ServiceClients(stack.addresses, tls=stack.client_tls) as clients:
+                assert await _import_another_pair(clients) >= 2
+                redis_before, postgres_before = await asyncio.to_thread(_pair_prints, stack)
                 result = await run_demo(clients, load_script(), out=output.append)
-            yield DemoRun(stack, result, output)
+                await asyncio.sleep(1.5)  # the demo's last log rows flush
+                redis_after, postgres_after = await asyncio.to_thread(_pair_prints, stack)
+            prints = PairPrints(redis_before, redis_after, postgres_before, postgres_after)
+            yield DemoRun(stack, result, output, prints)
         finally:
             await stack.stop()
     finally:
         await asyncio.to_thread(stop_stores, data_dir / "stores")
+
+
+async def test_the_demo_leaves_another_pair_byte_identical(demo_run: DemoRun) -> None:
+    """Issue 16: the demo's simulated clock (decay and log retention months ahead) stays in its pair."""
+    prints = demo_run.imported
+    assert any(key.startswith(b"session:") for key in prints.redis_before), prints.redis_before
+    assert prints.postgres_before['"lzg"."lzg_knoten"'].endswith(f":{len(IMPORTED_TURNS)}")
+    assert int(prints.postgres_before['"log"."pipeline_log"'].rsplit(":", 1)[1]) > 0
+    assert changed(prints.redis_before, prints.redis_after) == []
+    assert changed(prints.postgres_before, prints.postgres_after) == []
+    decay = demo_run.result.decay_run
+    assert decay is not None and [(p.user_id, p.character_id) for p in decay.pairs] == [
+        (demo_run.result.pair.user_id, demo_run.result.pair.character_id)
+    ]
+    assert all(len(run.pairs) == 1 for run in demo_run.result.promotion_runs)
 
 
 async def test_high_turns_are_promoted_into_the_graph(demo_run: DemoRun) -> None:
@@ -111,7 +192,7 @@ async def test_a_question_dossier_shows_an_association_through_anna(demo_run: De
     assert len(memory.pfad) == memory.schale
     assert f'"{memory.inhalt}"' in question.dossier.memory_blocks["analysis"]
     printed = "\n".join(demo_run.output)
-    assert "eingefallen über: gemeinsame Entität Anna" in printed
+    assert "came to mind via: shared entity Anna" in printed
 
 
 async def test_the_answer_that_uses_a_memory_reinforces_it(demo_run: DemoRun) -> None:
@@ -162,7 +243,7 @@ def test_the_cli_reads_the_same_stack(demo_run: DemoRun, tmp_path: Path) -> None
 
     recall = novaberg("recall", "Was weißt du noch über Anna?", *pair)
     assert recall.returncode == 0, recall.stderr
-    assert "LZG-Resonanz" in recall.stdout and "Anna" in recall.stdout
+    assert "lzg_resonanz" in recall.stdout and "Anna" in recall.stdout
     inspect = novaberg("inspect", *pair)
     assert inspect.returncode == 0, inspect.stderr
     assert "strongest" in inspect.stdout
@@ -198,11 +279,12 @@ def test_up_once_replays_the_demo_and_exits_0(tmp_path: Path) -> None:
         )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout
-    for heading in ("--- Die Gespräche", "--- Langzeitgedächtnis nach 7 Wochen", "--- Drei Monate später",
-                    "--- Frage 1", "--- Zusammenfassung ---"):  # fmt: skip
+    for heading in ("--- The conversations", "--- Long-term memory after 7 weeks", "--- Three months later",
+                    "--- Question 1", "--- Summary ---"):  # fmt: skip
         assert heading in out, heading
-    assert "Gedächtnisblock (Leser analysis):" in out and "eingefallen über:" in out
-    assert "verwendet → verstärkt" in out
+    assert "memory block (reader analysis):" in out and "came to mind via:" in out
+    assert "used → reinforced" in out
+    assert "serving" not in out  # --once: no serving hint
     assert not (data_dir / "stack.json").exists()  # removed when the stack stops
     # mTLS by default: fresh certificates, every service required client certificates, none was plaintext.
     assert f"mTLS      certificates of a throwaway CA in {data_dir.resolve() / 'tls'}" in out

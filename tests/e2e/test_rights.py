@@ -338,13 +338,13 @@ async def test_the_cli_exports_erases_with_confirmation_imports_forgets_corrects
     stack: Stack, clients: Clients, capsys: pytest.CaptureFixture[str], tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    cli.write_stack_file(tmp_path, stack.addresses)
+    cli.write_stack_file(tmp_path, stack.addresses, {"tls": stack.client_tls.as_env()})
     await _conversation(clients, CLI_PAIR)
     before = await _memories(clients, CLI_PAIR)
     pair_args = ("--user", CLI_PAIR.user_id, "--character", CLI_PAIR.character_id)
     export = tmp_path / "memories.jsonl"
-    code, out, _ = await _novaberg(capsys, tmp_path, "export", *pair_args, "-o", str(export))
-    assert code == 0 and f"written to {export}" in out
+    code, out, err = await _novaberg(capsys, tmp_path, "export", *pair_args, "-o", str(export))
+    assert code == 0 and f"written to {export}" in out, err
     assert json.loads(export.read_text().splitlines()[0])["schema"] == "novaberg.export/1"
 
     monkeypatch.setattr(cli_rights, "ask", lambda prompt: "rights-cli-4z")  # not the pair's ids

@@ -182,7 +182,16 @@ class FakePixie(pixie_pb2_grpc.PixieServiceServicer):
 
     def TriggerTask(self, request: Any, context: grpc.ServicerContext) -> Any:
         self.rec.add("TriggerTask", request)
-        run = pixie_pb2.Run(id=7, task=request.task, outcome="ok", counts={"nodes_decayed": 13}, run_day="2027-03-01")
+        if request.task == "synapsen_promotion":
+            run = pixie_pb2.Run(id=8, task=request.task, outcome="ok",
+                                counts={"jobs": 250, "deferred_locked": 210, "promoted_new": 40, "acked": 40})
+        elif not request.force and not request.pairs:
+            run = pixie_pb2.Run(id=9, task=request.task, outcome="skipped", run_day="2026-12-01",
+                                error="synapsen_decay already ran for 2026-12-01 (run 3, ok, replica p); "
+                                      "trigger it with force to run it again")
+        else:
+            run = pixie_pb2.Run(id=7, task=request.task, outcome="ok", counts={"nodes_decayed": 13},
+                                run_day="2027-03-01")
         return pixie_pb2.TriggerTaskResponse(run=run)
 
     def ListTasks(self, request: Any, context: grpc.ServicerContext) -> Any:
@@ -225,9 +234,10 @@ def cli(fake_stack: tuple[str, Recorder], tmp_path: Path, monkeypatch: pytest.Mo
 def test_recall_prints_the_memory_block_and_the_full_path(cli: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["recall", "Was weißt du noch über Anna?", "--nova-emotion", "freude"]) == 0
     out = capsys.readouterr().out
-    assert "eingefallen über: gemeinsame Entität Anna, gemeinsames Thema Anna → gemeinsames Thema Schokolade" in out
-    assert "Weg: #89 „Anna ist meine Schwester“ → #247 „Anna hat mir damals immer Schokolade gegeben“ → #412" in out
-    assert "direkter Treffer (Schale 0)" in out
+    assert "came to mind via: shared entity Anna, shared theme Anna → shared theme Schokolade" in out
+    assert ("path: #89 “Anna ist meine Schwester” → #247 “Anna hat mir damals immer Schokolade "
+            "gegeben” → #412") in out
+    assert "direct hit (schale 0)" in out
     assert "  | Drei Erinnerungen sind Nova gerade da." in out
     assert "served node ids: [89, 412]" in out
     (request,) = cli.of("BuildDossier")
@@ -244,8 +254,10 @@ def test_a_service_error_is_one_line_and_exit_1(cli: Recorder, capsys: pytest.Ca
     assert main(["observe", "bitte scheitern"]) == 1
     err = capsys.readouterr().err
     assert err == "error: pipeline.ObserveTurn: INVALID_ARGUMENT: analysis.salience.salienz must be in 0..1, got 7\n"
-    assert main(["inspect", "--node", "5"]) == 1
-    assert capsys.readouterr().err == "error: lzg.GetNode: NOT_FOUND: node 5 of this pair does not exist\n"
+    assert main(["inspect", "--node", "99999"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == "error: lzg.GetNode: NOT_FOUND: node 99999 of this pair does not exist\n"
+    assert captured.out == ""  # no pair header before the error
 
 
 def test_an_unreachable_service_is_one_line_and_exit_1(
@@ -271,7 +283,7 @@ def test_observe_with_a_given_analysis_resolves_entities(cli: Recorder, capsys: 
     assert request.as_of.ToDatetime(tzinfo=UTC) == datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
     out = capsys.readouterr().out
     assert "KZG HIGH, salienz 0.881, TTL 30 d, queued for promotion" in out
-    assert "analysis (given)" in out
+    assert "analysis (given)" in out and "entities Anna" in out and f"#{ANNA}" not in out
 
 
 def test_observe_refuses_analysis_fields_without_salience(cli: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
@@ -301,6 +313,9 @@ def test_import_observes_every_turn_in_order_with_a_progress_bar(
     assert "KZG: high 6; 6 queued for promotion" in captured.out
     (trigger,) = cli.of("TriggerTask")
     assert trigger.task == "synapsen_promotion"
+    # Every count in words: what deferred_locked means, not just its number.
+    assert "     210 deferred_locked: were left for later: another Pixie worker" in captured.out
+    assert "      40 promoted_new: became new nodes in the LZG" in captured.out
 
 
 def test_import_of_a_missing_file_is_one_line(cli: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
@@ -317,8 +332,8 @@ def test_inspect_lists_strongest_nodes_and_a_nodes_edges(cli: Recorder, capsys: 
     assert main(["inspect", "--node", str(SCHOKOLADE_NODE)]) == 0
     out = capsys.readouterr().out
     assert "3 edges (directed rows), strongest first" in out
-    assert "→ #89" in out and "← #89" in out and "Entität Anna; Thema Anna" in out
-    assert "→ #412" in out and "[themen] Thema Schokolade" in out
+    assert "→ #89" in out and "← #89" in out and "entity Anna; theme Anna" in out
+    assert "→ #412" in out and "[themen] theme Schokolade" in out
 
 
 def test_graph_writes_the_explorer_page_and_pictures(
@@ -364,8 +379,13 @@ def test_log_tells_a_turn_and_lists_the_last_turns(cli: Recorder, capsys: pytest
     assert ".000 observe/span_start" in lines[1]
     assert ".000   observe/eingang" in lines[2]  # indented inside its span
     assert ".000 observe/span_end" in lines[3]
-    assert main(["log"]) == 0
-    assert "t-1  Hallo Nova" in capsys.readouterr().out
+    assert main(["log"]) == 0  # rows of any art: an imported turn has no turn_roh row
+    out = capsys.readouterr().out
+    assert out.startswith("last 1 turns of meister · nova, newest first")
+    assert "t-1  Anna hat Geburtstag  [eingang, span_end, span_start]" in out
+    assert main(["log", "--art", "turn_roh"]) == 0
+    out = capsys.readouterr().out
+    assert "with art turn_roh rows" in out and "t-1  Hallo Nova  [turn_roh]" in out
 
 
 def test_pixie_tasks_and_trigger(cli: Recorder, capsys: pytest.CaptureFixture[str]) -> None:
@@ -377,3 +397,14 @@ def test_pixie_tasks_and_trigger(cli: Recorder, capsys: pytest.CaptureFixture[st
     assert out.startswith("run 7     synapsen_decay       ok") and "day 2027-03-01  nodes_decayed 13" in out
     (trigger,) = cli.of("TriggerTask")
     assert trigger.force and trigger.as_of.ToDatetime(tzinfo=UTC) == datetime(2027, 3, 1, 3, 30, tzinfo=UTC)
+    assert list(trigger.pairs) == []  # all pairs (the service refuses it for an as_of in the future)
+    assert main(["pixie", "trigger", "synapsen_decay", "--as-of", "2027-03-01T03:30", "--pair", "meister:nova",
+                 "--pair", "anna:nova"]) == 0  # fmt: skip
+    scoped = cli.of("TriggerTask")[-1]
+    assert [(p.user_id, p.character_id) for p in scoped.pairs] == [("meister", "nova"), ("anna", "nova")]
+    assert main(["pixie", "trigger", "synapsen_decay", "--pair", "meister"]) == 1
+    assert "--pair must be USER:CHARACTER" in capsys.readouterr().err
+    assert main(["pixie", "trigger", "synapsen_decay"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped" in out and "`novaberg pixie trigger synapsen_decay --force` runs it anyway" in out
+    assert "force=true" not in out

@@ -89,9 +89,9 @@ def test_paths_read_like_the_seed() -> None:
         lzg_pb2.PfadSchritt(von_knoten_id=3, verbindungs_gruende=["timeline"]),
     ]  # fmt: skip
     assert describe_path(pfad, {12: "Anna"}) == (
-        "gemeinsame Entität Anna → gemeinsame Themen Schokolade, Genuss, ähnlicher Inhalt → zeitliche Nähe"
+        "shared entity Anna → shared themes Schokolade, Genuss, similar content → close in time"
     )
-    assert describe_path(pfad[:1], {}) == "gemeinsame Entität #12"
+    assert describe_path(pfad[:1], {}) == "shared entity #12"
 
 
 def test_protokoll_lines_mark_what_was_used() -> None:
@@ -101,7 +101,9 @@ def test_protokoll_lines_mark_what_was_used() -> None:
         kanten_neu=4,
     )  # fmt: skip
     lines = format_protokoll(protokoll, {7: "Ich liebe ja Schokolade", 8: "Anna ist meine Schwester"})
-    assert lines[0] == "Verwendung: ausgang gerechnet, geprüft 2, Schwelle 0.55, Deckel 3"
-    assert lines[1].startswith("  #7 Nähe 0.710  verwendet → verstärkt")
-    assert lines[2].startswith("  #8 Nähe 0.310  nicht verwendet")
-    assert lines[3].startswith("  verwendet: [7]; Kanten neu berechnet: 4")
+    assert lines[0] == (
+        "usage reinforcement (verwendung): ausgang gerechnet, geprueft 2, schwelle 0.55, deckel 3"
+    )
+    assert lines[1].startswith("  #7 naehe 0.710  used → reinforced")
+    assert lines[2].startswith("  #8 naehe 0.310  not used")
+    assert lines[3].startswith("  verwendet [7]; kanten_neu (edges recomputed) 4")

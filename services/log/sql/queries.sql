@@ -87,3 +87,19 @@ WITH deleted AS (
 )
 SELECT (SELECT count(*) FROM deleted) AS deleted,
        (SELECT count(*) FROM pipeline_log WHERE erstellt_am < $1 AND art = 'turn_roh') AS kept_turn_roh;
+
+-- name: purge_pairs
+-- The same retention limited to the pairs ($2 user ids, $3 character ids, index-aligned): a replay
+-- on a simulated clock deletes only its own pairs' rows; maintenance rows (pair NULL) stay.
+WITH deleted AS (
+    DELETE FROM pipeline_log
+    WHERE erstellt_am < $1 AND art <> 'turn_roh'
+      AND user_id = ANY($2::text[])
+      AND (user_id, character_id) IN (SELECT u, c FROM unnest($2::text[], $3::text[]) AS p(u, c))
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM deleted) AS deleted,
+       (SELECT count(*) FROM pipeline_log
+         WHERE erstellt_am < $1 AND art = 'turn_roh' AND user_id = ANY($2::text[])
+           AND (user_id, character_id) IN (SELECT u, c FROM unnest($2::text[], $3::text[]) AS p(u, c)))
+           AS kept_turn_roh;

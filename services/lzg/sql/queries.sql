@@ -147,6 +147,21 @@ WITH fenster AS (
 )
 SELECT id, min(abstand) AS abstand FROM treffer GROUP BY id ORDER BY abstand, id LIMIT $5;
 
+-- name: decay_pairs
+-- The same decay limited to the pairs ($4 user ids, $5 character ids, index-aligned): a replay on a
+-- simulated clock ages only its own pairs (the pair's partial index of active nodes serves it).
+WITH decayed AS (
+    UPDATE lzg_knoten
+    SET gewicht_decay = gewicht_decay * exp(-$2::float8 * (date_part('epoch', $1::timestamptz) - date_part('epoch', decay_am)) / 86400.0),
+        decay_am = $1,
+        aktiv = gewicht_decay * exp(-$2::float8 * (date_part('epoch', $1::timestamptz) - date_part('epoch', decay_am)) / 86400.0) >= $3::float8
+    WHERE aktiv AND decay_am < $1
+      AND user_id = ANY($4::text[])
+      AND (user_id, character_id) IN (SELECT u, c FROM unnest($4::text[], $5::text[]) AS p(u, c))
+    RETURNING aktiv
+)
+SELECT count(*) AS decayed, count(*) FILTER (WHERE NOT aktiv) AS deactivated FROM decayed;
+
 -- name: shell
 -- One shell of the spreading read (SPEC §5.8 step 3): for each frontier item the top K outgoing
 -- edges by gewicht_absolut, not back to the node it came from, target active and of the pair —
@@ -340,3 +355,11 @@ SELECT id FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 AND timeline_
 -- name: edge_pairs_of_nodes
 SELECT DISTINCT least(knoten_a_id, knoten_b_id) AS x, greatest(knoten_a_id, knoten_b_id) AS y
 FROM lzg_kanten WHERE knoten_a_id = ANY($1::int[]) OR knoten_b_id = ANY($1::int[]);
+
+-- name: graph_size
+-- Nodes and edges of all pairs for the metrics: PostgreSQL's live-row estimates (statistics, not a
+-- scan), cheap at any size.
+SELECT coalesce(sum(n_live_tup) FILTER (WHERE relname = 'lzg_knoten'), 0) AS nodes,
+       coalesce(sum(n_live_tup) FILTER (WHERE relname = 'lzg_kanten'), 0) AS edges
+FROM pg_stat_user_tables
+WHERE schemaname = current_schema() AND relname IN ('lzg_knoten', 'lzg_kanten');

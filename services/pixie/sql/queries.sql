@@ -18,8 +18,8 @@ RETURNING id;
 
 -- name: insert_run
 INSERT INTO runs (task, run_day, day_claim, forced, trigger, turn_id, started_at, heartbeat_at,
-                  outcome, counts, error, replica, ended_at)
-VALUES ($1, $2, FALSE, $3, $4, $5, $6, $6, $7, $8::jsonb, $9, $10, $11)
+                  outcome, counts, error, replica, ended_at, pairs)
+VALUES ($1, $2, FALSE, $3, $4, $5, $6, $6, $7, $8::jsonb, $9, $10, $11, $12::jsonb)
 RETURNING *;
 
 -- name: heartbeat_run
@@ -99,3 +99,7 @@ ON CONFLICT (job_id) DO NOTHING;
 
 -- name: list_parked
 SELECT * FROM parked_jobs ORDER BY parked_at DESC, job_id LIMIT $1;
+
+-- name: parked_count
+-- Parked jobs of all pairs, for the metrics (a small table: jobs that failed too often).
+SELECT count(*) AS parked FROM parked_jobs;

@@ -377,7 +377,7 @@ async def test_the_strongest_new_node_sleeps_after_6_7_years_the_weakest_after_6
     for node_id, day in last_day.items():
         checks += [(day, node_id, True), (day + 1, node_id, False)]
     for day, node_id, awake in sorted(checks):
-        await engine.run_decay(T0 + timedelta(days=day))
+        await engine.run_decay(T0 + timedelta(days=day), pairs=[PAIR])
         node = await engine.node(*PAIR, node_id)
         assert node["aktiv"] is awake, (node_id, day, node["gewicht_decay"])
         assert (node["gewicht_decay"] >= 0.1) is awake

@@ -136,7 +136,7 @@ async def test_half_reactivation_wakes_an_inactive_hit_and_holds_after_the_next_
 ) -> None:
     old = await promote(engine, provider, "Der alte Hund", unit(1, 1), salienz=0.9)
     later = T0 + timedelta(days=3000)  # 3.754 → 0.042 < 0.1: asleep
-    decayed, deactivated, _ = await engine.run_decay(later)
+    decayed, deactivated, _ = await engine.run_decay(later, pairs=[PAIR])
     assert (decayed, deactivated) == (1, 1)
     woken_at = later + timedelta(days=1)
     hit = await promote(engine, provider, "Unser alter Hund", at_cosine(unit(1, 1), 0.9), as_of=woken_at)
@@ -147,7 +147,7 @@ async def test_half_reactivation_wakes_an_inactive_hit_and_holds_after_the_next_
     assert node["aktiv"] and node["gewicht_decay"] == pytest.approx(half)
     assert node["gewicht_roh"] == 0.9 and node["gewicht_absolut"] == pytest.approx(damp(0.9))
     assert node["verstaerkt_am"] == node["decay_am"] == woken_at
-    await engine.run_decay(woken_at + timedelta(days=1))
+    await engine.run_decay(woken_at + timedelta(days=1), pairs=[PAIR])
     node = await engine.node(*PAIR, old.node_id)
     # decays from the half value, not from gewicht_absolut (the seed's one-day defect)
     assert node["gewicht_decay"] == pytest.approx(half * 0.998501124, rel=1e-9)
@@ -158,7 +158,7 @@ async def test_inactive_nodes_are_candidates_and_get_edges(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
     sleeper = await promote(engine, provider, "Schlafender Knoten", unit(1, 0), themen=["Garten"])
-    await engine.run_decay(T0 + timedelta(days=3000))
+    await engine.run_decay(T0 + timedelta(days=3000), pairs=[PAIR])
     fresh = await promote(
         engine,
         provider,

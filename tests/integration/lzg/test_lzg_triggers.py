@@ -41,7 +41,8 @@ async def test_decay_is_incremental_deactivates_below_the_floor_and_leaves_edges
     strong = await promote(engine, provider, "stark", unit(0, 1), salienz=1.0, themen=["t"])
     edges_before = await dump(store, "lzg_kanten")
     day_2140 = T0 + timedelta(days=2140)
-    decayed, deactivated, _ = await engine.run_decay(day_2140)
+    # 2140 days ahead, months past today: a run scoped to its pair (an all-pairs one is refused).
+    decayed, deactivated, _ = await engine.run_decay(day_2140, pairs=[PAIR])
     assert (decayed, deactivated) == (2, 0)
     w = await engine.node(*PAIR, weak.node_id)
     s = await engine.node(*PAIR, strong.node_id)
@@ -50,11 +51,11 @@ async def test_decay_is_incremental_deactivates_below_the_floor_and_leaves_edges
     assert w["decay_am"] == day_2140 and w["verstaerkt_am"] == T0
     assert s["aktiv"] and w["aktiv"]
     # 2.801 × e^(−0.0015 × 2140) = 0.113 → after another 100 days 0.097 < 0.1
-    decayed, deactivated, _ = await engine.run_decay(day_2140 + timedelta(days=100))
+    decayed, deactivated, _ = await engine.run_decay(day_2140 + timedelta(days=100), pairs=[PAIR])
     assert (decayed, deactivated) == (2, 1)
     assert not (await engine.node(*PAIR, weak.node_id))["aktiv"]
     # inactive nodes are not decayed any more, nothing is deleted, edges are untouched
-    decayed, deactivated, _ = await engine.run_decay(day_2140 + timedelta(days=101))
+    decayed, deactivated, _ = await engine.run_decay(day_2140 + timedelta(days=101), pairs=[PAIR])
     assert (decayed, deactivated) == (1, 0)
     assert await dump(store, "lzg_kanten") == edges_before
     assert len((await dump(store, "lzg_knoten"))["lzg_knoten"]) == 2

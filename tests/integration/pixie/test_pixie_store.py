@@ -40,7 +40,7 @@ async def test_migrations_are_idempotent_and_recorded(pg_url: str) -> None:
     second = await PixieStore.open(pg_url)
     try:
         versions = await first.pool.fetch("SELECT version FROM pixie.schema_migrations ORDER BY 1")
-        assert [r["version"] for r in versions] == [1, 2]  # 2: erasures (a person's rights)
+        assert [r["version"] for r in versions] == [1, 2, 3]  # 2: erasures (a person's rights), 3: a scoped run's pairs
     finally:
         await first.close()
         await second.close()

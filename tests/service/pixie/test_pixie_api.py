@@ -131,34 +131,34 @@ async def test_expired_entry_ends_as_verfallen_and_is_logged_for_its_pair(
 
 
 async def test_poison_job_is_retried_then_parked_and_visible_while_others_pass(
-    kzg_only_cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, redis_url: str
+    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, redis_url: str
 ) -> None:
-    a = await kzg_only_cluster.start("pixie-a")  # max_attempts 3
+    a = await cluster.start("pixie-a")  # max_attempts 3
     poison = await store_entry(kzg, "Meister sammelt Briefmarken.", salienz=0.9)
-    # Corrupt the stored hash: the KZG cannot decode it, GetEntry fails every time.
+    # Corrupt the stored hash: the LZG refuses its text, every Promote of it fails.
     client = aioredis.from_url(redis_url)
     try:
-        await client.hset(poison.kzg_key, "haeufigkeit", "zwei")
+        await client.hset(poison.kzg_key, "inhalt", "Briefmarken\x00")  # a NUL: the LZG refuses it
     finally:
         await client.aclose()
 
+    others = ("Meister fährt im Sommer nach Lissabon.", "Annas Katze heißt Mimi.", "Der Keller ist feucht.")
     runs = []
-    for attempt in range(3):
+    for attempt, text in enumerate(others):
         # Every round brings another job, which must pass while the poison job fails.
-        other = await store_entry(kzg, f"Meister mag Runde {attempt}.", salienz=0.9, themen=(f"r{attempt}",))
-        await expire(kzg, other.kzg_key)
+        await store_entry(kzg, text, salienz=0.9, themen=(f"r{attempt}",))
         runs.append((await a.api.TriggerTask(pixie_pb2.TriggerTaskRequest(task="synapsen_promotion"))).run)
         await asyncio.sleep(0.2)  # past reclaim_idle_ms, so the failed job is delivered again
 
-    assert [(r.counts["failed"], r.counts["parked"], r.counts["expired"]) for r in runs] == [
+    assert [(r.counts["failed"], r.counts["parked"], r.counts["promoted_new"]) for r in runs] == [
         (1, 0, 1), (1, 0, 1), (0, 1, 1),
     ]
-    assert "last job error" in runs[0].error and "INTERNAL" in runs[0].error
+    assert "last job error" in runs[0].error and "INVALID_ARGUMENT" in runs[0].error
     parked = (await a.api.ListParkedJobs(pixie_pb2.ListParkedJobsRequest())).jobs
     assert len(parked) == 1
     job = parked[0]
     assert (job.kzg_key, job.user_id, job.character_id, job.attempts) == (poison.kzg_key, "meister", "nova", 3)
-    assert job.last_error.startswith("KZG GetEntry: INTERNAL")
+    assert job.last_error.startswith("LZG Promote: INVALID_ARGUMENT")
     # Parked means acked: nothing of it is left in the stream, so it blocks nothing.
     assert await queue_state(kzg) == QueueState(0, 0)
     # The entry itself is untouched in the KZG (it may still expire by TTL there).

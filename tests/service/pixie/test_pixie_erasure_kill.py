@@ -76,6 +76,7 @@ def _spawn(pg_url: str, kzg_addr: str, lzg_addr: str, replica: str, port: int, l
         "NOVABERG_PIXIE_SCHEDULER_INTERVAL_S": "0.2",
         "NOVABERG_PIXIE_RPC_TIMEOUT_S": "60",
         "PYTHONUNBUFFERED": "1",
+        "NOVABERG_TLS_MODE": "plaintext",  # the in-process KZG/LZG servers of this test are plaintext
     }
     with log.open("ab") as out:
         return subprocess.Popen(

@@ -31,6 +31,7 @@ from services.kzg.models import Pair as KzgPair
 from services.kzg.store import hash_dirty_key
 from services.pixie.promotion import StepHook
 from tests.service.pixie.conftest import (
+    PAIR,
     PixieCluster,
     QueueState,
     kzg_has,
@@ -257,14 +258,15 @@ async def test_daily_run_decays_the_lzg_and_reports_counts(
     await store_entry(kzg, TEXTS[4], salienz=0.9)
     assert _nonzero(await _trigger(a.api))["promoted_new"] == 1
     # gewicht_absolut of raw 0.9 is 3.928 (SPEC §5.2); below 0.1 after ln(39.28)/0.0015 ≈ 2447 days.
-    as_of = utc_now() + timedelta(days=2500)
+    as_of = utc_now() + timedelta(days=2500)  # in the future: only a run scoped to pairs may go there
     run = (await a.api.TriggerTask(
-        pixie_pb2.TriggerTaskRequest(task="synapsen_decay", as_of=to_timestamp(as_of))
+        pixie_pb2.TriggerTaskRequest(task="synapsen_decay", as_of=to_timestamp(as_of), pairs=[PAIR])
     )).run
     assert run.outcome == "ok" and run.run_day == as_of.date().isoformat()
     assert dict(run.counts) == {
-        "nodes_decayed": 1, "nodes_deactivated": 1, "log_rows_deleted": 0, "kept_turn_roh": 0, "runs_deleted": 0,
-    }
+        "nodes_decayed": 1, "nodes_deactivated": 1, "log_rows_deleted": 0, "kept_turn_roh": 0,
+    }  # a scoped run leaves Pixie's run history alone (no runs_deleted)
+    assert [(p.user_id, p.character_id) for p in run.pairs] == [(PAIR.user_id, PAIR.character_id)]
     (node,) = await nodes_of(lzg)
     assert not node.aktiv and node.gewicht_decay < 0.1
     assert node.gewicht_absolut == pytest.approx(3.928, abs=1e-3)  # never changed by decay
@@ -284,7 +286,7 @@ async def test_poison_job_is_parked_after_n_attempts_while_others_become_nodes(
     poison = await store_entry(kzg, TEXTS[5], salienz=0.9)
     client = aioredis.from_url(redis_url)
     try:
-        await client.hset(poison.kzg_key, "entitaet_ids", "eins,zwei")  # undecodable: GetEntry fails
+        await client.hset(poison.kzg_key, "inhalt", "Briefmarken\x00")  # a NUL: the LZG refuses it
     finally:
         await client.aclose()
     runs = []
@@ -321,10 +323,10 @@ async def test_trigger_as_of_is_the_promotions_time(
 
 
 async def _poison(redis_url: str, kzg_key: str) -> None:
-    """Makes the entry undecodable, so every GetEntry of it fails (the job fails, not the KZG)."""
+    """Puts a NUL into the entry's text, so the LZG refuses every Promote of it (the job fails, not a store)."""
     client = aioredis.from_url(redis_url)
     try:
-        await client.hset(kzg_key, "entitaet_ids", "eins,zwei")
+        await client.hset(kzg_key, "inhalt", "Briefmarken\x00")
     finally:
         await client.aclose()
 
@@ -373,7 +375,7 @@ async def test_a_near_duplicate_of_a_sleeping_node_half_reactivates_it_and_stays
     assert _nonzero(await _trigger(a.api))["promoted_new"] == 1
     # 3.928 × exp(−0.0015 × 2500) ≈ 0.092 < 0.1: the node falls asleep (SPEC §5.7).
     asleep_at = utc_now() + timedelta(days=2500)
-    decayed = await lzg.RunDecay(lzg_pb2.RunDecayRequest(as_of=to_timestamp(asleep_at)))
+    decayed = await lzg.RunDecay(lzg_pb2.RunDecayRequest(as_of=to_timestamp(asleep_at), pairs=[PAIR]))
     assert decayed.nodes_deactivated == 1
     (sleeping,) = await nodes_of(lzg)
     assert not sleeping.aktiv and sleeping.gewicht_decay < 0.1
@@ -382,7 +384,7 @@ async def test_a_near_duplicate_of_a_sleeping_node_half_reactivates_it_and_stays
     assert again.queued_for_promotion and again.tier == kzg_pb2.TIER_HIGH
     woken_at = asleep_at + timedelta(days=1)
     run = (await a.api.TriggerTask(
-        pixie_pb2.TriggerTaskRequest(task="synapsen_promotion", as_of=to_timestamp(woken_at))
+        pixie_pb2.TriggerTaskRequest(task="synapsen_promotion", as_of=to_timestamp(woken_at), pairs=[PAIR])
     )).run
     assert run.outcome == "ok"
     assert _nonzero(run) == {"jobs": 1, "half_reactivations": 1, "acked": 1}

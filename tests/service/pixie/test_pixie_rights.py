@@ -236,13 +236,13 @@ async def test_requeue_puts_parked_jobs_back_and_drops_gone_ones(
     client = aioredis.from_url(redis_url)
     try:
         for key in (poison.kzg_key, gone.kzg_key):
-            await client.hset(key, "entitaet_ids", "eins,zwei")  # undecodable: GetEntry fails
+            await client.hset(key, "inhalt", "Briefmarken\x00")  # a NUL: the LZG refuses it
         for _ in range(3):
             await _promote(a.api)
             await asyncio.sleep(0.25)  # past the backoff and the reclaim time of the test config
         parked = {j.kzg_key: j.job_id for j in (await a.api.ListParkedJobs(pixie_pb2.ListParkedJobsRequest())).jobs}
         assert set(parked) == {poison.kzg_key, gone.kzg_key}
-        await client.hset(poison.kzg_key, "entitaet_ids", "")  # the cause is fixed
+        await client.hset(poison.kzg_key, "inhalt", TEXTS[2])  # the cause is fixed
         await client.delete(gone.kzg_key)
     finally:
         await client.aclose()

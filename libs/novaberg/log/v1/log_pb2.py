@@ -26,7 +26,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from novaberg.common.v1 import common_pb2 as novaberg_dot_common_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19novaberg/log/v1/log.proto\x12\x0fnovaberg.log.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fnovaberg/common/v1/common.proto\"\xe3\x01\n\tLogRecord\x12\n\n\x02id\x18\x01 \x01(\x03\x12/\n\x0b\x65rstellt_am\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\x12\x0f\n\x07span_id\x18\x04 \x01(\t\x12\x0e\n\x06quelle\x18\x05 \x01(\t\x12\x0c\n\x04node\x18\x06 \x01(\t\x12\x0b\n\x03\x61rt\x18\x07 \x01(\t\x12\x13\n\x0binhalt_json\x18\x08 \x01(\t\x12\x0f\n\x07user_id\x18\t \x01(\t\x12\x14\n\x0c\x63haracter_id\x18\n \x01(\t\x12\x10\n\x08trace_id\x18\x0b \x01(\t\"9\n\nWriteBatch\x12+\n\x07records\x18\x01 \x03(\x0b\x32\x1a.novaberg.log.v1.LogRecord\" \n\x0cWriteSummary\x12\x10\n\x08inserted\x18\x01 \x01(\x03\"\x8e\x02\n\x0cQueryRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x0f\n\x07span_id\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\t\x12\x0b\n\x03\x61rt\x18\x04 \x01(\t\x12&\n\x04pair\x18\x05 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12)\n\x05since\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08trace_id\x18\x08 \x01(\t\x12\x0e\n\x06quelle\x18\t \x01(\t\x12\r\n\x05limit\x18\n \x01(\x05\x12\x12\n\ndescending\x18\x0b \x01(\x08\"<\n\rQueryResponse\x12+\n\x07records\x18\x01 \x03(\x0b\x32\x1a.novaberg.log.v1.LogRecord\"Q\n\x0cPurgeRequest\x12)\n\x05\x61s_of\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0eretention_days\x18\x02 \x01(\x05\"7\n\rPurgeResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x03\x12\x15\n\rkept_turn_roh\x18\x02 \x01(\x03\"A\n\x12LastAnswersRequest\x12\x0e\n\x06quelle\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x0c\n\x04node\x18\x03 \x01(\t\"X\n\x06\x41nswer\x12\x0c\n\x04text\x18\x01 \x01(\t\x12/\n\x0b\x65rstellt_am\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\"?\n\x13LastAnswersResponse\x12(\n\x07\x61nswers\x18\x01 \x03(\x0b\x32\x17.novaberg.log.v1.Answer\"\x94\x01\n\x14\x43lusterCountsRequest\x12)\n\x05since\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12&\n\x04pair\x18\x03 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\".\n\x0c\x43lusterCount\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\"F\n\x15\x43lusterCountsResponse\x12-\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x1d.novaberg.log.v1.ClusterCount\"i\n\x11TokenUsageRequest\x12)\n\x05since\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"d\n\x12TokenUsageResponse\x12\x14\n\x0cinput_tokens\x18\x01 \x01(\x03\x12\x15\n\routput_tokens\x18\x02 \x01(\x03\x12\x12\n\nkosten_usd\x18\x03 \x01(\x01\x12\r\n\x05\x63\x61lls\x18\x04 \x01(\x03\"A\n\x0c\x45raseRequest\x12\x31\n\x06target\x18\x01 \x01(\x0b\x32!.novaberg.common.v1.ErasureTarget\"F\n\rEraseResponse\x12\x0c\n\x04rows\x18\x01 \x01(\x03\x12\x10\n\x08turn_roh\x18\x02 \x01(\x03\x12\x15\n\runpaired_rows\x18\x03 \x01(\x03\x32\xbc\x04\n\nLogService\x12\x45\n\x05Write\x12\x1b.novaberg.log.v1.WriteBatch\x1a\x1d.novaberg.log.v1.WriteSummary(\x01\x12\x46\n\x05Query\x12\x1d.novaberg.log.v1.QueryRequest\x1a\x1e.novaberg.log.v1.QueryResponse\x12\x46\n\x05Purge\x12\x1d.novaberg.log.v1.PurgeRequest\x1a\x1e.novaberg.log.v1.PurgeResponse\x12X\n\x0bLastAnswers\x12#.novaberg.log.v1.LastAnswersRequest\x1a$.novaberg.log.v1.LastAnswersResponse\x12^\n\rClusterCounts\x12%.novaberg.log.v1.ClusterCountsRequest\x1a&.novaberg.log.v1.ClusterCountsResponse\x12U\n\nTokenUsage\x12\".novaberg.log.v1.TokenUsageRequest\x1a#.novaberg.log.v1.TokenUsageResponse\x12\x46\n\x05\x45rase\x12\x1d.novaberg.log.v1.EraseRequest\x1a\x1e.novaberg.log.v1.EraseResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19novaberg/log/v1/log.proto\x12\x0fnovaberg.log.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1fnovaberg/common/v1/common.proto\"\xe3\x01\n\tLogRecord\x12\n\n\x02id\x18\x01 \x01(\x03\x12/\n\x0b\x65rstellt_am\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\x12\x0f\n\x07span_id\x18\x04 \x01(\t\x12\x0e\n\x06quelle\x18\x05 \x01(\t\x12\x0c\n\x04node\x18\x06 \x01(\t\x12\x0b\n\x03\x61rt\x18\x07 \x01(\t\x12\x13\n\x0binhalt_json\x18\x08 \x01(\t\x12\x0f\n\x07user_id\x18\t \x01(\t\x12\x14\n\x0c\x63haracter_id\x18\n \x01(\t\x12\x10\n\x08trace_id\x18\x0b \x01(\t\"9\n\nWriteBatch\x12+\n\x07records\x18\x01 \x03(\x0b\x32\x1a.novaberg.log.v1.LogRecord\" \n\x0cWriteSummary\x12\x10\n\x08inserted\x18\x01 \x01(\x03\"\x8e\x02\n\x0cQueryRequest\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x0f\n\x07span_id\x18\x02 \x01(\t\x12\x0c\n\x04node\x18\x03 \x01(\t\x12\x0b\n\x03\x61rt\x18\x04 \x01(\t\x12&\n\x04pair\x18\x05 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12)\n\x05since\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08trace_id\x18\x08 \x01(\t\x12\x0e\n\x06quelle\x18\t \x01(\t\x12\r\n\x05limit\x18\n \x01(\x05\x12\x12\n\ndescending\x18\x0b \x01(\x08\"<\n\rQueryResponse\x12+\n\x07records\x18\x01 \x03(\x0b\x32\x1a.novaberg.log.v1.LogRecord\"z\n\x0cPurgeRequest\x12)\n\x05\x61s_of\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0eretention_days\x18\x02 \x01(\x05\x12\'\n\x05pairs\x18\x03 \x03(\x0b\x32\x18.novaberg.common.v1.Pair\"7\n\rPurgeResponse\x12\x0f\n\x07\x64\x65leted\x18\x01 \x01(\x03\x12\x15\n\rkept_turn_roh\x18\x02 \x01(\x03\"A\n\x12LastAnswersRequest\x12\x0e\n\x06quelle\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x0c\n\x04node\x18\x03 \x01(\t\"X\n\x06\x41nswer\x12\x0c\n\x04text\x18\x01 \x01(\t\x12/\n\x0b\x65rstellt_am\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07turn_id\x18\x03 \x01(\t\"?\n\x13LastAnswersResponse\x12(\n\x07\x61nswers\x18\x01 \x03(\x0b\x32\x17.novaberg.log.v1.Answer\"\x94\x01\n\x14\x43lusterCountsRequest\x12)\n\x05since\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12&\n\x04pair\x18\x03 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\".\n\x0c\x43lusterCount\x12\x0f\n\x07\x63luster\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\"F\n\x15\x43lusterCountsResponse\x12-\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x1d.novaberg.log.v1.ClusterCount\"i\n\x11TokenUsageRequest\x12)\n\x05since\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x05until\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"d\n\x12TokenUsageResponse\x12\x14\n\x0cinput_tokens\x18\x01 \x01(\x03\x12\x15\n\routput_tokens\x18\x02 \x01(\x03\x12\x12\n\nkosten_usd\x18\x03 \x01(\x01\x12\r\n\x05\x63\x61lls\x18\x04 \x01(\x03\"A\n\x0c\x45raseRequest\x12\x31\n\x06target\x18\x01 \x01(\x0b\x32!.novaberg.common.v1.ErasureTarget\"F\n\rEraseResponse\x12\x0c\n\x04rows\x18\x01 \x01(\x03\x12\x10\n\x08turn_roh\x18\x02 \x01(\x03\x12\x15\n\runpaired_rows\x18\x03 \x01(\x03\x32\xbc\x04\n\nLogService\x12\x45\n\x05Write\x12\x1b.novaberg.log.v1.WriteBatch\x1a\x1d.novaberg.log.v1.WriteSummary(\x01\x12\x46\n\x05Query\x12\x1d.novaberg.log.v1.QueryRequest\x1a\x1e.novaberg.log.v1.QueryResponse\x12\x46\n\x05Purge\x12\x1d.novaberg.log.v1.PurgeRequest\x1a\x1e.novaberg.log.v1.PurgeResponse\x12X\n\x0bLastAnswers\x12#.novaberg.log.v1.LastAnswersRequest\x1a$.novaberg.log.v1.LastAnswersResponse\x12^\n\rClusterCounts\x12%.novaberg.log.v1.ClusterCountsRequest\x1a&.novaberg.log.v1.ClusterCountsResponse\x12U\n\nTokenUsage\x12\".novaberg.log.v1.TokenUsageRequest\x1a#.novaberg.log.v1.TokenUsageResponse\x12\x46\n\x05\x45rase\x12\x1d.novaberg.log.v1.EraseRequest\x1a\x1e.novaberg.log.v1.EraseResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,29 +44,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_QUERYRESPONSE']._serialized_start=708
   _globals['_QUERYRESPONSE']._serialized_end=768
   _globals['_PURGEREQUEST']._serialized_start=770
-  _globals['_PURGEREQUEST']._serialized_end=851
-  _globals['_PURGERESPONSE']._serialized_start=853
-  _globals['_PURGERESPONSE']._serialized_end=908
-  _globals['_LASTANSWERSREQUEST']._serialized_start=910
-  _globals['_LASTANSWERSREQUEST']._serialized_end=975
-  _globals['_ANSWER']._serialized_start=977
-  _globals['_ANSWER']._serialized_end=1065
-  _globals['_LASTANSWERSRESPONSE']._serialized_start=1067
-  _globals['_LASTANSWERSRESPONSE']._serialized_end=1130
-  _globals['_CLUSTERCOUNTSREQUEST']._serialized_start=1133
-  _globals['_CLUSTERCOUNTSREQUEST']._serialized_end=1281
-  _globals['_CLUSTERCOUNT']._serialized_start=1283
-  _globals['_CLUSTERCOUNT']._serialized_end=1329
-  _globals['_CLUSTERCOUNTSRESPONSE']._serialized_start=1331
-  _globals['_CLUSTERCOUNTSRESPONSE']._serialized_end=1401
-  _globals['_TOKENUSAGEREQUEST']._serialized_start=1403
-  _globals['_TOKENUSAGEREQUEST']._serialized_end=1508
-  _globals['_TOKENUSAGERESPONSE']._serialized_start=1510
-  _globals['_TOKENUSAGERESPONSE']._serialized_end=1610
-  _globals['_ERASEREQUEST']._serialized_start=1612
-  _globals['_ERASEREQUEST']._serialized_end=1677
-  _globals['_ERASERESPONSE']._serialized_start=1679
-  _globals['_ERASERESPONSE']._serialized_end=1749
-  _globals['_LOGSERVICE']._serialized_start=1752
-  _globals['_LOGSERVICE']._serialized_end=2324
+  _globals['_PURGEREQUEST']._serialized_end=892
+  _globals['_PURGERESPONSE']._serialized_start=894
+  _globals['_PURGERESPONSE']._serialized_end=949
+  _globals['_LASTANSWERSREQUEST']._serialized_start=951
+  _globals['_LASTANSWERSREQUEST']._serialized_end=1016
+  _globals['_ANSWER']._serialized_start=1018
+  _globals['_ANSWER']._serialized_end=1106
+  _globals['_LASTANSWERSRESPONSE']._serialized_start=1108
+  _globals['_LASTANSWERSRESPONSE']._serialized_end=1171
+  _globals['_CLUSTERCOUNTSREQUEST']._serialized_start=1174
+  _globals['_CLUSTERCOUNTSREQUEST']._serialized_end=1322
+  _globals['_CLUSTERCOUNT']._serialized_start=1324
+  _globals['_CLUSTERCOUNT']._serialized_end=1370
+  _globals['_CLUSTERCOUNTSRESPONSE']._serialized_start=1372
+  _globals['_CLUSTERCOUNTSRESPONSE']._serialized_end=1442
+  _globals['_TOKENUSAGEREQUEST']._serialized_start=1444
+  _globals['_TOKENUSAGEREQUEST']._serialized_end=1549
+  _globals['_TOKENUSAGERESPONSE']._serialized_start=1551
+  _globals['_TOKENUSAGERESPONSE']._serialized_end=1651
+  _globals['_ERASEREQUEST']._serialized_start=1653
+  _globals['_ERASEREQUEST']._serialized_end=1718
+  _globals['_ERASERESPONSE']._serialized_start=1720
+  _globals['_ERASERESPONSE']._serialized_end=1790
+  _globals['_LOGSERVICE']._serialized_start=1793
+  _globals['_LOGSERVICE']._serialized_end=2365
 # @@protoc_insertion_point(module_scope)

@@ -81,12 +81,14 @@ class QueryResponse(_message.Message):
     def __init__(self, records: _Optional[_Iterable[_Union[LogRecord, _Mapping]]] = ...) -> None: ...
 
 class PurgeRequest(_message.Message):
-    __slots__ = ("as_of", "retention_days")
+    __slots__ = ("as_of", "retention_days", "pairs")
     AS_OF_FIELD_NUMBER: _ClassVar[int]
     RETENTION_DAYS_FIELD_NUMBER: _ClassVar[int]
+    PAIRS_FIELD_NUMBER: _ClassVar[int]
     as_of: _timestamp_pb2.Timestamp
     retention_days: int
-    def __init__(self, as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retention_days: _Optional[int] = ...) -> None: ...
+    pairs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Pair]
+    def __init__(self, as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., retention_days: _Optional[int] = ..., pairs: _Optional[_Iterable[_Union[_common_pb2.Pair, _Mapping]]] = ...) -> None: ...
 
 class PurgeResponse(_message.Message):
     __slots__ = ("deleted", "kept_turn_roh")

@@ -398,12 +398,14 @@ class ReinforceUsedResponse(_message.Message):
     def __init__(self, protokoll: _Optional[_Union[VerwendungsProtokoll, _Mapping]] = ...) -> None: ...
 
 class RunDecayRequest(_message.Message):
-    __slots__ = ("as_of", "turn")
+    __slots__ = ("as_of", "turn", "pairs")
     AS_OF_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
+    PAIRS_FIELD_NUMBER: _ClassVar[int]
     as_of: _timestamp_pb2.Timestamp
     turn: _common_pb2.TurnContext
-    def __init__(self, as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ...) -> None: ...
+    pairs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Pair]
+    def __init__(self, as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., pairs: _Optional[_Iterable[_Union[_common_pb2.Pair, _Mapping]]] = ...) -> None: ...
 
 class RunDecayResponse(_message.Message):
     __slots__ = ("nodes_decayed", "nodes_deactivated", "duration_ms")

@@ -25,7 +25,7 @@ class Task(_message.Message):
     def __init__(self, name: _Optional[str] = ..., schedule: _Optional[str] = ..., priority: _Optional[float] = ..., paused: _Optional[bool] = ..., last_run: _Optional[_Union[Run, _Mapping]] = ...) -> None: ...
 
 class Run(_message.Message):
-    __slots__ = ("id", "task", "started_at", "ended_at", "outcome", "counts", "error", "replica", "run_day")
+    __slots__ = ("id", "task", "started_at", "ended_at", "outcome", "counts", "error", "replica", "run_day", "pairs")
     class CountsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -42,6 +42,7 @@ class Run(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     REPLICA_FIELD_NUMBER: _ClassVar[int]
     RUN_DAY_FIELD_NUMBER: _ClassVar[int]
+    PAIRS_FIELD_NUMBER: _ClassVar[int]
     id: int
     task: str
     started_at: _timestamp_pb2.Timestamp
@@ -51,7 +52,8 @@ class Run(_message.Message):
     error: str
     replica: str
     run_day: str
-    def __init__(self, id: _Optional[int] = ..., task: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[str] = ..., counts: _Optional[_Mapping[str, int]] = ..., error: _Optional[str] = ..., replica: _Optional[str] = ..., run_day: _Optional[str] = ...) -> None: ...
+    pairs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Pair]
+    def __init__(self, id: _Optional[int] = ..., task: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[str] = ..., counts: _Optional[_Mapping[str, int]] = ..., error: _Optional[str] = ..., replica: _Optional[str] = ..., run_day: _Optional[str] = ..., pairs: _Optional[_Iterable[_Union[_common_pb2.Pair, _Mapping]]] = ...) -> None: ...
 
 class ListTasksRequest(_message.Message):
     __slots__ = ()
@@ -64,14 +66,16 @@ class ListTasksResponse(_message.Message):
     def __init__(self, tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ...) -> None: ...
 
 class TriggerTaskRequest(_message.Message):
-    __slots__ = ("task", "as_of", "force")
+    __slots__ = ("task", "as_of", "force", "pairs")
     TASK_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
     FORCE_FIELD_NUMBER: _ClassVar[int]
+    PAIRS_FIELD_NUMBER: _ClassVar[int]
     task: str
     as_of: _timestamp_pb2.Timestamp
     force: bool
-    def __init__(self, task: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., force: _Optional[bool] = ...) -> None: ...
+    pairs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Pair]
+    def __init__(self, task: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., force: _Optional[bool] = ..., pairs: _Optional[_Iterable[_Union[_common_pb2.Pair, _Mapping]]] = ...) -> None: ...
 
 class TriggerTaskResponse(_message.Message):
     __slots__ = ("run",)

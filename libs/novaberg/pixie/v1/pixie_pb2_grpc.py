@@ -136,7 +136,8 @@ class PixieServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def TriggerTask(self, request, context):
-        """Runs a task now (a daily task still runs at most once per as_of day unless forced).
+        """Runs a task now (a daily task still runs at most once per as_of day unless forced or scoped
+        to pairs). A run over all pairs with an as_of in the future is refused (INVALID_ARGUMENT).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

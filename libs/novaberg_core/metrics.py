@@ -1,0 +1,553 @@
+"""OpenTelemetry metrics of every service, set up once per process (STYLE rules 3 and 9).
+
+One SDK :class:`MeterProvider` per process (like the tracer provider in :mod:`novaberg_core.telemetry`):
+its readers are a Prometheus reader on a private registry — served over HTTP on
+``NOVABERG_<SVC>_METRICS_PORT`` (else ``NOVABERG_METRICS_PORT``; 0 or unset = no endpoint) — and the
+push exporters of ``OTEL_METRICS_EXPORTER`` built by the SDK (``otlp`` over gRPC or HTTP by
+``OTEL_EXPORTER_OTLP_PROTOCOL``, ``console``; interval ``OTEL_METRIC_EXPORT_INTERVAL``).
+
+Every instrument is declared here, so the names the dashboard queries live in one place
+(:data:`METRIC_NAMES`; ``deploy/grafana/novaberg.json`` is checked against it):
+
+- ``rpc.server.duration`` (ms) per ``rpc.service``, ``rpc.method``, ``rpc.grpc.status_code`` — every RPC
+  of every service, recorded in the one server bootstrap (:class:`RpcMetricsInterceptor`);
+- ``novaberg.grpc.server.in_flight_calls`` per ``rpc.service`` and ``novaberg.pipeline.turns_in_flight`` —
+  calls being handled now (the Helm chart's custom-metric HPA targets);
+- ``novaberg.store.unavailable`` — calls answered UNAVAILABLE because Redis or PostgreSQL was out;
+- ``novaberg.pipeline_log.buffered`` / ``.capacity`` / ``.dropped`` — each writer's buffer;
+- ``novaberg.dossier.memories`` / ``.anchors`` — what a BuildDossier returned (pipeline);
+- ``novaberg.promotion.queue.length`` / ``.pending`` / ``.lag``, ``novaberg.kzg.entries`` (kzg),
+  ``novaberg.lzg.nodes`` / ``.edges`` (lzg), ``novaberg.pixie.parked_jobs`` (pixie) — read from the
+  stores by :class:`StoreSampler`, at most once per interval and only when someone looks;
+- ``novaberg.lzg.decay.nodes``, ``novaberg.log.retention.rows``, ``novaberg.pixie.runs``,
+  ``novaberg.pixie.promotion.jobs`` — what maintenance did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import math
+import threading
+import time
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from typing import Any, Final, Protocol
+
+import grpc
+import grpc.aio
+from opentelemetry import metrics as otel_metrics
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
+from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+
+from novaberg_core.store_errors import is_postgres_outage, is_redis_outage
+
+__all__ = [
+    "METRIC_NAMES",
+    "RpcMetricsInterceptor",
+    "StoreSampler",
+    "count_store_outage",
+    "flush_metrics",
+    "meter",
+    "meter_provider",
+    "prometheus_endpoint",
+    "record_decay",
+    "record_dossier",
+    "record_promotion",
+    "record_retention",
+    "record_run",
+    "register_pipeline_log",
+    "setup_metrics",
+    "turn_in_flight",
+]
+
+_LOG = logging.getLogger(__name__)
+_lock = threading.Lock()
+_provider: MeterProvider | None = None
+_registry: CollectorRegistry | None = None
+_endpoints: dict[int, int] = {}
+"""Requested port → bound port of the Prometheus endpoints this process serves."""
+
+_RPC_BUCKETS_MS: Final = (0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000)
+_COUNT_BUCKETS: Final = (0, 1, 2, 3, 5, 10, 20, 50, 100)
+_UNTRACKED_PREFIXES: Final = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+"""Tooling calls (health probes, reflection) are left out, as in tracing."""
+
+
+def meter(name: str) -> otel_metrics.Meter:
+    """A meter for module ``name``; safe at import time (the API's proxy binds to the provider once set)."""
+    return otel_metrics.get_meter(name)
+
+
+_METER = meter("novaberg")
+
+# ----------------------------------------------------------------------------- instruments
+
+RPC_DURATION: Final = _METER.create_histogram(
+    "rpc.server.duration",
+    unit="ms",
+    description="Duration of an RPC on the server, by method and status",
+    explicit_bucket_boundaries_advisory=_RPC_BUCKETS_MS,
+)
+IN_FLIGHT: Final = _METER.create_up_down_counter(
+    "novaberg.grpc.server.in_flight_calls",
+    unit="{call}",
+    description="Calls a server is handling now, by service (the chart's custom-metric HPA target)",
+)
+TURNS_IN_FLIGHT: Final = _METER.create_up_down_counter(
+    "novaberg.pipeline.turns_in_flight",
+    unit="{call}",
+    description="ObserveTurn, BuildDossier and Dispatch calls the pipeline is handling now",
+)
+STORE_UNAVAILABLE: Final = _METER.create_counter(
+    "novaberg.store.unavailable",
+    unit="{call}",
+    description="Calls answered UNAVAILABLE because a store (redis, postgresql) could not be reached",
+)
+DOSSIER_MEMORIES: Final = _METER.create_histogram(
+    "novaberg.dossier.memories",
+    unit="{memory}",
+    description="Memories in a BuildDossier answer, by source (kzg hits, lzg memories, recall items)",
+    explicit_bucket_boundaries_advisory=_COUNT_BUCKETS,
+)
+DOSSIER_ANCHORS: Final = _METER.create_histogram(
+    "novaberg.dossier.anchors",
+    unit="{anchor}",
+    description="Anchors of a BuildDossier's spreading read",
+    explicit_bucket_boundaries_advisory=_COUNT_BUCKETS,
+)
+DECAY_NODES: Final = _METER.create_counter(
+    "novaberg.lzg.decay.nodes",
+    unit="{node}",
+    description="Nodes decayed or deactivated by RunDecay (SPEC §5.7), by scope (all pairs or pairs)",
+)
+RETENTION_ROWS: Final = _METER.create_counter(
+    "novaberg.log.retention.rows",
+    unit="{row}",
+    description="Pipeline-log rows deleted by Purge, and turn_roh rows past the horizon kept (SPEC §8)",
+)
+PIXIE_RUNS: Final = _METER.create_counter(
+    "novaberg.pixie.runs", unit="{run}", description="Finished Pixie runs by task and outcome (SPEC §9)"
+)
+PIXIE_JOBS: Final = _METER.create_counter(
+    "novaberg.pixie.promotion.jobs",
+    unit="{job}",
+    description="Promotion jobs by what became of them (promoted_new, duplicates, parked, deferred_locked)",
+)
+
+
+# ----------------------------------------------------------------------------- store samplers
+
+
+class StoreSampler:
+    """Values a coroutine reads from a store (XLEN, a count), for observable gauges: read at most once
+    per ``min_interval_s`` and only when a reader collects, so an unscraped service costs nothing.
+
+    Collection runs on the reader's thread (the Prometheus HTTP server, the periodic exporter);
+    the read runs on the service's event loop, and the collecting thread waits for it up to
+    ``wait_s``. On the loop's own thread it never waits: the last values stand.
+    """
+
+    def __init__(
+        self,
+        read: Callable[[], Awaitable[Mapping[str, float]]],
+        *,
+        min_interval_s: float = 10.0,
+        wait_s: float = 2.0,
+    ) -> None:
+        self._read = read
+        self._loop = asyncio.get_running_loop()
+        self.min_interval_s = min_interval_s
+        self.wait_s = wait_s
+        self._values: dict[str, float] = {}
+        self._read_at = -math.inf
+        self._pending: concurrent.futures.Future[None] | None = None
+        self._guard = threading.Lock()
+        _samplers.add(self)
+
+    async def _refresh(self) -> None:
+        try:
+            values = await self._read()
+        except Exception as error:  # a store outage must not break the scrape
+            _LOG.debug("metrics: sampling failed: %s", error)
+        else:
+            self._values = {key: float(value) for key, value in values.items()}
+
+    def values(self) -> Mapping[str, float]:
+        """The latest values, refreshed first when older than the interval."""
+        with self._guard:
+            stale = time.monotonic() - self._read_at >= self.min_interval_s
+            if stale and (self._pending is None or self._pending.done()) and not self._loop.is_closed():
+                self._read_at = time.monotonic()
+                try:
+                    self._pending = asyncio.run_coroutine_threadsafe(self._refresh(), self._loop)
+                except RuntimeError:  # the loop has stopped
+                    self._pending = None
+            pending = self._pending
+        if pending is not None and not pending.done() and not _on_loop_thread(self._loop):
+            try:
+                pending.result(timeout=self.wait_s)
+            except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError, RuntimeError):
+                pass
+        return self._values
+
+    def close(self) -> None:
+        """No more observations from this sampler (its service stops)."""
+        _samplers.discard(self)
+
+
+def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+_samplers: weakref.WeakSet[StoreSampler] = weakref.WeakSet()
+
+
+def _sampled(key: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    def observe(options: CallbackOptions) -> Iterable[Observation]:
+        for sampler in list(_samplers):
+            value = sampler.values().get(key)
+            if value is not None:
+                yield Observation(value)
+
+    return observe
+
+
+_SAMPLED_GAUGES: Final = {
+    "novaberg.promotion.queue.length": ("{job}", "Promotion jobs in the KZG queue (read and unread; XLEN)"),
+    "novaberg.promotion.queue.pending": ("{job}", "Promotion jobs delivered to a worker and not yet acked"),
+    "novaberg.promotion.queue.lag": (
+        "s",
+        "Age of the oldest promotion job still in the queue (0 when empty)",
+    ),
+    "novaberg.kzg.entries": ("{entry}", "KZG entries in the search index, all pairs"),
+    "novaberg.lzg.nodes": ("{node}", "LZG nodes, all pairs (PostgreSQL's live-row estimate)"),
+    "novaberg.lzg.edges": ("{edge}", "LZG edges, all pairs (PostgreSQL's live-row estimate)"),
+    "novaberg.pixie.parked_jobs": ("{job}", "Promotion jobs parked after too many failures"),
+}
+for _name, (_unit, _description) in _SAMPLED_GAUGES.items():
+    _METER.create_observable_gauge(_name, callbacks=[_sampled(_name)], unit=_unit, description=_description)
+
+
+# ----------------------------------------------------------------------------- pipeline-log buffers
+
+
+class _Buffered(Protocol):
+    max_buffer: int
+    dropped: int
+
+    @property
+    def buffered(self) -> int: ...
+
+
+_pipeline_logs: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def register_pipeline_log(writer: _Buffered) -> None:
+    """Observe a pipeline-log writer's buffer (fill, capacity, drops) while it lives."""
+    _pipeline_logs.add(writer)
+
+
+def _buffer_fill(options: CallbackOptions) -> Iterable[Observation]:
+    writers = list(_pipeline_logs)
+    if writers:
+        yield Observation(sum(w.buffered for w in writers))
+
+
+def _buffer_capacity(options: CallbackOptions) -> Iterable[Observation]:
+    writers = list(_pipeline_logs)
+    if writers:
+        yield Observation(sum(w.max_buffer for w in writers))
+
+
+def _buffer_dropped(options: CallbackOptions) -> Iterable[Observation]:
+    writers = list(_pipeline_logs)
+    if writers:
+        yield Observation(sum(w.dropped for w in writers))
+
+
+_METER.create_observable_gauge(
+    "novaberg.pipeline_log.buffered",
+    callbacks=[_buffer_fill],
+    unit="{record}",
+    description="Pipeline-log records waiting in this process's buffer (SPEC §8: writers never block)",
+)
+_METER.create_observable_gauge(
+    "novaberg.pipeline_log.capacity",
+    callbacks=[_buffer_capacity],
+    unit="{record}",
+    description="Records the buffer holds before the oldest forensic ones are dropped",
+)
+_METER.create_observable_counter(
+    "novaberg.pipeline_log.dropped",
+    callbacks=[_buffer_dropped],
+    unit="{record}",
+    description="Forensic records dropped because the buffer was full (never turn_roh)",
+)
+
+METRIC_NAMES: Final = frozenset(
+    {
+        "rpc.server.duration",
+        "novaberg.store.unavailable",
+        "novaberg.dossier.memories",
+        "novaberg.dossier.anchors",
+        "novaberg.lzg.decay.nodes",
+        "novaberg.log.retention.rows",
+        "novaberg.pixie.runs",
+        "novaberg.pixie.promotion.jobs",
+        "novaberg.pipeline_log.buffered",
+        "novaberg.pipeline_log.capacity",
+        "novaberg.pipeline_log.dropped",
+        "novaberg.grpc.server.in_flight_calls",
+        "novaberg.pipeline.turns_in_flight",
+        *_SAMPLED_GAUGES,
+    }
+)
+"""Every instrument the services export (OpenTelemetry names; Prometheus adds unit suffixes)."""
+
+
+# ----------------------------------------------------------------------------- recording helpers
+
+
+def count_store_outage(error: BaseException, method: str) -> None:
+    """Count a call that failed because Redis or PostgreSQL was out (:mod:`novaberg_core.store_errors`)."""
+    for candidate in (error, error.__cause__, error.__context__):
+        if candidate is None:
+            continue
+        store = (
+            "redis" if is_redis_outage(candidate) else "postgresql" if is_postgres_outage(candidate) else None
+        )
+        if store is not None:
+            STORE_UNAVAILABLE.add(1, {"store": store, "rpc.method": _method_name(method)})
+            return
+
+
+@contextlib.contextmanager
+def turn_in_flight() -> Iterator[None]:
+    """Counts a pipeline turn call while it runs (``novaberg.pipeline.turns_in_flight``)."""
+    TURNS_IN_FLIGHT.add(1)
+    try:
+        yield
+    finally:
+        TURNS_IN_FLIGHT.add(-1)
+
+
+def record_dossier(*, kzg_hits: int, lzg_memories: int, recall_items: int, anchors: int) -> None:
+    """One BuildDossier's size (pipeline)."""
+    DOSSIER_MEMORIES.record(kzg_hits, {"source": "kzg"})
+    DOSSIER_MEMORIES.record(lzg_memories, {"source": "lzg"})
+    DOSSIER_MEMORIES.record(recall_items, {"source": "recall"})
+    DOSSIER_ANCHORS.record(anchors)
+
+
+def _scope(scoped: bool) -> str:
+    return "pairs" if scoped else "all"
+
+
+def record_decay(decayed: int, deactivated: int, *, scoped: bool) -> None:
+    """One RunDecay (lzg)."""
+    DECAY_NODES.add(decayed, {"outcome": "decayed", "scope": _scope(scoped)})
+    DECAY_NODES.add(deactivated, {"outcome": "deactivated", "scope": _scope(scoped)})
+
+
+def record_retention(deleted: int, kept_turn_roh: int, *, scoped: bool) -> None:
+    """One Purge (log)."""
+    RETENTION_ROWS.add(deleted, {"outcome": "deleted", "scope": _scope(scoped)})
+    RETENTION_ROWS.add(kept_turn_roh, {"outcome": "kept_turn_roh", "scope": _scope(scoped)})
+
+
+def record_run(task: str, outcome: str) -> None:
+    """A finished Pixie run."""
+    PIXIE_RUNS.add(1, {"task": task, "outcome": outcome})
+
+
+def record_promotion(counts: Mapping[str, int]) -> None:
+    """What became of a promotion batch's jobs (the run's counts other than ``jobs``/``acked``)."""
+    for outcome, value in counts.items():
+        if value and outcome not in ("jobs", "acked"):
+            PIXIE_JOBS.add(value, {"outcome": outcome})
+
+
+# ----------------------------------------------------------------------------- RPC durations
+
+
+def _method_name(method: str) -> str:
+    return method.rsplit("/", 1)[-1]
+
+
+class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
+    """Records ``rpc.server.duration`` of every call (all four shapes) with its final status code.
+
+    It sits outside the error mapping, so a mapped domain error counts with its status
+    (INVALID_ARGUMENT, UNAVAILABLE …), not as an exception.
+    """
+
+    def __init__(self) -> None:
+        self._attributes: dict[tuple[str, int], dict[str, Any]] = {}
+        self._services: dict[str, dict[str, Any]] = {}
+
+    def _enter(self, method: str) -> float:
+        service = self._services.get(method)
+        if service is None:
+            service = {"rpc.service": method.lstrip("/").partition("/")[0]}
+            self._services[method] = service
+        IN_FLIGHT.add(1, service)
+        return time.perf_counter()
+
+    def _record(self, method: str, started: float, context: grpc.aio.ServicerContext) -> None:
+        IN_FLIGHT.add(-1, self._services[method])
+        code = context.code() if hasattr(context, "code") else None
+        value = code.value[0] if isinstance(code, grpc.StatusCode) else 0
+        key = (method, value)
+        attributes = self._attributes.get(key)
+        if attributes is None:
+            service, _, name = method.lstrip("/").partition("/")
+            attributes = {
+                "rpc.system": "grpc",
+                "rpc.service": service,
+                "rpc.method": name,
+                "rpc.grpc.status_code": value,
+            }
+            self._attributes[key] = attributes
+        RPC_DURATION.record((time.perf_counter() - started) * 1000.0, attributes)
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = await continuation(handler_call_details)
+        method: str = handler_call_details.method
+        if handler is None or method.startswith(_UNTRACKED_PREFIXES):
+            return handler
+        enter, record = self._enter, self._record
+
+        def unary(behavior: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+            async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                started = enter(method)
+                try:
+                    return await behavior(request, context)
+                finally:
+                    record(method, started, context)
+
+            return call
+
+        def streaming(behavior: Callable[..., Any]) -> Callable[..., AsyncIterator[Any]]:
+            async def call(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                started = enter(method)
+                try:
+                    async for response in behavior(request, context):
+                        yield response
+                finally:
+                    record(method, started, context)
+
+            return call
+
+        kwargs = {
+            "request_deserializer": handler.request_deserializer,
+            "response_serializer": handler.response_serializer,
+        }
+        if handler.request_streaming and handler.response_streaming:
+            return grpc.stream_stream_rpc_method_handler(streaming(handler.stream_stream), **kwargs)
+        if handler.request_streaming:
+            return grpc.stream_unary_rpc_method_handler(unary(handler.stream_unary), **kwargs)
+        if handler.response_streaming:
+            return grpc.unary_stream_rpc_method_handler(streaming(handler.unary_stream), **kwargs)
+        return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), **kwargs)
+
+
+# ----------------------------------------------------------------------------- provider and endpoint
+
+
+def _push_readers(exporters: str) -> list[MetricReader]:
+    """Readers for ``OTEL_METRICS_EXPORTER``'s names, built by the SDK (``prometheus`` is the endpoint)."""
+    from novaberg_core.telemetry import exporter_classes
+
+    readers: list[MetricReader] = []
+    for name, cls in exporter_classes(exporters, "metrics"):
+        if name == "prometheus":
+            continue  # served by our own endpoint (NOVABERG_METRICS_PORT), not a second server
+        if issubclass(cls, MetricReader):
+            readers.append(cls())
+        elif issubclass(cls, MetricExporter):
+            readers.append(PeriodicExportingMetricReader(cls()))
+    return readers
+
+
+def _ensure_provider(service_name: str, exporters: str) -> MeterProvider:
+    global _provider, _registry
+    from novaberg_core.telemetry import service_resource
+
+    resource = service_resource(service_name)
+    with _lock:
+        if _provider is None:
+            _registry = CollectorRegistry(auto_describe=True)
+            ProcessCollector(registry=_registry)  # process_cpu_seconds_total, process_resident_memory_bytes
+            readers: list[MetricReader] = [
+                PrometheusMetricReader(registry=_registry),
+                *_push_readers(exporters),
+            ]
+            _provider = MeterProvider(resource=resource, metric_readers=readers)
+            otel_metrics.set_meter_provider(_provider)
+        return _provider
+
+
+def _listen_host(host: str) -> str:
+    host = host.strip("[]")
+    return "::" if host in ("", "::") else host
+
+
+def prometheus_endpoint(host: str, port: int) -> int:
+    """Serve the process's metrics in Prometheus text format on ``host:port`` (once per port); returns
+    the bound port. ``[::]`` listens on all interfaces (IPv4 only where IPv6 is off)."""
+    if _registry is None:
+        raise RuntimeError("setup_metrics() first")
+    with _lock:
+        if port in _endpoints:
+            return _endpoints[port]
+        try:
+            server, _ = start_http_server(port, addr=_listen_host(host), registry=_registry)
+        except OSError:
+            if _listen_host(host) != "::":
+                raise
+            server, _ = start_http_server(port, addr="0.0.0.0", registry=_registry)
+        bound = int(server.server_port)
+        _endpoints[port] = bound
+        return bound
+
+
+def setup_metrics(
+    service_name: str, exporters: str = "none", *, port: int = 0, host: str = "[::]"
+) -> int | None:
+    """Create (once) the process's meter provider; serve the Prometheus endpoint when ``port`` > 0.
+
+    Returns the endpoint's bound port, or None without one. ``exporters`` (``OTEL_METRICS_EXPORTER``)
+    is applied by the first call in a process.
+    """
+    _ensure_provider(service_name, exporters)
+    if port > 0:
+        bound = prometheus_endpoint(host, port)
+        _LOG.info("%s: metrics on http://%s:%d/metrics", service_name, _listen_host(host), bound)
+        return bound
+    return None
+
+
+def meter_provider() -> MeterProvider | None:
+    """The provider created here, or None before :func:`setup_metrics`."""
+    return _provider
+
+
+def flush_metrics(timeout_s: float = 5.0) -> bool:
+    """Push buffered metrics now (blocking; from async code via ``asyncio.to_thread``)."""
+    provider = _provider
+    if provider is None:
+        return True
+    return provider.force_flush(timeout_millis=int(timeout_s * 1000))
