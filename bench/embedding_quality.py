@@ -6,11 +6,13 @@ Two measurements per model:
    out; the bare text is reported too), the questions of categories 1-4, fractional evidence
    recall@10 per question, averaged over all questions (pooled) and per conversation.
 2. Similarity distributions, from which the five thresholds are derived with the seeds' method
-   [syn §7.1a, kzg §3, syn §6]. LoCoMo's ``observation`` sentences ("Caroline attended an LGBTQ
-   support group…", each citing its source turn) stand in for memories: an LZG node is the
-   bare observation, a KZG entry the observation in the KZG embed text with two stand-in
-   themes (the observation's two words of highest idf), an answer is a dialogue turn, and a
-   query a question. As in kzg §3, the floor is probed with hand-written questions about
+   [syn §7.1a, kzg §3, syn §6]. The memories are what the product stores of a conversation
+   (``--memories turns``, the default): one per dialogue turn, an LZG node in the LZG embed text
+   ``"{speaker}: {text}"`` and a KZG entry in the KZG embed text with two stand-in themes (the
+   turn's two words of highest idf) — the recipe ``sprecher/1`` of SPEC §2 and §11.
+   ``--memories observations`` measures as before the speaker recipe: LoCoMo's ``observation``
+   sentences ("Caroline attended an LGBTQ support group…", each citing its source turn), bare.
+   An answer is a dialogue turn, a query a question. As in kzg §3, the floor is probed with hand-written questions about
    subjects no conversation touches ("Which cases does Sanskrit grammar have?") and anaphoric
    questions without a subject ("And how does that fit together?"); as a harsher reference,
    other conversations' questions with the speaker names swapped to this conversation's
@@ -198,11 +200,14 @@ class Question:
 
 
 @dataclass
-class Observation:
+class Memory:
+    """A memory of the measurement: a dialogue turn (with its speaker) or a LoCoMo observation."""
+
     text: str
     session: int
     dia_ids: set[str]
     themen: list[str] = field(default_factory=list)
+    speaker: str = ""
 
 
 @dataclass
@@ -214,7 +219,7 @@ class Conversation:
     turn_texts: list[str]
     turn_sessions: list[int]
     questions: list[Question]
-    observations: list[Observation]
+    memories: list[Memory]
     foreign: list[str] = field(default_factory=list)
 
 
@@ -224,7 +229,11 @@ def parse_ids(raw: Any, known: set[str]) -> set[str]:
     return found & known
 
 
-def load(path: Path) -> list[Conversation]:
+MEMORY_KINDS = ("turns", "observations")
+
+
+def load(path: Path, memories: str = "turns") -> list[Conversation]:
+    """The conversations; ``memories`` chooses what stands for a memory (module docstring)."""
     conversations = []
     for sample in json.loads(path.read_text(encoding="utf-8")):
         conv = sample["conversation"]
@@ -244,12 +253,18 @@ def load(path: Path) -> list[Conversation]:
                 evidence = parse_ids(qa.get("evidence", []), known)
                 if evidence:
                     questions.append(Question(qa["question"], qa["category"], evidence))
-        observations = []
-        for key, by_speaker in sample["observation"].items():
-            session_number = int(key.split("_")[1])
-            for items in by_speaker.values():
-                for text, ids in items:
-                    observations.append(Observation(text, session_number, parse_ids(ids, known)))
+        memory_list: list[Memory] = []
+        if memories == "turns":
+            for dia_id, speaker, text, session_number in zip(
+                turn_ids, turn_speakers, turn_texts, turn_sessions, strict=True
+            ):
+                memory_list.append(Memory(text, session_number, {dia_id}, speaker=speaker))
+        else:
+            for key, by_speaker in sample["observation"].items():
+                session_number = int(key.split("_")[1])
+                for items in by_speaker.values():
+                    for text, ids in items:
+                        memory_list.append(Memory(text, session_number, parse_ids(ids, known)))
         conversations.append(
             Conversation(
                 sample["sample_id"],
@@ -259,14 +274,14 @@ def load(path: Path) -> list[Conversation]:
                 turn_texts,
                 turn_sessions,
                 questions,
-                observations,
+                memory_list,
             )
         )
     return conversations
 
 
 def assign_themes(conversations: list[Conversation]) -> None:
-    """Two stand-in themes per observation: its words of highest idf within the conversation."""
+    """Two stand-in themes per memory: its words of highest idf within the conversation."""
     for conv in conversations:
         names = {name.lower() for name in conv.speakers}
         words = [
@@ -275,12 +290,12 @@ def assign_themes(conversations: list[Conversation]) -> None:
                 for w in WORD.findall(o.text.lower())
                 if w not in STOPWORDS and w.removesuffix("'s") not in names
             ]
-            for o in conv.observations
+            for o in conv.memories
         ]
         df = Counter(w for ws in words for w in set(ws))
-        for observation, ws in zip(conv.observations, words, strict=True):
+        for memory, ws in zip(conv.memories, words, strict=True):
             ranked = sorted(dict.fromkeys(ws), key=lambda w: df[w])
-            observation.themen = ranked[:2] or ["gespräch"]
+            memory.themen = ranked[:2] or ["gespräch"]
 
 
 def swap_names(text: str, source: tuple[str, str], target: tuple[str, str]) -> str:
@@ -359,7 +374,7 @@ class FloorProbe:
         return [self.row(round(threshold + step, 2)) for step in (-0.10, -0.05, 0.0, 0.05, 0.10)]
 
 
-async def measure(name: str, conversations: list[Conversation]) -> ModelResult:
+async def measure(name: str, conversations: list[Conversation], memories: str = "turns") -> ModelResult:
     provider = make_provider(name)
     t0 = time.perf_counter()
     await provider.embed(["warm-up"])
@@ -374,8 +389,8 @@ async def measure(name: str, conversations: list[Conversation]) -> ModelResult:
             "documents": [f"{s}: {t}" for s, t in zip(conv.turn_speakers, conv.turn_texts, strict=True)],
             "turns": [query_embed_text(t) for t in conv.turn_texts],
             "questions": [query_embed_text(q.text) for q in conv.questions],
-            "nodes": [lzg_embed_text(o.text) for o in conv.observations],
-            "entries": [kzg_embed_text(o.themen, o.text) for o in conv.observations],
+            "nodes": [lzg_embed_text(o.text, o.speaker) for o in conv.memories],
+            "entries": [kzg_embed_text(o.themen, o.text, o.speaker) for o in conv.memories],
             "foreign": [query_embed_text(f) for f in conv.foreign],
         }
         n_texts += sum(len(v) for v in vectors.values())
@@ -409,7 +424,7 @@ async def measure(name: str, conversations: list[Conversation]) -> ModelResult:
     for conv, v in embedded:
         nodes, entries = v["nodes"], v["entries"]
         node_node.append((nodes @ nodes.T)[np.triu_indices(len(nodes), k=1)])
-        node_sessions = np.array([o.session for o in conv.observations])
+        node_sessions = np.array([o.session for o in conv.memories])
         earlier = np.array(conv.turn_sessions)[:, None] > node_sessions[None, :]
         answer_node.append((v["turns"] @ nodes.T)[earlier])
         for probe, space in ((kzg, entries), (lzg, nodes)):
@@ -419,7 +434,7 @@ async def measure(name: str, conversations: list[Conversation]) -> ModelResult:
             probe.questions_best.extend(sims.max(axis=1).tolist())
             ranks = np.argsort(np.argsort(-sims, axis=1, kind="stable"), axis=1)
             for qi, q in enumerate(conv.questions):
-                relevant = [j for j, o in enumerate(conv.observations) if o.dia_ids & q.evidence]
+                relevant = [j for j, o in enumerate(conv.memories) if o.dia_ids & q.evidence]
                 if probe is kzg:  # every right entry the top 10 delivers
                     probe.right.extend(float(sims[qi, j]) for j in relevant if ranks[qi, j] < TOP_K)
                 elif relevant:  # the best right node, when it is among the 3 anchors
@@ -447,7 +462,7 @@ async def measure(name: str, conversations: list[Conversation]) -> ModelResult:
         "embedding_layer": round(distributions["node_node"]["P99"], 2),
         "usage": min(ceil2(an_q["P99.9"]), math.floor(an_q["P99.99"] * 100) / 100),
     }
-    mean_nodes = float(np.mean([len(c.observations) for c in conversations]))
+    mean_nodes = float(np.mean([len(c.memories) for c in conversations]))
     checks = {
         "kzg_retrieval": kzg.table(thresholds["kzg_retrieval"]),
         "anchor": lzg.table(thresholds["anchor"]),
@@ -455,8 +470,9 @@ async def measure(name: str, conversations: list[Conversation]) -> ModelResult:
         "nodes_per_answer_above_usage": float(np.mean(an_all >= thresholds["usage"])) * mean_nodes,
         "node_pairs_above_match": float(np.mean(nn_all >= thresholds["match"])),
         "node_pairs_above_embedding_layer": float(np.mean(nn_all > thresholds["embedding_layer"])),
+        "memory_kind": memories,
         "counts": {
-            "observations": sum(len(c.observations) for c in conversations),
+            "memories": sum(len(c.memories) for c in conversations),
             "node_pairs": int(nn_all.size),
             "answer_node_pairs": int(an_all.size),
             "empty_probes": len(kzg.empty),
@@ -554,6 +570,15 @@ def source_texts(result: ModelResult) -> dict[str, str]:
     c = result.checks
     t = result.thresholds
     n = c["counts"]
+    turns = c.get("memory_kind", "turns") == "turns"
+    kzg_space = (
+        "the pair's KZG entries (turns as '{speaker}: Thema: {2 highest-idf words}. Aussage: …', recipe sprecher/1)"
+        if turns else "the pair's KZG entries (observations as 'Thema: {2 highest-idf words}. Aussage: …')"
+    )
+    node_space = "the pair's nodes (turns as '{speaker}: {text}', recipe sprecher/1)" if turns else (
+        "the pair's bare nodes (observations)"
+    )
+    unit = "turn" if turns else "observation"
 
     def floor_source(key: str, space: str, right: str) -> str:
         row = next(row for row in c[key] if row["threshold"] == t[key])
@@ -572,12 +597,12 @@ def source_texts(result: ModelResult) -> dict[str, str]:
     return {
         "kzg_retrieval": floor_source(
             "kzg_retrieval",
-            "the pair's KZG entries (observations as 'Thema: {2 highest-idf words}. Aussage: …')",
+            kzg_space,
             f"the {n['right_entries']} right entries the top {TOP_K} delivers",
         ),
         "anchor": floor_source(
             "anchor",
-            "the pair's bare nodes (observations)",
+            node_space,
             f"the {n['right_anchors']} right nodes that rank among the top {ANCHOR_TOP} anchors",
         ),
         "match": (
@@ -587,12 +612,12 @@ def source_texts(result: ModelResult) -> dict[str, str]:
             f"{100 * c['node_pairs_above_match']:.3f} % of node pairs within a pair lie at or above it."
         ),
         "embedding_layer": (
-            f"P99 of node-to-node cosine, {n['node_pairs']} observation pairs within one conversation: "
+            f"P99 of node-to-node cosine, {n['node_pairs']} {unit} pairs within one conversation: "
             f"{d['node_node']['P99']:.4f}, rounded to 0.01 [syn §6 note: nomic's 0.55 is its p99 between nodes]."
         ),
         "usage": (
             f"Between P99.9 and P99.99 of answer-vs-node cosine [syn §7.1a]: {n['answer_node_pairs']} pairs of a "
-            f"turn vs. the observations of earlier sessions, P99.9 {d['answer_node']['P99.9']:.4f}, P99.99 "
+            f"turn vs. the {unit}s of earlier sessions, P99.9 {d['answer_node']['P99.9']:.4f}, P99.99 "
             f"{d['answer_node']['P99.99']:.4f}; P99.9 rounded up to 0.01 (nomic: 0.5412 → 0.55); "
             f"~{c['nodes_per_answer_above_usage']:.2f} of {c['mean_nodes_per_pair']:.0f} nodes pass per answer."
         ),
@@ -609,7 +634,7 @@ def write_profiles(results: list[ModelResult], command: str) -> None:
             "sources": source_texts(result),
             "measurement": (
                 f"`{command}` on {today}: LoCoMo development split (5 conversations, {result.recall['questions']} "
-                f"questions of categories 1-4, {result.checks['counts']['observations']} observations; English). "
+                f"questions of categories 1-4, {result.checks['counts']['memories']} {result.checks['memory_kind']} as memories; English). "
                 f"recall@{TOP_K} {result.recall['pooled']:.1f} (pooled); 16-question probe accuracy@1 German "
                 f"{result.german['de_accuracy_at_1']:.2f}, English {result.german['en_accuracy_at_1']:.2f}."
             ),
@@ -625,20 +650,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="minilm,use", help="comma-separated provider names")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument(
+        "--memories", choices=MEMORY_KINDS, default="turns",
+        help="what stands for a memory: the turns as the product stores them (default) or LoCoMo's observations",
+    )
+    parser.add_argument(
         "--write-profiles", action="store_true", help="write the derived thresholds to profiles.json"
     )
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    conversations = load(args.data)
+    conversations = load(args.data, args.memories)
     assign_themes(conversations)
     assign_foreign_questions(conversations)
     print(
         f"LoCoMo {args.data.name}: {len(conversations)} conversations, "
         f"{sum(len(c.turn_ids) for c in conversations)} turns, "
         f"{sum(len(c.questions) for c in conversations)} questions (categories 1-4), "
-        f"{sum(len(c.observations) for c in conversations)} observations"
+        f"{sum(len(c.memories) for c in conversations)} memories ({args.memories})"
     )
-    results = [asyncio.run(measure(name, conversations)) for name in args.models.split(",")]
+    results = [asyncio.run(measure(name, conversations, args.memories)) for name in args.models.split(",")]
     for result in results:
         print_report(result)
     best = max(results, key=lambda r: r.recall["pooled"])

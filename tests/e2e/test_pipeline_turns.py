@@ -36,12 +36,13 @@ ASSISTANT = common_pb2.BEOBACHTER_ASSISTANT
 STORY = common_pb2.Pair(user_id="e2e-meister", character_id="nova")
 OTHER = common_pb2.Pair(user_id="e2e-gast", character_id="nova")
 
-# cos(QUESTION, A) = 0.76 (an anchor), cos(QUESTION, B) = 0.15 (below the anchor threshold 0.35):
-# B can only be reached through its edge to A. cos(ANSWER, A) = 0.73 ≥ usage 0.61, cos(ANSWER, B) = 0.10.
+# MiniLM, nodes embedded as "Nutzer: …" (recipe sprecher/1): cos(QUESTION, A) = 0.70 (an anchor),
+# cos(QUESTION, B) = 0.16 (below the anchor threshold 0.42): B can only be reached through its edge to A.
+# cos(ANSWER, A) = 0.76 ≥ usage 0.71, cos(ANSWER, B) = 0.10.
 A_TEXT = "My sister Anna celebrates her birthday on March 12."
 B_TEXT = "Anna works as a nurse at the hospital in Hamburg."
 QUESTION = "When is my sister's birthday?"
-ANSWER = "Your sister's birthday is March 12, maybe we bake a cake for it."
+ANSWER = "Your sister celebrates her birthday on March 12."
 
 
 @dataclass(frozen=True)
