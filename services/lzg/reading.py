@@ -98,10 +98,16 @@ class Candidates:
     lists: dict[str, list[int]]
     """source → node ids, best first."""
     admitted: set[int]
-    """Node ids that passed the gate of at least one source."""
+    """Node ids that passed the gate of at least one source: the anchors' candidates."""
     details: dict[int, NodeDetails] = field(default_factory=dict)
     anchors: list[PoolItem] = field(default_factory=list)
     fused: list[Fused[int]] = field(default_factory=list)
+    """Every source's candidates fused, gated or not (the recall list's order)."""
+
+    @property
+    def on_topic(self) -> bool:
+        """Whether any candidate passed its gate: the question is about something the pair remembers."""
+        return bool(self.admitted)
 
     def signals(self, node_id: int) -> tuple[float, float, float]:
         """(cosine, BM25, lexical strength) of a node of the snapshot; zeros for a node it lacks."""
@@ -182,20 +188,27 @@ async def rank_candidates(
         lists["timeline"] = [int(r["id"]) for r in rows_found]
         admitted |= set(lists["timeline"])
     candidates = Candidates(snapshot, query_terms, cosines, bm25, strength, visible, lists, admitted)
-    candidates.fused = [item for item in fuse(lists) if item.key in admitted]
-    wanted = [item.key for item in candidates.fused[: max(2 * query.recall_k, 4 * ANKER_ANZAHL)]]
-    seeds = [int(np.searchsorted(snapshot.ids, key)) for key in wanted[:KONTEXT_SEEDS]]
+    candidates.fused = fuse(lists) if admitted else []
+    gated = [item.key for item in candidates.fused if item.key in admitted][: 4 * ANKER_ANZAHL]
+    listed = [item.key for item in candidates.fused[: 2 * query.recall_k]]
+    seeds = [int(np.searchsorted(snapshot.ids, key)) for key in listed[:KONTEXT_SEEDS]]
     kontext = _rows_to_ids(snapshot, context_rows(snapshot.times, seeds, visible)) if query.recall_k else []
     lists["kontext"] = kontext
-    candidates.details = await read_details(conn, queries, list(dict.fromkeys(wanted + kontext)), pair, query.as_of)
-    anchors = [key for key in wanted if key in candidates.details][:ANKER_ANZAHL]
+    wanted = list(dict.fromkeys(gated + listed + kontext))
+    candidates.details = await read_details(conn, queries, wanted, pair, query.as_of)
+    anchors = [key for key in gated if key in candidates.details][:ANKER_ANZAHL]
     candidates.anchors = [PoolItem(key, 0, candidates.details[key]) for key in anchors]
     return candidates
 
 
 def recall_list(candidates: Candidates, pool: Sequence[PoolItem], recall_k: int) -> list[RecallCandidate]:
-    """The recall list: the sources, the context and the read's associations fused, best ``recall_k``."""
-    if recall_k <= 0:
+    """The recall list: the sources, the context and the read's associations fused, best ``recall_k``.
+
+    The gates decide whether a question gets memories at all (``Candidates.on_topic``, the seeds' rule
+    behind the anchor threshold); the list of an on-topic question then ranks every candidate by
+    fusion, a memory below the gates included (docs/decisions.md "The gates judge the question").
+    """
+    if recall_k <= 0 or not candidates.on_topic:
         return []
     associations = sorted((p for p in pool if p.schale > 0), key=lambda p: (p.schale, -p.details.gewicht_decay))
     reached: dict[int, PoolItem] = {}
@@ -206,8 +219,7 @@ def recall_list(candidates: Candidates, pool: Sequence[PoolItem], recall_k: int)
         details.setdefault(node_id, pool_item.details)
     lists = {source: [i for i in ids if i in details] for source, ids in candidates.lists.items()}
     lists["assoziation"] = list(reached)
-    allowed = candidates.admitted | set(lists["kontext"]) | set(reached)
-    fused = [item for item in fuse(lists) if item.key in allowed and item.key in details]
+    fused = [item for item in fuse(lists) if item.key in details]
     result = []
     for item in fused[:recall_k]:
         cosine, bm25, strength = candidates.signals(item.key)

@@ -7,8 +7,11 @@ layers rank on one scale: per source, every item of either layer by the same sig
 reciprocal rank (``novaberg_core.fusion``). A KZG entry and the node promoted from it are one
 item (same turn; the node is kept, it knows its associations).
 
-Gates: a KZG hit found by lexical search alone must reach the lexical gate, as LZG candidates
-did in the LZG; dense KZG hits passed the KZG's threshold there.
+Gates judge the question, not each memory: the LZG lists candidates only for a question that got
+a gated candidate there; a KZG hit passes its gate when found by meaning above the KZG's threshold
+(there), by a named entity, or by words with the lexical strength the LZG asks. A question with no
+gated candidate in either layer gets an empty list (the seeds' rule: no anchors for unrelated or
+anaphoric questions); otherwise every hit is ranked.
 """
 
 from __future__ import annotations
@@ -85,10 +88,14 @@ def merge_recall(
             if source in entry.sources:
                 lzg_order[source].append(entry.key)
     texts = [speaker_text(_speaker(h.entry.sprecher, h.entry.beobachter, names), h.entry.inhalt) for h in kzg_hits]
-    for hit, (bm25, strength) in zip(kzg_hits, bm25_scores(texts, sprache, query), strict=True):
+    scored = list(zip(kzg_hits, bm25_scores(texts, sprache, query), strict=True))
+    on_topic = bool(entries) or any(
+        set(hit.quellen) != {"lexical"} or strength >= LEXICAL_GATE for hit, (_, strength) in scored
+    )
+    if not on_topic:
+        return []  # found by words alone, and too few of the question's: not about the question
+    for hit, (bm25, _) in scored:
         found = set(hit.quellen) or {"dense"}
-        if found == {"lexical"} and strength < LEXICAL_GATE:
-            continue  # found by words alone, and too few of the question's: not about the question
         key = hit.entry.turn_id or hit.entry.kzg_key
         if key in entries:  # the node promoted from this entry is already listed: one item per turn
             entries[key].sources |= found

@@ -80,18 +80,28 @@ def test_the_recall_list_merges_layers_and_keeps_one_item_per_turn() -> None:
         _hit("t1", "We adopted a dog named Max.", 0.6, ["dense"]),  # the entry the node t1 was promoted from
         _hit("t3", "I adopted a dog last week, Max!", 0.55, ["dense"], sprecher="Caroline"),
         _hit("t4", "Dog days are over.", 0.1, ["lexical"], beobachter=ASSISTANT),  # words alone, too few of them
-    ]
+    ]  # the question is on topic (gated candidates in both layers): t4 is ranked too, last
     recall = merge_recall(kzg, lzg, query, "en", 10, ("Caroline", "Melanie"))
     assert [r.turn_id for r in recall].count("t1") == 1
     first = next(r for r in recall if r.turn_id == "t1")
     assert first.layer == "lzg" and first.knoten_id == 7 and first.speaker == "Caroline"
-    assert {r.turn_id for r in recall} == {"t1", "t2", "t3"}
+    assert {r.turn_id for r in recall} == {"t1", "t2", "t3", "t4"}
     kzg_item = next(r for r in recall if r.turn_id == "t3")
     assert kzg_item.layer == "kzg" and kzg_item.kzg_key == "kzg:u:c:t3" and kzg_item.speaker == "Caroline"
     assert next(r for r in recall if r.turn_id == "t2").speaker == "Caroline"  # the user's name by perspective
     assert [r.score for r in recall] == sorted((r.score for r in recall), reverse=True)
     assert merge_recall(kzg, lzg, query, "en", 2, ("Caroline", "Melanie"))[0].turn_id == recall[0].turn_id
     assert merge_recall(kzg, lzg, query, "en", 0, ("C", "M")) == []
+
+
+def test_a_question_without_a_gated_candidate_in_either_layer_gets_an_empty_list() -> None:
+    query = _query_terms(["Caroline: We adopted a dog named Max.", "Melanie: Lovely weather today."])
+    weak = [_hit("t4", "Dog days are over.", 0.1, ["lexical"], beobachter=ASSISTANT)]  # one word of the question
+    assert merge_recall(weak, [], query, "en", 10, ("Caroline", "Melanie")) == []
+    strong = [_hit("t5", "Caroline adopted a dog.", 0.3, ["lexical"])]  # most of the question's idf mass
+    assert [r.turn_id for r in merge_recall(weak + strong, [], query, "en", 10, ("Caroline", "Melanie"))] == [
+        "t5", "t4",
+    ]
 
 
 def test_the_speakers_own_names_are_no_question_entities() -> None:
