@@ -31,7 +31,7 @@ by plain cosine among the pair's nodes an evidence node sits, and how often KZG 
     .venv/bin/python bench/locomo_bench.py [--data FILE] [--sample conv-26 ...] [--model minilm]
         [--limit-questions N] [--data-dir DIR] [--keep]
 
-Prints a table, writes a recall@k plot (k = 1..50) under ``bench/results/``, and as the last line one
+Prints a table, writes a recall@k plot (k = 1..25) under ``bench/results/``, and as the last line one
 JSON object (recall values in percent, rates as fractions).
 """
 
@@ -94,7 +94,9 @@ CATEGORIES: Mapping[int, str] = {
 HEADLINE = (1, 2, 3, 4)
 """The categories of the headline numbers (adversarial questions have no right answer to find)."""
 KS = (5, 10, 25)
-CURVE_K = 50
+CURVE_K = 25
+"""The longest list scored, and the recall_k asked of BuildDossier by default: the largest k of ``KS``
+(the dossier's candidate depth, ``novaberg_core.fusion.RECALL_DEPTH``)."""
 VARIANTS = ("dossier", "dense", "dense-bare", "bm25")
 RPC_TIMEOUT_S = 120.0
 PROBES: tuple[tuple[str, str], ...] = (

@@ -166,6 +166,11 @@ def session_as_of(state: SessionState, as_of: float) -> SessionState:
     return SessionState(turns=turns, summary=state.summary, ttl_seconds=remaining)
 
 
+async def _nothing() -> list[Any]:
+    """A search that was not asked for (an empty source of :meth:`KzgMemory.retrieve`)."""
+    return []
+
+
 class KzgMemory:
     """Everything the KZG service does, over one store, one embedding provider and one log."""
 
@@ -464,34 +469,37 @@ class KzgMemory:
             raise InvalidArgument("either query_text (non-empty) or query_vector is required")
         filters = dataclasses.replace(query.filters, themen=tuple(themen_norm(query.filters.themen)))
         as_of = query.as_of
-        found = await self.store.knn(pair, vector, top_k, beobachter=query.beobachter, filters=filters, as_of=as_of)
+        # The sources are independent searches: one round trip for all of them (SPEC §11).
+        words = lexical_words(query.lexical_text, query.sprache) if query.lexical_text else []
+        named = dataclasses.replace(filters, entitaet_ids=query.question_entity_ids)
+        found, lexical, by_entity = await asyncio.gather(
+            self.store.knn(pair, vector, top_k, beobachter=query.beobachter, filters=filters, as_of=as_of),
+            self.store.full_text(
+                pair, words, LANGUAGES[language_of(query.sprache)], top_k, beobachter=query.beobachter, as_of=as_of
+            ) if words else _nothing(),
+            self.store.knn(pair, vector, top_k, beobachter=query.beobachter, filters=named, as_of=as_of)
+            if query.question_entity_ids else _nothing(),
+        )  # fmt: skip
         similarity = {key: sim for key, sim in found}
         sources: dict[str, list[str]] = {key: ["dense"] for key, sim in found if sim >= self.retrieval_threshold}
         dropped = len(found) - len(sources)
-        if query.lexical_text:
-            words = lexical_words(query.lexical_text, query.sprache)
-            language = LANGUAGES[language_of(query.sprache)]
-            for key in await self.store.full_text(
-                pair, words, language, top_k, beobachter=query.beobachter, as_of=as_of
-            ):
-                sources.setdefault(key, []).append("lexical")
-        if query.question_entity_ids:
-            named = dataclasses.replace(filters, entitaet_ids=query.question_entity_ids)
-            for key, sim in await self.store.knn(
-                pair, vector, top_k, beobachter=query.beobachter, filters=named, as_of=as_of
-            ):
-                similarity[key] = sim
-                sources.setdefault(key, []).append("entity")
+        for key in lexical:
+            sources.setdefault(key, []).append("lexical")
+        for key, sim in by_entity:
+            similarity[key] = sim
+            sources.setdefault(key, []).append("entity")
         unscored = [key for key in sources if key not in similarity]
-        for key, stored in zip(unscored, await self.store.embeddings(unscored), strict=True):
-            similarity[key] = float(np.dot(stored, vector)) if stored is not None else -1.0
+        candidates = list(sources)
+        stored, read = await asyncio.gather(self.store.embeddings(unscored), self.store.read_entries(candidates))
+        for key, vector_of_key in zip(unscored, stored, strict=True):
+            similarity[key] = float(np.dot(vector_of_key, vector)) if vector_of_key is not None else -1.0
+        entry_of = dict(zip(candidates, read, strict=True))
         ranked = sorted(sources, key=lambda key: -similarity[key])
-        entries = await self.store.read_entries(ranked)
         # An entry that expired between the search and the read is simply not there any more.
         hits = tuple(
             Hit(entry=entry, similarity=similarity[key], quellen=tuple(sources[key]))
-            for key, entry in zip(ranked, entries, strict=True)
-            if entry is not None
+            for key in ranked
+            if (entry := entry_of[key]) is not None
         )
         self.log.db_read(
             turn_id=_log_turn(query.turn_id), node=_READ_NODE, tabelle="kzg", treffer=len(hits),

@@ -190,7 +190,8 @@ async def rank_candidates(
     candidates = Candidates(snapshot, query_terms, cosines, bm25, strength, visible, lists, admitted)
     candidates.fused = fuse(lists) if admitted else []
     gated = [item.key for item in candidates.fused if item.key in admitted][: 4 * ANKER_ANZAHL]
-    listed = [item.key for item in candidates.fused[: 2 * query.recall_k]]
+    # The recall list's best recall_k, and a few in reserve for memories inactive at as_of.
+    listed = [item.key for item in candidates.fused[: query.recall_k + 4 * ANKER_ANZAHL]] if query.recall_k else []
     seeds = [int(np.searchsorted(snapshot.ids, key)) for key in listed[:KONTEXT_SEEDS]]
     kontext = _rows_to_ids(snapshot, context_rows(snapshot.times, seeds, visible)) if query.recall_k else []
     lists["kontext"] = kontext

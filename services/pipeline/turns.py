@@ -40,6 +40,7 @@ from novaberg_core.errors import (
     NovabergError,
     Unavailable,
 )
+from novaberg_core.fusion import RECALL_DEPTH
 from novaberg_core.peers import call_peer, peer_error
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import set_turn_attributes, tracer
@@ -428,7 +429,7 @@ class TurnPipeline:
                 _peer("KZG", "Retrieve", self.kzg.Retrieve(
                     kzg_pb2.RetrieveRequest(
                         pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values, model_id=self.provider.model_id),
-                        top_k=max(self.kzg_top_k, recall_k), turn=turn, as_of=to_timestamp(as_of),
+                        top_k=max(self.kzg_top_k, recall_k, RECALL_DEPTH), turn=turn, as_of=to_timestamp(as_of),
                         lexical_text=lexical_text, sprache=profile.sprache,
                         question_entity_ids=question_entities,
                     ),
@@ -443,7 +444,7 @@ class TurnPipeline:
                         character_name=request.character_name or profile.character_name,
                         as_of=to_timestamp(as_of), lexical_text=lexical_text, sprache=profile.sprache,
                         question_entity_ids=question_entities, zeitfenster=zeitfenster,
-                        recall_k=min(2 * recall_k, 100),
+                        recall_k=max(recall_k, RECALL_DEPTH),
                     ),
                     timeout=self.timeout, wait_for_ready=True,
                 )),
@@ -454,9 +455,9 @@ class TurnPipeline:
                 raise Unavailable(
                     f"LZG SpreadingRead rendered no memory block for {missing_blocks}; it predates the readers field"
                 )
-            # The seeds' KZG hits (SPEC §4.5, §7): found by meaning above the threshold; the other sources
-            # serve the recall list only.
-            dense_hits = [h for h in retrieved.hits if "dense" in h.quellen]
+            # The seeds' KZG hits (SPEC §4.5, §7): the kzg_top_k found by meaning above the threshold; the
+            # other sources and the deeper candidates serve the recall list only.
+            dense_hits = [h for h in retrieved.hits if "dense" in h.quellen][: self.kzg_top_k]
             order = weigh_hits([(h.entry.beobachter, h.similarity) for h in dense_hits], self.weights)
             kzg_hits = [
                 pipeline_pb2.WeightedKzgHit(hit=dense_hits[w.index], weight=w.weight, score=w.score) for w in order

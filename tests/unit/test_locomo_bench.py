@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from bench.locomo_bench import (
+    CURVE_K,
     Question,
     all_at,
     bm25_rankings,
@@ -138,7 +139,7 @@ def test_score_averages_over_questions_in_percent() -> None:
     assert result.recall[25] == pytest.approx(100.0)
     assert result.all10 == pytest.approx(50.0)
     assert result.curve[0] == pytest.approx(100 * (0.5 + 1.0) / 2)
-    assert len(result.curve) == 50
+    assert len(result.curve) == CURVE_K == 25
 
 
 # --------------------------------------------------------------------------- the mapping
