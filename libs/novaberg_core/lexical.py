@@ -112,6 +112,7 @@ class LexicalIndex:
         self._tfs: dict[str, array[int]] = {}
         self._lengths = array("i")
         self._total_length = 0
+        self._posting_count = 0
 
     def __len__(self) -> int:
         return len(self._lengths)
@@ -126,12 +127,15 @@ class LexicalIndex:
                 self._tfs[term] = array("i")
             rows.append(row)
             self._tfs[term].append(count)
+            self._posting_count += 1
         self._lengths.append(len(terms))
         self._total_length += len(terms)
 
     @property
     def nbytes(self) -> int:
-        return sum(a.itemsize * len(a) * 2 for a in self._rows.values()) + self._lengths.itemsize * len(self._lengths)
+        """Bytes of the postings (row and term frequency each) and lengths, counted as they are added: the
+        LZG's cache asks on every read (``services/lzg/cache.py``)."""
+        return (2 * self._posting_count + len(self._lengths)) * self._lengths.itemsize
 
     def query_terms(self, terms: Iterable[str], n: int | None = None) -> QueryTerms:
         """The distinct terms of a query with their idf over the first ``n`` documents."""

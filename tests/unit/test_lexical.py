@@ -76,3 +76,13 @@ def test_texts_outside_the_index_score_alike() -> None:
     inside, strength = index.scores(query)
     outside = bm25_scores([DOCS[4]], "en", query)
     assert outside[0] == pytest.approx((inside[4], strength[4]))
+
+
+def test_the_index_counts_its_bytes_as_documents_arrive() -> None:
+    index = LexicalIndex()
+    assert index.nbytes == 0
+    index.append(["sister", "birthday", "sister"])
+    index.append(["birthday", "march"])
+    # Two postings per document (distinct terms), a row and a term frequency each, and two lengths.
+    postings = 2 + 2
+    assert index.nbytes == (2 * postings + 2) * 4
