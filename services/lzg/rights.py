@@ -10,7 +10,7 @@
 - **Forget** deletes nodes with their edges and provenance: SPEC §5.7 forbids decay to hard-delete,
   but an explicit forget is the person's right, and a deactivated node would keep the content.
 - **Correct** rewrites a node's content and vector and forms its edges again with Trigger 1, the
-  promotion's own code path (``LzgEngine._edge_candidates`` / ``_trigger1_edges``, SPEC §5.4).
+  promotion's own code path (``app.promotion.trigger1_candidates`` / ``trigger1_edges``, SPEC §5.4).
 """
 
 from __future__ import annotations
@@ -29,10 +29,12 @@ from pgvector import Vector
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
-from services.lzg.engine import BEOBACHTER, LzgEngine, check_pair
+from services.lzg.app.promotion import trigger1_candidates, trigger1_edges
+from services.lzg.engine import LzgEngine
 from services.lzg.layers import parse_praezision
 from services.lzg.rights_store import RIGHTS_QUERIES, TOMBSTONE_WINDOW, move_generation, pair_key, user_key
-from services.lzg.store import _EDGE_COLUMNS, SCHEMA, NewNode, PairTx, timeline_ref
+from services.lzg.store import EDGE_COLUMNS, SCHEMA, NewNode, PairTx, timeline_ref
+from services.lzg.types import BEOBACHTER, check_pair
 
 __all__ = [
     "CorrectResult",
@@ -408,12 +410,12 @@ class LzgRights:
             )
         try:
             await tx.conn.copy_records_to_table(
-                "lzg_kanten", schema_name=SCHEMA, columns=_EDGE_COLUMNS, records=records
+                "lzg_kanten", schema_name=SCHEMA, columns=EDGE_COLUMNS, records=records
             )
         except asyncpg.UniqueViolationError:
             raise InvalidArgument("an edge appears twice in the import") from None
         pairs = {(min(r[0], r[1]), max(r[0], r[1])) for r in records}
-        await tx._rank_rows("rank_rows_insert", pairs)  # the rank rows of pairs whose both edges exist now
+        await tx.rank_rows("rank_rows_insert", pairs)  # the rank rows of pairs whose both edges exist now
         result.edges += len(records)
 
     # ================================================================ forget
@@ -508,9 +510,10 @@ class LzgRights:
             node = _as_new_node(row, inhalt, vector, as_of)
             timeline = timeline_ref(row["zeitpunkt"], row["praezision"])
             # Trigger 1 exactly as at promotion, the node itself left out of its candidates.
-            candidates, near = await engine._edge_candidates(tx, snapshot, cosines, node, timeline)
+            schwelle = engine.profile.embedding_layer
+            candidates, near = await trigger1_candidates(tx, snapshot, cosines, node, timeline, schwelle)
             candidates = [c for c in candidates if c["id"] != target]
-            edges = engine._trigger1_edges(target, node, timeline, candidates, near, snapshot, cosines)
+            edges = trigger1_edges(target, node, timeline, candidates, near, snapshot, cosines, schwelle)
             created = await tx.insert_edges(edges)
             updated = await tx.fetchrow("node", target, user_id, character_id)
         assert updated is not None

@@ -30,10 +30,11 @@ from novaberg_core.embedding.base import Vectors
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.maintenance import scope_pairs
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
-from services.lzg.engine import Entity, LzgEngine, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
+from services.lzg.engine import LzgEngine
 from services.lzg.reading import RecallCandidate
 from services.lzg.rights_servicer import LzgRightsServicer
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
+from services.lzg.types import Entity, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
 from services.lzg.usage import Ausgang, Verwendungsprotokoll
 
 __all__ = ["LzgServicer", "answer_vector"]

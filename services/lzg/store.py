@@ -26,7 +26,7 @@ from novaberg_core.migrations import apply_migrations, load_queries
 from novaberg_core.pg import create_pool
 from services.lzg.layers import LZG_TIMELINE_TOLERANZ, EdgeLayers, Praezision, TimelineRef, timeline_tiefe
 
-__all__ = ["SCHEMA", "EdgeInsert", "LzgStore", "NewNode", "PairTx", "UsageWrite"]
+__all__ = ["EDGE_COLUMNS", "SCHEMA", "EdgeInsert", "LzgStore", "NewNode", "PairTx", "UsageWrite"]
 
 SCHEMA = "lzg"
 """PostgreSQL schema holding every LZG table."""
@@ -43,7 +43,7 @@ _UNIT_DAYS = {
     Praezision.JAHR: 366,
 }
 _WINDOW_DAYS = {p: (LZG_TIMELINE_TOLERANZ[p] + 1) * _UNIT_DAYS[p] for p in Praezision}
-_EDGE_COLUMNS = (
+EDGE_COLUMNS = (  # the columns of an edge row, in EdgeInsert.record()'s order
     "knoten_a_id",
     "knoten_b_id",
     "gewicht_roh",
@@ -257,9 +257,9 @@ class PairTx:
         if not edges:
             return 0
         await self.conn.copy_records_to_table(
-            "lzg_kanten", schema_name=SCHEMA, columns=_EDGE_COLUMNS, records=[e.record() for e in edges]
+            "lzg_kanten", schema_name=SCHEMA, columns=EDGE_COLUMNS, records=[e.record() for e in edges]
         )
-        await self._rank_rows("rank_rows_insert", _node_pairs(edges))
+        await self.rank_rows("rank_rows_insert", _node_pairs(edges))
         return len(edges)
 
     async def insert_bridge(
@@ -305,25 +305,25 @@ class PairTx:
         if not edges:
             return 0
         pairs = _node_pairs(edges)
-        await self._rank_rows("rank_rows_delete", pairs)
+        await self.rank_rows("rank_rows_delete", pairs)
         inserted = 0
         statement = await self.conn.prepare(self.q["upsert_edge"])
         for edge in edges:
             inserted += bool(await statement.fetchval(*edge.record()))
-        await self._rank_rows("rank_rows_insert", pairs)
+        await self.rank_rows("rank_rows_insert", pairs)
         return inserted
 
     async def delete_edges_between(self, pairs: Sequence[tuple[int, int]]) -> int:
         """Both directed edges of each node pair, with the pair's rank row."""
         if not pairs:
             return 0
-        await self._rank_rows("rank_rows_delete", {(min(p), max(p)) for p in pairs})
+        await self.rank_rows("rank_rows_delete", {(min(p), max(p)) for p in pairs})
         status = await self.conn.execute(
             self.q["delete_edges_between"], [p[0] for p in pairs], [p[1] for p in pairs]
         )
         return int(status.split()[-1])
 
-    async def _rank_rows(self, query: str, pairs: Iterable[tuple[int, int]]) -> None:
+    async def rank_rows(self, query: str, pairs: Iterable[tuple[int, int]]) -> None:
         """Insert or delete the rank rows of node pairs (x < y) — derived from lzg_kanten (migration 003)."""
         ordered = sorted(pairs)
         if ordered:
