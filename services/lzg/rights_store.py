@@ -15,6 +15,7 @@ from novaberg_core.migrations import load_queries
 
 __all__ = [
     "CACHE_QUERY",
+    "RIGHTS_LOG_NODE",
     "RIGHTS_QUERIES",
     "TOMBSTONE_WINDOW",
     "move_generation",
@@ -22,6 +23,9 @@ __all__ = [
     "promotion_erased",
     "user_key",
 ]
+
+RIGHTS_LOG_NODE: Final = "loeschung"
+"""Pipeline-log node of the rights operations."""
 
 RIGHTS_QUERIES: Final = load_queries(Path(__file__).resolve().parent / "sql" / "rights.sql")
 """Named queries of the rights operations."""
