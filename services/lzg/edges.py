@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from services.lzg.layers import EdgeLayers
-from services.lzg.store import EdgeInsert
+from services.lzg.rows import EdgeInsert
 from services.lzg.weights import FloatArray, damp_array, edge_raw_array
 
 __all__ = ["Connection", "EdgeWeights", "edge_rows", "pair_weights"]

@@ -39,7 +39,8 @@ from services.lzg.rights_store import (
     pair_key,
     user_key,
 )
-from services.lzg.store import EDGE_COLUMNS, SCHEMA, PairTx
+from services.lzg.rows import EDGE_COLUMNS
+from services.lzg.store import SCHEMA, PairTx
 from services.lzg.types import BEOBACHTER, check_pair
 
 __all__ = [

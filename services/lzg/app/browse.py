@@ -20,7 +20,7 @@ class Browse:
     async def node(self, user_id: str, character_id: str, node_id: int) -> asyncpg.Record:
         """One node of the pair; another pair's node is NotFound."""
         check_pair(user_id, character_id)
-        row = await self.store.fetchrow("node", node_id, user_id, character_id)
+        row = await self.store.node(node_id, user_id, character_id)
         if row is None:
             raise NotFound(f"node {node_id} is not a node of this pair")
         return row
@@ -31,7 +31,7 @@ class Browse:
         check_pair(user_id, character_id)
         if limit < 0:
             raise InvalidArgument("limit must not be negative")
-        return await self.store.fetch("nodes", user_id, character_id, include_inactive, limit or 50)
+        return await self.store.nodes(user_id, character_id, include_inactive, limit or 50)
 
     async def edges(self, user_id: str, character_id: str, node_id: int, limit: int) -> list[asyncpg.Record]:
         check_pair(user_id, character_id)
@@ -39,11 +39,9 @@ class Browse:
             raise InvalidArgument("limit must not be negative")
         if node_id:
             await self.node(user_id, character_id, node_id)
-            return await self.store.fetch("edges_of_node", node_id, limit or 500)
-        return await self.store.fetch("edges_of_pair", user_id, character_id, limit or 500)
+            return await self.store.edges_of_node(node_id, limit or 500)
+        return await self.store.edges_of_pair(user_id, character_id, limit or 500)
 
     async def pair_stats(self, user_id: str, character_id: str) -> tuple[asyncpg.Record, str]:
         check_pair(user_id, character_id)
-        row = await self.store.fetchrow("pair_stats", user_id, character_id)
-        assert row is not None
-        return row, await self.store.model_id()
+        return await self.store.pair_stats(user_id, character_id), await self.store.model_id()

@@ -14,14 +14,20 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
-from pgvector import Vector
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import InvalidArgument, NotFound
 from services.lzg.app.context import LzgContext
 from services.lzg.app.promotion import trigger1_candidates, trigger1_edges
-from services.lzg.rights_store import RIGHTS_LOG_NODE, RIGHTS_QUERIES, move_generation, pair_key
-from services.lzg.store import NewNode, timeline_ref
+from services.lzg.rights_store import (
+    RIGHTS_LOG_NODE,
+    correct_node,
+    move_generation,
+    node_for_correction,
+    pair_key,
+)
+from services.lzg.rows import NewNode
+from services.lzg.store import timeline_ref
 from services.lzg.types import check_pair
 
 __all__ = ["CorrectResult", "Correction"]
@@ -64,20 +70,14 @@ class Correction:
         if node_id <= 0 and not kzg_quell_key:
             raise InvalidArgument("name the node by node_id or kzg_quell_key")
         async with self.store.pair_writer(user_id, character_id) as tx:
-            row = await tx.conn.fetchrow(
-                RIGHTS_QUERIES["node_for_correction"], user_id, character_id, node_id, kzg_quell_key
-            )
+            row = await node_for_correction(tx.conn, user_id, character_id, node_id, kzg_quell_key)
             if row is None:
                 what = f"node {node_id}" if node_id > 0 else f"the node of {kzg_quell_key}"
                 raise NotFound(f"{what} is not a node of this pair")
             vector = await self.provider.embed_one(lzg_embed_text(inhalt, row["sprecher"]))
             target = int(row["id"])
-            await tx.conn.execute(
-                RIGHTS_QUERIES["correct_node"], target, user_id, character_id, inhalt, Vector(vector)
-            )
-            removed = await tx.delete_edges_between(
-                sorted(await tx.edge_pairs("edge_pairs_of_nodes", [target]))
-            )
+            await correct_node(tx.conn, target, user_id, character_id, inhalt, vector)
+            removed = await tx.delete_edges_between(sorted(await tx.edge_pairs_of_nodes([target])))
             # The vector changed: every cache re-reads the pair (this one in this transaction).
             await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
             snapshot = await self.cache.snapshot(tx.conn, user_id, character_id)
@@ -90,7 +90,7 @@ class Correction:
             candidates = [c for c in candidates if c["id"] != target]
             edges = trigger1_edges(target, node, timeline, candidates, near, snapshot, cosines, schwelle)
             created = await tx.insert_edges(edges)
-            updated = await tx.fetchrow("node", target, user_id, character_id)
+            updated = await tx.node(target)
         assert updated is not None
         self.log.db_write(
             turn_id=turn_id or "korrektur",

@@ -23,7 +23,8 @@ from services.lzg.cache import PairSnapshot
 from services.lzg.edges import Connection, edge_rows
 from services.lzg.layers import TimelineRef, evaluate_layers
 from services.lzg.rights_store import promotion_erased
-from services.lzg.store import EdgeInsert, NewNode, PairTx
+from services.lzg.rows import EdgeInsert, NewNode
+from services.lzg.store import PairTx
 from services.lzg.types import (
     BEOBACHTER,
     ERASED,

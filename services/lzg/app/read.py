@@ -171,9 +171,8 @@ class Read:
         as_of: datetime,
     ) -> list[PoolItem]:
         """Shell ``schale``: top K outgoing edges of every frontier item, predecessor excluded (syn §8.2.3)."""
-        rows = await conn.fetch(
-            self.store.q["shell"],
-            list(range(len(frontier))),
+        rows = await self.store.shell(
+            conn,
             [item.knoten_id for item in frontier],
             [item.predecessor or 0 for item in frontier],
             K_PRO_SCHALE[schale],
@@ -232,13 +231,10 @@ class Read:
         ids = sorted({i for e in erinnerungen for step in e.pfad for i in step.geteilte_entitaet_ids})
         if not ids:
             return {}
-        rows = await conn.fetch(self.store.q["entity_names"], user_id, character_id, ids)
-        return {r["id"]: r["name"] for r in rows}
+        return await self.store.entity_names(conn, user_id, character_id, ids)
 
     async def missing_nodes(self, user_id: str, character_id: str, node_ids: Sequence[int]) -> list[int]:
         """The ids that are no node of the pair, in the given order (SPEC §10: served ids belong to the pair)."""
         check_pair(user_id, character_id)
-        found = {
-            r["id"] for r in await self.store.fetch("node_ids_of_pair", list(node_ids), user_id, character_id)
-        }
+        found = await self.store.node_ids_of_pair(node_ids, user_id, character_id)
         return [i for i in node_ids if i not in found]

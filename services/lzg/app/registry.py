@@ -64,19 +64,17 @@ class Registry:
         aliases = [a.strip() for a in entity.aliases if a.strip()]
         if entity.id == 0:
             async with self.store.pair_writer(user_id, character_id) as tx:
-                row = await tx.fetchrow("insert_entity", user_id, character_id, name, entity.typ, aliases)
+                row = await tx.insert_entity(name, entity.typ, aliases)
                 if row is not None:
                     return entity_from_row(row), True
-                existing = await tx.fetchrow("entity_by_name", user_id, character_id, name)
+                existing = await tx.entity_by_name(name)
                 assert existing is not None
                 return entity_from_row(existing), False
         async with self.store.pair_writer(user_id, character_id) as tx:
-            other = await tx.fetchrow("entity_by_name", user_id, character_id, name)
+            other = await tx.entity_by_name(name)
             if other is not None and other["id"] != entity.id:
                 raise AlreadyExists(f"entity {other['id']} of this pair is already named {name!r}")
-            row = await tx.fetchrow(
-                "update_entity", entity.id, user_id, character_id, name, entity.typ, aliases
-            )
+            row = await tx.update_entity(entity.id, name, entity.typ, aliases)
             if row is None:
                 raise NotFound(f"entity {entity.id} is not an entity of this pair")
             return entity_from_row(row), False
@@ -89,7 +87,7 @@ class Registry:
         blank = [index for index, raw in enumerate(names) if not raw.strip()]
         if blank:  # refused before anything is read or created
             raise InvalidArgument(f"names must not contain blank names (index {blank})")
-        rows = await self.store.fetch("entities", user_id, character_id, [])
+        rows = await self.store.entities(user_id, character_id, [])
         by_key: dict[str, int] = {}
         for row in rows:
             for alias in row["aliases"] or ():
@@ -109,9 +107,7 @@ class Registry:
 
     async def entities(self, user_id: str, character_id: str, ids: Sequence[int]) -> list[Entity]:
         check_pair(user_id, character_id)
-        return [
-            entity_from_row(r) for r in await self.store.fetch("entities", user_id, character_id, list(ids))
-        ]
+        return [entity_from_row(r) for r in await self.store.entities(user_id, character_id, ids)]
 
     async def merge_entities(
         self, user_id: str, character_id: str, source_id: int, target_id: int, *, turn_id: str = ""
@@ -121,26 +117,24 @@ class Registry:
         if source_id == target_id:
             raise InvalidArgument("source_id and target_id must differ")
         async with self.store.pair_writer(user_id, character_id) as tx:
-            source = await tx.fetchrow("entity", source_id, user_id, character_id)
-            target = await tx.fetchrow("entity", target_id, user_id, character_id)
+            source = await tx.entity(source_id)
+            target = await tx.entity(target_id)
             if source is None:
                 raise NotFound(f"entity {source_id} (source_id) is not an entity of this pair")
             if target is None:
                 raise NotFound(f"entity {target_id} (target_id) is not an entity of this pair")
-            with_source = await tx.node_ids("nodes_with_entity", source_id)
-            with_target = await tx.node_ids("nodes_with_entity", target_id)
-            status = await tx.execute("replace_entity_in_nodes", user_id, character_id, source_id, target_id)
+            with_source = await tx.nodes_with_entity(source_id)
+            with_target = await tx.nodes_with_entity(target_id)
+            rewritten = await tx.replace_entity_in_nodes(source_id, target_id)
             aliases = _merged_aliases(target["name"], target["aliases"], [source["name"], *source["aliases"]])
-            await tx.execute("delete_entity", source_id, user_id, character_id)
-            await tx.execute(
-                "update_entity", target_id, user_id, character_id, target["name"], target["typ"], aliases
-            )
+            await tx.delete_entity(source_id)
+            await tx.update_entity(target_id, target["name"], target["typ"], aliases)
             # Every pair whose shared entities can change: a node that had the source with a node
             # that has the target now (syn §7.9.2, Trigger 3).
             everyone = set(with_source) | set(with_target)
             work = _Recompute(
                 pairs={_unordered(x, y) for x in with_source for y in everyone if x != y},
-                nodes_rewritten=int(status.split()[-1]),
+                nodes_rewritten=rewritten,
             )
             result = await self._reevaluate(tx, work, datetime.now(UTC))
         self._log_trigger3(
@@ -154,12 +148,12 @@ class Registry:
         """Entity deleted: removed from every node, edges carrying it recomputed (or deleted)."""
         check_pair(user_id, character_id)
         async with self.store.pair_writer(user_id, character_id) as tx:
-            if await tx.fetchrow("entity", entity_id, user_id, character_id) is None:
+            if await tx.entity(entity_id) is None:
                 raise NotFound(f"entity {entity_id} is not an entity of this pair")
-            pairs = await tx.edge_pairs("edge_pairs_with_entity", user_id, character_id, entity_id)
-            status = await tx.execute("remove_entity_from_nodes", user_id, character_id, entity_id)
-            await tx.execute("delete_entity", entity_id, user_id, character_id)
-            work = _Recompute(pairs=pairs, nodes_rewritten=int(status.split()[-1]))
+            pairs = await tx.edge_pairs_with_entity(entity_id)
+            rewritten = await tx.remove_entity_from_nodes(entity_id)
+            await tx.delete_entity(entity_id)
+            work = _Recompute(pairs=pairs, nodes_rewritten=rewritten)
             result = await self._reevaluate(tx, work, datetime.now(UTC))
         self._log_trigger3(turn_id, "entitaet_loeschen", user_id, character_id, result, entitaet_id=entity_id)
         return result
@@ -178,16 +172,9 @@ class Registry:
         check_pair(user_id, character_id)
         zeitpunkt, praezision = self._timeline_fields(timeline.zeitpunkt, timeline.praezision)
         if timeline.id == 0:
-            row = await self.store.fetchrow(
-                "insert_timeline",
-                user_id,
-                character_id,
-                zeitpunkt,
-                praezision.value,
-                timeline.titel,
-                list(timeline.themen),
+            row = await self.store.insert_timeline(
+                user_id, character_id, zeitpunkt, praezision.value, timeline.titel, timeline.themen
             )
-            assert row is not None
             return timeline_from_row(row), True
         updated, _ = await self.update_timeline(user_id, character_id, timeline)
         return updated, False
@@ -199,18 +186,11 @@ class Registry:
         check_pair(user_id, character_id)
         zeitpunkt, praezision = self._timeline_fields(timeline.zeitpunkt, timeline.praezision)
         async with self.store.pair_writer(user_id, character_id) as tx:
-            before = await tx.fetchrow("timeline", timeline.id, user_id, character_id)
+            before = await tx.timeline(timeline.id)
             if before is None:
                 raise NotFound(f"timeline {timeline.id} is not a timeline of this pair")
-            row = await tx.fetchrow(
-                "update_timeline",
-                timeline.id,
-                user_id,
-                character_id,
-                zeitpunkt,
-                praezision.value,
-                timeline.titel,
-                list(timeline.themen),
+            row = await tx.update_timeline(
+                timeline.id, zeitpunkt, praezision.value, timeline.titel, timeline.themen
             )
             assert row is not None
             moved = before["zeitpunkt"] != zeitpunkt or before["praezision"] != praezision.value
@@ -230,11 +210,11 @@ class Registry:
         """Timeline deleted: nodes lose the reference (FK SET NULL), their timeline edges recomputed."""
         check_pair(user_id, character_id)
         async with self.store.pair_writer(user_id, character_id) as tx:
-            if await tx.fetchrow("timeline", timeline_id, user_id, character_id) is None:
+            if await tx.timeline(timeline_id) is None:
                 raise NotFound(f"timeline {timeline_id} is not a timeline of this pair")
-            referencing = await tx.node_ids("nodes_with_timeline", timeline_id)
-            pairs = await tx.edge_pairs("edge_pairs_of_nodes", referencing) if referencing else set()
-            await tx.execute("delete_timeline", timeline_id, user_id, character_id)
+            referencing = await tx.nodes_with_timeline(timeline_id)
+            pairs = await tx.edge_pairs_of_nodes(referencing) if referencing else set()
+            await tx.delete_timeline(timeline_id)
             work = _Recompute(pairs=pairs, nodes_rewritten=len(referencing))
             result = await self._reevaluate(tx, work, datetime.now(UTC))
         self._log_trigger3(
@@ -252,17 +232,17 @@ class Registry:
         """The pair's timeline refs, optionally only ``ids`` and/or those at an instant with a precision."""
         check_pair(user_id, character_id)
         zeitpunkt, praezision = (at[0], parse_praezision(at[1], "praezision").value) if at else (None, None)
-        rows = await self.store.fetch("timelines", user_id, character_id, list(ids), zeitpunkt, praezision)
+        rows = await self.store.timelines(user_id, character_id, ids, zeitpunkt, praezision)
         return [timeline_from_row(r) for r in rows]
 
     async def _timeline_pairs(self, tx: PairTx, timeline_id: int, ref: TimelineRef) -> _Recompute:
         """Pairs a moved timeline can change: its nodes' edges, and its nodes × nodes now within tolerance."""
-        referencing = await tx.node_ids("nodes_with_timeline", timeline_id)
+        referencing = await tx.nodes_with_timeline(timeline_id)
         if not referencing:
             return _Recompute()
-        pairs = await tx.edge_pairs("edge_pairs_of_nodes", referencing)
+        pairs = await tx.edge_pairs_of_nodes(referencing)
         near = list(await tx.timelines_of_precision(ref))
-        partners = await tx.node_ids("nodes_with_timeline_ids", near) if near else []
+        partners = await tx.nodes_with_timeline_ids(near) if near else []
         pairs |= {_unordered(x, y) for x in referencing for y in partners if x != y}
         return _Recompute(pairs=pairs, nodes_rewritten=0)
 

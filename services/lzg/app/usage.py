@@ -99,7 +99,7 @@ class Usage:
     ) -> None:
         # Foreign ids are an error of the call, checked before anything else happens; the same
         # read brings the served nodes' vectors.
-        rows = await self.store.fetch("served_nodes", served, user_id, character_id) if served else []
+        rows = await self.store.served_nodes(served, user_id, character_id) if served else []
         missing = sorted(set(served) - {r["id"] for r in rows})
         if missing:
             raise NotFound(f"served_node_ids {missing} are not nodes of this pair")
