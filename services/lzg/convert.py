@@ -286,7 +286,7 @@ def timeline_from_proto(pair: common_pb2.Pair, message: lzg_pb2.Timeline) -> Tim
         id=message.id,
         user_id=pair.user_id,
         character_id=pair.character_id,
-        zeitpunkt=_optional_ts(message, "zeitpunkt"),  # type: ignore[arg-type]  # None is refused by the engine
+        zeitpunkt=_optional_ts(message, "zeitpunkt"),  # type: ignore[arg-type]  # None: refused by the use case
         praezision=message.praezision,
         titel=message.titel,
         themen=tuple(message.themen),
@@ -302,7 +302,7 @@ def trigger3_to_proto(result: Trigger3Result) -> lzg_pb2.Trigger3Response:
 
 
 def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
-    """A PromoteRequest as the engine's input (validation happens in the engine)."""
+    """A PromoteRequest as the promotion's input (validation happens in ``app/promotion.py``)."""
     entry = request.entry
     return PromotionInput(
         kzg_key=entry.kzg_key,
@@ -345,7 +345,7 @@ def answer_vector(values: Sequence[float], dimension: int, model_id: str) -> Vec
 
     A vector already of norm 1 (within float32 rounding) is used as sent, so the caller's
     embedding of the answer gives the same nearness values as the service's own. An all-zero
-    vector passes: the engine records it as ``vektor_leer`` like an empty vector of its model.
+    vector passes: ``app/usage.py`` records it as ``vektor_leer`` like an empty vector of its model.
     """
     if len(values) != dimension:
         raise InvalidArgument(

@@ -1,6 +1,6 @@
 """The SQL of a person's rights in the LZG (migration 010, ``sql/rights.sql``): generations and tombstones.
 
-Kept apart from :mod:`services.lzg.rights` so that the engine (promotion) and the cache can use the
+Kept apart from :mod:`services.lzg.rights` so that the promotion and the cache can use the
 tombstone and the generation without importing the rights operations, which use the engine.
 """
 
