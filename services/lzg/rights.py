@@ -10,7 +10,7 @@
 - **Forget** deletes nodes with their edges and provenance: SPEC §5.7 forbids decay to hard-delete,
   but an explicit forget is the person's right, and a deactivated node would keep the content.
 - **Correct** rewrites a node's content and vector and forms its edges again with Trigger 1, the
-  promotion's own code path (``LzgEngine._edge_candidates`` / ``_trigger1_edges``, SPEC §5.4).
+  promotion's own code path (``app/correction.py``, offered here as :meth:`LzgRights.correct`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import logging
 import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -28,11 +27,21 @@ import numpy as np
 from pgvector import Vector
 
 from novaberg_core.embedding import lzg_embed_text
-from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
-from services.lzg.engine import BEOBACHTER, LzgEngine, check_pair
+from novaberg_core.errors import FailedPrecondition, InvalidArgument
+from services.lzg.app.correction import Correction, CorrectResult
+from services.lzg.engine import LzgEngine
 from services.lzg.layers import parse_praezision
-from services.lzg.rights_store import RIGHTS_QUERIES, TOMBSTONE_WINDOW, move_generation, pair_key, user_key
-from services.lzg.store import _EDGE_COLUMNS, SCHEMA, NewNode, PairTx, timeline_ref
+from services.lzg.rights_store import (
+    RIGHTS_LOG_NODE,
+    RIGHTS_QUERIES,
+    TOMBSTONE_WINDOW,
+    move_generation,
+    pair_key,
+    user_key,
+)
+from services.lzg.rows import EDGE_COLUMNS
+from services.lzg.store import SCHEMA, PairTx
+from services.lzg.types import BEOBACHTER, check_pair
 
 __all__ = [
     "CorrectResult",
@@ -46,8 +55,6 @@ __all__ = [
 
 _LOG = logging.getLogger(__name__)
 
-NODE = "loeschung"
-"""Pipeline-log node of the rights operations."""
 _EMBED_BATCH = 64
 _GEDAECHTNISTYP_MAX = 20
 
@@ -140,14 +147,6 @@ class ForgetResult:
     edges: int
 
 
-@dataclass(frozen=True)
-class CorrectResult:
-    node: asyncpg.Record
-    previous_inhalt: str
-    edges_removed: int
-    edges_created: int
-
-
 def _intentionen_json(value: Any) -> str:
     """The ``intentionen`` column (JSON text) from a list, or from the column's own text as exported."""
     return value if isinstance(value, str) else json.dumps(list(value), ensure_ascii=False)
@@ -172,6 +171,7 @@ class LzgRights:
         self.engine = engine
         self.store = engine.store
         self.q = RIGHTS_QUERIES
+        self.correct = Correction(engine.context).correct  # SPEC §5.4, Trigger 1 as at promotion
 
     # ================================================================ erase
 
@@ -207,7 +207,7 @@ class LzgRights:
         counts = EraseCounts(nodes, edges, entities, timelines, verbindungen, len(characters))
         self.engine.log.db_write(
             turn_id="loeschung",
-            node=NODE,
+            node=RIGHTS_LOG_NODE,
             tabelle="lzg",
             operation="erase",
             umfang="paar" if character is not None else "nutzer",
@@ -261,7 +261,7 @@ class LzgRights:
         self.engine.cache.forget(user_id, character_id)
         self.engine.log.db_write(
             turn_id="import",
-            node=NODE,
+            node=RIGHTS_LOG_NODE,
             tabelle="lzg",
             operation="import",
             entitaeten=len(result.entity_ids),
@@ -408,12 +408,12 @@ class LzgRights:
             )
         try:
             await tx.conn.copy_records_to_table(
-                "lzg_kanten", schema_name=SCHEMA, columns=_EDGE_COLUMNS, records=records
+                "lzg_kanten", schema_name=SCHEMA, columns=EDGE_COLUMNS, records=records
             )
         except asyncpg.UniqueViolationError:
             raise InvalidArgument("an edge appears twice in the import") from None
         pairs = {(min(r[0], r[1]), max(r[0], r[1])) for r in records}
-        await tx._rank_rows("rank_rows_insert", pairs)  # the rank rows of pairs whose both edges exist now
+        await tx.rank_rows("rank_rows_insert", pairs)  # the rank rows of pairs whose both edges exist now
         result.edges += len(records)
 
     # ================================================================ forget
@@ -453,7 +453,7 @@ class LzgRights:
         if ids:
             self.engine.log.db_write(
                 turn_id=turn_id or "vergessen",
-                node=NODE,
+                node=RIGHTS_LOG_NODE,
                 tabelle="lzg_knoten",
                 operation="forget",
                 knoten_ids=ids,
@@ -464,97 +464,3 @@ class LzgRights:
                 character_id=character_id,
             )
         return ForgetResult(nodes, edges)
-
-    # ================================================================ correct
-
-    async def correct(
-        self,
-        user_id: str,
-        character_id: str,
-        *,
-        node_id: int,
-        kzg_quell_key: str,
-        inhalt: str,
-        as_of: datetime,
-        turn_id: str = "",
-        span_id: str | None = None,
-    ) -> CorrectResult:
-        """New content and vector; the node's edges deleted and formed again by Trigger 1 (SPEC §5.4)."""
-        check_pair(user_id, character_id)
-        if not inhalt.strip():
-            raise InvalidArgument("inhalt must not be empty")
-        if node_id <= 0 and not kzg_quell_key:
-            raise InvalidArgument("name the node by node_id or kzg_quell_key")
-        engine = self.engine
-        async with self.store.pair_writer(user_id, character_id) as tx:
-            row = await tx.conn.fetchrow(
-                self.q["node_for_correction"], user_id, character_id, node_id, kzg_quell_key
-            )
-            if row is None:
-                what = f"node {node_id}" if node_id > 0 else f"the node of {kzg_quell_key}"
-                raise NotFound(f"{what} is not a node of this pair")
-            vector = await self.engine.provider.embed_one(lzg_embed_text(inhalt, row["sprecher"]))
-            target = int(row["id"])
-            await tx.conn.execute(
-                self.q["correct_node"], target, user_id, character_id, inhalt, Vector(vector)
-            )
-            removed = await tx.delete_edges_between(
-                sorted(await tx.edge_pairs("edge_pairs_of_nodes", [target]))
-            )
-            # The vector changed: every cache re-reads the pair (this one in this transaction).
-            await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
-            snapshot = await engine.cache.snapshot(tx.conn, user_id, character_id)
-            cosines = snapshot.cosines(vector)
-            node = _as_new_node(row, inhalt, vector, as_of)
-            timeline = timeline_ref(row["zeitpunkt"], row["praezision"])
-            # Trigger 1 exactly as at promotion, the node itself left out of its candidates.
-            candidates, near = await engine._edge_candidates(tx, snapshot, cosines, node, timeline)
-            candidates = [c for c in candidates if c["id"] != target]
-            edges = engine._trigger1_edges(target, node, timeline, candidates, near, snapshot, cosines)
-            created = await tx.insert_edges(edges)
-            updated = await tx.fetchrow("node", target, user_id, character_id)
-        assert updated is not None
-        engine.log.db_write(
-            turn_id=turn_id or "korrektur",
-            node=NODE,
-            tabelle="lzg_knoten",
-            operation="correct",
-            knoten_id=target,
-            kanten_entfernt=removed,
-            kanten_neu=created,
-            span_id=span_id,
-            user_id=user_id,
-            character_id=character_id,
-        )
-        return CorrectResult(updated, str(row["inhalt"]), removed, created)
-
-
-def _as_new_node(row: Mapping[str, Any], inhalt: str, vector: Any, as_of: datetime) -> NewNode:
-    """A stored node as Trigger 1's input: its weight, layers and the new content (edges dated ``as_of``)."""
-    return NewNode(
-        kzg_quell_key=row["kzg_quell_key"],
-        user_id=row["user_id"],
-        character_id=row["character_id"],
-        beobachter=row["beobachter"],
-        inhalt=inhalt,
-        embedding=vector,
-        dimension=row["dimension"],
-        gewicht_roh=row["gewicht_roh"],
-        gewicht_absolut=row["gewicht_absolut"],
-        gewicht_decay=row["gewicht_decay"],
-        haeufigkeit=row["haeufigkeit"],
-        erstellt_am=as_of,
-        kzg_erstellt_am=row["kzg_erstellt_am"],
-        themen=list(row["themen"]),
-        gedaechtnistyp=row["gedaechtnistyp"],
-        entitaet_ids=list(row["entitaet_ids"]),
-        timeline_id=row["timeline_id"],
-        emotion=row["emotion"],
-        arousal=row["arousal"],
-        emotions_vektor=row["emotions_vektor"],
-        intentionen=[],
-        modus=row["modus"],
-        sprach_stil=row["sprach_stil"],
-        beziehungs_dynamik=row["beziehungs_dynamik"],
-        tone=row["tone"],
-    )

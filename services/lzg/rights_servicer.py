@@ -15,6 +15,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
+from services.lzg.convert import edge_to_proto, node_to_proto
 from services.lzg.engine import LzgEngine
 from services.lzg.rights import ImportChunk, LzgRights
 
@@ -152,8 +153,6 @@ class LzgRightsServicer:
     async def ExportPair(
         self, request: lzg_pb2.ExportPairRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[lzg_pb2.ExportPairChunk]:
-        from services.lzg.servicer import edge_to_proto, node_to_proto
-
         data = await self.rights.export(request.pair.user_id, request.pair.character_id)
         yield lzg_pb2.ExportPairChunk(
             counts=lzg_pb2.ExportCounts(
@@ -245,8 +244,6 @@ class LzgRightsServicer:
     async def CorrectNode(
         self, request: lzg_pb2.CorrectNodeRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.CorrectNodeResponse:
-        from services.lzg.servicer import node_to_proto
-
         which = request.WhichOneof("target")
         if which is None:
             raise InvalidArgument("name the node by node_id or kzg_quell_key")

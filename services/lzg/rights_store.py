@@ -1,6 +1,6 @@
 """The SQL of a person's rights in the LZG (migration 010, ``sql/rights.sql``): generations and tombstones.
 
-Kept apart from :mod:`services.lzg.rights` so that the engine (promotion) and the cache can use the
+Kept apart from :mod:`services.lzg.rights` so that the promotion and the cache can use the
 tombstone and the generation without importing the rights operations, which use the engine.
 """
 
@@ -11,17 +11,25 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
+from pgvector import Vector
+
 from novaberg_core.migrations import load_queries
 
 __all__ = [
     "CACHE_QUERY",
+    "RIGHTS_LOG_NODE",
     "RIGHTS_QUERIES",
     "TOMBSTONE_WINDOW",
+    "correct_node",
     "move_generation",
+    "node_for_correction",
     "pair_key",
     "promotion_erased",
     "user_key",
 ]
+
+RIGHTS_LOG_NODE: Final = "loeschung"
+"""Pipeline-log node of the rights operations."""
 
 RIGHTS_QUERIES: Final = load_queries(Path(__file__).resolve().parent / "sql" / "rights.sql")
 """Named queries of the rights operations."""
@@ -57,3 +65,15 @@ async def promotion_erased(conn: Any, user_id: str, character_id: str, erstellt_
             RIGHTS_QUERIES["promotion_erased"], user_id, character_id, erstellt_am, TOMBSTONE_WINDOW
         )
     )
+
+
+async def node_for_correction(conn: Any, user_id: str, character_id: str, node_id: int, kzg_key: str) -> Any:
+    """The pair's node by id (> 0) or by its KZG key, with what Trigger 1 needs, or None."""
+    return await conn.fetchrow(RIGHTS_QUERIES["node_for_correction"], user_id, character_id, node_id, kzg_key)
+
+
+async def correct_node(
+    conn: Any, node_id: int, user_id: str, character_id: str, inhalt: str, vector: Any
+) -> None:
+    """The node's new content and vector (CorrectNode)."""
+    await conn.execute(RIGHTS_QUERIES["correct_node"], node_id, user_id, character_id, inhalt, Vector(vector))

@@ -11,22 +11,21 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import asyncpg
-import numpy as np
-import numpy.typing as npt
 from pgvector import Vector
 
 from novaberg_core.embedding import ModelStamp, check_store_model
 from novaberg_core.migrations import apply_migrations, load_queries
 from novaberg_core.pg import create_pool
-from services.lzg.layers import LZG_TIMELINE_TOLERANZ, EdgeLayers, Praezision, TimelineRef, timeline_tiefe
+from services.lzg.layers import LZG_TIMELINE_TOLERANZ, Praezision, TimelineRef, timeline_tiefe
+from services.lzg.rows import EDGE_COLUMNS, EdgeInsert, NewNode, UsageWrite
 
-__all__ = ["SCHEMA", "EdgeInsert", "LzgStore", "NewNode", "PairTx", "UsageWrite"]
+# The rows it writes (services/lzg/rows.py) are offered here too, for the store's callers.
+__all__ = ["EDGE_COLUMNS", "SCHEMA", "EdgeInsert", "LzgStore", "NewNode", "PairTx", "UsageWrite"]
 
 SCHEMA = "lzg"
 """PostgreSQL schema holding every LZG table."""
@@ -43,83 +42,6 @@ _UNIT_DAYS = {
     Praezision.JAHR: 366,
 }
 _WINDOW_DAYS = {p: (LZG_TIMELINE_TOLERANZ[p] + 1) * _UNIT_DAYS[p] for p in Praezision}
-_EDGE_COLUMNS = (
-    "knoten_a_id",
-    "knoten_b_id",
-    "gewicht_roh",
-    "gewicht_absolut",
-    "erstellt_am",
-    "verbindungs_gruende",
-    "geteilte_entitaet_ids",
-    "geteilte_themen",
-    "timeline_naehe_tage",
-    "embedding_cosine_initial",
-    "anzahl_schichten",
-)
-
-
-@dataclass(frozen=True)
-class NewNode:
-    """Every column of a node created by promotion (SPEC §5.3 step 5)."""
-
-    kzg_quell_key: str
-    user_id: str
-    character_id: str
-    beobachter: str
-    inhalt: str
-    embedding: npt.NDArray[np.float32]
-    dimension: str
-    gewicht_roh: float
-    gewicht_absolut: float
-    gewicht_decay: float
-    haeufigkeit: int
-    erstellt_am: datetime
-    kzg_erstellt_am: datetime
-    themen: Sequence[str]
-    gedaechtnistyp: str | None
-    entitaet_ids: Sequence[int]
-    timeline_id: int | None
-    emotion: str
-    arousal: float
-    emotions_vektor: str
-    intentionen: Sequence[str]
-    modus: str
-    sprach_stil: str
-    beziehungs_dynamik: str
-    tone: str
-    sprecher: str = ""
-    """The speaker's display name (SPEC §11); part of the embedded text."""
-    sprache: str = ""
-    """The pair's language code for lexical search (``novaberg_core.lexical``)."""
-    quell_turn_id: str = ""
-    """The turn the memory was made from."""
-
-
-@dataclass(frozen=True)
-class EdgeInsert:
-    """One directed edge row with its frozen layer characterisation."""
-
-    knoten_a_id: int
-    knoten_b_id: int
-    gewicht_roh: float
-    gewicht_absolut: float
-    erstellt_am: datetime
-    layers: EdgeLayers
-
-    def record(self) -> tuple[Any, ...]:
-        return (
-            self.knoten_a_id,
-            self.knoten_b_id,
-            self.gewicht_roh,
-            self.gewicht_absolut,
-            self.erstellt_am,
-            [g.value for g in self.layers.gruende],
-            list(self.layers.geteilte_entitaet_ids),
-            list(self.layers.geteilte_themen),
-            self.layers.timeline_naehe_tage,
-            self.layers.embedding_cosine,
-            self.layers.anzahl,
-        )
 
 
 def _node_pairs(edges: Iterable[EdgeInsert]) -> set[tuple[int, int]]:
@@ -127,27 +49,16 @@ def _node_pairs(edges: Iterable[EdgeInsert]) -> set[tuple[int, int]]:
     return {(min(e.knoten_a_id, e.knoten_b_id), max(e.knoten_a_id, e.knoten_b_id)) for e in edges}
 
 
+def _rows(status: str) -> int:
+    """The row count of a command status such as ``UPDATE 3``."""
+    return int(status.split()[-1])
+
+
 def timeline_ref(zeitpunkt: datetime | None, praezision: str | None) -> TimelineRef | None:
     """A timeline reference from two nullable columns."""
     if zeitpunkt is None or praezision is None:
         return None
     return TimelineRef(zeitpunkt, Praezision(praezision))
-
-
-@dataclass(frozen=True, slots=True)
-class UsageWrite:
-    """What one usage reinforcement wrote (SPEC §5.6, §5.5)."""
-
-    reinforced: list[int]
-    """The node ids reinforced (those of the pair), ascending."""
-    edges_updated: int
-    """Directed edges Trigger 2 recomputed (an edge between two reinforced nodes counts once)."""
-    edges_skipped: list[int]
-    """Edge ids whose winning layer cannot be reconstructed (left on their weight)."""
-    error: str | None
-    """Trigger 2's database error (rolled back alone; the reinforcement stays), or None."""
-    edges_ms: float
-    """Time Trigger 2 took inside the database."""
 
 
 class PairTx:
@@ -257,9 +168,9 @@ class PairTx:
         if not edges:
             return 0
         await self.conn.copy_records_to_table(
-            "lzg_kanten", schema_name=SCHEMA, columns=_EDGE_COLUMNS, records=[e.record() for e in edges]
+            "lzg_kanten", schema_name=SCHEMA, columns=EDGE_COLUMNS, records=[e.record() for e in edges]
         )
-        await self._rank_rows("rank_rows_insert", _node_pairs(edges))
+        await self.rank_rows("rank_rows_insert", _node_pairs(edges))
         return len(edges)
 
     async def insert_bridge(
@@ -294,6 +205,69 @@ class PairTx:
         rows = await self.conn.fetch(self.q[query], *args)
         return {(r["x"], r["y"]) for r in rows}
 
+    async def node(self, node_id: int) -> asyncpg.Record | None:
+        return await self.conn.fetchrow(self.q["node"], node_id, *self.pair)
+
+    async def entity(self, entity_id: int) -> asyncpg.Record | None:
+        return await self.conn.fetchrow(self.q["entity"], entity_id, *self.pair)
+
+    async def entity_by_name(self, name: str) -> asyncpg.Record | None:
+        return await self.conn.fetchrow(self.q["entity_by_name"], *self.pair, name)
+
+    async def insert_entity(self, name: str, typ: str, aliases: Sequence[str]) -> asyncpg.Record | None:
+        """The new entity, or None when the pair already has one of that name."""
+        return await self.conn.fetchrow(self.q["insert_entity"], *self.pair, name, typ, list(aliases))
+
+    async def update_entity(
+        self, entity_id: int, name: str, typ: str, aliases: Sequence[str]
+    ) -> asyncpg.Record | None:
+        return await self.conn.fetchrow(
+            self.q["update_entity"], entity_id, *self.pair, name, typ, list(aliases)
+        )
+
+    async def delete_entity(self, entity_id: int) -> None:
+        await self.conn.execute(self.q["delete_entity"], entity_id, *self.pair)
+
+    async def replace_entity_in_nodes(self, source_id: int, target_id: int) -> int:
+        """Nodes rewritten: ``source_id`` replaced by ``target_id`` in their entity ids."""
+        return _rows(
+            await self.conn.execute(self.q["replace_entity_in_nodes"], *self.pair, source_id, target_id)
+        )
+
+    async def remove_entity_from_nodes(self, entity_id: int) -> int:
+        """Nodes rewritten: ``entity_id`` removed from their entity ids."""
+        return _rows(await self.conn.execute(self.q["remove_entity_from_nodes"], *self.pair, entity_id))
+
+    async def timeline(self, timeline_id: int) -> asyncpg.Record | None:
+        return await self.conn.fetchrow(self.q["timeline"], timeline_id, *self.pair)
+
+    async def update_timeline(
+        self, timeline_id: int, zeitpunkt: datetime, praezision: str, titel: str, themen: Sequence[str]
+    ) -> asyncpg.Record | None:
+        return await self.conn.fetchrow(
+            self.q["update_timeline"], timeline_id, *self.pair, zeitpunkt, praezision, titel, list(themen)
+        )
+
+    async def delete_timeline(self, timeline_id: int) -> None:
+        await self.conn.execute(self.q["delete_timeline"], timeline_id, *self.pair)
+
+    async def nodes_with_entity(self, entity_id: int) -> list[int]:
+        return await self.node_ids("nodes_with_entity", entity_id)
+
+    async def nodes_with_timeline(self, timeline_id: int) -> list[int]:
+        return await self.node_ids("nodes_with_timeline", timeline_id)
+
+    async def nodes_with_timeline_ids(self, timeline_ids: Sequence[int]) -> list[int]:
+        return await self.node_ids("nodes_with_timeline_ids", list(timeline_ids))
+
+    async def edge_pairs_with_entity(self, entity_id: int) -> set[tuple[int, int]]:
+        """Node pairs (x < y) whose edges carry ``entity_id`` as a shared entity."""
+        return await self.edge_pairs("edge_pairs_with_entity", *self.pair, entity_id)
+
+    async def edge_pairs_of_nodes(self, node_ids: Sequence[int]) -> set[tuple[int, int]]:
+        """Node pairs (x < y) of every edge from or to ``node_ids``."""
+        return await self.edge_pairs("edge_pairs_of_nodes", list(node_ids))
+
     async def nodes_for_layers(self, node_ids: Iterable[int]) -> list[asyncpg.Record]:
         return list(await self.conn.fetch(self.q["nodes_for_layers"], list(node_ids), *self.pair))
 
@@ -305,25 +279,25 @@ class PairTx:
         if not edges:
             return 0
         pairs = _node_pairs(edges)
-        await self._rank_rows("rank_rows_delete", pairs)
+        await self.rank_rows("rank_rows_delete", pairs)
         inserted = 0
         statement = await self.conn.prepare(self.q["upsert_edge"])
         for edge in edges:
             inserted += bool(await statement.fetchval(*edge.record()))
-        await self._rank_rows("rank_rows_insert", pairs)
+        await self.rank_rows("rank_rows_insert", pairs)
         return inserted
 
     async def delete_edges_between(self, pairs: Sequence[tuple[int, int]]) -> int:
         """Both directed edges of each node pair, with the pair's rank row."""
         if not pairs:
             return 0
-        await self._rank_rows("rank_rows_delete", {(min(p), max(p)) for p in pairs})
+        await self.rank_rows("rank_rows_delete", {(min(p), max(p)) for p in pairs})
         status = await self.conn.execute(
             self.q["delete_edges_between"], [p[0] for p in pairs], [p[1] for p in pairs]
         )
         return int(status.split()[-1])
 
-    async def _rank_rows(self, query: str, pairs: Iterable[tuple[int, int]]) -> None:
+    async def rank_rows(self, query: str, pairs: Iterable[tuple[int, int]]) -> None:
         """Insert or delete the rank rows of node pairs (x < y) — derived from lzg_kanten (migration 003)."""
         ordered = sorted(pairs)
         if ordered:
@@ -396,6 +370,92 @@ class LzgStore:
 
     async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
         return await self.pool.fetchrow(self.q[query], *args)
+
+    # --- reads (SPEC §5.8, §5.9, the Get/List RPCs) ---------------------------------------------
+
+    async def node(self, node_id: int, user_id: str, character_id: str) -> asyncpg.Record | None:
+        return await self.fetchrow("node", node_id, user_id, character_id)
+
+    async def nodes(
+        self, user_id: str, character_id: str, include_inactive: bool, limit: int
+    ) -> list[asyncpg.Record]:
+        return await self.fetch("nodes", user_id, character_id, include_inactive, limit)
+
+    async def edges_of_node(self, node_id: int, limit: int) -> list[asyncpg.Record]:
+        return await self.fetch("edges_of_node", node_id, limit)
+
+    async def edges_of_pair(self, user_id: str, character_id: str, limit: int) -> list[asyncpg.Record]:
+        return await self.fetch("edges_of_pair", user_id, character_id, limit)
+
+    async def pair_stats(self, user_id: str, character_id: str) -> asyncpg.Record:
+        row = await self.fetchrow("pair_stats", user_id, character_id)
+        assert row is not None
+        return row
+
+    async def node_ids_of_pair(self, node_ids: Sequence[int], user_id: str, character_id: str) -> set[int]:
+        """The ids among ``node_ids`` that are nodes of the pair."""
+        return {r["id"] for r in await self.fetch("node_ids_of_pair", list(node_ids), user_id, character_id)}
+
+    async def served_nodes(
+        self, node_ids: Sequence[int], user_id: str, character_id: str
+    ) -> list[asyncpg.Record]:
+        """The pair's nodes among ``node_ids`` with their vectors (SPEC §5.6)."""
+        return await self.fetch("served_nodes", list(node_ids), user_id, character_id)
+
+    async def entities(self, user_id: str, character_id: str, ids: Sequence[int]) -> list[asyncpg.Record]:
+        """The pair's entities, only ``ids`` unless empty."""
+        return await self.fetch("entities", user_id, character_id, list(ids))
+
+    async def timelines(
+        self,
+        user_id: str,
+        character_id: str,
+        ids: Sequence[int],
+        zeitpunkt: datetime | None,
+        praezision: str | None,
+    ) -> list[asyncpg.Record]:
+        """The pair's timelines, only ``ids`` unless empty, only those at ``zeitpunkt`` unless None."""
+        return await self.fetch("timelines", user_id, character_id, list(ids), zeitpunkt, praezision)
+
+    async def insert_timeline(
+        self,
+        user_id: str,
+        character_id: str,
+        zeitpunkt: datetime,
+        praezision: str,
+        titel: str,
+        themen: Sequence[str],
+    ) -> asyncpg.Record:
+        row = await self.fetchrow(
+            "insert_timeline", user_id, character_id, zeitpunkt, praezision, titel, list(themen)
+        )
+        assert row is not None
+        return row
+
+    async def shell(
+        self,
+        conn: asyncpg.Connection,
+        node_ids: Sequence[int],
+        predecessors: Sequence[int],
+        k: int,
+        user_id: str,
+        character_id: str,
+        as_of: datetime,
+        rate: float,
+        minimum: float,
+    ) -> list[asyncpg.Record]:
+        """One shell in ``conn`` (a reader): the top ``k`` active edges out of each of ``node_ids``,
+        the predecessor's excluded (syn §8.2.3); each row's ``ord`` is its source's index."""
+        ords = list(range(len(node_ids)))
+        args = (list(node_ids), list(predecessors), k, user_id, character_id, as_of, rate, minimum)
+        return list(await conn.fetch(self.q["shell"], ords, *args))
+
+    async def entity_names(
+        self, conn: asyncpg.Connection, user_id: str, character_id: str, ids: Sequence[int]
+    ) -> dict[int, str]:
+        """The names of the pair's entities ``ids``, read in ``conn`` (a reader)."""
+        rows = await conn.fetch(self.q["entity_names"], user_id, character_id, list(ids))
+        return {r["id"]: r["name"] for r in rows}
 
     async def reinforce_used(
         self,

@@ -21,9 +21,10 @@ from novaberg_core.clusters import default_clusters
 from novaberg_core.embedding import EmbeddingProvider, ModelProfile, ThresholdSources
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.lzg.edges import pair_weights
-from services.lzg.engine import LzgEngine, PromotionInput, PromotionResult
+from services.lzg.engine import LzgEngine
 from services.lzg.layers import EdgeLayers, Praezision, TimelineRef, evaluate_layers
 from services.lzg.store import LzgStore
+from services.lzg.types import PromotionInput, PromotionResult
 
 DIM = 8
 NOMIC_PROFILE = ModelProfile(

@@ -19,8 +19,10 @@ import pytest
 
 from novaberg_core.clusters import default_clusters
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
-from services.lzg.engine import Entity, LzgEngine, PromotionOutcome, Timeline
-from services.lzg.store import EdgeInsert, LzgStore, PairTx
+from services.lzg.engine import LzgEngine
+from services.lzg.rows import EdgeInsert
+from services.lzg.store import LzgStore, PairTx
+from services.lzg.types import Entity, PromotionOutcome, Timeline
 from services.lzg.weights import damp, days_until
 
 from .conftest import (

@@ -10,8 +10,9 @@ from datetime import timedelta
 import pytest
 
 from novaberg_core.errors import InvalidArgument
-from services.lzg.engine import LzgEngine, PromotionOutcome
+from services.lzg.engine import LzgEngine
 from services.lzg.store import LzgStore
+from services.lzg.types import PromotionOutcome
 from services.lzg.weights import damp, half_reactivation_decay
 
 from .conftest import (
@@ -303,13 +304,13 @@ async def test_promotion_writes_its_steps_to_the_pipeline_log(
 
 
 def _entity(name: str):  # type: ignore[no-untyped-def]
-    from services.lzg.engine import Entity
+    from services.lzg.types import Entity
 
     return Entity(0, "", "", name, "person", ())
 
 
 def _timeline(when, praezision: str = "tag"):  # type: ignore[no-untyped-def]
-    from services.lzg.engine import Timeline
+    from services.lzg.types import Timeline
 
     return Timeline(0, "", "", when, praezision, "", ())
 

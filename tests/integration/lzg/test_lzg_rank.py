@@ -18,8 +18,9 @@ import pytest
 
 from novaberg_core.migrations import apply_migrations
 from novaberg_core.pg import create_pool
-from services.lzg.engine import LzgEngine, PromotionOutcome
+from services.lzg.engine import LzgEngine
 from services.lzg.store import SCHEMA, LzgStore
+from services.lzg.types import PromotionOutcome
 from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 
 from .conftest import (

@@ -8,9 +8,10 @@ import pytest
 
 from novaberg_core.errors import InvalidArgument, NotFound
 from novaberg_core.pipeline_log import InMemorySink
-from services.lzg.engine import Entity, LzgEngine
+from services.lzg.engine import LzgEngine
 from services.lzg.spreading import SCHALEN_FAKTOR, sektor_faktor
 from services.lzg.store import LzgStore
+from services.lzg.types import Entity
 from services.lzg.usage import Ausgang
 
 from .conftest import OTHER, PAIR, T0, TableProvider, at_cosine, dump, promote, unit

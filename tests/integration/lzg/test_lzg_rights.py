@@ -14,9 +14,10 @@ from novaberg_core.clusters import default_clusters
 from novaberg_core.contract import pair_token, user_token
 from novaberg_core.errors import FailedPrecondition, NotFound
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
-from services.lzg.engine import Entity, LzgEngine, PromotionOutcome, Timeline
+from services.lzg.engine import LzgEngine
 from services.lzg.rights import ImportChunk, LzgRights
 from services.lzg.store import LzgStore
+from services.lzg.types import Entity, PromotionOutcome, Timeline
 
 from .conftest import (
     NOMIC_PROFILE,

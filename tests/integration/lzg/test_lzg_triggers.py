@@ -8,8 +8,9 @@ from datetime import timedelta
 import pytest
 
 from novaberg_core.errors import InvalidArgument, NotFound
-from services.lzg.engine import Entity, LzgEngine, Timeline
+from services.lzg.engine import LzgEngine
 from services.lzg.store import LzgStore
+from services.lzg.types import Entity, Timeline
 from services.lzg.weights import damp, reinforced_weights
 
 from .conftest import (

@@ -1,0 +1,27 @@
+"""What every LZG use case shares: one per process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from novaberg_core.clusters import ClusterTable
+from novaberg_core.embedding import EmbeddingProvider, ModelProfile
+from novaberg_core.pipeline_log import PipelineLog
+from services.lzg.cache import PairCache
+from services.lzg.store import LzgStore
+
+__all__ = ["LzgContext"]
+
+
+@dataclass(frozen=True)
+class LzgContext:
+    """The store, the embedding provider and its measured profile, the clusters, the log, the cache."""
+
+    store: LzgStore
+    provider: EmbeddingProvider
+    profile: ModelProfile
+    """The model's thresholds (SPEC §2): match, anchor, embedding layer, usage."""
+    clusters: ClusterTable
+    log: PipelineLog
+    cache: PairCache
+    """The pairs' node vectors, read with the pair's generation (nodes can be deleted: ``rights.py``)."""

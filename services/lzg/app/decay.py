@@ -1,0 +1,70 @@
+"""Decay of the LZG's nodes (SPEC §5.7): one set-based statement, then the log row(s) (SPEC §8)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from novaberg_core.maintenance import check_scope
+from novaberg_core.metrics import record_decay
+from services.lzg.app.context import LzgContext
+from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
+
+__all__ = ["Decay"]
+
+
+class Decay:
+    """SPEC §5.7 over the shared context."""
+
+    def __init__(self, ctx: LzgContext) -> None:
+        self.store = ctx.store
+        self.log = ctx.log
+
+    async def run_decay(
+        self,
+        as_of: datetime,
+        *,
+        pairs: Sequence[tuple[str, str]] = (),
+        turn_id: str = "",
+        span_id: str | None = None,
+    ) -> tuple[int, int, float]:
+        """One set-based statement over all active nodes, or only those of ``pairs``; returns
+        (decayed, deactivated, ms).
+
+        Incremental form (SPEC §5.7): each node decays by the time since its own ``decay_am``, so
+        two runs on one day decay by the elapsed hours only and together equal one run at the later
+        time; a run at or before a node's ``decay_am`` (a repeat or a backdated replay) leaves it
+        untouched. This is how "idempotent within a day" holds without a calendar-day rule. An
+        all-pairs run with ``as_of`` in the future is refused (:mod:`novaberg_core.maintenance`).
+        """
+        check_scope(as_of, pairs, what="RunDecay")
+        started = time.perf_counter()
+        decayed, deactivated = await self.store.run_decay(
+            as_of, LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT, pairs
+        )
+        duration_ms = (time.perf_counter() - started) * 1000.0
+        record_decay(decayed, deactivated, scoped=bool(pairs))
+        # SPEC §8: the all-pairs run's row leaves the pair NULL; a scoped run's rows carry each pair
+        # (its counts are the run's, over all of its pairs).
+        scope: dict[str, Any] = {"paare": len(pairs)} if pairs else {}
+        targets: Sequence[tuple[str | None, str | None]] = pairs or [(None, None)]
+        for user_id, character_id in targets:
+            self.log.db_write(
+                turn_id=turn_id or f"synapsen_decay:{as_of.astimezone(UTC).isoformat()}",
+                node="synapsen_decay",
+                tabelle="lzg_knoten",
+                operation="update",
+                verfallen=decayed,
+                deaktiviert=deactivated,
+                dauer_ms=round(duration_ms, 1),
+                rate=LZG_KNOTEN_DECAY_RATE,
+                min_gewicht=LZG_KNOTEN_MIN_GEWICHT,
+                **scope,
+                span_id=span_id,
+                erstellt_am=as_of,
+                user_id=user_id,
+                character_id=character_id,
+            )
+        return decayed, deactivated, duration_ms

@@ -1,0 +1,394 @@
+"""Promotion of a KZG entry into the LZG (SPEC §5.3) with Trigger 1, a new node's edges (SPEC §5.4).
+
+Steps: validate (nothing written on refusal, SPEC §10) → erased pair? → embed → under the pair's
+write lock: already promoted? → best cosine over the pair's nodes → duplicate / half-reactivation
+(step 4) or a new node (step 5) with its edges (Trigger 1) → the bridge row (step 6).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from novaberg_core.embedding import lzg_embed_text
+from novaberg_core.errors import InvalidArgument
+from services.lzg.app.context import LzgContext
+from services.lzg.cache import PairSnapshot
+from services.lzg.edges import Connection, edge_rows
+from services.lzg.layers import TimelineRef, evaluate_layers
+from services.lzg.rights_store import promotion_erased
+from services.lzg.rows import EdgeInsert, NewNode
+from services.lzg.store import PairTx
+from services.lzg.types import (
+    BEOBACHTER,
+    ERASED,
+    PromotionInput,
+    PromotionOutcome,
+    PromotionResult,
+    check_finite,
+    check_pair,
+)
+from services.lzg.weights import half_reactivation_decay, node_weights_at_creation
+
+__all__ = ["Promotion", "trigger1_candidates", "trigger1_edges"]
+
+_LOG = logging.getLogger(__name__)
+
+_GEDAECHTNISTYP_MAX = 20  # VARCHAR(20)
+
+
+class Promotion:
+    """SPEC §5.3 over the shared context: one per process."""
+
+    def __init__(self, ctx: LzgContext) -> None:
+        self.store = ctx.store
+        self.provider = ctx.provider
+        self.profile = ctx.profile
+        self.log = ctx.log
+        self.cache = ctx.cache
+
+    def validate(self, entry: PromotionInput) -> None:
+        """Everything a promotion refuses before touching the store (SPEC §10: nothing changed)."""
+        check_pair(entry.user_id, entry.character_id, "entry.pair")
+        if not entry.kzg_key:
+            raise InvalidArgument("entry.kzg_key must not be empty")
+        prefix = f"kzg:{entry.user_id}:{entry.character_id}:"
+        if not entry.kzg_key.startswith(prefix) or len(entry.kzg_key) == len(prefix):
+            raise InvalidArgument(
+                f"entry.kzg_key {entry.kzg_key!r} is not a key of the entry's pair (expected '{prefix}<entry_id>')"
+            )
+        if entry.beobachter not in BEOBACHTER:
+            raise InvalidArgument(f"entry.beobachter must be one of {', '.join(BEOBACHTER)}")
+        if not entry.inhalt.strip():
+            raise InvalidArgument("entry.inhalt must not be empty")
+        if not (math.isfinite(entry.salienz) and 0.0 <= entry.salienz <= 1.0):
+            raise InvalidArgument(f"entry.salienz must be in 0..1, got {entry.salienz}")
+        if entry.haeufigkeit < 1:
+            raise InvalidArgument(f"entry.haeufigkeit must be >= 1, got {entry.haeufigkeit}")
+        if len(entry.gedaechtnistyp) > _GEDAECHTNISTYP_MAX:
+            raise InvalidArgument(f"entry.gedaechtnistyp is longer than {_GEDAECHTNISTYP_MAX} characters")
+        # An empty `dimension` is stored as '' (the column is NOT NULL, not non-empty): the KZG
+        # accepts such entries, and refusing them here would turn them into poison jobs.
+        check_finite(entry.arousal, "entry.ei.arousal")
+        if entry.erstellt_am is None:
+            raise InvalidArgument("entry.erstellt_am must be set")
+        if any(i <= 0 for i in entry.entitaet_ids):
+            raise InvalidArgument("entry.magnets.entitaet_ids must be positive ids")
+        if entry.timeline_id is not None and entry.timeline_id <= 0:
+            raise InvalidArgument("entry.magnets.timeline_id must be a positive id")
+
+    async def promote(self, entry: PromotionInput) -> PromotionResult:
+        """SPEC §5.3: duplicate, half-reactivation or a new node with its edges (Trigger 1)."""
+        self.validate(entry)
+        if await self._erased(self.store.pool, entry):  # before any log record names the pair
+            return ERASED
+        log_kw: dict[str, Any] = {
+            "user_id": entry.user_id,
+            "character_id": entry.character_id,
+            "span_id": entry.span_id,
+            "erstellt_am": entry.as_of,
+        }
+        turn = entry.log_turn_id
+        self.log.write(
+            turn_id=turn,
+            node="promotion",
+            art="eingang",
+            inhalt={"kzg_key": entry.kzg_key, "ausloeser_turn_id": entry.ausloeser_turn_id},
+            **log_kw,
+        )
+        vector = await self.provider.embed_one(lzg_embed_text(entry.inhalt, entry.sprecher))
+        async with self.store.pair_writer(entry.user_id, entry.character_id) as tx:
+            if await self._erased(tx.conn, entry):  # an erasure committed while this one waited
+                return ERASED
+            prior = await tx.node_by_quell_key(entry.kzg_key)
+            if prior is not None:
+                # The same job ran before (at-least-once delivery): the entry has fully arrived.
+                self.log.decision(
+                    turn_id=turn,
+                    node="promotion",
+                    entscheidung="promotion.bereits_promotet",
+                    ausgang="neu",
+                    eingang={"kzg_key": entry.kzg_key, "knoten_id": prior["id"]},
+                    massstab={"eindeutig": "kzg_quell_key"},
+                    **log_kw,
+                )
+                return PromotionResult(PromotionOutcome.NEW_NODE, prior["id"], 0.0, 0, True, True, 0)
+
+            entitaet_ids = await self._known_entities(tx, entry, turn, log_kw)
+            timeline = await self._known_timeline(tx, entry, turn, log_kw)
+            snapshot = await self.cache.snapshot(tx.conn, entry.user_id, entry.character_id)
+            cosines = snapshot.cosines(vector)
+            best_row = int(np.argmax(cosines)) if len(snapshot) else -1
+            best_cosine = float(cosines[best_row]) if best_row >= 0 else 0.0
+            self.log.db_read(
+                turn_id=turn,
+                node="promotion",
+                tabelle="lzg_knoten",
+                treffer=len(snapshot),
+                bester_cosine=round(best_cosine, 6),
+                **log_kw,
+            )
+            if best_row >= 0 and best_cosine >= self.profile.match:
+                return await self._promotion_hit(
+                    tx, entry, int(snapshot.ids[best_row]), best_cosine, len(snapshot), turn, log_kw
+                )
+            self.log.decision(
+                turn_id=turn,
+                node="promotion",
+                entscheidung="promotion.treffer",
+                ausgang=PromotionOutcome.NEW_NODE.value,
+                eingang={"bester_cosine": round(best_cosine, 6), "kandidaten": len(snapshot)},
+                massstab={"match": self.profile.match},
+                **log_kw,
+            )
+            weights = node_weights_at_creation(entry.salienz)
+            new_node = NewNode(
+                kzg_quell_key=entry.kzg_key,
+                user_id=entry.user_id,
+                character_id=entry.character_id,
+                beobachter=entry.beobachter,
+                inhalt=entry.inhalt,
+                embedding=vector,
+                dimension=entry.dimension,
+                gewicht_roh=weights.gewicht_roh,
+                gewicht_absolut=weights.gewicht_absolut,
+                gewicht_decay=weights.gewicht_decay,
+                haeufigkeit=entry.haeufigkeit,
+                erstellt_am=entry.as_of,
+                kzg_erstellt_am=entry.erstellt_am or entry.as_of,
+                themen=list(entry.themen),
+                gedaechtnistyp=entry.gedaechtnistyp or None,
+                entitaet_ids=entitaet_ids,
+                timeline_id=entry.timeline_id if timeline is not None else None,
+                emotion=entry.emotion,
+                arousal=entry.arousal,
+                emotions_vektor=entry.emotions_vektor,
+                intentionen=list(entry.intentionen),
+                modus=entry.modus,
+                sprach_stil=entry.sprach_stil,
+                beziehungs_dynamik=entry.beziehungs_dynamik,
+                tone=entry.tone,
+                sprecher=entry.sprecher,
+                sprache=entry.sprache,
+                quell_turn_id=entry.entry_turn_id,
+            )
+            # Step 3: the candidates' fresh data are read before the insert.
+            candidates, near = await trigger1_candidates(
+                tx, snapshot, cosines, new_node, timeline, self.profile.embedding_layer
+            )
+            node_id = await tx.insert_node(new_node)
+            self.log.db_write(
+                turn_id=turn,
+                node="promotion",
+                tabelle="lzg_knoten",
+                operation="insert",
+                knoten_id=node_id,
+                gewicht_roh=weights.gewicht_roh,
+                gewicht_absolut=weights.gewicht_absolut,
+                **log_kw,
+            )
+            edges_created = 0
+            try:
+                async with tx.conn.transaction():  # savepoint: a failed edge leaves the node in place
+                    edges = trigger1_edges(
+                        node_id, new_node, timeline, candidates, near, snapshot, cosines,
+                        self.profile.embedding_layer,
+                    )  # fmt: skip
+                    edges_created = await tx.insert_edges(edges)
+            except (asyncpg.PostgresError, ValueError, ArithmeticError) as exc:
+                _LOG.error("promotion %s: edges of node %d failed: %s", entry.kzg_key, node_id, exc)
+                self.log.error(
+                    turn_id=turn, node="promotion", typ=type(exc).__name__, message=str(exc), **log_kw
+                )
+            else:
+                self.log.db_write(
+                    turn_id=turn,
+                    node="promotion",
+                    tabelle="lzg_kanten",
+                    operation="insert",
+                    knoten_id=node_id,
+                    kanten=edges_created,
+                    **log_kw,
+                )
+            await self._bridge(tx, entry, node_id, PromotionOutcome.NEW_NODE, turn, log_kw)
+        return PromotionResult(
+            PromotionOutcome.NEW_NODE, node_id, best_cosine, edges_created, True, False, len(snapshot)
+        )
+
+    async def _erased(self, conn: Any, entry: PromotionInput) -> bool:
+        """A tombstone of the pair (or its user) newer than the entry (services/lzg/rights.py)."""
+        assert entry.erstellt_am is not None
+        if await promotion_erased(conn, entry.user_id, entry.character_id, entry.erstellt_am):
+            _LOG.warning("promotion of an entry of an erased pair dropped (docs/decisions.md 'Erasure')")
+            self.log.decision(
+                turn_id="loeschung", node="promotion", entscheidung="promotion.ausgang",
+                ausgang=PromotionOutcome.ERASED.value, massstab="Paar nach dem Schreiben des Eintrags geloescht",
+            )  # fmt: skip
+            return True
+        return False
+
+    async def _known_entities(
+        self, tx: PairTx, entry: PromotionInput, turn: str, log_kw: dict[str, Any]
+    ) -> list[int]:
+        """Entity ids of the pair, each once in first-mention order; unknown ones dropped with an ERROR."""
+        ordered = list(dict.fromkeys(entry.entitaet_ids))
+        known = await tx.known_entity_ids(ordered)
+        unknown = [i for i in ordered if i not in known]
+        if unknown:
+            message = (
+                f"entitaet_ids {unknown} are not entities of this pair (deleted or merged away); dropped"
+            )
+            _LOG.error("promotion %s: %s", entry.kzg_key, message)
+            self.log.error(
+                turn_id=turn, node="promotion", typ="UnbekannteEntitaet", message=message, **log_kw
+            )
+        return [i for i in ordered if i in known]
+
+    async def _known_timeline(
+        self, tx: PairTx, entry: PromotionInput, turn: str, log_kw: dict[str, Any]
+    ) -> TimelineRef | None:
+        """The entry's timeline reference if it belongs to the pair; otherwise dropped with an ERROR."""
+        if entry.timeline_id is None:
+            return None
+        ref = await tx.timeline_ref(entry.timeline_id)
+        if ref is None:
+            message = f"timeline_id {entry.timeline_id} is not a timeline of this pair (deleted?); dropped"
+            _LOG.error("promotion %s: %s", entry.kzg_key, message)
+            self.log.error(
+                turn_id=turn, node="promotion", typ="UnbekannteTimeline", message=message, **log_kw
+            )
+        return ref
+
+    async def _promotion_hit(
+        self,
+        tx: PairTx,
+        entry: PromotionInput,
+        node_id: int,
+        best_cosine: float,
+        candidates: int,
+        turn: str,
+        log_kw: dict[str, Any],
+    ) -> PromotionResult:
+        """Step 4: an active hit is a duplicate (nothing changes); an inactive one is half-reactivated."""
+        aktiv, gewicht_absolut = await tx.node_activity(node_id)
+        outcome = PromotionOutcome.DUPLICATE if aktiv else PromotionOutcome.HALF_REACTIVATION
+        self.log.decision(
+            turn_id=turn,
+            node="promotion",
+            entscheidung="promotion.treffer",
+            ausgang=outcome.value,
+            eingang={"bester_cosine": round(best_cosine, 6), "knoten_id": node_id, "aktiv": aktiv},
+            massstab={"match": self.profile.match},
+            **log_kw,
+        )
+        if not aktiv:
+            half = half_reactivation_decay(gewicht_absolut)
+            await tx.half_reactivate(node_id, half, entry.as_of)
+            self.log.db_write(
+                turn_id=turn,
+                node="promotion",
+                tabelle="lzg_knoten",
+                operation="update",
+                knoten_id=node_id,
+                gewicht_decay=half,
+                **log_kw,
+            )
+        await self._bridge(tx, entry, node_id, outcome, turn, log_kw)
+        return PromotionResult(outcome, node_id, best_cosine, 0, False, False, candidates)
+
+    async def _bridge(
+        self,
+        tx: PairTx,
+        entry: PromotionInput,
+        node_id: int,
+        outcome: PromotionOutcome,
+        turn: str,
+        log_kw: dict[str, Any],
+    ) -> None:
+        """Step 6: the bridge row turn → KZG key → node (syn §11.2)."""
+        await tx.insert_bridge(
+            turn_id=entry.entry_turn_id,
+            kzg_key=entry.kzg_key,
+            node_id=node_id,
+            ausgang=outcome.value,
+            ausloeser_turn_id=entry.ausloeser_turn_id,
+            as_of=entry.as_of,
+        )
+        self.log.db_write(
+            turn_id=turn,
+            node="promotion",
+            tabelle="verbindung",
+            operation="insert",
+            knoten_id=node_id,
+            ausgang=outcome.value,
+            **log_kw,
+        )
+
+
+async def trigger1_candidates(
+    tx: PairTx,
+    snapshot: PairSnapshot,
+    cosines: npt.NDArray[np.float64],
+    node: NewNode,
+    timeline: TimelineRef | None,
+    embedding_schwelle: float,
+) -> tuple[list[asyncpg.Record], dict[int, TimelineRef]]:
+    """Fresh data of every node a layer may connect to the new one (SPEC §5.4).
+
+    Embedding neighbours come from the cache's cosines; theme and entity neighbours from the
+    GIN indexes, timeline neighbours from the timelines within tolerance (returned too).
+    Nodes outside these sets cannot connect.
+    """
+    close = snapshot.ids[np.nonzero(cosines > embedding_schwelle)[0]].tolist()
+    near = await tx.timelines_of_precision(timeline) if timeline is not None else {}
+    if not close and not node.themen and not node.entitaet_ids and not near:
+        return [], near
+    return await tx.promotion_candidates(close, node.themen, node.entitaet_ids, list(near)), near
+
+
+def trigger1_edges(
+    node_id: int,
+    node: NewNode,
+    timeline: TimelineRef | None,
+    candidates: Sequence[asyncpg.Record],
+    near_timelines: Mapping[int, TimelineRef],
+    snapshot: PairSnapshot,
+    cosines: npt.NDArray[np.float64],
+    embedding_schwelle: float,
+) -> list[EdgeInsert]:
+    """Trigger 1: layers per candidate, then both directed weights for all at once (SPEC §5.4)."""
+    if not candidates:
+        return []
+    cand_rows = snapshot.row_of([c["id"] for c in candidates])
+    connected: list[Connection] = []
+    for candidate, row in zip(candidates, cand_rows.tolist(), strict=True):
+        known_row = row < len(snapshot) and int(snapshot.ids[row]) == candidate["id"]
+        # Timelines of another precision or out of tolerance are not in near_timelines: no layer.
+        timeline_id = candidate["timeline_id"]
+        layers = evaluate_layers(
+            older_themen=candidate["themen"],
+            newer_themen=node.themen,
+            entitaet_ids_a=node.entitaet_ids,
+            entitaet_ids_b=candidate["entitaet_ids"],
+            timeline_a=timeline,
+            timeline_b=near_timelines.get(timeline_id) if timeline_id is not None else None,
+            cosine=float(cosines[row]) if known_row else math.nan,
+            embedding_schwelle=embedding_schwelle,
+        )
+        if layers is not None:
+            connected.append(
+                Connection(
+                    node_id,
+                    int(candidate["id"]),
+                    node.gewicht_absolut,
+                    float(candidate["gewicht_absolut"]),
+                    layers,
+                )
+            )
+    return edge_rows(connected, node.erstellt_am)

@@ -1,0 +1,240 @@
+"""The spreading read (SPEC §5.8 with §11) and the memory block (SPEC §5.9); reads only.
+
+Steps: validate (unknown readers, windows, the query) → the query vector → in one consistent view:
+the pair's anchors and recall candidates (``reading.rank_candidates``) → the shells along the
+strongest edges (``spreading``) → dedup, sort, top 3 → the memory blocks (``render``) → the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import asyncpg
+import numpy as np
+import numpy.typing as npt
+
+from novaberg_core.embedding import query_embed_text
+from novaberg_core.errors import InvalidArgument
+from novaberg_core.timeutil import utc_now
+from services.lzg.app.context import LzgContext
+from services.lzg.layers import parse_praezision
+from services.lzg.reading import RecallQuery, node_details, rank_candidates, recall_list
+from services.lzg.render import reader_names, render_memory_block
+from services.lzg.spreading import (
+    K_PRO_SCHALE,
+    Erinnerung,
+    LzgResonanz,
+    PfadSchritt,
+    PoolItem,
+    dedup_pool,
+    sector_of,
+    select_top,
+)
+from services.lzg.types import SpreadingResult, check_pair
+from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
+
+__all__ = ["Read"]
+
+
+class Read:
+    """Spreading read, memory block and the served-ids check over the shared context."""
+
+    def __init__(self, ctx: LzgContext) -> None:
+        self.store = ctx.store
+        self.provider = ctx.provider
+        self.profile = ctx.profile
+        self.clusters = ctx.clusters
+        self.log = ctx.log
+        self.cache = ctx.cache
+
+    def query_vector(self, values: Sequence[float]) -> npt.NDArray[np.float32]:
+        """A caller's query vector checked against the model and scaled to norm 1."""
+        if len(values) != self.provider.dimension:
+            raise InvalidArgument(
+                f"query_vector has {len(values)} values; the embedding model {self.provider.model_id} "
+                f"needs {self.provider.dimension}"
+            )
+        vector = np.asarray(values, dtype=np.float64)
+        if not np.all(np.isfinite(vector)):
+            raise InvalidArgument("query_vector holds a value that is not finite")
+        norm = float(np.linalg.norm(vector))
+        if norm == 0.0:
+            raise InvalidArgument("query_vector is all zeros")
+        return (vector / norm).astype(np.float32)
+
+    async def spreading_read(
+        self,
+        user_id: str,
+        character_id: str,
+        *,
+        query_values: Sequence[float] | None,
+        query_text: str | None,
+        cluster: str,
+        nova_emotion: str,
+        turn_id: str = "",
+        span_id: str | None = None,
+        readers: Sequence[str] = (),
+        user_name: str = "",
+        character_name: str = "",
+        as_of: datetime | None = None,
+        lexical_text: str = "",
+        sprache: str = "",
+        question_entity_ids: Sequence[int] = (),
+        zeitfenster: Sequence[tuple[datetime, str]] = (),
+        recall_k: int = 0,
+    ) -> SpreadingResult:
+        """Hybrid anchors, shells, dedup, sort, top 3 (SPEC §5.8 with §11), and the recall candidates; reads only.
+
+        The read happens as of ``as_of`` (None → now): memories made later are not seen, weights
+        and activity are those at that time. With ``readers``, the memory block of each (SPEC
+        §5.9) is rendered from the same consistent view, the entity names read once for all.
+        """
+        check_pair(user_id, character_id)
+        for reader in readers:  # an unknown reader fails before anything is read (SPEC §10)
+            reader_names(reader)
+        windows = tuple((moment, parse_praezision(p, "zeitfenster.praezision")) for moment, p in zeitfenster)
+        canonical = self.clusters.canonical(cluster)
+        hops = self.clusters.enricher_spruenge(canonical)
+        if query_values is not None:
+            vector = self.query_vector(query_values)
+        elif query_text is not None and query_text.strip():
+            vector = await self.provider.embed_one(query_embed_text(query_text))
+        else:
+            raise InvalidArgument(
+                "one of query_vector or query_text is required (query_text must not be blank)"
+            )
+        moment = as_of or utc_now()
+        query = RecallQuery(
+            vector=vector, as_of=moment, lexical_text=lexical_text, sprache=sprache,
+            entity_ids=tuple(dict.fromkeys(question_entity_ids)), zeitfenster=windows, recall_k=recall_k,
+        )  # fmt: skip
+
+        async with self.store.reader() as conn:
+            snapshot = await self.cache.snapshot(conn, user_id, character_id)
+            candidates = await rank_candidates(
+                conn, self.store.q, snapshot, query, self.profile.anchor, (user_id, character_id)
+            )
+            anchors = candidates.anchors
+            pool: list[PoolItem] = list(anchors)
+            frontier = anchors
+            for schale in range(1, hops + 1):
+                if not frontier:
+                    break
+                frontier = await self._shell(conn, frontier, schale, user_id, character_id, moment)
+                pool.extend(frontier)
+            top = select_top(pool, nova_emotion)
+            names = await self._entity_names(conn, user_id, character_id, top) if readers else {}
+        blocks = {
+            reader: render_memory_block(
+                top, reader, names, user_name=user_name, character_name=character_name
+            )
+            for reader in readers
+        }
+        sektor = sector_of(nova_emotion)
+        resonanz = LzgResonanz(
+            anker_anzahl=len(anchors),
+            sprung_tiefe=hops,
+            cluster=canonical,
+            nova_sektor=sektor or "neutral",
+            erinnerungen=tuple(top),
+        )
+        pool_size = len(dedup_pool(pool))
+        recall = recall_list(candidates, pool, recall_k)
+        if turn_id:
+            self.log.db_read(
+                turn_id=turn_id,
+                node="enricher",
+                tabelle="lzg_knoten",
+                treffer=len(top),
+                anker=len(anchors),
+                pool=pool_size,
+                cluster=canonical,
+                sprung_tiefe=hops,
+                lzg_resonanz_ids=[e.knoten_id for e in top],
+                quellen={source: len(ids) for source, ids in candidates.lists.items()},
+                recall_ids=[r.knoten_id for r in recall],
+                user_id=user_id,
+                character_id=character_id,
+                span_id=span_id,
+                erstellt_am=as_of,
+            )
+        return SpreadingResult(resonanz, pool_size, blocks, recall, candidates.query_terms)
+
+    async def _shell(
+        self,
+        conn: asyncpg.Connection,
+        frontier: Sequence[PoolItem],
+        schale: int,
+        user_id: str,
+        character_id: str,
+        as_of: datetime,
+    ) -> list[PoolItem]:
+        """Shell ``schale``: top K outgoing edges of every frontier item, predecessor excluded (syn §8.2.3)."""
+        rows = await self.store.shell(
+            conn,
+            [item.knoten_id for item in frontier],
+            [item.predecessor or 0 for item in frontier],
+            K_PRO_SCHALE[schale],
+            user_id,
+            character_id,
+            as_of,
+            LZG_KNOTEN_DECAY_RATE,
+            LZG_KNOTEN_MIN_GEWICHT,
+        )
+        items: list[PoolItem] = []
+        for row in rows:
+            source = frontier[row["ord"]]
+            step = PfadSchritt(
+                von_knoten_id=source.knoten_id,
+                kante_id=row["kante_id"],
+                verbindungs_gruende=tuple(row["verbindungs_gruende"]),
+                geteilte_entitaet_ids=tuple(row["geteilte_entitaet_ids"]),
+                geteilte_themen=tuple(row["geteilte_themen"]),
+            )
+            items.append(
+                PoolItem(
+                    knoten_id=row["knoten_b_id"],
+                    schale=schale,
+                    details=node_details(row),
+                    predecessor=source.knoten_id,
+                    pfad=(*source.pfad, step),
+                )
+            )
+        return items
+
+    # ================================================================ memory block (SPEC §5.9)
+
+    async def render(
+        self,
+        user_id: str,
+        character_id: str,
+        erinnerungen: Sequence[Erinnerung],
+        reader: str,
+        *,
+        user_name: str = "",
+        character_name: str = "",
+    ) -> str:
+        """The memory block for one reader, entity names looked up in the pair's registry."""
+        check_pair(user_id, character_id)
+        reader_names(reader)  # an unknown reader fails before any read
+        async with self.store.pool.acquire() as conn:
+            names = await self._entity_names(conn, user_id, character_id, erinnerungen)
+        return render_memory_block(
+            erinnerungen, reader, names, user_name=user_name, character_name=character_name
+        )
+
+    async def _entity_names(
+        self, conn: asyncpg.Connection, user_id: str, character_id: str, erinnerungen: Sequence[Erinnerung]
+    ) -> dict[int, str]:
+        """Names of the entities the paths of ``erinnerungen`` share, from the pair's registry."""
+        ids = sorted({i for e in erinnerungen for step in e.pfad for i in step.geteilte_entitaet_ids})
+        if not ids:
+            return {}
+        return await self.store.entity_names(conn, user_id, character_id, ids)
+
+    async def missing_nodes(self, user_id: str, character_id: str, node_ids: Sequence[int]) -> list[int]:
+        """The ids that are no node of the pair, in the given order (SPEC §10: served ids belong to the pair)."""
+        check_pair(user_id, character_id)
+        found = await self.store.node_ids_of_pair(node_ids, user_id, character_id)
+        return [i for i in node_ids if i not in found]

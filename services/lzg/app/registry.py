@@ -1,0 +1,332 @@
+"""The pair's entity and timeline registry (SPEC §5.5) with Trigger 3, the edges it changes.
+
+A merge, an entity's deletion, a timeline's move, precision change or deletion rewrites the
+nodes that reference it and re-evaluates all four layers of every node pair whose shared data
+can change, under the pair's write lock: each pair's edges upserted, or deleted in both
+directions when no layer is left.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
+from services.lzg.app.context import LzgContext
+from services.lzg.edges import Connection, edge_rows
+from services.lzg.layers import Praezision, TimelineRef, evaluate_layers, parse_praezision
+from services.lzg.store import PairTx, timeline_ref
+from services.lzg.types import (
+    Entity,
+    Timeline,
+    Trigger3Result,
+    check_pair,
+    entity_from_row,
+    timeline_from_row,
+)
+
+__all__ = ["Registry"]
+
+
+@dataclass
+class _Recompute:
+    """Node pairs whose layers a Trigger 3 re-evaluates, and nodes it rewrote."""
+
+    pairs: set[tuple[int, int]] = field(default_factory=set)
+    nodes_rewritten: int = 0
+
+
+def _unordered(x: int, y: int) -> tuple[int, int]:
+    return (x, y) if x < y else (y, x)
+
+
+class Registry:
+    """Entities and timelines of a pair, and Trigger 3, over the shared context."""
+
+    def __init__(self, ctx: LzgContext) -> None:
+        self.store = ctx.store
+        self.profile = ctx.profile
+        self.log = ctx.log
+
+    # ================================================================ entities (Trigger 3)
+
+    async def upsert_entity(self, user_id: str, character_id: str, entity: Entity) -> tuple[Entity, bool]:
+        """id 0: create, or return the entity of that name; else update name/typ/aliases."""
+        check_pair(user_id, character_id)
+        name = entity.name.strip()
+        if not name:
+            raise InvalidArgument("entity.name must not be empty")
+        aliases = [a.strip() for a in entity.aliases if a.strip()]
+        if entity.id == 0:
+            async with self.store.pair_writer(user_id, character_id) as tx:
+                row = await tx.insert_entity(name, entity.typ, aliases)
+                if row is not None:
+                    return entity_from_row(row), True
+                existing = await tx.entity_by_name(name)
+                assert existing is not None
+                return entity_from_row(existing), False
+        async with self.store.pair_writer(user_id, character_id) as tx:
+            other = await tx.entity_by_name(name)
+            if other is not None and other["id"] != entity.id:
+                raise AlreadyExists(f"entity {other['id']} of this pair is already named {name!r}")
+            row = await tx.update_entity(entity.id, name, entity.typ, aliases)
+            if row is None:
+                raise NotFound(f"entity {entity.id} is not an entity of this pair")
+            return entity_from_row(row), False
+
+    async def resolve_entities(
+        self, user_id: str, character_id: str, names: Sequence[str], create_missing: bool, typ_for_new: str
+    ) -> list[int]:
+        """Ids for names or aliases (case-insensitive), 0 where unknown unless created."""
+        check_pair(user_id, character_id)
+        blank = [index for index, raw in enumerate(names) if not raw.strip()]
+        if blank:  # refused before anything is read or created
+            raise InvalidArgument(f"names must not contain blank names (index {blank})")
+        rows = await self.store.entities(user_id, character_id, [])
+        by_key: dict[str, int] = {}
+        for row in rows:
+            for alias in row["aliases"] or ():
+                by_key.setdefault(alias.strip().casefold(), row["id"])
+        for row in rows:  # a name wins over another entity's alias
+            by_key[row["name"].strip().casefold()] = row["id"]
+        result: list[int] = []
+        for raw in names:
+            key = raw.strip().casefold()
+            if key not in by_key and create_missing:
+                entity, _ = await self.upsert_entity(
+                    user_id, character_id, Entity(0, user_id, character_id, raw.strip(), typ_for_new, ())
+                )
+                by_key[key] = entity.id
+            result.append(by_key.get(key, 0))
+        return result
+
+    async def entities(self, user_id: str, character_id: str, ids: Sequence[int]) -> list[Entity]:
+        check_pair(user_id, character_id)
+        return [entity_from_row(r) for r in await self.store.entities(user_id, character_id, ids)]
+
+    async def merge_entities(
+        self, user_id: str, character_id: str, source_id: int, target_id: int, *, turn_id: str = ""
+    ) -> Trigger3Result:
+        """Source merged into target: names become aliases, references rewritten, edges recomputed."""
+        check_pair(user_id, character_id)
+        if source_id == target_id:
+            raise InvalidArgument("source_id and target_id must differ")
+        async with self.store.pair_writer(user_id, character_id) as tx:
+            source = await tx.entity(source_id)
+            target = await tx.entity(target_id)
+            if source is None:
+                raise NotFound(f"entity {source_id} (source_id) is not an entity of this pair")
+            if target is None:
+                raise NotFound(f"entity {target_id} (target_id) is not an entity of this pair")
+            with_source = await tx.nodes_with_entity(source_id)
+            with_target = await tx.nodes_with_entity(target_id)
+            rewritten = await tx.replace_entity_in_nodes(source_id, target_id)
+            aliases = _merged_aliases(target["name"], target["aliases"], [source["name"], *source["aliases"]])
+            await tx.delete_entity(source_id)
+            await tx.update_entity(target_id, target["name"], target["typ"], aliases)
+            # Every pair whose shared entities can change: a node that had the source with a node
+            # that has the target now (syn §7.9.2, Trigger 3).
+            everyone = set(with_source) | set(with_target)
+            work = _Recompute(
+                pairs={_unordered(x, y) for x in with_source for y in everyone if x != y},
+                nodes_rewritten=rewritten,
+            )
+            result = await self._reevaluate(tx, work, datetime.now(UTC))
+        self._log_trigger3(
+            turn_id, "entitaet_merge", user_id, character_id, result, source=source_id, target=target_id
+        )
+        return result
+
+    async def delete_entity(
+        self, user_id: str, character_id: str, entity_id: int, *, turn_id: str = ""
+    ) -> Trigger3Result:
+        """Entity deleted: removed from every node, edges carrying it recomputed (or deleted)."""
+        check_pair(user_id, character_id)
+        async with self.store.pair_writer(user_id, character_id) as tx:
+            if await tx.entity(entity_id) is None:
+                raise NotFound(f"entity {entity_id} is not an entity of this pair")
+            pairs = await tx.edge_pairs_with_entity(entity_id)
+            rewritten = await tx.remove_entity_from_nodes(entity_id)
+            await tx.delete_entity(entity_id)
+            work = _Recompute(pairs=pairs, nodes_rewritten=rewritten)
+            result = await self._reevaluate(tx, work, datetime.now(UTC))
+        self._log_trigger3(turn_id, "entitaet_loeschen", user_id, character_id, result, entitaet_id=entity_id)
+        return result
+
+    # ================================================================ timeline (Trigger 3)
+
+    def _timeline_fields(self, zeitpunkt: datetime | None, praezision: str) -> tuple[datetime, Praezision]:
+        if zeitpunkt is None:
+            raise InvalidArgument("timeline.zeitpunkt must be set")
+        return zeitpunkt, parse_praezision(praezision, "timeline.praezision")
+
+    async def upsert_timeline(
+        self, user_id: str, character_id: str, timeline: Timeline
+    ) -> tuple[Timeline, bool]:
+        """id 0: create; else update every field (a move or precision change fires Trigger 3)."""
+        check_pair(user_id, character_id)
+        zeitpunkt, praezision = self._timeline_fields(timeline.zeitpunkt, timeline.praezision)
+        if timeline.id == 0:
+            row = await self.store.insert_timeline(
+                user_id, character_id, zeitpunkt, praezision.value, timeline.titel, timeline.themen
+            )
+            return timeline_from_row(row), True
+        updated, _ = await self.update_timeline(user_id, character_id, timeline)
+        return updated, False
+
+    async def update_timeline(
+        self, user_id: str, character_id: str, timeline: Timeline, *, turn_id: str = ""
+    ) -> tuple[Timeline, Trigger3Result]:
+        """Move / precision change: timeline-layer edges of the nodes referencing it recomputed."""
+        check_pair(user_id, character_id)
+        zeitpunkt, praezision = self._timeline_fields(timeline.zeitpunkt, timeline.praezision)
+        async with self.store.pair_writer(user_id, character_id) as tx:
+            before = await tx.timeline(timeline.id)
+            if before is None:
+                raise NotFound(f"timeline {timeline.id} is not a timeline of this pair")
+            row = await tx.update_timeline(
+                timeline.id, zeitpunkt, praezision.value, timeline.titel, timeline.themen
+            )
+            assert row is not None
+            moved = before["zeitpunkt"] != zeitpunkt or before["praezision"] != praezision.value
+            result = Trigger3Result()
+            if moved:
+                work = await self._timeline_pairs(tx, timeline.id, TimelineRef(zeitpunkt, praezision))
+                result = await self._reevaluate(tx, work, datetime.now(UTC))
+        if moved:
+            self._log_trigger3(
+                turn_id, "timeline_aendern", user_id, character_id, result, timeline_id=timeline.id
+            )
+        return timeline_from_row(row), result
+
+    async def delete_timeline(
+        self, user_id: str, character_id: str, timeline_id: int, *, turn_id: str = ""
+    ) -> Trigger3Result:
+        """Timeline deleted: nodes lose the reference (FK SET NULL), their timeline edges recomputed."""
+        check_pair(user_id, character_id)
+        async with self.store.pair_writer(user_id, character_id) as tx:
+            if await tx.timeline(timeline_id) is None:
+                raise NotFound(f"timeline {timeline_id} is not a timeline of this pair")
+            referencing = await tx.nodes_with_timeline(timeline_id)
+            pairs = await tx.edge_pairs_of_nodes(referencing) if referencing else set()
+            await tx.delete_timeline(timeline_id)
+            work = _Recompute(pairs=pairs, nodes_rewritten=len(referencing))
+            result = await self._reevaluate(tx, work, datetime.now(UTC))
+        self._log_trigger3(
+            turn_id, "timeline_loeschen", user_id, character_id, result, timeline_id=timeline_id
+        )
+        return result
+
+    async def timelines(
+        self,
+        user_id: str,
+        character_id: str,
+        ids: Sequence[int] = (),
+        at: tuple[datetime, str] | None = None,
+    ) -> list[Timeline]:
+        """The pair's timeline refs, optionally only ``ids`` and/or those at an instant with a precision."""
+        check_pair(user_id, character_id)
+        zeitpunkt, praezision = (at[0], parse_praezision(at[1], "praezision").value) if at else (None, None)
+        rows = await self.store.timelines(user_id, character_id, ids, zeitpunkt, praezision)
+        return [timeline_from_row(r) for r in rows]
+
+    async def _timeline_pairs(self, tx: PairTx, timeline_id: int, ref: TimelineRef) -> _Recompute:
+        """Pairs a moved timeline can change: its nodes' edges, and its nodes × nodes now within tolerance."""
+        referencing = await tx.nodes_with_timeline(timeline_id)
+        if not referencing:
+            return _Recompute()
+        pairs = await tx.edge_pairs_of_nodes(referencing)
+        near = list(await tx.timelines_of_precision(ref))
+        partners = await tx.nodes_with_timeline_ids(near) if near else []
+        pairs |= {_unordered(x, y) for x in referencing for y in partners if x != y}
+        return _Recompute(pairs=pairs, nodes_rewritten=0)
+
+    async def _reevaluate(self, tx: PairTx, work: _Recompute, as_of: datetime) -> Trigger3Result:
+        """Trigger 3 core: all four layers of each node pair from current data; upsert or delete both rows.
+
+        The embedding layer reads the frozen ``embedding_cosine_initial`` where an edge exists and
+        the nodes' vectors where none does; an edge left with no layer is deleted in both directions.
+        """
+        if not work.pairs:
+            return Trigger3Result(nodes_rewritten=work.nodes_rewritten)
+        ids = {x for p in work.pairs for x in p}
+        nodes = {r["id"]: r for r in await tx.nodes_for_layers(ids)}
+        existing: set[tuple[int, int]] = set()
+        frozen: dict[tuple[int, int], float] = {}
+        for row in await tx.edges_among(ids):
+            key = _unordered(row["knoten_a_id"], row["knoten_b_id"])
+            if key in work.pairs:
+                existing.add(key)
+                if row["embedding_cosine_initial"] is not None:
+                    frozen[key] = row["embedding_cosine_initial"]
+        refs = {i: timeline_ref(nodes[i]["zeitpunkt"], nodes[i]["praezision"]) for i in nodes}
+        connected: list[Connection] = []
+        deletions: list[tuple[int, int]] = []
+        for x, y in sorted(work.pairs):
+            if x not in nodes or y not in nodes:
+                continue
+            cosine = frozen.get((x, y))
+            if cosine is None:
+                cosine = _cosine(nodes[x]["embedding"], nodes[y]["embedding"])
+            layers = evaluate_layers(
+                older_themen=nodes[x]["themen"],
+                newer_themen=nodes[y]["themen"],
+                entitaet_ids_a=nodes[x]["entitaet_ids"],
+                entitaet_ids_b=nodes[y]["entitaet_ids"],
+                timeline_a=refs[x],
+                timeline_b=refs[y],
+                cosine=cosine,
+                embedding_schwelle=self.profile.embedding_layer,
+            )
+            if layers is None:
+                if (x, y) in existing:
+                    deletions.append((x, y))
+            else:
+                connected.append(
+                    Connection(x, y, nodes[x]["gewicht_absolut"], nodes[y]["gewicht_absolut"], layers)
+                )
+        rows = edge_rows(connected, as_of)
+        await tx.upsert_edges(rows)
+        deleted = await tx.delete_edges_between(deletions)
+        return Trigger3Result(
+            nodes_rewritten=work.nodes_rewritten, edges_recomputed=len(rows), edges_deleted=deleted
+        )
+
+    def _log_trigger3(
+        self, turn_id: str, art: str, user_id: str, character_id: str, result: Trigger3Result, **details: Any
+    ) -> None:
+        self.log.db_write(
+            turn_id=turn_id or f"trigger3:{art}",
+            node="trigger3",
+            tabelle="lzg_kanten",
+            operation=art,
+            knoten_umgeschrieben=result.nodes_rewritten,
+            kanten_neu_berechnet=result.edges_recomputed,
+            kanten_geloescht=result.edges_deleted,
+            user_id=user_id,
+            character_id=character_id,
+            **details,
+        )
+
+
+def _cosine(a: Any, b: Any) -> float:
+    """Cosine of two stored vectors (both norm 1), computed like the cache does (float32 dot)."""
+    if a is None or b is None:
+        return math.nan
+    return float(np.float32(np.dot(a.to_numpy(), b.to_numpy())))
+
+
+def _merged_aliases(target_name: str, target_aliases: Iterable[str], incoming: Iterable[str]) -> list[str]:
+    seen = {target_name.strip().casefold()}
+    merged: list[str] = []
+    for alias in [*target_aliases, *incoming]:
+        key = alias.strip().casefold()
+        if key and key not in seen:
+            seen.add(key)
+            merged.append(alias.strip())
+    return merged

@@ -1,0 +1,360 @@
+"""The LZG's messages ↔ its domain types: what the servicers translate with (STYLE rule 2)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from novaberg.common.v1 import common_pb2
+from novaberg.lzg.v1 import lzg_pb2
+from novaberg_core.embedding.base import Vectors
+from novaberg_core.errors import InvalidArgument
+from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
+from services.lzg.reading import RecallCandidate
+from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
+from services.lzg.types import Entity, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
+from services.lzg.usage import Ausgang, Verwendungsprotokoll
+
+__all__ = [
+    "OUTCOME",
+    "answer_vector",
+    "edge_to_proto",
+    "entity_to_proto",
+    "erinnerungen_from_proto",
+    "node_to_proto",
+    "promotion_input",
+    "protokoll_to_proto",
+    "recall_to_proto",
+    "request_as_of",
+    "resonanz_to_proto",
+    "span_of",
+    "timeline_from_proto",
+    "timeline_to_proto",
+    "trigger3_to_proto",
+]
+
+_BEOBACHTER_NAME = {
+    common_pb2.BEOBACHTER_USER: "user",
+    common_pb2.BEOBACHTER_ASSISTANT: "assistant",
+}
+_BEOBACHTER_ENUM = {name: value for value, name in _BEOBACHTER_NAME.items()}
+OUTCOME = {
+    PromotionOutcome.NEW_NODE: common_pb2.PROMOTION_OUTCOME_NEW_NODE,
+    PromotionOutcome.DUPLICATE: common_pb2.PROMOTION_OUTCOME_DUPLICATE,
+    PromotionOutcome.HALF_REACTIVATION: common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION,
+    PromotionOutcome.ERASED: common_pb2.PROMOTION_OUTCOME_ERASED,
+}
+_AUSGANG = {
+    Ausgang.GERECHNET: lzg_pb2.VERWENDUNG_AUSGANG_GERECHNET,
+    Ausgang.ANTWORT_LEER: lzg_pb2.VERWENDUNG_AUSGANG_ANTWORT_LEER,
+    Ausgang.OHNE_KANDIDAT: lzg_pb2.VERWENDUNG_AUSGANG_OHNE_KANDIDAT,
+    Ausgang.EMBED_FEHLER: lzg_pb2.VERWENDUNG_AUSGANG_EMBED_FEHLER,
+    Ausgang.VEKTOR_LEER: lzg_pb2.VERWENDUNG_AUSGANG_VEKTOR_LEER,
+    Ausgang.DB_FEHLER: lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER,
+}
+
+
+def _ts(moment: datetime | None) -> Timestamp | None:
+    return None if moment is None else to_timestamp(moment)
+
+
+def _optional_ts(message: Any, field: str) -> datetime | None:
+    return from_timestamp(getattr(message, field)) if message.HasField(field) else None
+
+
+def request_as_of(message: Any) -> datetime:
+    return as_of_or_now(message.as_of if message.HasField("as_of") else None)
+
+
+def span_of(turn: common_pb2.TurnContext) -> str | None:
+    return turn.span_id or None
+
+
+def _pair(pair: common_pb2.Pair, user_id: str, character_id: str) -> None:
+    pair.user_id = user_id
+    pair.character_id = character_id
+
+
+def node_to_proto(row: Mapping[str, Any], include_embedding: bool = False) -> lzg_pb2.Node:
+    """One ``lzg_knoten`` row as a Node message."""
+    node = lzg_pb2.Node(
+        id=row["id"],
+        kzg_quell_key=row["kzg_quell_key"],
+        beobachter=_BEOBACHTER_ENUM.get(row["beobachter"], common_pb2.BEOBACHTER_UNSPECIFIED),
+        inhalt=row["inhalt"],
+        dimension=row["dimension"],
+        gewicht_roh=row["gewicht_roh"],
+        gewicht_absolut=row["gewicht_absolut"],
+        gewicht_decay=row["gewicht_decay"],
+        haeufigkeit=row["haeufigkeit"],
+        aktiv=row["aktiv"],
+        erstellt_am=_ts(row["erstellt_am"]),
+        verstaerkt_am=_ts(row["verstaerkt_am"]),
+        decay_am=_ts(row["decay_am"]),
+        kzg_erstellt_am=_ts(row["kzg_erstellt_am"]),
+        themen=list(row["themen"]),
+        gedaechtnistyp=row["gedaechtnistyp"] or "",
+        ei=common_pb2.EiFields(
+            emotion=row["emotion"],
+            modus=row["modus"],
+            arousal=row["arousal"],
+            emotions_vektor=row["emotions_vektor"],
+            sprach_stil=row["sprach_stil"],
+            beziehungs_dynamik=row["beziehungs_dynamik"],
+            tone=row["tone"],
+            intentionen=_intentionen(row["intentionen"]),
+        ),
+    )
+    _pair(node.pair, row["user_id"], row["character_id"])
+    node.sprecher, node.sprache, node.quell_turn_id = row["sprecher"], row["sprache"], row["quell_turn_id"]
+    node.magnets.entitaet_ids.extend(row["entitaet_ids"])
+    if row["timeline_id"] is not None:
+        node.magnets.timeline_id = row["timeline_id"]
+    if include_embedding and row["embedding"] is not None:
+        node.embedding.extend(row["embedding"].to_numpy().tolist())
+    return node
+
+
+def _intentionen(raw: str) -> list[str]:
+    try:
+        values = json.loads(raw or "[]")
+    except ValueError:
+        return []
+    return [str(v) for v in values] if isinstance(values, list) else []
+
+
+def edge_to_proto(row: Mapping[str, Any]) -> lzg_pb2.Edge:
+    """One ``lzg_kanten`` row as an Edge message."""
+    edge = lzg_pb2.Edge(
+        id=row["id"],
+        knoten_a_id=row["knoten_a_id"],
+        knoten_b_id=row["knoten_b_id"],
+        gewicht_roh=row["gewicht_roh"],
+        gewicht_absolut=row["gewicht_absolut"],
+        erstellt_am=_ts(row["erstellt_am"]),
+        verbindungs_gruende=list(row["verbindungs_gruende"]),
+        geteilte_entitaet_ids=list(row["geteilte_entitaet_ids"]),
+        geteilte_themen=list(row["geteilte_themen"]),
+        anzahl_schichten=row["anzahl_schichten"],
+    )
+    if row["timeline_naehe_tage"] is not None:
+        edge.timeline_naehe_tage = row["timeline_naehe_tage"]
+    if row["embedding_cosine_initial"] is not None:
+        edge.embedding_cosine_initial = row["embedding_cosine_initial"]
+    return edge
+
+
+def resonanz_to_proto(resonanz: LzgResonanz) -> lzg_pb2.LzgResonanz:
+    """The domain ``lzg_resonanz`` as its message (syn §8.4.2)."""
+    message = lzg_pb2.LzgResonanz(
+        anker_anzahl=resonanz.anker_anzahl,
+        sprung_tiefe=resonanz.sprung_tiefe,
+        cluster=resonanz.cluster,
+        nova_sektor=resonanz.nova_sektor,
+    )
+    for e in resonanz.erinnerungen:
+        message.erinnerungen.append(
+            lzg_pb2.Erinnerung(
+                rang=e.rang,
+                knoten_id=e.knoten_id,
+                inhalt=e.details.inhalt,
+                themen=list(e.details.themen),
+                entitaet_ids=list(e.details.entitaet_ids),
+                emotion=e.details.emotion,
+                erstellt_am=_ts(e.details.erstellt_am),
+                gewicht_decay=e.details.gewicht_decay,
+                schale=e.schale,
+                sortier_gewicht=e.sortier_gewicht,
+                beobachter=_BEOBACHTER_ENUM.get(e.details.beobachter, common_pb2.BEOBACHTER_UNSPECIFIED),
+                pfad=_pfad_to_proto(e.pfad),
+            )
+        )
+    return message
+
+
+def _pfad_to_proto(pfad: Sequence[PfadSchritt]) -> list[lzg_pb2.PfadSchritt]:
+    return [
+        lzg_pb2.PfadSchritt(
+            von_knoten_id=s.von_knoten_id,
+            kante_id=s.kante_id,
+            verbindungs_gruende=list(s.verbindungs_gruende),
+            geteilte_entitaet_ids=list(s.geteilte_entitaet_ids),
+            geteilte_themen=list(s.geteilte_themen),
+        )
+        for s in pfad
+    ]
+
+
+def recall_to_proto(candidate: RecallCandidate) -> lzg_pb2.RecallKandidat:
+    """One recall candidate (SPEC §11) as its message."""
+    details = candidate.details
+    return lzg_pb2.RecallKandidat(
+        knoten_id=candidate.knoten_id,
+        inhalt=details.inhalt,
+        beobachter=_BEOBACHTER_ENUM.get(details.beobachter, common_pb2.BEOBACHTER_UNSPECIFIED),
+        sprecher=details.sprecher,
+        zeitpunkt=_ts(details.kzg_erstellt_am or details.erstellt_am),
+        turn_id=details.quell_turn_id,
+        kzg_quell_key=details.kzg_quell_key,
+        cosine=candidate.cosine,
+        lexical_score=candidate.lexical_score,
+        lexical_strength=candidate.lexical_strength,
+        quellen=list(candidate.quellen),
+        schale=candidate.schale,
+        pfad=_pfad_to_proto(candidate.pfad),
+        score=candidate.score,
+    )
+
+
+def erinnerungen_from_proto(message: lzg_pb2.LzgResonanz) -> list[Erinnerung]:
+    """The memories of a caller's ``lzg_resonanz`` (for rendering)."""
+    return [
+        Erinnerung(
+            rang=e.rang,
+            knoten_id=e.knoten_id,
+            schale=e.schale,
+            sortier_gewicht=e.sortier_gewicht,
+            details=NodeDetails(
+                inhalt=e.inhalt,
+                themen=tuple(e.themen),
+                entitaet_ids=tuple(e.entitaet_ids),
+                emotion=e.emotion,
+                erstellt_am=from_timestamp(e.erstellt_am),
+                gewicht_decay=e.gewicht_decay,
+                beobachter=_BEOBACHTER_NAME.get(e.beobachter, ""),
+            ),
+            pfad=tuple(
+                PfadSchritt(
+                    von_knoten_id=s.von_knoten_id,
+                    kante_id=s.kante_id,
+                    verbindungs_gruende=tuple(s.verbindungs_gruende),
+                    geteilte_entitaet_ids=tuple(s.geteilte_entitaet_ids),
+                    geteilte_themen=tuple(s.geteilte_themen),
+                )
+                for s in e.pfad
+            ),
+        )
+        for e in message.erinnerungen
+    ]
+
+
+def protokoll_to_proto(record: Verwendungsprotokoll) -> lzg_pb2.VerwendungsProtokoll:
+    message = lzg_pb2.VerwendungsProtokoll(
+        geprueft=record.geprueft,
+        verwendet=record.verwendet,
+        naehen_alle=[lzg_pb2.NodeNaehe(knoten_id=k, naehe=n) for k, n in record.naehen_alle],
+        schwelle=record.schwelle,
+        deckel=record.deckel,
+        ausgang=_AUSGANG[record.ausgang],
+        kanten_neu=record.kanten_neu,
+        kanten_fehler=record.kanten_fehler,
+        kanten_fehler_knoten=record.kanten_fehler_knoten,
+        kanten_dauer_ms=record.kanten_dauer_ms,
+        error=record.error,
+    )
+    if record.knappster_verworfener is not None:
+        node_id, naehe = record.knappster_verworfener
+        message.knappster_verworfener.CopyFrom(lzg_pb2.NodeNaehe(knoten_id=node_id, naehe=naehe))
+    return message
+
+
+def entity_to_proto(entity: Entity) -> lzg_pb2.Entity:
+    message = lzg_pb2.Entity(id=entity.id, name=entity.name, typ=entity.typ, aliases=list(entity.aliases))
+    _pair(message.pair, entity.user_id, entity.character_id)
+    return message
+
+
+def timeline_to_proto(timeline: Timeline) -> lzg_pb2.Timeline:
+    message = lzg_pb2.Timeline(
+        id=timeline.id,
+        zeitpunkt=to_timestamp(timeline.zeitpunkt),
+        praezision=timeline.praezision,
+        titel=timeline.titel,
+        themen=list(timeline.themen),
+    )
+    _pair(message.pair, timeline.user_id, timeline.character_id)
+    return message
+
+
+def timeline_from_proto(pair: common_pb2.Pair, message: lzg_pb2.Timeline) -> Timeline:
+    return Timeline(
+        id=message.id,
+        user_id=pair.user_id,
+        character_id=pair.character_id,
+        zeitpunkt=_optional_ts(message, "zeitpunkt"),  # type: ignore[arg-type]  # None: refused by the use case
+        praezision=message.praezision,
+        titel=message.titel,
+        themen=tuple(message.themen),
+    )
+
+
+def trigger3_to_proto(result: Trigger3Result) -> lzg_pb2.Trigger3Response:
+    return lzg_pb2.Trigger3Response(
+        nodes_rewritten=result.nodes_rewritten,
+        edges_recomputed=result.edges_recomputed,
+        edges_deleted=result.edges_deleted,
+    )
+
+
+def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
+    """A PromoteRequest as the promotion's input (validation happens in ``app/promotion.py``)."""
+    entry = request.entry
+    return PromotionInput(
+        kzg_key=entry.kzg_key,
+        user_id=entry.pair.user_id,
+        character_id=entry.pair.character_id,
+        beobachter=_BEOBACHTER_NAME.get(entry.beobachter, ""),
+        inhalt=entry.inhalt,
+        themen=list(entry.themen),
+        salienz=entry.salienz,
+        haeufigkeit=entry.haeufigkeit,
+        gedaechtnistyp=entry.gedaechtnistyp,
+        dimension=entry.dimension,
+        emotion=entry.ei.emotion,
+        modus=entry.ei.modus,
+        arousal=entry.ei.arousal,
+        emotions_vektor=entry.ei.emotions_vektor,
+        sprach_stil=entry.ei.sprach_stil,
+        beziehungs_dynamik=entry.ei.beziehungs_dynamik,
+        tone=entry.ei.tone,
+        intentionen=list(entry.ei.intentionen),
+        entitaet_ids=list(entry.magnets.entitaet_ids),
+        timeline_id=entry.magnets.timeline_id if entry.magnets.HasField("timeline_id") else None,
+        erstellt_am=_optional_ts(entry, "erstellt_am"),
+        sprecher=entry.sprecher,
+        sprache=entry.sprache,
+        entry_turn_id=entry.turn_id,
+        ausloeser_turn_id=request.ausloeser_turn_id,
+        log_turn_id=request.turn.turn_id or request.ausloeser_turn_id or f"promotion:{entry.kzg_key}",
+        span_id=span_of(request.turn),
+        as_of=request_as_of(request),
+    )
+
+
+_UNIT_NORM_TOLERANCE = 1e-6
+"""A vector whose norm is this close to 1 is a model's L2-normalised output and is used bit for bit."""
+
+
+def answer_vector(values: Sequence[float], dimension: int, model_id: str) -> Vectors:
+    """A caller's answer embedding: the model's dimension, finite values, scaled to norm 1 (SPEC §2).
+
+    A vector already of norm 1 (within float32 rounding) is used as sent, so the caller's
+    embedding of the answer gives the same nearness values as the service's own. An all-zero
+    vector passes: ``app/usage.py`` records it as ``vektor_leer`` like an empty vector of its model.
+    """
+    if len(values) != dimension:
+        raise InvalidArgument(
+            f"answer_vector has {len(values)} values; the embedding model {model_id} needs {dimension}"
+        )
+    vector = np.asarray(values, dtype=np.float32)
+    if not np.all(np.isfinite(vector)):
+        raise InvalidArgument("answer_vector holds a value that is not finite")
+    norm = float(np.linalg.norm(vector.astype(np.float64)))
+    if norm == 0.0 or abs(norm - 1.0) <= _UNIT_NORM_TOLERANCE:
+        return vector
+    return (vector.astype(np.float64) / norm).astype(np.float32)

@@ -1,0 +1,109 @@
+"""The rows the LZG store writes: a new node, a directed edge, what a usage reinforcement wrote."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from services.lzg.layers import EdgeLayers
+
+__all__ = ["EDGE_COLUMNS", "EdgeInsert", "NewNode", "UsageWrite"]
+
+EDGE_COLUMNS = (  # the columns of an edge row, in EdgeInsert.record()'s order
+    "knoten_a_id",
+    "knoten_b_id",
+    "gewicht_roh",
+    "gewicht_absolut",
+    "erstellt_am",
+    "verbindungs_gruende",
+    "geteilte_entitaet_ids",
+    "geteilte_themen",
+    "timeline_naehe_tage",
+    "embedding_cosine_initial",
+    "anzahl_schichten",
+)
+
+
+@dataclass(frozen=True)
+class NewNode:
+    """Every column of a node created by promotion (SPEC §5.3 step 5)."""
+
+    kzg_quell_key: str
+    user_id: str
+    character_id: str
+    beobachter: str
+    inhalt: str
+    embedding: npt.NDArray[np.float32]
+    dimension: str
+    gewicht_roh: float
+    gewicht_absolut: float
+    gewicht_decay: float
+    haeufigkeit: int
+    erstellt_am: datetime
+    kzg_erstellt_am: datetime
+    themen: Sequence[str]
+    gedaechtnistyp: str | None
+    entitaet_ids: Sequence[int]
+    timeline_id: int | None
+    emotion: str
+    arousal: float
+    emotions_vektor: str
+    intentionen: Sequence[str]
+    modus: str
+    sprach_stil: str
+    beziehungs_dynamik: str
+    tone: str
+    sprecher: str = ""
+    """The speaker's display name (SPEC §11); part of the embedded text."""
+    sprache: str = ""
+    """The pair's language code for lexical search (``novaberg_core.lexical``)."""
+    quell_turn_id: str = ""
+    """The turn the memory was made from."""
+
+
+@dataclass(frozen=True)
+class EdgeInsert:
+    """One directed edge row with its frozen layer characterisation."""
+
+    knoten_a_id: int
+    knoten_b_id: int
+    gewicht_roh: float
+    gewicht_absolut: float
+    erstellt_am: datetime
+    layers: EdgeLayers
+
+    def record(self) -> tuple[Any, ...]:
+        return (
+            self.knoten_a_id,
+            self.knoten_b_id,
+            self.gewicht_roh,
+            self.gewicht_absolut,
+            self.erstellt_am,
+            [g.value for g in self.layers.gruende],
+            list(self.layers.geteilte_entitaet_ids),
+            list(self.layers.geteilte_themen),
+            self.layers.timeline_naehe_tage,
+            self.layers.embedding_cosine,
+            self.layers.anzahl,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class UsageWrite:
+    """What one usage reinforcement wrote (SPEC §5.6, §5.5)."""
+
+    reinforced: list[int]
+    """The node ids reinforced (those of the pair), ascending."""
+    edges_updated: int
+    """Directed edges Trigger 2 recomputed (an edge between two reinforced nodes counts once)."""
+    edges_skipped: list[int]
+    """Edge ids whose winning layer cannot be reconstructed (left on their weight)."""
+    error: str | None
+    """Trigger 2's database error (rolled back alone; the reinforcement stays), or None."""
+    edges_ms: float
+    """Time Trigger 2 took inside the database."""

@@ -1,0 +1,173 @@
+"""The LZG's domain types: what its operations take and return (SPEC §5), and the pair rule (SPEC §0)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from novaberg_core.contract import check_pair as check_pair_ids
+from novaberg_core.errors import InvalidArgument
+from novaberg_core.lexical import QueryTerms
+from services.lzg.reading import RecallCandidate
+from services.lzg.spreading import LzgResonanz
+
+__all__ = [
+    "BEOBACHTER",
+    "ERASED",
+    "Entity",
+    "PromotionInput",
+    "PromotionOutcome",
+    "PromotionResult",
+    "SpreadingResult",
+    "Timeline",
+    "Trigger3Result",
+    "check_finite",
+    "check_pair",
+    "entity_from_row",
+    "timeline_from_row",
+]
+
+BEOBACHTER = ("user", "assistant")
+"""Perspectives of an entry (SPEC §0)."""
+
+
+def check_pair(user_id: str, character_id: str, field_name: str = "pair") -> tuple[str, str]:
+    """The shared pair rule (SPEC §0); returns the ids for convenience."""
+    check_pair_ids(user_id, character_id, field_name)
+    return user_id, character_id
+
+
+def check_finite(value: float, name: str) -> float:
+    """``value`` unless it is NaN or infinite (InvalidArgument naming the field)."""
+    if not math.isfinite(value):
+        raise InvalidArgument(f"{name} must be a finite number, got {value}")
+    return value
+
+
+class PromotionOutcome(StrEnum):
+    """SPEC §5.3: what a promotion did (the value is what ``verbindung.ausgang`` stores)."""
+
+    NEW_NODE = "neu"
+    DUPLICATE = "dublette"
+    HALF_REACTIVATION = "halbreaktivierung"
+    ERASED = "geloescht"
+    """The pair was erased after the entry was written: nothing written (docs/decisions.md "Erasure")."""
+
+
+@dataclass(frozen=True)
+class PromotionInput:
+    """A KZG entry as read fresh by the caller (SPEC §5.3 step 1), plus the job's context."""
+
+    kzg_key: str
+    user_id: str
+    character_id: str
+    beobachter: str
+    inhalt: str
+    themen: Sequence[str]
+    salienz: float
+    haeufigkeit: int
+    gedaechtnistyp: str
+    dimension: str
+    emotion: str
+    modus: str
+    arousal: float
+    emotions_vektor: str
+    sprach_stil: str
+    beziehungs_dynamik: str
+    tone: str
+    intentionen: Sequence[str]
+    entitaet_ids: Sequence[int]
+    timeline_id: int | None
+    erstellt_am: datetime | None
+    entry_turn_id: str
+    ausloeser_turn_id: str
+    log_turn_id: str
+    span_id: str | None
+    as_of: datetime
+    sprecher: str = ""
+    """The speaker's display name (SPEC §11), embedded with the content."""
+    sprache: str = ""
+    """The pair's language code for lexical search."""
+
+
+@dataclass(frozen=True)
+class PromotionResult:
+    """SPEC §5.3 outcome; ``kzg_delete_allowed`` only after a new node (step 6)."""
+
+    outcome: PromotionOutcome
+    node_id: int
+    best_cosine: float
+    edges_created: int
+    kzg_delete_allowed: bool
+    already_promoted: bool
+    candidates: int
+
+
+ERASED = PromotionResult(PromotionOutcome.ERASED, 0, 0.0, 0, False, False, 0)
+"""The result of a promotion whose pair was erased after the entry was written."""
+
+
+@dataclass(frozen=True)
+class SpreadingResult:
+    """``lzg_resonanz`` and the size of the deduplicated pool before the top-3 cut."""
+
+    resonanz: LzgResonanz
+    pool_size: int
+    memory_blocks: dict[str, str] = field(default_factory=dict)
+    """The memory block of each reader the read was asked to render (SPEC §5.9)."""
+    recall: list[RecallCandidate] = field(default_factory=list)
+    """The recall candidates, best first (SPEC §11)."""
+    query_terms: QueryTerms | None = None
+    """The lexical query's terms with their idf over the pair (for scoring other layers alike)."""
+
+
+@dataclass(frozen=True)
+class Trigger3Result:
+    """SPEC §5.5 Trigger 3: nodes rewritten, directed edges recomputed, directed edges deleted."""
+
+    nodes_rewritten: int = 0
+    edges_recomputed: int = 0
+    edges_deleted: int = 0
+
+
+@dataclass(frozen=True)
+class Entity:
+    id: int
+    user_id: str
+    character_id: str
+    name: str
+    typ: str
+    aliases: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    id: int
+    user_id: str
+    character_id: str
+    zeitpunkt: datetime
+    praezision: str
+    titel: str
+    themen: tuple[str, ...]
+
+
+def entity_from_row(row: Mapping[str, Any]) -> Entity:
+    return Entity(
+        row["id"], row["user_id"], row["character_id"], row["name"], row["typ"], tuple(row["aliases"] or ())
+    )
+
+
+def timeline_from_row(row: Mapping[str, Any]) -> Timeline:
+    return Timeline(
+        row["id"],
+        row["user_id"],
+        row["character_id"],
+        row["zeitpunkt"],
+        row["praezision"],
+        row["titel"],
+        tuple(row["themen"] or ()),
+    )
