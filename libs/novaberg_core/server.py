@@ -43,8 +43,9 @@ from novaberg_core.authz import server_security
 from novaberg_core.config import CommonConfig, ConfigError, env_choice
 from novaberg_core.errors import Unavailable
 from novaberg_core.lifecycle import die_with_parent
-from novaberg_core.metrics import RpcMetricsInterceptor, flush_metrics, setup_metrics
+from novaberg_core.metrics import flush_metrics, setup_metrics
 from novaberg_core.peers import CHANNEL_OPTIONS
+from novaberg_core.rpc_metrics import RpcMetricsInterceptor
 from novaberg_core.server_interceptors import UNTRACED_CALL, ErrorMappingInterceptor, traced
 from novaberg_core.telemetry import (
     configure_logging,
