@@ -10,7 +10,8 @@ Every instrument is declared here, so the names the dashboard queries live in on
 (:data:`METRIC_NAMES`; ``deploy/grafana/novaberg.json`` is checked against it):
 
 - ``rpc.server.duration`` (ms) per ``rpc.service``, ``rpc.method``, ``rpc.grpc.status_code`` — every RPC
-  of every service, recorded in the one server bootstrap (:class:`RpcMetricsInterceptor`);
+  of every service, recorded in the one server bootstrap
+  (:class:`~novaberg_core.rpc_metrics.RpcMetricsInterceptor`);
 - ``novaberg.grpc.server.in_flight_calls`` per ``rpc.service`` and ``novaberg.pipeline.turns_in_flight`` —
   calls being handled now (the Helm chart's custom-metric HPA targets);
 - ``novaberg.store.unavailable`` — calls answered UNAVAILABLE because Redis or PostgreSQL was out;
@@ -33,11 +34,9 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, Protocol
 
-import grpc
-import grpc.aio
 from opentelemetry import metrics as otel_metrics
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, Observation
@@ -49,7 +48,6 @@ from novaberg_core.store_errors import is_postgres_outage, is_redis_outage
 
 __all__ = [
     "METRIC_NAMES",
-    "RpcMetricsInterceptor",
     "StoreSampler",
     "count_store_outage",
     "flush_metrics",
@@ -75,8 +73,6 @@ _endpoints: dict[int, int] = {}
 
 _RPC_BUCKETS_MS: Final = (0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000)
 _COUNT_BUCKETS: Final = (0, 1, 2, 3, 5, 10, 20, 50, 100)
-_UNTRACKED_PREFIXES: Final = ("/grpc.health.v1.Health/", "/grpc.reflection.")
-"""Tooling calls (health probes, reflection) are left out, as in tracing."""
 
 
 def meter(name: str) -> otel_metrics.Meter:
@@ -376,92 +372,8 @@ def record_promotion(counts: Mapping[str, int]) -> None:
             PIXIE_JOBS.add(value, {"outcome": outcome})
 
 
-# ----------------------------------------------------------------------------- RPC durations
-
-
 def _method_name(method: str) -> str:
     return method.rsplit("/", 1)[-1]
-
-
-class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
-    """Records ``rpc.server.duration`` of every call (all four shapes) with its final status code.
-
-    It sits outside the error mapping, so a mapped domain error counts with its status
-    (INVALID_ARGUMENT, UNAVAILABLE …), not as an exception.
-    """
-
-    def __init__(self) -> None:
-        self._attributes: dict[tuple[str, int], dict[str, Any]] = {}
-        self._services: dict[str, dict[str, Any]] = {}
-
-    def _enter(self, method: str) -> float:
-        service = self._services.get(method)
-        if service is None:
-            service = {"rpc.service": method.lstrip("/").partition("/")[0]}
-            self._services[method] = service
-        IN_FLIGHT.add(1, service)
-        return time.perf_counter()
-
-    def _record(self, method: str, started: float, context: grpc.aio.ServicerContext) -> None:
-        IN_FLIGHT.add(-1, self._services[method])
-        code = context.code() if hasattr(context, "code") else None
-        value = code.value[0] if isinstance(code, grpc.StatusCode) else 0
-        key = (method, value)
-        attributes = self._attributes.get(key)
-        if attributes is None:
-            service, _, name = method.lstrip("/").partition("/")
-            attributes = {
-                "rpc.system": "grpc",
-                "rpc.service": service,
-                "rpc.method": name,
-                "rpc.grpc.status_code": value,
-            }
-            self._attributes[key] = attributes
-        RPC_DURATION.record((time.perf_counter() - started) * 1000.0, attributes)
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
-        method: str = handler_call_details.method
-        if handler is None or method.startswith(_UNTRACKED_PREFIXES):
-            return handler
-        enter, record = self._enter, self._record
-
-        def unary(behavior: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-            async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                started = enter(method)
-                try:
-                    return await behavior(request, context)
-                finally:
-                    record(method, started, context)
-
-            return call
-
-        def streaming(behavior: Callable[..., Any]) -> Callable[..., AsyncIterator[Any]]:
-            async def call(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                started = enter(method)
-                try:
-                    async for response in behavior(request, context):
-                        yield response
-                finally:
-                    record(method, started, context)
-
-            return call
-
-        kwargs = {
-            "request_deserializer": handler.request_deserializer,
-            "response_serializer": handler.response_serializer,
-        }
-        if handler.request_streaming and handler.response_streaming:
-            return grpc.stream_stream_rpc_method_handler(streaming(handler.stream_stream), **kwargs)
-        if handler.request_streaming:
-            return grpc.stream_unary_rpc_method_handler(unary(handler.stream_unary), **kwargs)
-        if handler.response_streaming:
-            return grpc.unary_stream_rpc_method_handler(streaming(handler.unary_stream), **kwargs)
-        return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), **kwargs)
 
 
 # ----------------------------------------------------------------------------- provider and endpoint

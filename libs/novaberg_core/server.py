@@ -2,8 +2,8 @@
 
 One place wires every server the same way: ``grpc.aio``, OpenTelemetry server spans (health and
 reflection calls left out), RPC duration metrics (:mod:`novaberg_core.metrics`), domain errors →
-gRPC status, health and reflection, and the shutdown
-order SIGTERM → health NOT_SERVING → ``server.stop(grace)`` (drains in-flight calls) → the
+gRPC status (the interceptors: :mod:`novaberg_core.server_interceptors`), health and reflection,
+and the shutdown order SIGTERM → health NOT_SERVING → ``server.stop(grace)`` (drains in-flight calls) → the
 service's own shutdown steps (flush buffers, close pools) → flush spans.
 
 A service's entry point, sketched::
@@ -25,36 +25,31 @@ A service's entry point, sketched::
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
 
 import grpc
 import grpc.aio
 import uvloop
-from google.protobuf.message import Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from opentelemetry import trace
 from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor
 
 from novaberg_core.authz import server_security
 from novaberg_core.config import CommonConfig, ConfigError, env_choice
-from novaberg_core.contract import UNDECODABLE, check_request, safe_deserializer
-from novaberg_core.errors import NovabergError, Unavailable, status_code_for
+from novaberg_core.errors import Unavailable
 from novaberg_core.lifecycle import die_with_parent
-from novaberg_core.metrics import RpcMetricsInterceptor, count_store_outage, flush_metrics, setup_metrics
+from novaberg_core.metrics import flush_metrics, setup_metrics
 from novaberg_core.peers import CHANNEL_OPTIONS
-from novaberg_core.store_errors import store_outage
+from novaberg_core.rpc_metrics import RpcMetricsInterceptor
+from novaberg_core.server_interceptors import UNTRACED_CALL, ErrorMappingInterceptor, traced
 from novaberg_core.telemetry import (
     configure_logging,
-    current_trace_id_hex,
     flush_telemetry,
-    set_turn_attributes,
     setup_telemetry,
     tracer_provider,
 )
@@ -77,10 +72,6 @@ _LOG = logging.getLogger(__name__)
 
 ShutdownStep = Callable[[], Awaitable[None]]
 
-# Downstream failures a caller can retry keep their code; anything else from a downstream call is
-# our own bug (we sent a bad request) and becomes INTERNAL like any unexpected exception.
-_PASS_THROUGH_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
-
 _TELEMETRY_FLUSH_TIMEOUT_S = 3.0
 
 _CONNECTION_AGE_GRACE_S = 30.0
@@ -91,204 +82,6 @@ _CLIENT_CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
     # spread call by call over all of them, not pinned to the first.
     ("grpc.lb_policy_name", "round_robin"),
 )
-
-
-_UNTRACED_PREFIXES = ("/grpc.health.v1.Health/", f"/{reflection.SERVICE_NAME}/")
-
-UNTRACED_CALL: tuple[str, str] = ("novaberg-trace", "off")
-"""Call metadata that keeps a call out of the traces on both sides (client and server span): a
-background poll (Pixie's wait for promotion jobs) that would otherwise be a root span a second."""
-
-
-def _untraced_by_metadata(metadata: Any) -> bool:
-    if not metadata:
-        return False
-    for item in metadata:
-        key, value = (item.key, item.value) if hasattr(item, "key") else item
-        if key == UNTRACED_CALL[0] and value == UNTRACED_CALL[1]:
-            return True
-    return False
-
-
-def _traced(details: Any) -> bool:
-    """Span filter (True = trace the call): health probes and reflection are tooling noise, and a
-    call carrying :data:`UNTRACED_CALL` asked not to be traced.
-
-    The same rule as OpenTelemetry's ``negate(any_of(health_check(), service_name(reflection)))``,
-    as one prefix test: those filters run an ``isinstance`` against a typing Protocol on every
-    call of every service (measured ~2 % of the pipeline's CPU).
-    """
-    method = details.method
-    if isinstance(method, bytes):  # grpc.aio client call details carry bytes (grpc/grpc#31092)
-        method = method.decode()
-    if method.startswith(_UNTRACED_PREFIXES):
-        return False
-    # Server side: HandlerCallDetails.invocation_metadata; client side: ClientCallDetails.metadata.
-    metadata = getattr(details, "invocation_metadata", None) or getattr(details, "metadata", None)
-    return not _untraced_by_metadata(metadata)
-
-
-async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method: str) -> NoReturn:
-    """End the call with the status for ``error`` (STYLE rule 5); never returns."""
-    if isinstance(error, grpc.aio.AbortError):
-        raise error  # the handler already aborted with its own status
-    outage = store_outage(error)
-    if outage is not None:
-        count_store_outage(error, method)
-    error = outage or error
-    if isinstance(error, NovabergError):
-        code = status_code_for(error)
-        message = str(error) or type(error).__name__
-        _LOG.info("%s -> %s: %s", method, code.name, message)
-    elif isinstance(error, grpc.aio.AioRpcError) and error.code() in _PASS_THROUGH_CODES:
-        code = error.code()
-        message = f"a dependency failed ({code.name}): {error.details()}"
-        _LOG.warning("%s -> %s: %s", method, code.name, message)
-    else:
-        code = grpc.StatusCode.INTERNAL
-        trace_id = current_trace_id_hex()
-        message = "internal error" + (f" (trace {trace_id})" if trace_id else "")
-        _LOG.error("unexpected error in %s", method, exc_info=error)
-        # The tracing interceptor outside only sees the abort; keep the real cause on the span.
-        trace.get_current_span().record_exception(error)
-    await context.abort(code, message)
-    raise AssertionError("context.abort returned")  # pragma: no cover - abort always raises
-
-
-def _request_turn_and_pair(request: Any) -> tuple[str | None, str | None, str | None]:
-    """``turn_id``, ``user_id``, ``character_id`` of a request that carries them (SPEC §7).
-
-    The contracts name them uniformly: a ``pair`` (common.v1.Pair), a ``turn`` (TurnContext) or a
-    plain ``turn_id``; a promotion carries its pair inside ``entry``.
-    """
-    def has(message: Any, name: str) -> bool:
-        try:
-            return bool(message.HasField(name))
-        except (ValueError, AttributeError):
-            return False
-
-    pair = None
-    if has(request, "pair"):
-        pair = request.pair
-    elif has(request, "entry") and has(request.entry, "pair"):
-        pair = request.entry.pair
-    turn_id = None
-    if has(request, "turn"):
-        turn_id = request.turn.turn_id
-    elif isinstance(getattr(request, "turn_id", None), str):
-        turn_id = request.turn_id
-    return turn_id, getattr(pair, "user_id", None), getattr(pair, "character_id", None)
-
-
-def _annotate_span(request: Any) -> None:
-    """Tags the server span with the request's turn and pair, for every service alike."""
-    span = trace.get_current_span()
-    if span.is_recording():
-        set_turn_attributes(span, *_request_turn_and_pair(request))
-
-
-def _checked(request: Any) -> Any:
-    """The request after the shared contract (novaberg_core.contract); refusals raise InvalidArgument."""
-    if isinstance(request, UNDECODABLE):
-        raise request.refuse()
-    if isinstance(request, Message):
-        check_request(request)
-    return request
-
-
-async def _checked_stream(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    """A request stream whose every message passes :func:`_checked` before the handler sees it."""
-    async for request in requests:
-        yield _checked(request)
-
-
-def _prepare(request_or_iterator: Any) -> Any:
-    """Check a unary request (and tag the span with its turn and pair), or wrap a request stream."""
-    if hasattr(request_or_iterator, "__aiter__"):
-        return _checked_stream(request_or_iterator)
-    request = _checked(request_or_iterator)
-    if isinstance(request, Message):
-        _annotate_span(request)
-    return request
-
-
-def _wrap_unary_response(behavior: Callable[..., Any], method: str) -> Callable[..., Awaitable[Any]]:
-    async def call(request_or_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
-        try:
-            result = behavior(_prepare(request_or_iterator), context)
-            if inspect.isawaitable(result):
-                result = await result
-            return result
-        except Exception as error:
-            await _abort_for(error, context, method)
-
-    return call
-
-
-def _wrap_stream_response(behavior: Callable[..., Any], method: str) -> Callable[..., AsyncIterator[Any]]:
-    async def call(request_or_iterator: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        try:
-            result = behavior(_prepare(request_or_iterator), context)
-            if hasattr(result, "__aiter__"):  # async generator handler
-                async for response in result:
-                    yield response
-            elif inspect.isawaitable(result):  # coroutine handler writing with context.write()
-                await result
-            elif result is not None:  # plain iterable
-                for response in result:
-                    yield response
-        except Exception as error:
-            await _abort_for(error, context, method)
-
-    return call
-
-
-class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
-    """Checks every request against the shared contract, then maps exceptions escaping a handler to
-    a status (STYLE rule 5), for all four call shapes.
-
-    A request that does not parse (invalid UTF-8 included) or breaks the contract of
-    :mod:`novaberg_core.contract` is INVALID_ARGUMENT before the handler runs. A
-    :class:`NovabergError` aborts with its ``status_code`` and message; a store that cannot be
-    reached is UNAVAILABLE naming the store (:mod:`novaberg_core.store_errors`); a downstream
-    ``UNAVAILABLE``/``DEADLINE_EXCEEDED`` keeps its code; anything else is logged with its
-    traceback and answered ``INTERNAL`` with only a trace id, never the exception text.
-    Handlers must be ``async`` (coroutines or async generators), as everywhere in ``grpc.aio``.
-    """
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return None
-        method: str = handler_call_details.method
-        deserializer = safe_deserializer(handler.request_deserializer) if handler.request_deserializer else None
-        if handler.request_streaming and handler.response_streaming:
-            return grpc.stream_stream_rpc_method_handler(
-                _wrap_stream_response(handler.stream_stream, method),
-                request_deserializer=deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.request_streaming:
-            return grpc.stream_unary_rpc_method_handler(
-                _wrap_unary_response(handler.stream_unary, method),
-                request_deserializer=deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.response_streaming:
-            return grpc.unary_stream_rpc_method_handler(
-                _wrap_stream_response(handler.unary_stream, method),
-                request_deserializer=deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return grpc.unary_unary_rpc_method_handler(
-            _wrap_unary_response(handler.unary_unary, method),
-            request_deserializer=deserializer,
-            response_serializer=handler.response_serializer,
-        )
 
 
 @dataclass(eq=False)
@@ -425,7 +218,7 @@ async def create_server(
     metrics_port = setup_metrics(cfg.service_name, cfg.metrics_exporter, port=cfg.metrics_port, host=cfg.host)
     security = server_security(cfg.service_name, cfg.tls)
     interceptors: list[grpc.aio.ServerInterceptor] = [
-        aio_server_interceptor(tracer_provider=provider, filter_=_traced),
+        aio_server_interceptor(tracer_provider=provider, filter_=traced),
         # outside the authorisation and the error mapping: it sees the status a call ended with,
         # refusals (UNAUTHENTICATED, PERMISSION_DENIED) included
         RpcMetricsInterceptor(),
@@ -566,7 +359,7 @@ def insecure_channel(target: str, *, options: Sequence[tuple[str, Any]] = ()) ->
     idempotent calls are retried on UNAVAILABLE (``novaberg_core.peers``); ``options`` add to or
     override the defaults.
     """
-    interceptors = aio_client_interceptors(tracer_provider=tracer_provider(), filter_=_traced)
+    interceptors = aio_client_interceptors(tracer_provider=tracer_provider(), filter_=traced)
     merged = dict(_CLIENT_CHANNEL_OPTIONS) | dict(CHANNEL_OPTIONS) | dict(options)
     return grpc.aio.insecure_channel(target, options=list(merged.items()), interceptors=interceptors)
 

@@ -16,163 +16,46 @@ outage, not the job's fault — no attempt is counted and the worker backs off.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-import grpc
-import grpc.aio
-
-from novaberg.common.v1 import common_pb2
-from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
-from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.metrics import record_promotion
-from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.server import UNTRACED_CALL
-from novaberg_core.telemetry import link_to, tracer
-from novaberg_core.timeutil import from_timestamp, to_timestamp, utc_now
-from services.pixie.config import PixieConfig
+from novaberg_core.telemetry import tracer
 from services.pixie.erasure import erased_job_ids
+from services.pixie.promotion_job import PromotionSteps
+from services.pixie.promotion_types import (
+    NODE,
+    DependencyDown,
+    JobFailed,
+    Tally,
+    describe,
+    is_outage,
+    new_tally,
+)
 from services.pixie.runlog import RunSpan, log_single_run, new_turn_id
-from services.pixie.store import JobRef, JobState, PixieStore, RunRecord
+from services.pixie.store import JobState, RunRecord
 from services.pixie.tasks import (
     OUTCOME_FAILED,
     OUTCOME_OK,
     OUTCOME_SKIPPED,
     TASK_PROMOTION,
     group_by_key,
-    next_attempt_at,
-    should_park,
 )
 
 _LOG = logging.getLogger(__name__)
 _TRACER = tracer(__name__)
 
-NODE = "promotion"
-"""pipeline_log node name of every promotion record (SPEC §5.3)."""
 
-_TRACER = tracer(__name__)
+class PromotionWorker(PromotionSteps):
+    """Reads promotion jobs as consumer ``replica_id`` and processes them (SPEC §4.6, §5.3, §9).
 
-
-class Tally(collections.Counter[str]):
-    """Counts of one run, plus the last job error seen (reported in the run's ``error``)."""
-
-    last_error: str = ""
-
-
-StepHook = Callable[[str, kzg_pb2.PromotionJob], Awaitable[None]]
-"""Called at the steps ``started``, ``promoted``, ``deleted``, ``finished`` and ``acked`` of a job.
-
-Observation and fault injection in tests (a hook that never returns stands for a process killed
-at that point); None in production.
-"""
-
-COUNT_KEYS = (
-    "jobs", "promoted_new", "already_promoted", "duplicates", "half_reactivations", "expired",
-    "kzg_deleted", "kzg_delete_failed", "failed", "parked", "deferred_locked", "deferred_backoff", "acked",
-    "erased",
-)
-"""Counts of a promotion run (all present, zero when nothing happened)."""
-
-_OUTCOME_COUNT = {
-    common_pb2.PROMOTION_OUTCOME_DUPLICATE: ("duplicates", "dublette"),
-    common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION: ("half_reactivations", "halbreaktivierung"),
-    common_pb2.PROMOTION_OUTCOME_ERASED: ("erased", "geloescht"),
-}
-
-
-class JobFailed(Exception):
-    """One step of a job failed; the job is retried later (or parked)."""
-
-
-class DependencyDown(Exception):
-    """A service Pixie needs is unreachable: an outage, not the job's fault. No attempt is counted
-    (an outage must not park healthy jobs); the jobs stay pending and the worker backs off."""
-
-
-def _is_outage(error: BaseException | None) -> bool:
-    return isinstance(error, grpc.aio.AioRpcError) and error.code() == grpc.StatusCode.UNAVAILABLE
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerSettings:
-    """The worker's knobs (see :class:`PixieConfig` for each field's meaning)."""
-
-    batch_size: int = 64
-    block_ms: int = 1000
-    reclaim_idle_ms: int = 30_000
-    concurrency: int = 8
-    max_attempts: int = 5
-    backoff_base_s: float = 2.0
-    backoff_max_s: float = 300.0
-    run_window_s: float = 60.0
-    rpc_timeout_s: float = 30.0
-    pair_lock_wait_ms: int = 2000
-
-    @classmethod
-    def from_config(cls, cfg: PixieConfig) -> WorkerSettings:
-        return cls(
-            batch_size=cfg.batch_size,
-            block_ms=cfg.block_ms,
-            reclaim_idle_ms=cfg.reclaim_idle_ms,
-            concurrency=cfg.concurrency,
-            max_attempts=cfg.max_attempts,
-            backoff_base_s=cfg.backoff_base_s,
-            backoff_max_s=cfg.backoff_max_s,
-            run_window_s=cfg.run_window_s,
-            rpc_timeout_s=cfg.rpc_timeout_s,
-            pair_lock_wait_ms=cfg.pair_lock_wait_ms,
-        )
-
-
-def new_tally() -> Tally:
-    return Tally(dict.fromkeys(COUNT_KEYS, 0))
-
-
-def _job_ref(job: kzg_pb2.PromotionJob) -> JobRef:
-    return JobRef(
-        job_id=job.job_id,
-        kzg_key=job.kzg_key,
-        ausloeser_turn_id=job.ausloeser_turn_id,
-        user_id=job.pair.user_id,
-        character_id=job.pair.character_id,
-    )
-
-
-def _describe(error: BaseException) -> str:
-    if isinstance(error, grpc.aio.AioRpcError):
-        return f"{error.code().name}: {error.details()}"
-    return str(error) or type(error).__name__
-
-
-class PromotionWorker:
-    """Reads promotion jobs as consumer ``replica_id`` and processes them (SPEC §4.6, §5.3, §9)."""
-
-    def __init__(
-        self,
-        *,
-        kzg: kzg_pb2_grpc.KzgServiceStub,
-        lzg: lzg_pb2_grpc.LzgServiceStub,
-        store: PixieStore,
-        plog: PipelineLog,
-        replica_id: str,
-        settings: WorkerSettings,
-        clock: Callable[[], datetime] = utc_now,
-        step_hook: StepHook | None = None,
-    ) -> None:
-        self.kzg = kzg
-        self.lzg = lzg
-        self.store = store
-        self.plog = plog
-        self.replica_id = replica_id
-        self.settings = settings
-        self.clock = clock
-        self.step_hook = step_hook
+    Batches, pairs and runs here; one job's steps are :class:`~services.pixie.promotion_job.PromotionSteps`.
+    """
 
     # --- reading ------------------------------------------------------------------------
 
@@ -254,7 +137,7 @@ class PromotionWorker:
             # Not a job's fault (those are handled per job): a service or the store failed. The
             # groups' unfinished jobs stay pending and come back; the caller backs off.
             for failure in failures[1:]:
-                _LOG.warning("promotion: another pair group failed too: %s", _describe(failure))
+                _LOG.warning("promotion: another pair group failed too: %s", describe(failure))
             raise failures[0]
         return deferred
 
@@ -290,7 +173,7 @@ class PromotionWorker:
                     if self.step_hook is not None:
                         await self.step_hook("finished", job)
                 except Exception as error:
-                    if _is_outage(error) or (isinstance(error, JobFailed) and _is_outage(error.__cause__)):
+                    if is_outage(error) or (isinstance(error, JobFailed) and is_outage(error.__cause__)):
                         outage = error
                         break
                     await self._on_failure(job, error, tally)
@@ -298,188 +181,8 @@ class PromotionWorker:
                 tally[result] += 1
                 finished.append(job)
             if outage is not None:
-                raise DependencyDown(_describe(outage)) from outage
+                raise DependencyDown(describe(outage)) from outage
         return True
-
-    async def _ack(self, job_ids: list[str], tally: Tally) -> None:
-        response = await self.kzg.AckPromotionJobs(
-            kzg_pb2.AckPromotionJobsRequest(job_ids=job_ids), timeout=self.settings.rpc_timeout_s
-        )
-        tally["acked"] += response.acked
-
-    # --- one job ------------------------------------------------------------------------
-
-    async def _promote_one(self, job: kzg_pb2.PromotionJob, tally: Tally, as_of: datetime | None) -> str:
-        """The job's steps (SPEC §5.3); returns the count key of its outcome."""
-        pair = job.pair
-        turn_id = job.ausloeser_turn_id or f"pixie-job-{job.job_id}"
-        where: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
-        if as_of is None and job.HasField("ausgeloest_am"):
-            as_of = from_timestamp(job.ausgeloest_am)  # SPEC §11: promoted in the entry's own time
-        if as_of is not None:
-            where["erstellt_am"] = as_of  # the log rows of a replay sit at its simulated time
-        timeout = self.settings.rpc_timeout_s
-        async with self.plog.span(turn_id=turn_id, node=NODE, **where) as span_id:
-            logged = {"span_id": span_id, **where}
-            job_info = {"job_id": job.job_id, "kzg_key": job.kzg_key, "delivery_count": job.delivery_count}
-            entry = await self._read_entry(job)
-            self.plog.db_read(turn_id=turn_id, node=NODE, tabelle="kzg", treffer=0 if entry is None else 1,
-                              kzg_key=job.kzg_key, **logged)
-            if entry is None:
-                self.plog.decision(
-                    turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang="verfallen",
-                    eingang=job_info, massstab="KZG-Eintrag beim frischen Lesen nicht mehr vorhanden",
-                    **logged,
-                )
-                return "expired"
-            # The promotion joins the trace of the turn that wrote the entry (a span link).
-            with _TRACER.start_as_current_span("pixie.promote", links=link_to(entry.traceparent)):
-                try:
-                    promoted = await self.lzg.Promote(
-                        lzg_pb2.PromoteRequest(
-                            entry=entry,
-                            turn=common_pb2.TurnContext(turn_id=turn_id, span_id=span_id),
-                            ausloeser_turn_id=job.ausloeser_turn_id,
-                            as_of=None if as_of is None else to_timestamp(as_of),
-                        ),
-                        timeout=timeout,
-                    )
-                except grpc.aio.AioRpcError as error:
-                    raise JobFailed(f"LZG Promote: {_describe(error)}") from error
-            if self.step_hook is not None:
-                await self.step_hook("promoted", job)
-            massstab = {
-                "node_id": promoted.node_id, "best_cosine": promoted.best_cosine,
-                "edges_created": promoted.edges_created, "candidates": promoted.candidates,
-                "already_promoted": promoted.already_promoted, "salienz": entry.salienz,
-            }
-            if promoted.outcome == common_pb2.PROMOTION_OUTCOME_NEW_NODE:
-                # A replay after a crash finds the node already there (already_promoted) and still
-                # owes the delete; the LZG allows it for a new node only (SPEC §5.3 step 6).
-                if promoted.kzg_delete_allowed or promoted.already_promoted:
-                    await self._retire_entry(job, turn_id, span_id, promoted.node_id, tally, as_of)
-                key, ausgang = ("already_promoted", "bereits_befoerdert") if promoted.already_promoted \
-                    else ("promoted_new", "neuer_knoten")
-            elif promoted.outcome in _OUTCOME_COUNT:
-                key, ausgang = _OUTCOME_COUNT[promoted.outcome]
-                # SPEC §5.3 step 6: hash_dirty after every promotion; only the DEL is for new nodes.
-                await self._mark_hash_dirty(job, turn_id, ausgang, promoted.node_id, as_of)
-            else:
-                raise JobFailed(f"LZG Promote answered an unknown outcome {promoted.outcome}")
-            self.plog.decision(
-                turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang=ausgang,
-                eingang=job_info, massstab=massstab, **logged,
-            )
-            return key
-
-    async def _mark_hash_dirty(
-        self, job: kzg_pb2.PromotionJob, turn_id: str, ausgang: str, node_id: int, as_of: datetime | None
-    ) -> None:
-        """The pair's hash_dirty marker after a duplicate or half-reactivation (the entry stays in the KZG)."""
-        try:
-            await self.kzg.MarkHashDirty(
-                kzg_pb2.MarkHashDirtyRequest(
-                    pair=job.pair, reason=f"promotion {job.kzg_key} -> {ausgang} node {node_id}",
-                    as_of=None if as_of is None else to_timestamp(as_of),
-                ),
-                timeout=self.settings.rpc_timeout_s,
-            )
-        except grpc.aio.AioRpcError as error:
-            raise JobFailed(f"KZG MarkHashDirty after {ausgang} of node {node_id}: {_describe(error)}") from error
-
-    async def _read_entry(self, job: kzg_pb2.PromotionJob) -> common_pb2.KzgEntry | None:
-        try:
-            response = await self.kzg.GetEntry(
-                kzg_pb2.GetEntryRequest(pair=job.pair, kzg_key=job.kzg_key),
-                timeout=self.settings.rpc_timeout_s,
-            )
-        except grpc.aio.AioRpcError as error:
-            if error.code() == grpc.StatusCode.NOT_FOUND:
-                return None
-            raise JobFailed(f"KZG GetEntry: {_describe(error)}") from error
-        return response.entry
-
-    async def _retire_entry(
-        self, job: kzg_pb2.PromotionJob, turn_id: str, span_id: str, node_id: int, tally: Tally,
-        as_of: datetime | None,
-    ) -> None:
-        """hash_dirty, then DEL the KZG key verified by EXISTS (SPEC §5.3 step 6), in one KZG call.
-
-        A failing or unverified DEL is logged loudly and counted (``kzg_delete_failed``), not
-        raised: the job is still acked. Only an unreachable KZG keeps the job pending (outage).
-        """
-        timeout = self.settings.rpc_timeout_s
-        turn = common_pb2.TurnContext(turn_id=turn_id, span_id=span_id)
-        logged: dict[str, Any] = {"span_id": span_id, "user_id": job.pair.user_id, "character_id": job.pair.character_id}
-        if as_of is not None:
-            logged["erstellt_am"] = as_of
-        failure = ""
-        try:
-            deleted = await self.kzg.DeleteEntry(
-                kzg_pb2.DeleteEntryRequest(
-                    pair=job.pair, kzg_key=job.kzg_key, turn=turn,
-                    hash_dirty_reason=f"promotion {job.kzg_key} -> node {node_id}",
-                    as_of=None if as_of is None else to_timestamp(as_of),
-                ),
-                timeout=timeout,
-            )
-        except grpc.aio.AioRpcError as error:
-            if _is_outage(error):
-                # The KZG is unreachable (its ack would fail too): an outage, the job stays pending
-                # and its replay (already_promoted) marks and deletes again.
-                raise JobFailed(f"KZG DeleteEntry after new node {node_id}: {_describe(error)}") from error
-            failure = f"DEL (with the hash_dirty marker) failed: {_describe(error)}"
-        else:
-            if not deleted.verified_gone:
-                failure = "still exists after DEL (EXISTS answered 1)"
-        if failure:
-            # SPEC §5.3 step 6: logged loudly, not raised. The node exists and promotion is
-            # idempotent on kzg_quell_key, so the job is acked; the entry leaves by its TTL.
-            message = f"KZG entry {job.kzg_key} not deleted after new node {node_id}: {failure}"
-            _LOG.error("promotion: %s", message)
-            self.plog.write(
-                turn_id=turn_id, node=NODE, art="fehler",
-                inhalt={"typ": "kzg_delete", "message": message, "kzg_key": job.kzg_key, "lzg_id": node_id},
-                **logged,
-            )
-            tally["kzg_delete_failed"] += 1
-            return
-        self.plog.db_write(turn_id=turn_id, node=NODE, tabelle="kzg", operation="delete",
-                           kzg_key=job.kzg_key, deleted=deleted.deleted, lzg_id=node_id, **logged)
-        tally["kzg_deleted"] += 1
-        if self.step_hook is not None:
-            await self.step_hook("deleted", job)
-
-    async def _on_failure(self, job: kzg_pb2.PromotionJob, error: Exception, tally: Tally) -> None:
-        """Counts the attempt; backs off, or parks and acks the job after ``max_attempts``."""
-        message = _describe(error)
-        tally.last_error = f"{job.job_id}: {message}"
-        ref = _job_ref(job)
-        now = self.clock()
-        s = self.settings
-        attempts = await self.store.record_failure(
-            ref, message, now=now,
-            retry_at=lambda n: next_attempt_at(now, n, s.backoff_base_s, s.backoff_max_s),
-        )
-        turn_id = job.ausloeser_turn_id or f"pixie-job-{job.job_id}"
-        where = {"user_id": job.pair.user_id, "character_id": job.pair.character_id}
-        self.plog.error(turn_id=turn_id, node=NODE, typ="promotion_job",
-                        message=f"job {job.job_id} ({job.kzg_key}) attempt {attempts}: {message}", **where)
-        if should_park(attempts, s.max_attempts):
-            await self.store.park_job(ref, attempts=attempts, error=message, now=now, replica=self.replica_id)
-            await self._ack([job.job_id], tally)
-            tally["parked"] += 1
-            self.plog.decision(
-                turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang="geparkt",
-                eingang={"job_id": job.job_id, "kzg_key": job.kzg_key},
-                massstab={"attempts": attempts, "max_attempts": s.max_attempts, "error": message}, **where,
-            )
-            _LOG.error("promotion: parked job %s (%s) after %d attempts: %s",
-                       job.job_id, job.kzg_key, attempts, message)
-        else:
-            tally["failed"] += 1
-            _LOG.warning("promotion: job %s attempt %d failed: %s", job.job_id, attempts, message)
-
     # --- runs ---------------------------------------------------------------------------
 
     async def drain(
@@ -529,7 +232,7 @@ class PromotionWorker:
         try:
             await self.drain(tally, as_of=as_of, pairs=pairs)
         except Exception as exc:
-            outcome, error = OUTCOME_FAILED, f"promotion stopped: {_describe(exc)}"
+            outcome, error = OUTCOME_FAILED, f"promotion stopped: {describe(exc)}"
         finished = await self.store.finish_run(
             run.id, outcome=outcome, counts=tally, error=error or _job_error(tally), now=self.clock()
         )
@@ -605,8 +308,8 @@ class PromotionWorker:
                     raise
                 except Exception as exc:
                     failures += 1
-                    _LOG.warning("promotion worker: %s (retrying)", _describe(exc))
-                    await close(OUTCOME_FAILED, f"promotion loop failed: {_describe(exc)}")
+                    _LOG.warning("promotion worker: %s (retrying)", describe(exc))
+                    await close(OUTCOME_FAILED, f"promotion loop failed: {describe(exc)}")
                     await _wait(stop, min(30.0, 0.5 * 2 ** min(failures, 6)))
         finally:
             with contextlib.suppress(Exception):

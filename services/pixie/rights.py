@@ -1,24 +1,14 @@
 """A person's rights over their memories, across the stores Pixie reaches: export, import, forget,
 correct, requeue (the erasure is :mod:`services.pixie.erasure`).
 
-Export format ``novaberg.export/1`` (docs/decisions.md "Export"): JSON lines, UTF-8. The first line
-is the header ``{"schema": "novaberg.export/1", "exported_at", "pair", "model_id", "counts"}``; then
-one record per line with a ``type`` — ``entity``, ``timeline``, ``node``, ``edge`` (the proto3 JSON
-mapping of ``lzg.v1.Entity``/``Timeline``/``Node``/``Edge`` with field names as in the proto, the
-pair left out), ``kzg_entry`` (``common.v1.KzgEntry`` plus ``promotion_queued``) and one ``session``
-(turns, summary). Ids are those of the exporting store; an import maps them to new ones. Vectors are
-not exported: they are derived from the text by the model and re-made at import.
+The lines of an export and their format ``novaberg.export/1`` are :mod:`services.pixie.export_format`.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
-
-from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
-from google.protobuf.message import Message
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
@@ -27,160 +17,20 @@ from novaberg_core.contract import check_pair
 from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
 from novaberg_core.peers import call_peer
 from novaberg_core.pipeline_log import PipelineLog
-from novaberg_core.timeutil import utc_now
 from services.pixie.erasure import QUERIES
+from services.pixie.export_format import ParsedExport, chunks, export_lines, parse_lines
 from services.pixie.store import PixieStore
 
 __all__ = [
-    "EXPORT_SCHEMA",
     "CorrectOutcome",
     "ForgetOutcome",
     "PixieRights",
     "RequeueOutcome",
-    "export_lines",
 ]
 
-EXPORT_SCHEMA: Final = "novaberg.export/1"
-LINES_PER_CHUNK: Final = 500
-"""Lines per ExportChunk and records per import message (under gRPC's 4 MB message limit)."""
 NODE_FORGET: Final = "vergessen"
 NODE_CORRECT: Final = "korrektur"
 _MAX_PARKED: Final = 100_000
-
-
-def _json(message: Message) -> dict[str, Any]:
-    return MessageToDict(
-        message,
-        preserving_proto_field_name=True,
-        always_print_fields_with_no_presence=True,
-        unquote_int64_if_possible=True,
-    )
-
-
-def _record(kind: str, message: Message, *, drop: Iterable[str] = ("pair",), **extra: Any) -> str:
-    data = _json(message)
-    for name in (*drop, "embedding"):
-        data.pop(name, None)
-    return json.dumps({"type": kind, **data, **extra}, ensure_ascii=False)
-
-
-def export_lines(
-    pair: common_pb2.Pair,
-    model_id: str,
-    lzg_chunks: Sequence[lzg_pb2.ExportPairChunk],
-    kzg_chunks: Sequence[kzg_pb2.ExportPairResponse],
-) -> list[str]:
-    """The lines of an export (header first) from what the LZG and the KZG answered."""
-    entities = [e for c in lzg_chunks for e in c.entities]
-    timelines = [t for c in lzg_chunks for t in c.timelines]
-    nodes = [n for c in lzg_chunks for n in c.nodes]
-    edges = [e for c in lzg_chunks for e in c.edges]
-    entries = [e for c in kzg_chunks for e in c.entries]
-    session = kzg_chunks[0] if kzg_chunks else kzg_pb2.ExportPairResponse()
-    header = {
-        "schema": EXPORT_SCHEMA,
-        "exported_at": utc_now().isoformat(),
-        "pair": {"user_id": pair.user_id, "character_id": pair.character_id},
-        "model_id": model_id,
-        "counts": {
-            "entity": len(entities),
-            "timeline": len(timelines),
-            "node": len(nodes),
-            "edge": len(edges),
-            "kzg_entry": len(entries),
-            "session_turn": len(session.session_turns),
-        },
-    }
-    lines = [json.dumps(header, ensure_ascii=False)]
-    lines += [_record("entity", e) for e in entities]
-    lines += [_record("timeline", t) for t in timelines]
-    lines += [_record("node", n) for n in nodes]
-    lines += [_record("edge", e) for e in edges]
-    lines += [_record("kzg_entry", e.entry, promotion_queued=e.promotion_queued) for e in entries]
-    lines.append(
-        json.dumps(
-            {
-                "type": "session",
-                "turns": [_json(t) for t in session.session_turns],
-                "summary": session.session_summary,
-            },
-            ensure_ascii=False,
-        )
-    )
-    return lines
-
-
-@dataclass
-class _Parsed:
-    header: dict[str, Any]
-    entities: list[lzg_pb2.Entity] = field(default_factory=list)
-    timelines: list[lzg_pb2.Timeline] = field(default_factory=list)
-    nodes: list[lzg_pb2.Node] = field(default_factory=list)
-    edges: list[lzg_pb2.Edge] = field(default_factory=list)
-    entries: list[kzg_pb2.ExportedEntry] = field(default_factory=list)
-    turns: list[kzg_pb2.SessionTurn] = field(default_factory=list)
-    summary: str = ""
-
-
-_TYPES: Final[dict[str, type[Message]]] = {
-    "entity": lzg_pb2.Entity,
-    "timeline": lzg_pb2.Timeline,
-    "node": lzg_pb2.Node,
-    "edge": lzg_pb2.Edge,
-    "kzg_entry": common_pb2.KzgEntry,
-}
-
-
-def parse_lines(lines: Sequence[str]) -> _Parsed:
-    """An export's lines as messages; INVALID_ARGUMENT naming the line for anything else."""
-    if not lines:
-        raise InvalidArgument("the import holds no lines (expected a novaberg.export/1 file)")
-    try:
-        header = json.loads(lines[0])
-    except ValueError as error:
-        raise InvalidArgument(f"line 1 is not JSON: {error}") from None
-    if not isinstance(header, dict) or header.get("schema") != EXPORT_SCHEMA:
-        schema = header.get("schema") if isinstance(header, dict) else None
-        raise InvalidArgument(f"line 1 must be a {EXPORT_SCHEMA} header, got schema {schema!r}")
-    parsed = _Parsed(header)
-    sessions = 0
-    for number, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except ValueError as error:
-            raise InvalidArgument(f"line {number} is not JSON: {error}") from None
-        if not isinstance(data, dict):
-            raise InvalidArgument(f"line {number} is not a JSON object")
-        kind = data.pop("type", None)
-        try:
-            if kind == "session":
-                sessions += 1
-                parsed.turns += [ParseDict(t, kzg_pb2.SessionTurn()) for t in data.get("turns", [])]
-                parsed.summary = str(data.get("summary", ""))
-                continue
-            message_type = _TYPES.get(str(kind))
-            if message_type is None:
-                raise InvalidArgument(f"line {number}: unknown record type {kind!r}")
-            queued = bool(data.pop("promotion_queued", False))
-            message = ParseDict(data, message_type())
-        except (ParseError, ValueError, TypeError, AttributeError) as error:
-            raise InvalidArgument(f"line {number} ({kind}): {error}") from None
-        if isinstance(message, lzg_pb2.Entity):
-            parsed.entities.append(message)
-        elif isinstance(message, lzg_pb2.Timeline):
-            parsed.timelines.append(message)
-        elif isinstance(message, lzg_pb2.Node):
-            parsed.nodes.append(message)
-        elif isinstance(message, lzg_pb2.Edge):
-            parsed.edges.append(message)
-        else:
-            assert isinstance(message, common_pb2.KzgEntry)
-            parsed.entries.append(kzg_pb2.ExportedEntry(entry=message, promotion_queued=queued))
-    if sessions > 1:
-        raise InvalidArgument("the import holds more than one session line")
-    return parsed
 
 
 @dataclass(frozen=True)
@@ -205,11 +55,6 @@ class RequeueOutcome:
     requeued: int
     gone: int
     job_ids: list[str]
-
-
-def _chunks(items: Sequence[Any], size: int = LINES_PER_CHUNK) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 class PixieRights:
@@ -270,21 +115,21 @@ class PixieRights:
                 "import into an empty pair"
             )
 
-        async def lzg_chunks() -> AsyncIterator[lzg_pb2.ImportPairChunk]:
+        async def lzgchunks() -> AsyncIterator[lzg_pb2.ImportPairChunk]:
             yield lzg_pb2.ImportPairChunk(pair=target)
-            for part in _chunks(parsed.entities):
+            for part in chunks(parsed.entities):
                 yield lzg_pb2.ImportPairChunk(entities=part)
-            for part in _chunks(parsed.timelines):
+            for part in chunks(parsed.timelines):
                 yield lzg_pb2.ImportPairChunk(timelines=part)
-            for part in _chunks(parsed.nodes):
+            for part in chunks(parsed.nodes):
                 yield lzg_pb2.ImportPairChunk(nodes=part)
-            for part in _chunks(parsed.edges):
+            for part in chunks(parsed.edges):
                 yield lzg_pb2.ImportPairChunk(edges=part)
 
         # Whether the KZG would refuse its part is known before the LZG writes anything.
         await self._import_kzg(target, parsed, validate_only=True)
         imported = await call_peer(
-            "LZG", "ImportPair", self.lzg.ImportPair(lzg_chunks(), timeout=self.timeout * 20)
+            "LZG", "ImportPair", self.lzg.ImportPair(lzgchunks(), timeout=self.timeout * 20)
         )
         entity_ids = {m.old_id: m.new_id for m in imported.entity_ids}
         timeline_ids = {m.old_id: m.new_id for m in imported.timeline_ids}
@@ -313,7 +158,7 @@ class PixieRights:
         return target, counts
 
     async def _import_kzg(
-        self, target: common_pb2.Pair, parsed: _Parsed, *, validate_only: bool
+        self, target: common_pb2.Pair, parsed: ParsedExport, *, validate_only: bool
     ) -> kzg_pb2.ImportPairResponse:
         async def messages() -> AsyncIterator[kzg_pb2.ImportPairRequest]:
             yield kzg_pb2.ImportPairRequest(
@@ -322,7 +167,7 @@ class PixieRights:
                 session_summary=parsed.summary,
                 validate_only=validate_only,
             )
-            for part in _chunks(parsed.entries):
+            for part in chunks(parsed.entries):
                 yield kzg_pb2.ImportPairRequest(pair=target, entries=part, validate_only=validate_only)
 
         answer: kzg_pb2.ImportPairResponse = await call_peer(
@@ -503,7 +348,7 @@ class PixieRights:
             for r in rows
         ]
         new_ids: list[str] = []
-        for part in _chunks(jobs):
+        for part in chunks(jobs):
             answer = await call_peer(
                 "KZG",
                 "EnqueuePromotionJobs",

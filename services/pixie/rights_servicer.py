@@ -15,7 +15,8 @@ from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import to_timestamp
 from services.pixie.erasure import ErasureRecord, Erasures
-from services.pixie.rights import LINES_PER_CHUNK, PixieRights
+from services.pixie.export_format import LINES_PER_CHUNK
+from services.pixie.rights import PixieRights
 from services.pixie.scheduler import Scheduler
 
 __all__ = ["PixieRightsServicer", "erasures_of", "receipt_to_proto", "rights_of"]

@@ -12,7 +12,8 @@ from novaberg_core.server import create_server as create_grpc_server
 from novaberg_core.telemetry import configure_logging
 from services.pixie.clients import ServiceClients
 from services.pixie.config import PixieConfig
-from services.pixie.promotion import PromotionWorker, StepHook, WorkerSettings
+from services.pixie.promotion import PromotionWorker
+from services.pixie.promotion_types import StepHook, WorkerSettings
 from services.pixie.rights_servicer import erasures_of
 from services.pixie.scheduler import Scheduler, SchedulerSettings
 from services.pixie.servicer import PixieServicer

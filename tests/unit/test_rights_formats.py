@@ -15,7 +15,7 @@ from novaberg_core.contract import pair_token, user_token
 from novaberg_core.errors import InvalidArgument
 from services.kzg.rights import glob_escape
 from services.log.rights import IngestGuard, key_prefix_in_json
-from services.pixie.rights import EXPORT_SCHEMA, export_lines, parse_lines
+from services.pixie.export_format import EXPORT_SCHEMA, export_lines, parse_lines
 
 PAIR = common_pb2.Pair(user_id="meister", character_id="nova")
 T = datetime(2026, 5, 1, 12, tzinfo=UTC)

@@ -32,7 +32,7 @@ from services.log.server import create_server as create_log_server
 from services.lzg.config import LzgConfig
 from services.lzg.server import create_server as create_lzg_server
 from services.pixie.config import PixieConfig
-from services.pixie.promotion import StepHook
+from services.pixie.promotion_types import StepHook
 from services.pixie.server import PixieApp, create_server
 
 PAIR = common_pb2.Pair(user_id="meister", character_id="nova")

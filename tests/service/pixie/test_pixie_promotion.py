@@ -29,7 +29,7 @@ from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.timeutil import to_timestamp, utc_now
 from services.kzg.models import Pair as KzgPair
 from services.kzg.store import hash_dirty_key
-from services.pixie.promotion import StepHook
+from services.pixie.promotion_types import StepHook
 from tests.service.pixie.conftest import (
     PAIR,
     PixieCluster,

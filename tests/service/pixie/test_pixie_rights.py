@@ -21,7 +21,7 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.contract import pair_token
 from novaberg_core.timeutil import to_timestamp
-from services.pixie.promotion import new_tally
+from services.pixie.promotion_types import new_tally
 from services.pixie.store import JobRef
 from tests.service.pixie.conftest import (
     PAIR,

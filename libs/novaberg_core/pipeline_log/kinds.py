@@ -1,0 +1,153 @@
+"""The record kinds of SPEC §8 as keyword helpers over one ``write``: decisions, DB reads and
+writes, errors, tokens, the raw turn, spans."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+
+from novaberg_core.pipeline_log.records import (
+    TURN_ROH,
+)
+
+
+class RecordKinds:
+    """The helpers of :class:`~novaberg_core.pipeline_log.PipelineLog`, one per record kind; each
+    builds a fresh ``inhalt`` and hands it to :meth:`write`."""
+
+    def write(
+        self,
+        *,
+        turn_id: str,
+        node: str,
+        art: str,
+        inhalt: Any,
+        quelle: str | None = None,
+        span_id: str | None = None,
+        user_id: str | None = None,
+        character_id: str | None = None,
+        erstellt_am: datetime | None = None,
+    ) -> None:
+        raise NotImplementedError  # the writer's (novaberg_core.pipeline_log.writer)
+
+    def decision(
+        self,
+        *,
+        turn_id: str,
+        node: str,
+        entscheidung: str,
+        ausgang: Any,
+        eingang: Any = None,
+        massstab: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """A ``switch`` entry in the decision shape of SPEC §8.
+
+        ``entscheidung`` is ``<node>.<weiche>``; a bare ``<weiche>`` is prefixed with ``node``.
+        """
+        if "." not in entscheidung:
+            entscheidung = f"{node}.{entscheidung}"
+        self.write(
+            turn_id=turn_id,
+            node=node,
+            art="switch",
+            inhalt={
+                "entscheidung": entscheidung,
+                "ausgang": ausgang,
+                "eingang": eingang,
+                "massstab": massstab,
+            },
+            **kwargs,
+        )
+
+    def db_write(self, *, turn_id: str, node: str, tabelle: str, operation: str, **details: Any) -> None:
+        """A ``db_write`` entry (insert/update/delete); extra keywords go into ``inhalt``."""
+        kwargs = _split_kwargs(details)
+        self.write(
+            turn_id=turn_id,
+            node=node,
+            art="db_write",
+            inhalt={"tabelle": tabelle, "operation": operation, **details},
+            **kwargs,
+        )
+
+    def db_read(self, *, turn_id: str, node: str, tabelle: str, treffer: int, **details: Any) -> None:
+        """A ``db_read`` entry (SELECT, Redis read, cache lookup); extra keywords go into ``inhalt``."""
+        kwargs = _split_kwargs(details)
+        self.write(
+            turn_id=turn_id,
+            node=node,
+            art="db_read",
+            inhalt={"tabelle": tabelle, "treffer": treffer, **details},
+            **kwargs,
+        )
+
+    def error(self, *, turn_id: str, node: str, typ: str, message: str, **kwargs: Any) -> None:
+        """A ``fehler`` entry: exception type name and message."""
+        self.write(
+            turn_id=turn_id, node=node, art="fehler", inhalt={"typ": typ, "message": message}, **kwargs
+        )
+
+    def token(
+        self,
+        *,
+        turn_id: str,
+        node: str,
+        modell: str,
+        input_tokens: int,
+        output_tokens: int,
+        kosten_usd: float,
+        **kwargs: Any,
+    ) -> None:
+        """A ``token`` entry: tokens and cost of one LLM call (syn §10.2)."""
+        self.write(
+            turn_id=turn_id,
+            node=node,
+            art="token",
+            inhalt={
+                "modell": modell,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "kosten_usd": kosten_usd,
+            },
+            **kwargs,
+        )
+
+    def turn_roh(self, *, turn_id: str, node: str, inhalt: dict[str, Any], **kwargs: Any) -> None:
+        """The turn's stimulus-response pair; never dropped, never purged (syn §10.5)."""
+        self.write(turn_id=turn_id, node=node, art=TURN_ROH, inhalt=inhalt, **kwargs)
+
+    @contextlib.asynccontextmanager
+    async def span(self, *, turn_id: str, node: str, **kwargs: Any) -> AsyncIterator[str]:
+        """Writes ``span_start``/``span_end`` with one ``span_id`` (syn §10.2); yields the span_id.
+
+        Pass the span_id to the records written inside so ``WHERE span_id = X`` shows the run.
+        """
+        span_id = str(uuid.uuid4())
+        self.write(turn_id=turn_id, node=node, art="span_start", inhalt=None, span_id=span_id, **kwargs)
+        status = "ok"
+        try:
+            yield span_id
+        except BaseException as exc:
+            status = f"error: {type(exc).__name__}"
+            raise
+        finally:
+            self.write(
+                turn_id=turn_id,
+                node=node,
+                art="span_end",
+                inhalt={"status": status},
+                span_id=span_id,
+                **kwargs,
+            )
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+
+
+def _split_kwargs(details: dict[str, Any]) -> dict[str, Any]:
+    keys = ("quelle", "span_id", "user_id", "character_id", "erstellt_am")
+    return {k: details.pop(k) for k in keys if k in details}

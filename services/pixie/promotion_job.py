@@ -1,0 +1,257 @@
+"""One promotion job's steps (SPEC §5.3): read the entry fresh from the KZG, let the LZG promote it,
+mark the pair's ``hash_dirty`` and, after a new node, delete the KZG key; a failing job is
+counted, backed off or parked. The batches and runs around them: :mod:`services.pixie.promotion`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.telemetry import link_to, tracer
+from novaberg_core.timeutil import from_timestamp, to_timestamp, utc_now
+from services.pixie.promotion_types import (
+    NODE,
+    JobFailed,
+    StepHook,
+    Tally,
+    WorkerSettings,
+    describe,
+    is_outage,
+)
+from services.pixie.store import JobRef, PixieStore
+from services.pixie.tasks import next_attempt_at, should_park
+
+# The worker's logger and tracer, as before the split (operators and tests filter on the name).
+_LOG = logging.getLogger("services.pixie.promotion")
+_TRACER = tracer("services.pixie.promotion")
+
+_OUTCOME_COUNT = {
+    common_pb2.PROMOTION_OUTCOME_DUPLICATE: ("duplicates", "dublette"),
+    common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION: ("half_reactivations", "halbreaktivierung"),
+    common_pb2.PROMOTION_OUTCOME_ERASED: ("erased", "geloescht"),
+}
+
+
+def _job_ref(job: kzg_pb2.PromotionJob) -> JobRef:
+    return JobRef(
+        job_id=job.job_id,
+        kzg_key=job.kzg_key,
+        ausloeser_turn_id=job.ausloeser_turn_id,
+        user_id=job.pair.user_id,
+        character_id=job.pair.character_id,
+    )
+
+
+class PromotionSteps:
+    """The steps of one job against the KZG, the LZG and the store; the worker
+    (:class:`~services.pixie.promotion.PromotionWorker`) runs them for its batches."""
+
+    def __init__(
+        self,
+        *,
+        kzg: kzg_pb2_grpc.KzgServiceStub,
+        lzg: lzg_pb2_grpc.LzgServiceStub,
+        store: PixieStore,
+        plog: PipelineLog,
+        replica_id: str,
+        settings: WorkerSettings,
+        clock: Callable[[], datetime] = utc_now,
+        step_hook: StepHook | None = None,
+    ) -> None:
+        self.kzg = kzg
+        self.lzg = lzg
+        self.store = store
+        self.plog = plog
+        self.replica_id = replica_id
+        self.settings = settings
+        self.clock = clock
+        self.step_hook = step_hook
+
+    async def _ack(self, job_ids: list[str], tally: Tally) -> None:
+        response = await self.kzg.AckPromotionJobs(
+            kzg_pb2.AckPromotionJobsRequest(job_ids=job_ids), timeout=self.settings.rpc_timeout_s
+        )
+        tally["acked"] += response.acked
+
+    # --- one job ------------------------------------------------------------------------
+
+    async def _promote_one(self, job: kzg_pb2.PromotionJob, tally: Tally, as_of: datetime | None) -> str:
+        """The job's steps (SPEC §5.3); returns the count key of its outcome."""
+        pair = job.pair
+        turn_id = job.ausloeser_turn_id or f"pixie-job-{job.job_id}"
+        where: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
+        if as_of is None and job.HasField("ausgeloest_am"):
+            as_of = from_timestamp(job.ausgeloest_am)  # SPEC §11: promoted in the entry's own time
+        if as_of is not None:
+            where["erstellt_am"] = as_of  # the log rows of a replay sit at its simulated time
+        timeout = self.settings.rpc_timeout_s
+        async with self.plog.span(turn_id=turn_id, node=NODE, **where) as span_id:
+            logged = {"span_id": span_id, **where}
+            job_info = {"job_id": job.job_id, "kzg_key": job.kzg_key, "delivery_count": job.delivery_count}
+            entry = await self._read_entry(job)
+            self.plog.db_read(turn_id=turn_id, node=NODE, tabelle="kzg", treffer=0 if entry is None else 1,
+                              kzg_key=job.kzg_key, **logged)
+            if entry is None:
+                self.plog.decision(
+                    turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang="verfallen",
+                    eingang=job_info, massstab="KZG-Eintrag beim frischen Lesen nicht mehr vorhanden",
+                    **logged,
+                )
+                return "expired"
+            # The promotion joins the trace of the turn that wrote the entry (a span link).
+            with _TRACER.start_as_current_span("pixie.promote", links=link_to(entry.traceparent)):
+                try:
+                    promoted = await self.lzg.Promote(
+                        lzg_pb2.PromoteRequest(
+                            entry=entry,
+                            turn=common_pb2.TurnContext(turn_id=turn_id, span_id=span_id),
+                            ausloeser_turn_id=job.ausloeser_turn_id,
+                            as_of=None if as_of is None else to_timestamp(as_of),
+                        ),
+                        timeout=timeout,
+                    )
+                except grpc.aio.AioRpcError as error:
+                    raise JobFailed(f"LZG Promote: {describe(error)}") from error
+            if self.step_hook is not None:
+                await self.step_hook("promoted", job)
+            massstab = {
+                "node_id": promoted.node_id, "best_cosine": promoted.best_cosine,
+                "edges_created": promoted.edges_created, "candidates": promoted.candidates,
+                "already_promoted": promoted.already_promoted, "salienz": entry.salienz,
+            }
+            if promoted.outcome == common_pb2.PROMOTION_OUTCOME_NEW_NODE:
+                # A replay after a crash finds the node already there (already_promoted) and still
+                # owes the delete; the LZG allows it for a new node only (SPEC §5.3 step 6).
+                if promoted.kzg_delete_allowed or promoted.already_promoted:
+                    await self._retire_entry(job, turn_id, span_id, promoted.node_id, tally, as_of)
+                key, ausgang = ("already_promoted", "bereits_befoerdert") if promoted.already_promoted \
+                    else ("promoted_new", "neuer_knoten")
+            elif promoted.outcome in _OUTCOME_COUNT:
+                key, ausgang = _OUTCOME_COUNT[promoted.outcome]
+                # SPEC §5.3 step 6: hash_dirty after every promotion; only the DEL is for new nodes.
+                await self._mark_hash_dirty(job, turn_id, ausgang, promoted.node_id, as_of)
+            else:
+                raise JobFailed(f"LZG Promote answered an unknown outcome {promoted.outcome}")
+            self.plog.decision(
+                turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang=ausgang,
+                eingang=job_info, massstab=massstab, **logged,
+            )
+            return key
+
+    async def _mark_hash_dirty(
+        self, job: kzg_pb2.PromotionJob, turn_id: str, ausgang: str, node_id: int, as_of: datetime | None
+    ) -> None:
+        """The pair's hash_dirty marker after a duplicate or half-reactivation (the entry stays in the KZG)."""
+        try:
+            await self.kzg.MarkHashDirty(
+                kzg_pb2.MarkHashDirtyRequest(
+                    pair=job.pair, reason=f"promotion {job.kzg_key} -> {ausgang} node {node_id}",
+                    as_of=None if as_of is None else to_timestamp(as_of),
+                ),
+                timeout=self.settings.rpc_timeout_s,
+            )
+        except grpc.aio.AioRpcError as error:
+            raise JobFailed(f"KZG MarkHashDirty after {ausgang} of node {node_id}: {describe(error)}") from error
+
+    async def _read_entry(self, job: kzg_pb2.PromotionJob) -> common_pb2.KzgEntry | None:
+        try:
+            response = await self.kzg.GetEntry(
+                kzg_pb2.GetEntryRequest(pair=job.pair, kzg_key=job.kzg_key),
+                timeout=self.settings.rpc_timeout_s,
+            )
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.NOT_FOUND:
+                return None
+            raise JobFailed(f"KZG GetEntry: {describe(error)}") from error
+        return response.entry
+
+    async def _retire_entry(
+        self, job: kzg_pb2.PromotionJob, turn_id: str, span_id: str, node_id: int, tally: Tally,
+        as_of: datetime | None,
+    ) -> None:
+        """hash_dirty, then DEL the KZG key verified by EXISTS (SPEC §5.3 step 6), in one KZG call.
+
+        A failing or unverified DEL is logged loudly and counted (``kzg_delete_failed``), not
+        raised: the job is still acked. Only an unreachable KZG keeps the job pending (outage).
+        """
+        timeout = self.settings.rpc_timeout_s
+        turn = common_pb2.TurnContext(turn_id=turn_id, span_id=span_id)
+        logged: dict[str, Any] = {"span_id": span_id, "user_id": job.pair.user_id, "character_id": job.pair.character_id}
+        if as_of is not None:
+            logged["erstellt_am"] = as_of
+        failure = ""
+        try:
+            deleted = await self.kzg.DeleteEntry(
+                kzg_pb2.DeleteEntryRequest(
+                    pair=job.pair, kzg_key=job.kzg_key, turn=turn,
+                    hash_dirty_reason=f"promotion {job.kzg_key} -> node {node_id}",
+                    as_of=None if as_of is None else to_timestamp(as_of),
+                ),
+                timeout=timeout,
+            )
+        except grpc.aio.AioRpcError as error:
+            if is_outage(error):
+                # The KZG is unreachable (its ack would fail too): an outage, the job stays pending
+                # and its replay (already_promoted) marks and deletes again.
+                raise JobFailed(f"KZG DeleteEntry after new node {node_id}: {describe(error)}") from error
+            failure = f"DEL (with the hash_dirty marker) failed: {describe(error)}"
+        else:
+            if not deleted.verified_gone:
+                failure = "still exists after DEL (EXISTS answered 1)"
+        if failure:
+            # SPEC §5.3 step 6: logged loudly, not raised. The node exists and promotion is
+            # idempotent on kzg_quell_key, so the job is acked; the entry leaves by its TTL.
+            message = f"KZG entry {job.kzg_key} not deleted after new node {node_id}: {failure}"
+            _LOG.error("promotion: %s", message)
+            self.plog.write(
+                turn_id=turn_id, node=NODE, art="fehler",
+                inhalt={"typ": "kzg_delete", "message": message, "kzg_key": job.kzg_key, "lzg_id": node_id},
+                **logged,
+            )
+            tally["kzg_delete_failed"] += 1
+            return
+        self.plog.db_write(turn_id=turn_id, node=NODE, tabelle="kzg", operation="delete",
+                           kzg_key=job.kzg_key, deleted=deleted.deleted, lzg_id=node_id, **logged)
+        tally["kzg_deleted"] += 1
+        if self.step_hook is not None:
+            await self.step_hook("deleted", job)
+
+    async def _on_failure(self, job: kzg_pb2.PromotionJob, error: Exception, tally: Tally) -> None:
+        """Counts the attempt; backs off, or parks and acks the job after ``max_attempts``."""
+        message = describe(error)
+        tally.last_error = f"{job.job_id}: {message}"
+        ref = _job_ref(job)
+        now = self.clock()
+        s = self.settings
+        attempts = await self.store.record_failure(
+            ref, message, now=now,
+            retry_at=lambda n: next_attempt_at(now, n, s.backoff_base_s, s.backoff_max_s),
+        )
+        turn_id = job.ausloeser_turn_id or f"pixie-job-{job.job_id}"
+        where = {"user_id": job.pair.user_id, "character_id": job.pair.character_id}
+        self.plog.error(turn_id=turn_id, node=NODE, typ="promotion_job",
+                        message=f"job {job.job_id} ({job.kzg_key}) attempt {attempts}: {message}", **where)
+        if should_park(attempts, s.max_attempts):
+            await self.store.park_job(ref, attempts=attempts, error=message, now=now, replica=self.replica_id)
+            await self._ack([job.job_id], tally)
+            tally["parked"] += 1
+            self.plog.decision(
+                turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang="geparkt",
+                eingang={"job_id": job.job_id, "kzg_key": job.kzg_key},
+                massstab={"attempts": attempts, "max_attempts": s.max_attempts, "error": message}, **where,
+            )
+            _LOG.error("promotion: parked job %s (%s) after %d attempts: %s",
+                       job.job_id, job.kzg_key, attempts, message)
+        else:
+            tally["failed"] += 1
+            _LOG.warning("promotion: job %s attempt %d failed: %s", job.job_id, attempts, message)
