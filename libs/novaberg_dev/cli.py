@@ -9,7 +9,7 @@
     novaberg graph [-o graph.html|.png|.svg] [--include-inactive]  the pair's memory graph: explorer or picture
     novaberg log [TURN_ID]                                    a turn's story from the pipeline log
     novaberg pixie tasks|runs|trigger|pause|resume|parked|requeue|erasures
-    novaberg erase|export|import-export|forget|correct         a person's rights (novaberg_core.cli_rights)
+    novaberg erase|export|import-export|forget|correct         a person's rights (novaberg_dev.cli_rights)
 
 Where the services are: ``up`` writes ``<data-dir>/stack.json``; every other command reads it
 from ``--data-dir`` (default ``.novaberg``), and ``NOVABERG_<SVC>_ADDR`` variables override it
@@ -46,18 +46,18 @@ from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
-from novaberg_core.cli_rights import (
+from novaberg_core.config import ConfigError
+from novaberg_core.errors import NovabergError
+from novaberg_core.timeutil import from_timestamp, to_timestamp, utc_now
+from novaberg_core.tls import PLAINTEXT, TlsConfig
+from novaberg_dev.cli_rights import (
     PIXIE_ACTIONS,
     RIGHTS_COMMANDS,
     RightsCliError,
     add_pixie_commands,
     add_rights_commands,
 )
-from novaberg_core.clients import ServiceCallError, ServiceClients
-from novaberg_core.config import ConfigError
-from novaberg_core.errors import NovabergError
-from novaberg_core.timeutil import from_timestamp, to_timestamp, utc_now
-from novaberg_core.tls import PLAINTEXT, TlsConfig
+from novaberg_dev.clients import ServiceCallError, ServiceClients
 
 __all__ = [
     "DEFAULT_DATA_DIR",
@@ -414,7 +414,7 @@ async def cmd_observe(clients: ServiceClients, args: argparse.Namespace, out: Ca
 
 
 async def cmd_recall(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
-    from novaberg_core.demo import format_dossier
+    from novaberg_dev.demo import format_dossier
 
     pair = _pair(args)
     request = pipeline_pb2.BuildDossierRequest(
@@ -562,7 +562,7 @@ async def cmd_graph(clients: ServiceClients, args: argparse.Namespace, out: Call
 
 def _check_graph_output(output: Path) -> None:
     """A graph file name the renderer can write, else :class:`CliError` naming the allowed suffixes."""
-    from novaberg_core.graph_explorer import UnsupportedOutputError, check_output_suffix
+    from novaberg_dev.graph_explorer import UnsupportedOutputError, check_output_suffix
 
     try:
         check_output_suffix(output)
@@ -579,7 +579,7 @@ async def write_graph(
     The inactive ones are chosen separately: ListNodes ranks by ``gewicht_decay``, where they sit
     below every active node (SPEC §5.7: < 0.1), so one ranked list would cut them off first.
     """
-    from novaberg_core.graph_explorer import write_graph_file
+    from novaberg_dev.graph_explorer import write_graph_file
 
     _check_graph_output(output)
     stats = await clients.call("lzg", "GetPairStats", lzg_pb2.GetPairStatsRequest(pair=pair))
@@ -786,7 +786,7 @@ async def cmd_pixie(clients: ServiceClients, args: argparse.Namespace, out: Call
 
 
 async def cmd_demo(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
-    from novaberg_core.demo import load_script, run_demo
+    from novaberg_dev.demo import load_script, run_demo
 
     script = load_script(args.demo_file) if args.demo_file else load_script()
     await run_demo(clients, script, out=out)
@@ -809,9 +809,9 @@ COMMANDS: Mapping[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
 
 async def cmd_reembed(args: argparse.Namespace, out: Callable[[str], None]) -> int:
     """``novaberg reembed``: every vector of the KZG and LZG stores anew (services stopped), with progress."""
-    from novaberg_core.embedded import stores_status
     from novaberg_core.embedding import profile_for, provider_from_env
-    from novaberg_core.reembed import reembed_kzg, reembed_lzg
+    from novaberg_dev.embedded import stores_status
+    from novaberg_dev.reembed import reembed_kzg, reembed_lzg
 
     redis_url = os.environ.get("NOVABERG_REDIS_URL", "")
     postgres_url = os.environ.get("NOVABERG_POSTGRES_URL", "")
@@ -819,7 +819,7 @@ async def cmd_reembed(args: argparse.Namespace, out: Callable[[str], None]) -> i
         status = stores_status(Path(args.data_dir) / "stores")
         if status.redis is None or status.postgres is None or not status.running:
             raise CliError(f"no running stores in {args.data_dir}/stores and no NOVABERG_REDIS_URL/_POSTGRES_URL; "
-                           f"start them with `python -m novaberg_core.embedded up --data-dir {args.data_dir}/stores`")
+                           f"start them with `python -m novaberg_dev.embedded up --data-dir {args.data_dir}/stores`")
         redis_url = redis_url or status.redis.url
         postgres_url = postgres_url or status.postgres.url
     provider = provider_from_env()
@@ -863,7 +863,7 @@ async def run_command(
 
 def cli_command(data_dir: Path | None = None) -> str:
     """How to run ``novaberg`` from this shell: ``novaberg`` when it is on PATH, else the venv's
-    script (``.venv/bin/novaberg``), else ``python -m novaberg_core.cli``; plus ``--data-dir``
+    script (``.venv/bin/novaberg``), else ``python -m novaberg_dev.cli``; plus ``--data-dir``
     when it is not the default."""
     script = Path(sys.executable).parent / "novaberg"
     found = shutil.which("novaberg")
@@ -875,7 +875,7 @@ def cli_command(data_dir: Path | None = None) -> str:
         except ValueError:
             command = str(script.absolute())
     else:
-        command = f"{sys.executable} -m novaberg_core.cli"
+        command = f"{sys.executable} -m novaberg_dev.cli"
     if data_dir is not None and data_dir != DEFAULT_DATA_DIR:
         command += f" --data-dir {data_dir}"
     return command
@@ -924,8 +924,8 @@ class _Launcher:
 
 
 async def _up(data_dir: Path, once: bool, demo: bool = True, demo_file: Path | None = None) -> int:
-    from novaberg_core.demo import load_script, run_demo
-    from novaberg_core.stack import SERVICES, Stack, start_stack
+    from novaberg_dev.demo import load_script, run_demo
+    from novaberg_dev.stack import SERVICES, Stack, start_stack
 
     script = load_script(demo_file) if demo_file else (load_script() if demo else None)
     running = running_stack_pid(data_dir)

@@ -36,8 +36,8 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
-from novaberg_core.clients import ServiceClients
 from novaberg_core.timeutil import to_timestamp, utc_now
+from novaberg_dev.clients import ServiceClients
 
 __all__ = [
     "DEFAULT_DEMO_PATH",

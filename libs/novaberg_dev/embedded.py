@@ -18,7 +18,7 @@ Everything lives in one data directory::
 Both bind 127.0.0.1 only, on free ports (a restart tries the previous port first, so URLs stay
 stable). ``start_stores`` is idempotent: a server that is alive and answers is reused.
 
-CLI: ``python -m novaberg_core.embedded up|down|status [--data-dir DIR] [--env] [--ephemeral]``.
+CLI: ``python -m novaberg_dev.embedded up|down|status [--data-dir DIR] [--env] [--ephemeral]``.
 """
 
 from __future__ import annotations
@@ -503,7 +503,7 @@ def _postgres_settings(port: int, ephemeral: bool) -> str:
     if ephemeral:
         # Throwaway test clusters: nothing needs to survive a crash.
         lines += ["fsync = off", "synchronous_commit = off", "full_page_writes = off"]
-    return "# written by novaberg_core.embedded at every start\n" + "\n".join(lines) + "\n"
+    return "# written by novaberg_dev.embedded at every start\n" + "\n".join(lines) + "\n"
 
 
 def _reuse_postgres(root: Path, entry: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -634,7 +634,7 @@ def _redis_config(redis_dir: Path, port: int, ephemeral: bool) -> str:
         return json.dumps(str(path))  # valkey.conf accepts C-style double-quoted strings
 
     lines = [
-        "# written by novaberg_core.embedded at every start",
+        "# written by novaberg_dev.embedded at every start",
         f"bind {_HOST}",
         f"port {port}",
         "protected-mode yes",
@@ -763,7 +763,7 @@ def _print_status(status: StoresStatus) -> None:
 def main(argv: list[str] | None = None) -> int:
     """``up`` / ``down`` / ``status`` for the stores of one data directory."""
     parser = argparse.ArgumentParser(
-        prog="python -m novaberg_core.embedded",
+        prog="python -m novaberg_dev.embedded",
         description="Embedded PostgreSQL+pgvector and Valkey+RediSearch for development and tests.",
     )
     parser.add_argument("command", choices=("up", "down", "status"))
