@@ -58,15 +58,15 @@ test-browser: $(STAMP) chromium
 	$(PY) -m pytest -q tests/browser
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check --no-cache libs/novaberg_core services tests bench
-	$(VENV)/bin/mypy libs/novaberg_core services
+	$(VENV)/bin/ruff check --no-cache libs/novaberg_core libs/novaberg_dev services tests bench
+	$(VENV)/bin/mypy libs/novaberg_core libs/novaberg_dev services
 
 ## Start embedded stores and all five services, show them working; ONCE=1 exits after the demo.
 run: $(STAMP)
-	$(PY) -m novaberg_core.cli up --data-dir $(DATA_DIR) $(if $(ONCE),--once,)
+	$(PY) -m novaberg_dev.cli up --data-dir $(DATA_DIR) $(if $(ONCE),--once,)
 
 stores-down: $(STAMP)
-	$(PY) -m novaberg_core.embedded down --data-dir $(DATA_DIR)/stores
+	$(PY) -m novaberg_dev.embedded down --data-dir $(DATA_DIR)/stores
 
 bench: $(STAMP)
 	for b in bench/*_bench.py; do $(PY) $$b || exit 1; done

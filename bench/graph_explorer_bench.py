@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from novaberg_core.graph_explorer import layout, merge_edges, synthetic_graph, write_graph_file
+from novaberg_dev.graph_explorer import layout, merge_edges, synthetic_graph, write_graph_file
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",

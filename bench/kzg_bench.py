@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from novaberg_core.embedded import reset_redis, start_stores, stop_stores
 from novaberg_core.embedding import make_provider
 from novaberg_core.pipeline_log import PipelineLog
+from novaberg_dev.embedded import reset_redis, start_stores, stop_stores
 from services.kzg.memory import KzgMemory
 from services.kzg.models import EntryInput, Pair, RetrieveQuery
 from services.kzg.store import KzgStore

@@ -2,7 +2,7 @@
 
 Run as a user would (every conversation of the file its own pair):
 
-1. Embedded stores and all five services (``novaberg_core.stack``), one embedding model everywhere
+1. Embedded stores and all five services (``novaberg_dev.stack``), one embedding model everywhere
    (``--model``, default ``minilm``, passed as ``NOVABERG_EMBEDDING``).
 2. Import: every turn in session order with its session's date (``parse_locomo`` of the CLI: turn id
    ``{sample_id}:{dia_id}``, image captions appended as the import does) through
@@ -75,11 +75,11 @@ from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
-from novaberg_core.cli import STACK_FILE, ImportedTurn, parse_locomo, write_stack_file
-from novaberg_core.embedded import start_stores, stop_stores, stores_status
 from novaberg_core.embedding import lzg_embed_text, make_provider, profile_for, query_embed_text
-from novaberg_core.stack import Stack, start_stack
 from novaberg_core.timeutil import to_timestamp
+from novaberg_dev.cli import STACK_FILE, ImportedTurn, parse_locomo, write_stack_file
+from novaberg_dev.embedded import start_stores, stop_stores, stores_status
+from novaberg_dev.stack import Stack, start_stack
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA_RELATIVE = Path("shared/data/locomo/locomo_dev.json")

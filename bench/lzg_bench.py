@@ -61,9 +61,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "libs"))
 from pgvector import Vector
 
 from novaberg_core.clusters import default_clusters
-from novaberg_core.embedded import create_database, start_stores, stop_stores
 from novaberg_core.embedding import EmbeddingProvider, profile_for
 from novaberg_core.pipeline_log import NullSink, PipelineLog
+from novaberg_dev.embedded import create_database, start_stores, stop_stores
 from services.lzg.edges import pair_weights
 from services.lzg.engine import LzgEngine, PromotionInput
 from services.lzg.layers import (

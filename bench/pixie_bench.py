@@ -1,7 +1,7 @@
 """Promotion throughput end to end (SPEC §4.6, §5.3, §9): jobs/s with one and with two Pixie workers.
 
 Setup, all in a temp dir: embedded PostgreSQL + Redis, and the log, KZG and LZG services as their
-own processes (``novaberg_core.stack``, as in production). ``--pairs`` pairs are seeded with
+own processes (``novaberg_dev.stack``, as in production). ``--pairs`` pairs are seeded with
 ``--nodes`` LZG nodes each (real embeddings of varied German sentences, themes drawn from a few
 common and many rare ones) — written straight into the LZG schema with the LZG's own store code,
 because promoting 1,000 × pairs entries through the service first would take minutes; the service's
@@ -49,9 +49,9 @@ from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
-from novaberg_core.embedded import stores_status
 from novaberg_core.embedding import kzg_embed_text, lzg_embed_text, make_provider
-from novaberg_core.stack import REPO_ROOT, Stack, free_port, start_stack
+from novaberg_dev.embedded import stores_status
+from novaberg_dev.stack import REPO_ROOT, Stack, free_port, start_stack
 from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
 from services.lzg.store import LzgStore
 from services.lzg.weights import node_weights_at_creation

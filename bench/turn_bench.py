@@ -3,7 +3,7 @@
 Setup (not timed):
 
 1. Embedded PostgreSQL + Redis in a temporary directory; the log, KZG, LZG and pipeline services
-   as separate processes (``novaberg_core.stack``), one embedding model everywhere (``--model``,
+   as separate processes (``novaberg_dev.stack``), one embedding model everywhere (``--model``,
    default the offline default), one BLAS thread per process (``OPENBLAS_NUM_THREADS=1``, as the
    LZG and pipeline entry points set it; a spinning second BLAS thread per process starves the
    others on two cores). Pixie is
@@ -68,14 +68,14 @@ from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg_core.clusters import default_clusters
-from novaberg_core.embedded import start_stores, stop_stores, stores_status
 from novaberg_core.embedding import (
     DEFAULT_PROVIDER,
     lzg_embed_text,
     make_provider,
     profile_for,
 )
-from novaberg_core.stack import start_stack
+from novaberg_dev.embedded import start_stores, stop_stores, stores_status
+from novaberg_dev.stack import start_stack
 from services.lzg.layers import TimelineRef, evaluate_layers
 from services.lzg.store import EdgeInsert, LzgStore, NewNode
 from services.lzg.weights import damp, edge_raw, node_weights_at_creation

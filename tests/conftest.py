@@ -1,6 +1,6 @@
 """Store fixtures shared by every test tier: real PostgreSQL + pgvector and real Redis + RediSearch.
 
-By default the project's embedded stores (``novaberg_core.embedded``) are started once per test
+By default the project's embedded stores (``novaberg_dev.embedded``) are started once per test
 session in a temporary directory and stopped at its end. To run against stores you started
 yourself, set both ``NOVABERG_TEST_POSTGRES_URL`` (a role that may create databases) and
 ``NOVABERG_TEST_REDIS_URL`` (a server with the search module; it is flushed before every test).
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from novaberg_core.embedded import (
+from novaberg_dev.embedded import (
     StoreUrls,
     create_database,
     drop_database,

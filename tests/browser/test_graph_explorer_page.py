@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page
 
-from novaberg_core.graph_explorer import LAYER_ORDER, payload_from_html, synthetic_graph, write_graph_file
+from novaberg_dev.graph_explorer import LAYER_ORDER, payload_from_html, synthetic_graph, write_graph_file
 
 NODES = 2_000
 MEAN_DEGREE = 30  # 30,000 node pairs, 60,000 directed rows (the 369-node demo pair had 24,122 rows)

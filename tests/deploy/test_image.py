@@ -33,6 +33,13 @@ def test_multi_stage_build_installs_the_runtime_set_only() -> None:
     assert "COPY --from=build /opt/venv /opt/venv" in runtime
 
 
+def test_the_image_holds_the_services_and_their_shared_code_but_not_the_dev_tools() -> None:
+    build = _stages()["build"]
+    copied = re.findall(r"^COPY (?!--)(\S+)", build, flags=re.MULTILINE)
+    assert {"libs/novaberg/", "libs/novaberg_core/", "services/"} <= set(copied)
+    assert "libs/" not in copied and not any("novaberg_dev" in path for path in copied)
+
+
 def test_runtime_stage_is_non_root_with_the_entry_point() -> None:
     runtime = _stages()["runtime"]
     user = re.search(r"^USER (\S+)$", runtime, flags=re.MULTILINE)

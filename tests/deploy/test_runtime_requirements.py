@@ -9,11 +9,13 @@ distribution provides — the same ``ModuleNotFoundError`` the image would raise
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
 import sysconfig
 import textwrap
+from pathlib import Path
 
 from tests.deploy import requirement_sets as rs
 
@@ -171,3 +173,52 @@ def test_every_service_module_imports_with_the_runtime_set_only() -> None:
     assert "novaberg_core.embedding.minilm" in report["loaded_own"]
     attempted = {name.partition(".")[0] for name in report["attempts"]}
     assert attempted <= TOLERATED_OPTIONAL_PROBES, f"code tries dev-only modules: {report['attempts']}"
+
+
+DEV_PACKAGE = "novaberg_dev"
+"""The developer tools (CLI, demo, embedded stores, launcher, throwaway CA): never part of a service."""
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` names in an import statement (function-level ones too) or hands to
+    ``importlib.import_module`` / ``__import__`` as a literal."""
+    package = ".".join(path.relative_to(rs.REPO_ROOT / ("libs" if "libs" in path.parts else "")).parts[:-1])
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}".rstrip(".")
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                found.add(node.args[0].value)
+    return found
+
+
+def test_no_service_and_no_shared_runtime_module_imports_the_dev_tools() -> None:
+    """``services/`` and ``libs/novaberg_core`` run in the image, which has no ``novaberg_dev``."""
+    roots = [rs.REPO_ROOT / "services", rs.REPO_ROOT / "libs" / "novaberg_core"]
+    paths = [path for root in roots for path in sorted(root.rglob("*.py"))]
+    assert len(paths) > 50, "the runtime code was not found"
+    offending = {
+        str(path.relative_to(rs.REPO_ROOT)): sorted(
+            m for m in _imported_modules(path) if m == DEV_PACKAGE or m.startswith(f"{DEV_PACKAGE}.")
+        )
+        for path in paths
+    }
+    assert {path: modules for path, modules in offending.items() if modules} == {}
+
+
+def test_the_import_scan_sees_the_dev_tools_where_they_are_imported() -> None:
+    """The scan above finds the dev package's imports, those inside functions too."""
+    cli_app = rs.REPO_ROOT / "libs" / DEV_PACKAGE / "cli" / "app.py"
+    assert "novaberg_dev.cli.common" in _imported_modules(cli_app)
+    cli_up = rs.REPO_ROOT / "libs" / DEV_PACKAGE / "cli" / "up.py"
+    assert "novaberg_dev.demo" in _imported_modules(cli_up)  # inside a function

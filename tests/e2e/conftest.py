@@ -1,6 +1,6 @@
 """End-to-end fixtures: all five services as separate processes over gRPC, on real stores.
 
-One stack per test module (``libs/novaberg_core/stack.py``), on the session's embedded stores
+One stack per test module (``libs/novaberg_dev/stack.py``), on the session's embedded stores
 with a database of its own and a flushed Redis. Tests use their own pairs, so they do not see
 each other's memories; the pipeline-log writers flush every 0.2 s so log records can be read.
 """
@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from novaberg_core.embedded import (
+from novaberg_dev.embedded import (
     StoreUrls,
     create_database,
     drop_database,
     ensure_vector_extension,
     reset_redis,
 )
-from novaberg_core.stack import SERVICES, Stack, start_stack
+from novaberg_dev.stack import SERVICES, Stack, start_stack
 from tests.e2e.helpers import Clients
 
 E2E_ENV = {

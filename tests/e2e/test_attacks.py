@@ -35,15 +35,15 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.authz import load_policy
-from novaberg_core.embedded import (
+from novaberg_core.tls import CertificateFiles, channel_credentials
+from novaberg_dev.embedded import (
     StoreUrls,
     create_database,
     drop_database,
     ensure_vector_extension,
     reset_redis,
 )
-from novaberg_core.stack import OPERATOR, SERVICES, Stack, start_stack
-from novaberg_core.tls import CertificateFiles, channel_credentials
+from novaberg_dev.stack import OPERATOR, SERVICES, Stack, start_stack
 from tests.e2e.attack import (
     FieldPath,
     bad_values,

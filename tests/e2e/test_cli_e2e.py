@@ -1,7 +1,7 @@
 """The ``novaberg`` CLI against the running five-process stack (``observe``, ``import``, ``log``).
 
 The CLI finds the stack the way a user's shell does: through ``<data-dir>/stack.json``
-(written here with :func:`novaberg_core.cli.write_stack_file`, as ``novaberg up`` writes it).
+(written here with :func:`novaberg_dev.cli.write_stack_file`, as ``novaberg up`` writes it).
 ``main`` runs its own event loop, so each command runs in a worker thread.
 """
 
@@ -18,9 +18,9 @@ import pytest
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg.log.v1 import log_pb2
-from novaberg_core import cli
-from novaberg_core.stack import Stack
 from novaberg_core.timeutil import from_timestamp, utc_now
+from novaberg_dev import cli
+from novaberg_dev.stack import Stack
 from tests.e2e.helpers import Clients, eventually
 
 USER, ASSISTANT = common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT

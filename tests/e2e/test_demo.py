@@ -26,12 +26,12 @@ from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
-from novaberg_core.clients import ServiceClients
-from novaberg_core.demo import DemoResult, load_script, run_demo
-from novaberg_core.embedded import start_stores, stop_stores
-from novaberg_core.graph_explorer import payload_from_html
-from novaberg_core.stack import Stack, start_stack
 from novaberg_core.timeutil import days_between, from_timestamp
+from novaberg_dev.clients import ServiceClients
+from novaberg_dev.demo import DemoResult, load_script, run_demo
+from novaberg_dev.embedded import start_stores, stop_stores
+from novaberg_dev.graph_explorer import payload_from_html
+from novaberg_dev.stack import Stack, start_stack
 from tests.e2e.attack import changed
 from tests.e2e.pair_fingerprint import pair_postgres_fingerprint, pair_redis_fingerprint
 
@@ -237,7 +237,7 @@ def test_the_cli_reads_the_same_stack(demo_run: DemoRun, tmp_path: Path) -> None
 
     def novaberg(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "novaberg_core.cli", *args], cwd=tmp_path, env=env, capture_output=True,
+            [sys.executable, "-m", "novaberg_dev.cli", *args], cwd=tmp_path, env=env, capture_output=True,
             text=True, timeout=60,
         )  # fmt: skip
 
@@ -269,12 +269,12 @@ def test_up_once_replays_the_demo_and_exits_0(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NOVABERG_")} | DEMO_ENV
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "novaberg_core.cli", "up", "--data-dir", str(data_dir), "--once"],
+            [sys.executable, "-m", "novaberg_dev.cli", "up", "--data-dir", str(data_dir), "--once"],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180,
         )  # fmt: skip
     finally:
         subprocess.run(
-            [sys.executable, "-m", "novaberg_core.embedded", "down", "--data-dir", str(data_dir / "stores")],
+            [sys.executable, "-m", "novaberg_dev.embedded", "down", "--data-dir", str(data_dir / "stores")],
             env=env, capture_output=True, timeout=60,
         )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -42,7 +42,7 @@ class Up:
         env = {k: v for k, v in os.environ.items() if not k.startswith("NOVABERG_")}
         env["NOVABERG_EMBEDDING"] = "minilm"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "novaberg_core.cli", "up", "--no-demo", "--data-dir", str(data_dir)],
+            [sys.executable, "-m", "novaberg_dev.cli", "up", "--no-demo", "--data-dir", str(data_dir)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
         )  # fmt: skip
 
@@ -60,7 +60,7 @@ class Up:
 
     def stop_stores(self) -> None:
         subprocess.run(
-            [sys.executable, "-m", "novaberg_core.embedded", "down", "--data-dir",
+            [sys.executable, "-m", "novaberg_dev.embedded", "down", "--data-dir",
              str(self.data_dir / "stores")],
             capture_output=True, timeout=120,
         )  # fmt: skip

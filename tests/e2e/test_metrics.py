@@ -14,7 +14,7 @@ import pytest
 
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
-from novaberg_core.stack import SERVICES, Stack
+from novaberg_dev.stack import SERVICES, Stack
 from tests.e2e.helpers import Clients
 
 PAIR = common_pb2.Pair(user_id="metrics-meister", character_id="nova")

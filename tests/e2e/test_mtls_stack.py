@@ -18,9 +18,9 @@ from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
-from novaberg_core.devcerts import write_identity_files
-from novaberg_core.stack import SERVICES, Stack
 from novaberg_core.tls import CertificateFiles, TlsConfig
+from novaberg_dev.devcerts import write_identity_files
+from novaberg_dev.stack import SERVICES, Stack
 from tests.e2e.helpers import Clients, eventually, open_channel
 
 PAIR = common_pb2.Pair(user_id="mtls-user", character_id="nova")

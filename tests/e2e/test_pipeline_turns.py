@@ -26,8 +26,8 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
-from novaberg_core.stack import Stack
 from novaberg_core.timeutil import from_timestamp, to_timestamp
+from novaberg_dev.stack import Stack
 from tests.e2e.helpers import Clients, eventually
 
 USER = common_pb2.BEOBACHTER_USER

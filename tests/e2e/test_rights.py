@@ -27,9 +27,10 @@ from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
-from novaberg_core import cli, cli_rights
 from novaberg_core.contract import pair_token, user_token
-from novaberg_core.stack import Stack
+from novaberg_dev import cli
+from novaberg_dev.cli import rights as cli_rights
+from novaberg_dev.stack import Stack
 from services.pixie.store import JobRef, PixieStore
 from tests.e2e.helpers import Clients, eventually
 

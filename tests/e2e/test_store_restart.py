@@ -20,8 +20,8 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
-from novaberg_core.embedded import start_stores, stop_stores
-from novaberg_core.stack import Stack, start_stack
+from novaberg_dev.embedded import start_stores, stop_stores
+from novaberg_dev.stack import Stack, start_stack
 from tests.e2e.conftest import E2E_ENV
 from tests.e2e.helpers import Clients
 

@@ -2,7 +2,7 @@
 
 Proves the properties the services rely on (STYLE rule 6): RediSearch KNN with a TAG filter
 never leaks another pair's document, key TTL expiry, pgvector cosine order, and the launcher's
-reuse / stop / restart behaviour of ``novaberg_core.embedded``.
+reuse / stop / restart behaviour of ``novaberg_dev.embedded``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from redis.commands.search.field import TagField, VectorField
 from redis.commands.search.index_definition import IndexDefinition, IndexType
 from redis.commands.search.query import Query
 
-from novaberg_core.embedded import (
+from novaberg_dev.embedded import (
     POSTGRES_SYSTEM_USER,
     StoreUrls,
     database_url,
@@ -37,7 +37,7 @@ from novaberg_core.embedded import (
     stores_status,
     valkey_server_path,
 )
-from novaberg_core.embedded import (
+from novaberg_dev.embedded import (
     main as embedded_main,
 )
 

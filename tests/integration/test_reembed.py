@@ -19,7 +19,7 @@ from novaberg_core.embedding import (
 )
 from novaberg_core.errors import ModelMismatch
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
-from novaberg_core.reembed import reembed_kzg, reembed_lzg
+from novaberg_dev.reembed import reembed_kzg, reembed_lzg
 from services.kzg.memory import KzgMemory
 from services.kzg.models import EntryInput, Pair
 from services.kzg.store import MODEL_KEY, KzgStore

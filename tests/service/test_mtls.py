@@ -43,9 +43,9 @@ from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.authz import caller_identity, load_policy
 from novaberg_core.channels import ReloadingChannel, peer_channel
 from novaberg_core.config import CommonConfig
-from novaberg_core.devcerts import CertificateAuthority, IssuedCertificate, write_identity_files
 from novaberg_core.server import RunningServer, create_server
 from novaberg_core.tls import CertificateFiles, TlsConfig, channel_credentials
+from novaberg_dev.devcerts import CertificateAuthority, IssuedCertificate, write_identity_files
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FILES: tuple[FileDescriptor, ...] = (

@@ -84,11 +84,11 @@ def test_the_policy_allows_every_peer_call_in_the_code(policy: Policy, service: 
 
 
 def test_the_operator_may_make_every_call_of_the_cli_and_the_demo(policy: Policy) -> None:
-    """``clients.call("lzg", "UpsertTimeline", …)`` and the like in libs/novaberg_core: the CLI's identity."""
+    """``clients.call("lzg", "UpsertTimeline", …)`` and the like in libs/novaberg_dev: the CLI's identity."""
     services = {"pipeline": "novaberg.pipeline.v1.PipelineService", "pixie": "novaberg.pixie.v1.PixieService",
                 **{k: v for k, v in STUB_SERVICES.items() if k != "stub"}}  # fmt: skip
     calls = set()
-    for path in (REPO_ROOT / "libs" / "novaberg_core").glob("*.py"):
+    for path in (REPO_ROOT / "libs" / "novaberg_dev").rglob("*.py"):
         for service, method in re.findall(r'"(pipeline|kzg|lzg|log|pixie)",\s*"([A-Z][A-Za-z]+)"', path.read_text()):
             calls.add(f"{services[service]}/{method}")
     assert len(calls) >= 17, calls

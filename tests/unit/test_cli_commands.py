@@ -21,9 +21,9 @@ from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
-from novaberg_core.cli import main
-from novaberg_core.graph_explorer import payload_from_html
 from novaberg_core.timeutil import to_timestamp
+from novaberg_dev.cli import main
+from novaberg_dev.graph_explorer import payload_from_html
 
 ANNA, SCHOKOLADE_NODE, SCHWESTER_NODE, LIEBE_NODE, METZGER_NODE = 12, 247, 89, 412, 500
 BLOCK = 'Drei Erinnerungen sind Nova gerade da.\n----- Erinnerung 1 -----\n"Ich liebe ja Schokolade"'

@@ -12,7 +12,7 @@ import pytest
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.canon import default_canon
 from novaberg_core.clusters import default_clusters
-from novaberg_core.demo import (
+from novaberg_dev.demo import (
     DEFAULT_DEMO_PATH,
     ScriptError,
     describe_path,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from novaberg_core import cli
+from novaberg_dev import cli
 from services.pixie.promotion_types import COUNT_KEYS
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from novaberg.common.v1 import common_pb2
-from novaberg_core.cli import CliError, ProgressBar, parse_locomo, parse_locomo_date, parse_turn_file
+from novaberg_dev.cli import CliError, ProgressBar, parse_locomo, parse_locomo_date, parse_turn_file
 
 LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from novaberg_core.cli import STACK_FILE, CliError, main, read_addresses, running_stack_pid, write_stack_file
+from novaberg_dev.cli import STACK_FILE, CliError, main, read_addresses, running_stack_pid, write_stack_file
 
 ADDRESSES = {"log": "127.0.0.1:5001", "kzg": "127.0.0.1:5002", "lzg": "127.0.0.1:5003",
              "pixie": "127.0.0.1:5004", "pipeline": "127.0.0.1:5005"}  # fmt: skip

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from novaberg_core.cli import CliError, main, read_client_tls, write_stack_file
 from novaberg_core.tls import PLAINTEXT, TlsConfig
+from novaberg_dev.cli import CliError, main, read_client_tls, write_stack_file
 
 ADDRESSES = {"pipeline": "127.0.0.1:1", "lzg": "127.0.0.1:2"}
 

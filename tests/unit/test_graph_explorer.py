@@ -16,7 +16,7 @@ from PIL import Image
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
-from novaberg_core.graph_explorer import (
+from novaberg_dev.graph_explorer import (
     LAYER_ORDER,
     OUTPUT_SUFFIXES,
     UnsupportedOutputError,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from novaberg_core.config import CommonConfig, ConfigError
-from novaberg_core.devcerts import CertificateAuthority, write_identity_files
 from novaberg_core.tls import PLAINTEXT, CertificateFiles, TlsConfig, check_files, identity_from_auth_context
+from novaberg_dev.devcerts import CertificateAuthority, write_identity_files
 
 PLAIN = {"NOVABERG_TLS_MODE": "plaintext"}
 

@@ -19,8 +19,8 @@ from novaberg.common.v1 import common_pb2
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg_core.pipeline_log import GrpcLogSink, PipelineLog
 from novaberg_core.server import RunningServer, insecure_channel
-from novaberg_core.stack import free_port
 from novaberg_core.timeutil import from_timestamp, to_timestamp
+from novaberg_dev.stack import free_port
 from services.log.server import create_server
 from tests.service.log.conftest import log_config
 

@@ -1,4 +1,4 @@
-/* The Novaberg graph explorer: sigma.js over the data written by novaberg_core.graph_explorer.
+/* The Novaberg graph explorer: sigma.js over the data written by novaberg_dev.graph_explorer.
    Filters decide visibility once per change (two byte arrays); the reducers only read them. */
 (function () {
   "use strict";

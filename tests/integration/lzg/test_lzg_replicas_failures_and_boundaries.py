@@ -1,4 +1,4 @@
-"""Audit gaps of the LZG store tests: replicas, bit-identical Trigger 2, failed edges, pair locks, boundaries.
+"""LZG promotion across replicas and pair locks, a bit-identical Trigger 2, a failed edge insert, boundaries.
 
 SPEC §5.3 (promotion across replicas, a failed edge leaves the node, pairs in parallel), §5.5 / §10
 (Trigger 2 reproduces Trigger 1 bit for bit), §5.7 (decay table of syn §4.1), §5.8 (K per shell).

@@ -25,8 +25,9 @@ import grpc
 
 from novaberg.common.v1 import common_pb2
 from novaberg.pixie.v1 import pixie_pb2
-from novaberg_core.clients import ServiceCallError, ServiceClients
 from novaberg_core.timeutil import from_timestamp
+from novaberg_dev.cli.common import ProgressBar
+from novaberg_dev.clients import ServiceCallError, ServiceClients
 
 __all__ = ["PIXIE_ACTIONS", "RIGHTS_COMMANDS", "add_pixie_commands", "add_rights_commands", "ask"]
 
@@ -111,8 +112,6 @@ async def _stream(clients: ServiceClients, rpc: str, request: Any) -> AsyncItera
 
 
 async def cmd_export(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
-    from novaberg_core.cli import ProgressBar
-
     pair = _pair(args)
     path = Path(args.output or f"export-{pair.user_id}-{pair.character_id}.jsonl")
     bar: ProgressBar | None = None
@@ -137,8 +136,6 @@ async def cmd_export(clients: ServiceClients, args: argparse.Namespace, out: Cal
 async def cmd_import_export(
     clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]
 ) -> int:
-    from novaberg_core.cli import ProgressBar
-
     path = Path(args.file)
     try:
         lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -241,7 +238,7 @@ RIGHTS_COMMANDS: Mapping[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     "forget": (cmd_forget, ("pixie",)),
     "correct": (cmd_correct, ("pixie",)),
 }
-"""Command → (coroutine, services it needs), merged into ``novaberg_core.cli.COMMANDS``."""
+"""Command → (coroutine, services it needs), merged into ``novaberg_dev.cli.COMMANDS``."""
 
 PIXIE_ACTIONS: Mapping[str, Callable[..., Any]] = {
     "requeue": cmd_pixie_requeue,

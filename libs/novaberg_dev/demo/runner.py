@@ -1,34 +1,14 @@
-"""The demo of ``make run``: a shipped German conversation replayed through the running services.
-
-The conversation and the memories it leaves are German data; everything the demo says about them
-is English, with the spec's German data names kept as they are (``docs/glossary.md``).
-
-Meister talks with Nova over seven simulated weeks (``data/demo_conversation.json``, built from
-the seeds' own examples). Every turn goes through the pipeline as in production — ObserveTurn
-(user), BuildDossier, Dispatch with Nova's scripted answer — with the turn's simulated moment as
-``as_of``. After each simulated day Pixie's ``synapsen_promotion`` runs (the continuous worker is
-paused meanwhile so the demo shows what each day promoted); after a pause of months the daily
-``synapsen_decay`` runs; then a few questions show their dossiers — direct hits and associations
-with the path that led to them — and Nova's answer is reinforced by usage (SPEC §5.6).
-
-Every Pixie run of the demo is scoped to the demo's own pair (``TriggerTask.pairs``): its simulated
-clock runs months ahead, and another pair in the same stores must not age with it or lose log
-rows. Pausing the worker delays other pairs' promotions for the demo's duration, no more.
-
-    script = load_script()
-    async with ServiceClients(stack.addresses) as clients:
-        result = await run_demo(clients, script)
+"""Replays a :class:`~novaberg_dev.demo.script.DemoScript` through the running services day by day and
+collects a :class:`DemoResult`.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time, timedelta
-from pathlib import Path
+from datetime import datetime, time, timedelta
 from typing import Any
 
 from novaberg.common.v1 import common_pb2
@@ -36,27 +16,12 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
-from novaberg_core.clients import ServiceClients
-from novaberg_core.timeutil import to_timestamp, utc_now
+from novaberg_core.timeutil import to_timestamp
+from novaberg_dev.clients import ServiceClients
+from novaberg_dev.demo.report import describe_path, format_dossier, format_protokoll, quote, run_counts
+from novaberg_dev.demo.script import AnalysisSpec, DemoScript, TurnSpec, load_script, simulated_start
 
-__all__ = [
-    "DEFAULT_DEMO_PATH",
-    "AnalysisSpec",
-    "DemoResult",
-    "DemoScript",
-    "QuestionOutcome",
-    "TurnOutcome",
-    "describe_path",
-    "describe_step",
-    "format_dossier",
-    "format_protokoll",
-    "load_script",
-    "run_demo",
-    "simulated_start",
-]
-
-DEFAULT_DEMO_PATH = Path(__file__).resolve().parent / "data" / "demo_conversation.json"
-"""The demo conversation shipped with the libs."""
+__all__ = ["DemoResult", "DemoRunner", "QuestionOutcome", "TurnOutcome", "run_demo"]
 
 TASK_PROMOTION = "synapsen_promotion"
 TASK_DECAY = "synapsen_decay"
@@ -69,193 +34,10 @@ TIER_NAMES = {
     kzg_pb2.TIER_MID: "MID (14 d)",
     kzg_pb2.TIER_HIGH: "HIGH (30 d)",
 }
-LAYER_WORDS = {"entitaet": "entity", "themen": "theme", "timeline": "time", "embedding": "similarity"}
 
 Out = Callable[[str], None]
 
 
-# --------------------------------------------------------------------------- the script
-
-
-@dataclass(frozen=True)
-class AnalysisSpec:
-    """A scripted upstream analysis of one turn (SPEC §4.1–§4.2): deterministic instead of analyzed."""
-
-    inhalt: str
-    salienz: float
-    themen: tuple[str, ...]
-    gedaechtnistyp: str
-    dimension: str
-    emotion: str
-    arousal: float
-    intentionen: tuple[str, ...]
-    entitaeten: tuple[str, ...]
-    """Entity names, resolved through LZG ResolveEntities(create_missing=True)."""
-    timeline: str | None = None
-    """Key into the script's ``timelines``."""
-    modus: str = "alltag"
-
-
-@dataclass(frozen=True)
-class TimelineSpec:
-    """A timeline ref (SPEC §5.1) at a simulated day."""
-
-    key: str
-    day: int
-    at: time
-    praezision: str
-    titel: str
-    themen: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class TurnSpec:
-    """One exchange: the user's turn, Nova's scripted answer, the cluster of this turn."""
-
-    day: int
-    at: time
-    user: str
-    nova: str
-    cluster: str
-    analysis: AnalysisSpec | None
-    """None → the pipeline's analyzer produces it."""
-    nova_analysis: AnalysisSpec | None
-    nova_emotion: str | None = None
-
-
-@dataclass(frozen=True)
-class DemoScript:
-    """The whole demo: pair, names, registry hints, turns, the pause and the questions."""
-
-    title: str
-    user_id: str
-    character_id: str
-    user_name: str
-    character_name: str
-    nova_emotion: str
-    entities: Mapping[str, str]
-    """Entity name → typ for newly created entities."""
-    timelines: Mapping[str, TimelineSpec]
-    turns: tuple[TurnSpec, ...]
-    pause_days: int
-    pause_label: str
-    questions: tuple[TurnSpec, ...]
-
-    @property
-    def last_day(self) -> int:
-        return max((t.day for t in self.turns), default=0)
-
-
-class ScriptError(ValueError):
-    """The demo file is malformed; the message names the field."""
-
-
-def _req(raw: Mapping[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
-    if key not in raw:
-        raise ScriptError(f"{where}.{key} is missing")
-    value = raw[key]
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-        raise ScriptError(f"{where}.{key} must be {kind}, got {value!r}")
-    return value
-
-
-def _at(raw: Mapping[str, Any], where: str) -> time:
-    text = raw.get("time", "12:00")
-    try:
-        hour, minute = (int(part) for part in str(text).split(":"))
-        return time(hour, minute)
-    except ValueError:
-        raise ScriptError(f"{where}.time must be HH:MM, got {text!r}") from None
-
-
-def _analysis(raw: Any, where: str) -> AnalysisSpec | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, Mapping):
-        raise ScriptError(f"{where} must be an object")
-    salienz = float(_req(raw, "salienz", where, (int, float)))
-    if not 0.0 <= salienz <= 1.0:
-        raise ScriptError(f"{where}.salienz must be in 0..1, got {salienz}")
-    return AnalysisSpec(
-        inhalt=_req(raw, "inhalt", where, str),
-        salienz=salienz,
-        themen=tuple(_req(raw, "themen", where, list)),
-        gedaechtnistyp=raw.get("gedaechtnistyp", "episodisch"),
-        dimension=raw.get("dimension", ""),
-        emotion=raw.get("emotion", ""),
-        arousal=float(raw.get("arousal", 0.0)),
-        intentionen=tuple(raw.get("intentionen", ())),
-        entitaeten=tuple(raw.get("entitaeten", ())),
-        timeline=raw.get("timeline"),
-        modus=raw.get("modus", "alltag"),
-    )
-
-
-def _turn(raw: Any, where: str, *, question: bool) -> TurnSpec:
-    if not isinstance(raw, Mapping):
-        raise ScriptError(f"{where} must be an object")
-    return TurnSpec(
-        day=0 if question else int(_req(raw, "day", where, int)),
-        at=_at(raw, where),
-        user=_req(raw, "user", where, str),
-        nova=_req(raw, "nova", where, str),
-        cluster=_req(raw, "cluster", where, str),
-        analysis=_analysis(raw.get("analysis"), f"{where}.analysis"),
-        nova_analysis=_analysis(raw.get("nova_analysis"), f"{where}.nova_analysis"),
-        nova_emotion=raw.get("nova_emotion"),
-    )
-
-
-def load_script(path: Path | str = DEFAULT_DEMO_PATH) -> DemoScript:
-    """Reads and checks a demo file; a malformed one raises :class:`ScriptError` naming the field."""
-    raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    pair = _req(raw, "pair", "demo", dict)
-    timelines = {
-        key: TimelineSpec(
-            key=key,
-            day=int(_req(spec, "day", f"timelines.{key}", int)),
-            at=_at(spec, f"timelines.{key}"),
-            praezision=_req(spec, "praezision", f"timelines.{key}", str),
-            titel=spec.get("titel", key),
-            themen=tuple(spec.get("themen", ())),
-        )
-        for key, spec in raw.get("timelines", {}).items()
-    }
-    turns = tuple(_turn(t, f"turns[{i}]", question=False) for i, t in enumerate(_req(raw, "turns", "demo", list)))
-    questions = tuple(
-        _turn(q, f"questions[{i}]", question=True) for i, q in enumerate(raw.get("questions", []))
-    )
-    for i, turn in enumerate((*turns, *questions)):
-        for spec in (turn.analysis, turn.nova_analysis):
-            if spec is not None and spec.timeline is not None and spec.timeline not in timelines:
-                raise ScriptError(f"turn {i}: timeline {spec.timeline!r} is not in 'timelines'")
-    if any(later.day < earlier.day for earlier, later in itertools.pairwise(turns)):
-        raise ScriptError("turns must be in order of their day")
-    pause = raw.get("pause", {})
-    return DemoScript(
-        title=raw.get("title", "Novaberg demo"),
-        user_id=_req(pair, "user_id", "pair", str),
-        character_id=_req(pair, "character_id", "pair", str),
-        user_name=raw.get("user_name", "User"),
-        character_name=raw.get("character_name", "Nova"),
-        nova_emotion=raw.get("nova_emotion", ""),
-        entities=dict(raw.get("entities", {})),
-        timelines=timelines,
-        turns=turns,
-        pause_days=int(pause.get("days", 90)),
-        pause_label=str(pause.get("label", f"{int(pause.get('days', 90))} days later")),
-        questions=questions,
-    )
-
-
-def simulated_start(last_day: int, now: datetime | None = None) -> datetime:
-    """Midnight (UTC) of the Monday that starts the simulated weeks, so the last turn is not after today."""
-    today = (now or utc_now()).astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    first = today - timedelta(days=last_day)
-    return first - timedelta(days=first.weekday())
-
-
-# --------------------------------------------------------------------------- results
 
 
 @dataclass
@@ -301,121 +83,6 @@ class DemoResult:
     def verwendet(self) -> list[int]:
         """Node ids reinforced by usage after the questions' answers."""
         return [node_id for q in self.questions for node_id in q.dispatched.protokoll.verwendet]
-
-
-# --------------------------------------------------------------------------- formatting
-
-
-def _names(ids: Iterable[int], names: Mapping[int, str]) -> str:
-    return ", ".join(names.get(i, f"#{i}") for i in ids)
-
-
-def describe_step(step: lzg_pb2.PfadSchritt, names: Mapping[int, str]) -> str:
-    """One path step in words, e.g. ``shared entity Anna, shared theme Anna`` (syn §8.4.4)."""
-    parts: list[str] = []
-    for grund in step.verbindungs_gruende:
-        if grund == "entitaet":
-            parts.append(f"shared entity {_names(step.geteilte_entitaet_ids, names)}".rstrip())
-        elif grund == "themen":
-            word = "shared themes" if len(step.geteilte_themen) > 1 else "shared theme"
-            parts.append(f"{word} {', '.join(step.geteilte_themen)}".rstrip())
-        elif grund == "timeline":
-            parts.append("close in time")
-        elif grund == "embedding":
-            parts.append("similar content")
-        else:
-            parts.append(grund)
-    return ", ".join(parts) or "?"
-
-
-def describe_path(pfad: Sequence[lzg_pb2.PfadSchritt], names: Mapping[int, str]) -> str:
-    """A whole path, steps joined by arrows (syn §8.4.4: the full chain, not a summary)."""
-    return " → ".join(describe_step(step, names) for step in pfad)
-
-
-def _quote(text: str, limit: int = 90) -> str:
-    text = " ".join(text.split())
-    return f"“{text if len(text) <= limit else text[: limit - 1] + '…'}”"
-
-
-def format_dossier(
-    dossier: pipeline_pb2.BuildDossierResponse,
-    names: Mapping[int, str],
-    node_texts: Mapping[int, str] | None = None,
-    *,
-    reader: str = "analysis",
-) -> list[str]:
-    """The dossier for a person: KZG hits, LZG memories with their paths, the memory block."""
-    texts = dict(node_texts or {})
-    resonanz = dossier.lzg_resonanz
-    for e in resonanz.erinnerungen:
-        texts.setdefault(e.knoten_id, e.inhalt)
-    lines = [
-        f"cluster {dossier.cluster} (sprung_tiefe {resonanz.sprung_tiefe}), gravitation_faktor "
-        f"{dossier.gravitation_faktor:.2f}, {resonanz.anker_anzahl} anchors, "
-        f"{len(dossier.kzg_hits)} KZG hits, "
-        f"{dossier.memory_ms:.0f} ms (model {dossier.model_ms:.0f} ms)"
-    ]
-    if dossier.kzg_hits:
-        lines.append("KZG (short-term memory):")
-        for hit in dossier.kzg_hits[:5]:
-            entry = hit.hit.entry
-            who = "user" if entry.beobachter == common_pb2.BEOBACHTER_USER else "assistant"
-            lines.append(
-                f"  {hit.score:.2f}  {_quote(entry.inhalt)} (beobachter {who}, salienz {entry.salienz:.2f})"
-            )
-    if resonanz.erinnerungen:
-        lines.append("lzg_resonanz (long-term memory):")
-    else:
-        lines.append("lzg_resonanz: no memory above the anchor threshold")
-    for e in resonanz.erinnerungen:
-        lines.append(
-            f"  {e.rang}. #{e.knoten_id} {_quote(e.inhalt)} — schale {e.schale}, "
-            f"gewicht_decay {e.gewicht_decay:.2f}, sortier_gewicht {e.sortier_gewicht:.2f}"
-        )
-        if not e.pfad:
-            lines.append("       direct hit (schale 0)")
-            continue
-        start = e.pfad[0].von_knoten_id
-        lines.append(f"       came to mind via: {describe_path(e.pfad, names)}")
-        chain = [f"#{start} {_quote(texts.get(start, '?'), 50)}"]
-        for step in e.pfad[1:]:
-            chain.append(f"#{step.von_knoten_id} {_quote(texts.get(step.von_knoten_id, '?'), 50)}")
-        chain.append(f"#{e.knoten_id}")
-        lines.append(f"       path: {' → '.join(chain)}")
-    block = dossier.memory_blocks.get(reader, "")
-    if block:
-        lines.append(f"memory block (reader {reader}):")
-        lines.extend(f"  | {line}" for line in block.splitlines())
-    return lines
-
-
-def format_protokoll(protokoll: lzg_pb2.VerwendungsProtokoll, node_texts: Mapping[int, str]) -> list[str]:
-    """The usage-reinforcement protocol of one answer (SPEC §5.6) in a few lines."""
-    ausgang = lzg_pb2.VerwendungAusgang.Name(protokoll.ausgang).removeprefix("VERWENDUNG_AUSGANG_").lower()
-    lines = [
-        f"usage reinforcement (verwendung): ausgang {ausgang}, geprueft {protokoll.geprueft}, schwelle "
-        f"{protokoll.schwelle:.2f}, deckel {protokoll.deckel}"
-    ]
-    for naehe in sorted(protokoll.naehen_alle, key=lambda n: -n.naehe):
-        mark = "used → reinforced" if naehe.knoten_id in protokoll.verwendet else "not used"
-        lines.append(
-            f"  #{naehe.knoten_id} naehe {naehe.naehe:.3f}  {mark}  "
-            f"{_quote(node_texts.get(naehe.knoten_id, ''), 60)}"
-        )
-    if protokoll.verwendet:
-        lines.append(
-            f"  verwendet {list(protokoll.verwendet)}; kanten_neu (edges recomputed) {protokoll.kanten_neu} "
-            f"({protokoll.kanten_dauer_ms:.1f} ms)"
-        )
-    if protokoll.error:
-        lines.append(f"  error: {protokoll.error}")
-    return lines
-
-
-def _counts(run: pixie_pb2.Run, keys: Sequence[str]) -> str:
-    shown = [f"{key} {run.counts[key]}" for key in keys if run.counts.get(key)]
-    return ", ".join(shown) or "nothing to do"
 
 
 # --------------------------------------------------------------------------- the runner
@@ -533,7 +200,7 @@ class DemoRunner:
         run = triggered.run
         result.promotion_runs.append(run)
         if run.counts.get("jobs") or run.outcome != "ok":
-            detail = _counts(run, ("promoted_new", "duplicates", "half_reactivations", "expired", "parked", "failed"))
+            detail = run_counts(run, ("promoted_new", "duplicates", "half_reactivations", "expired", "parked", "failed"))
             self.out(f"    ⤷ Pixie {TASK_PROMOTION}: {detail}{' — ' + run.error if run.error else ''}")
 
     # ---- one exchange
@@ -598,7 +265,7 @@ class DemoRunner:
         dossier: pipeline_pb2.BuildDossierResponse,
         dispatched: pipeline_pb2.DispatchResponse,
     ) -> None:
-        self.out(f"  {when:%H:%M} {self.script.user_name}: {_quote(spec.user, 110)}")
+        self.out(f"  {when:%H:%M} {self.script.user_name}: {quote(spec.user, 110)}")
         self.out(f"        {self._store_line(observed.kzg, observed.analyzed_by_service)}")
         memories = len(dossier.lzg_resonanz.erinnerungen)
         if memories or dossier.kzg_hits:
@@ -606,7 +273,7 @@ class DemoRunner:
                 f"        dossier: {len(dossier.kzg_hits)} KZG hits, {memories} LZG memories "
                 f"(cluster {dossier.cluster})"
             )
-        self.out(f"        {self.script.character_name}: {_quote(spec.nova, 110)}")
+        self.out(f"        {self.script.character_name}: {quote(spec.nova, 110)}")
         analyzed = None if spec.nova_analysis is not None else True
         self.out(f"        {self._store_line(dispatched.kzg, analyzed)}")
         if dispatched.protokoll.verwendet:
@@ -678,7 +345,7 @@ class DemoRunner:
         )
         for node in sorted(result.nodes_before_decay, key=lambda n: (-n.gewicht_decay, n.id)):
             who = "user" if node.beobachter == common_pb2.BEOBACHTER_USER else self.script.character_name
-            self.out(f"  #{node.id:<3} {node.gewicht_decay:5.3f}  {_quote(node.inhalt, 80)} ({who})")
+            self.out(f"  #{node.id:<3} {node.gewicht_decay:5.3f}  {quote(node.inhalt, 80)} ({who})")
 
     async def _decay(self, result: DemoResult) -> None:
         when = self.moment(self.script.last_day + self.script.pause_days, DECAY_TIME)
@@ -694,7 +361,7 @@ class DemoRunner:
         run = triggered.run
         self.out(
             f"  run {run.id}: {run.outcome}; "
-            f"{_counts(run, ('nodes_decayed', 'nodes_deactivated', 'log_rows_deleted', 'kept_turn_roh'))}"
+            f"{run_counts(run, ('nodes_decayed', 'nodes_deactivated', 'log_rows_deleted', 'kept_turn_roh'))}"
             f"{' — ' + run.error if run.error else ''}"
         )
         result.nodes_after_decay = await self.list_nodes()
@@ -704,7 +371,7 @@ class DemoRunner:
             if old is not None:
                 self.out(
                     f"  #{node.id:<3} gewicht_decay {old.gewicht_decay:.3f} → {node.gewicht_decay:.3f}  "
-                    f"{_quote(node.inhalt, 60)}"
+                    f"{quote(node.inhalt, 60)}"
                 )
 
     async def _questions(self, result: DemoResult) -> None:
@@ -717,11 +384,11 @@ class DemoRunner:
             result.questions.append(question)
             self.out("")
             self.out(f"--- Question {i + 1} ({self.label(when)}) ---")
-            self.out(f"{self.script.user_name}: {_quote(spec.user, 120)}")
+            self.out(f"{self.script.user_name}: {quote(spec.user, 120)}")
             self.out(f"  {self._store_line(outcome.observed.kzg, None)}")
             for line in format_dossier(outcome.dossier, self.entity_names, self.node_texts):
                 self.out(f"  {line}")
-            self.out(f"{self.script.character_name}: {_quote(spec.nova, 160)}")
+            self.out(f"{self.script.character_name}: {quote(spec.nova, 160)}")
             for line in format_protokoll(outcome.dispatched.protokoll, self.node_texts):
                 self.out(f"  {line}")
         result.entity_names = dict(self.entity_names)
@@ -738,7 +405,7 @@ class DemoRunner:
         self.out(f"  {len(associations)} associations with a path in the questions' dossiers")
         for question, memory in associations:
             self.out(
-                f"    {_quote(question.spec.user, 40)} → {_quote(memory.inhalt, 50)} "
+                f"    {quote(question.spec.user, 40)} → {quote(memory.inhalt, 50)} "
                 f"came to mind via: {describe_path(memory.pfad, result.entity_names)}"
             )
         self.out(f"  reinforced by usage: {result.verwendet() or 'nothing'}")

@@ -6,7 +6,7 @@ environment variables the Helm chart sets (README, configuration table).
 
 By default the stack runs mTLS: a throwaway CA made at each start issues every service and the
 ``operator`` (the CLI, the tests' clients) a certificate in ``<data-dir>/tls/``
-(:mod:`novaberg_core.devcerts`); the CA's key stays in memory (:attr:`Stack.ca`).
+(:mod:`novaberg_dev.devcerts`); the CA's key stays in memory (:attr:`Stack.ca`).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from novaberg_core.devcerts import CertificateAuthority, write_identity_files
-from novaberg_core.embedded import StoreUrls, start_stores, stop_stores
 from novaberg_core.errors import Unavailable
 from novaberg_core.lifecycle import PARENT_PID_ENV
 from novaberg_core.server import wait_for_serving
 from novaberg_core.tls import ENV_TLS_MODE, PLAINTEXT, CertificateFiles, TlsConfig, channel_credentials
+from novaberg_dev.devcerts import CertificateAuthority, write_identity_files
+from novaberg_dev.embedded import StoreUrls, start_stores, stop_stores
 
 # Start order: what others call comes first (log ← all, kzg/lzg ← pixie/pipeline).
 SERVICES: tuple[str, ...] = ("log", "kzg", "lzg", "pixie", "pipeline")

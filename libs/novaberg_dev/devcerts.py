@@ -1,6 +1,6 @@
 """Throwaway certificates for a local stack and the tests: one CA, a certificate per identity.
 
-``novaberg up`` (``novaberg_core.stack``) and the mTLS tests make a fresh CA in the data dir and
+``novaberg up`` (``novaberg_dev.stack``) and the mTLS tests make a fresh CA in the data dir and
 issue every service (and the ``operator`` CLI) a certificate that serves as server and client
 certificate alike: subject CN = the identity, SAN URI ``spiffe://novaberg/<identity>`` (the field
 :mod:`novaberg_core.tls` reads first), SAN DNS ``localhost`` and the identity, SAN IP 127.0.0.1

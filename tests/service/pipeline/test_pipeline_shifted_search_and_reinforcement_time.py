@@ -1,5 +1,5 @@
-"""Pipeline gaps an audit found: the searches use the shifted vector, Dispatch's ``as_of`` reaches
-the reinforcement (SPEC §5.6, §6, §7).
+"""Both searches of a dossier use the gravitation-shifted vector, and Dispatch's ``as_of`` is the
+reinforcement's time (SPEC §5.6, §6, §7).
 
 Similarities noted below were measured with the offline model (all-MiniLM-L6-v2 int8) whose
 thresholds apply here (``profiles.json``: KZG retrieval 0.39, LZG anchor 0.42, usage 0.71).

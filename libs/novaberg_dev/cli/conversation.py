@@ -1,0 +1,285 @@
+"""Turns into the stack and dossiers out of it: ``novaberg observe``, ``recall`` and ``import`` (LoCoMo or
+``{"turns": [...]}`` conversation files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.json_format import MessageToDict
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2
+from novaberg.lzg.v1 import lzg_pb2
+from novaberg.pipeline.v1 import pipeline_pb2
+from novaberg.pixie.v1 import pixie_pb2
+from novaberg_core.timeutil import to_timestamp
+from novaberg_dev.cli.common import (
+    DEFAULT_CHARACTER,
+    DEFAULT_USER,
+    CliError,
+    ProgressBar,
+    entity_names,
+    node_texts,
+    pair_of,
+    parse_as_of,
+)
+from novaberg_dev.cli.maintenance import print_run
+from novaberg_dev.clients import ServiceCallError, ServiceClients
+
+__all__ = [
+    "ImportedTurn",
+    "cmd_import",
+    "cmd_observe",
+    "cmd_recall",
+    "parse_locomo",
+    "parse_locomo_date",
+    "parse_turn_file",
+]
+
+
+@dataclass(frozen=True)
+class ImportedTurn:
+    """One turn of a conversation file, ready for ObserveTurn."""
+
+    pair: common_pb2.Pair
+    turn_id: str
+    beobachter: common_pb2.Beobachter
+    text: str
+    as_of: datetime | None
+    profile: common_pb2.PairProfile | None = None
+    """The pair's speakers and language (SPEC §11), sent with the turn when known."""
+
+
+_LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
+_MONTHS = {m: i for i, m in enumerate(
+    ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+     "november", "december"), start=1)}  # fmt: skip
+
+
+def parse_locomo_date(text: str) -> datetime | None:
+    """``"1:56 pm on 8 May, 2023"`` → aware UTC datetime; None when it does not parse."""
+    match = _LOCOMO_DATE.search(text or "")
+    if not match:
+        return None
+    hour, minute, half, day, month_name, year = match.groups()
+    month = _MONTHS.get(month_name.lower())
+    if month is None:
+        return None
+    h = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
+    return datetime(int(year), month, int(day), h, int(minute), tzinfo=UTC)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def parse_locomo(
+    data: Any,
+    *,
+    samples: Sequence[str] = (),
+    user_id: str | None = None,
+    character_id: str | None = None,
+) -> list[ImportedTurn]:
+    """Turns of LoCoMo conversations (speaker_a → user, speaker_b → the character), in session order.
+
+    Each session's ``session_N_date_time`` is the first turn's ``as_of``; later turns follow 30 s apart.
+    """
+    if not isinstance(data, list):
+        raise CliError("a LoCoMo file is a JSON list of conversations")
+    wanted = set(samples)
+    turns: list[ImportedTurn] = []
+    for sample in data:
+        sample_id = str(sample.get("sample_id", ""))
+        if wanted and sample_id not in wanted:
+            continue
+        conversation = sample.get("conversation")
+        if not isinstance(conversation, dict):
+            raise CliError(f"LoCoMo sample {sample_id!r} has no 'conversation' object")
+        speaker_a, speaker_b = conversation.get("speaker_a", "A"), conversation.get("speaker_b", "B")
+        pair = common_pb2.Pair(
+            user_id=user_id or _slug(f"{sample_id}-{speaker_a}"), character_id=character_id or _slug(speaker_b)
+        )
+        profile = common_pb2.PairProfile(user_name=str(speaker_a), character_name=str(speaker_b), sprache="en")
+        numbers = sorted(
+            int(m.group(1)) for key in conversation if (m := re.fullmatch(r"session_(\d+)", key))
+        )
+        for number in numbers:
+            start = parse_locomo_date(str(conversation.get(f"session_{number}_date_time", "")))
+            for i, turn in enumerate(conversation[f"session_{number}"]):
+                text = str(turn.get("text", "")).strip()
+                if turn.get("blip_caption"):
+                    text = f"{text} [image: {turn['blip_caption']}]".strip()
+                if not text:
+                    continue
+                role = common_pb2.BEOBACHTER_USER if turn.get("speaker") == speaker_a else common_pb2.BEOBACHTER_ASSISTANT
+                turns.append(ImportedTurn(
+                    pair=pair, turn_id=f"{sample_id}:{turn.get('dia_id', f'S{number}:{i}')}", beobachter=role,
+                    text=text, as_of=None if start is None else start + timedelta(seconds=30 * i), profile=profile,
+                ))  # fmt: skip
+    if wanted and not turns:
+        raise CliError(f"no LoCoMo sample named {', '.join(sorted(wanted))} in this file")
+    return turns
+
+
+def parse_turn_file(
+    data: Any,
+    *,
+    samples: Sequence[str] = (),
+    user_id: str | None = None,
+    character_id: str | None = None,
+) -> list[ImportedTurn]:
+    """A conversation file: LoCoMo, or ``{"turns": [{"role": "user"|"assistant", "text", "as_of"?}]}``."""
+    if isinstance(data, list) and all(isinstance(s, dict) and "conversation" in s for s in data):
+        return parse_locomo(data, samples=samples, user_id=user_id, character_id=character_id)
+    if isinstance(data, dict) and isinstance(data.get("turns"), list):
+        pair = common_pb2.Pair(user_id=user_id or DEFAULT_USER, character_id=character_id or DEFAULT_CHARACTER)
+        turns = []
+        for i, raw in enumerate(data["turns"]):
+            role = raw.get("role") if isinstance(raw, dict) else None
+            if role not in ("user", "assistant") or not str(raw.get("text", "")).strip():
+                raise CliError(f"turns[{i}] needs role 'user' or 'assistant' and a non-empty text")
+            turns.append(ImportedTurn(
+                pair=pair, turn_id=str(raw.get("turn_id") or uuid.uuid4()),
+                beobachter=common_pb2.BEOBACHTER_USER if role == "user" else common_pb2.BEOBACHTER_ASSISTANT,
+                text=str(raw["text"]).strip(), as_of=parse_as_of(raw.get("as_of")),
+            ))  # fmt: skip
+        return turns
+    raise CliError("unknown conversation format: expected a LoCoMo list or an object with 'turns'")
+
+
+# --------------------------------------------------------------------------- commands
+
+
+async def cmd_observe(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    pair = pair_of(args)
+    request = pipeline_pb2.ObserveTurnRequest(
+        pair=pair, turn_id=args.turn_id or str(uuid.uuid4()), text=args.text,
+        beobachter=common_pb2.BEOBACHTER_ASSISTANT if args.assistant else common_pb2.BEOBACHTER_USER,
+    )  # fmt: skip
+    as_of = parse_as_of(args.as_of)
+    if as_of is not None:
+        request.as_of.CopyFrom(to_timestamp(as_of))
+    if args.salienz is not None:
+        if not 0.0 <= args.salienz <= 1.0:
+            raise CliError(f"--salienz must be in 0..1, got {args.salienz}")
+        analysis = request.analysis
+        analysis.salience.salienz = args.salienz
+        analysis.salience.themen.extend(t.strip() for t in (args.themen or "").split(",") if t.strip())
+        analysis.salience.gedaechtnistyp = args.gedaechtnistyp
+        analysis.salience.dimension = args.dimension
+        analysis.ei.emotion = args.emotion or ""
+        analysis.ei.modus = "alltag"
+        analysis.inhalt = args.inhalt or ""
+        if args.entity:
+            resolved = await clients.call("lzg", "ResolveEntities", lzg_pb2.ResolveEntitiesRequest(
+                pair=pair, names=args.entity, create_missing=True, typ_for_new="unbekannt"))  # fmt: skip
+            analysis.magnets.entitaet_ids.extend(dict.fromkeys(resolved.entitaet_ids))
+    elif args.themen or args.entity or args.emotion or args.inhalt:
+        raise CliError("--themen/--entity/--emotion/--inhalt describe a given analysis and need --salienz")
+    response = await clients.call("pipeline", "ObserveTurn", request)
+    stored = response.kzg
+    if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE:
+        out(f"turn {request.turn_id}: not stored (raw salience below the 0.3 gate)")
+    else:
+        out(f"turn {request.turn_id}: KZG {kzg_pb2.Tier.Name(stored.tier).removeprefix('TIER_')}, salienz "
+            f"{stored.salienz:.3f}, TTL {stored.ttl_seconds // 86400} d"
+            f"{', queued for promotion' if stored.queued_for_promotion else ''}"
+            f"{f', {stored.reinforced_count} reinforced' if stored.reinforced_count else ''}  ({stored.kzg_key})")
+    a = response.analysis
+    names: dict[int, str] = {}
+    if a.magnets.entitaet_ids:
+        with contextlib.suppress(ServiceCallError):  # without the LZG the ids stand in for the names
+            names = await entity_names(clients, pair)
+    entities = ", ".join(names.get(i, f"#{i}") for i in a.magnets.entitaet_ids) or "-"
+    out(f"analysis ({'by the analyzer' if response.analyzed_by_service else 'given'}): salienz "
+        f"{a.salience.salienz:.2f}, themen {', '.join(a.salience.themen) or '-'}, "
+        f"emotion {a.ei.emotion or '-'}, entities {entities}"
+        f"{f', timeline #{a.magnets.timeline_id}' if a.magnets.HasField('timeline_id') else ''}")
+    if stored.canon_rejections:
+        out(f"canon rejections: {', '.join(stored.canon_rejections)}")
+    return 0
+
+
+async def cmd_recall(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    from novaberg_dev.demo import format_dossier
+
+    pair = pair_of(args)
+    request = pipeline_pb2.BuildDossierRequest(
+        pair=pair, turn_id=str(uuid.uuid4()), query_text=args.question, nova_emotion=args.nova_emotion or "",
+        readers=[args.reader], user_name=args.user_name, character_name=args.character_name,
+        intentionen=args.intention or [],
+    )  # fmt: skip
+    as_of = parse_as_of(args.as_of)
+    if as_of is not None:
+        request.as_of.CopyFrom(to_timestamp(as_of))
+    dossier = await clients.call("pipeline", "BuildDossier", request)
+    if args.json:
+        out(json.dumps(MessageToDict(dossier, preserving_proto_field_name=True), ensure_ascii=False, indent=2))
+        return 0
+    names = await entity_names(clients, pair)
+    texts = await node_texts(clients, pair)
+    out(f"dossier for “{args.question}” ({pair.user_id} · {pair.character_id}, turn {request.turn_id})")
+    for line in format_dossier(dossier, names, texts, reader=args.reader):
+        out(line)
+    out(f"served node ids: {list(dossier.served_node_ids)}")
+    return 0
+
+
+async def cmd_import(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+    path = Path(args.file)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise CliError(f"cannot read {path}: {error.strerror}") from None
+    except json.JSONDecodeError as error:
+        raise CliError(f"{path} is not JSON: {error}") from None
+    turns = parse_turn_file(data, samples=args.sample or (), user_id=args.user, character_id=args.character)
+    if args.limit:
+        turns = turns[: args.limit]
+    if not turns:
+        raise CliError(f"{path} holds no turns")
+    bar = ProgressBar(len(turns), label=f"import {path.name}")
+    tiers: dict[str, int] = {}
+    queued = 0
+    pairs: dict[tuple[str, str], int] = {}
+    for turn in turns:
+        request = pipeline_pb2.ObserveTurnRequest(
+            pair=turn.pair, turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text, profile=turn.profile,
+        )
+        if turn.as_of is not None:
+            request.as_of.CopyFrom(to_timestamp(turn.as_of))
+        try:
+            response = await clients.call("pipeline", "ObserveTurn", request)
+        except ServiceCallError:
+            bar.finish()
+            raise
+        stored = response.kzg
+        tier = ("rejected" if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE
+                else kzg_pb2.Tier.Name(stored.tier).removeprefix("TIER_").lower())
+        tiers[tier] = tiers.get(tier, 0) + 1
+        queued += int(stored.queued_for_promotion) + stored.reinforced_queued_count
+        key = (turn.pair.user_id, turn.pair.character_id)
+        pairs[key] = pairs.get(key, 0) + 1
+        bar.advance()
+    bar.finish()
+    for (user, character), count in pairs.items():
+        out(f"pair {user} · {character}: {count} turns observed")
+    out("KZG: " + ", ".join(f"{name} {tiers[name]}" for name in ("high", "mid", "minimum", "rejected")
+                            if name in tiers) + f"; {queued} queued for promotion")
+    if args.promote:
+        run = (await clients.call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(
+            task="synapsen_promotion", force=True), timeout=600.0)).run  # fmt: skip
+        out("promotion run (Pixie's continuous worker promotes at the same time; "
+            "`novaberg pixie runs` lists its runs too):")
+        print_run(run, out)
+    return 0

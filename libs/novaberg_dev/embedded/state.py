@@ -1,0 +1,209 @@
+"""What both embedded servers share: the data directory's state file (``stores.json``) and its lock,
+the records of the servers, free ports, and waiting for or signalling a process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+__all__ = [
+    "DEFAULT_DATA_DIR",
+    "HOST",
+    "PORT_ATTEMPTS",
+    "EmbeddedStoreError",
+    "StoreProcess",
+    "StoreUrls",
+    "StoresStatus",
+    "candidate_ports",
+    "locked",
+    "log_tail",
+    "process_alive",
+    "read_state",
+    "record_entry",
+    "recorded_port",
+    "resolve_data_dir",
+    "send_signal",
+    "state_entry",
+    "wait_for_exit",
+    "write_state",
+]
+
+
+_logger = logging.getLogger("novaberg.embedded")
+
+DEFAULT_DATA_DIR = Path(".novaberg/stores")
+"""Data directory of ``make run`` (relative to the repository root) when none is given."""
+
+HOST = "127.0.0.1"
+_STATE_FILE = "stores.json"
+_LOCK_FILE = ".stores.lock"
+PORT_ATTEMPTS = 3
+
+
+class EmbeddedStoreError(RuntimeError):
+    """A store could not be started, reached or stopped; the message names the log to read."""
+
+
+@dataclass(frozen=True)
+class StoreUrls:
+    """Connection URLs of the two stores."""
+
+    postgres_url: str
+    """``postgresql://postgres@127.0.0.1:<port>/novaberg`` (superuser; may create databases)."""
+    redis_url: str
+    """``redis://127.0.0.1:<port>/0`` (Valkey with the RediSearch module)."""
+
+
+@dataclass(frozen=True)
+class StoreProcess:
+    """One server process as recorded in the state file, and whether it is alive and answers."""
+
+    name: str
+    """``postgres`` or ``redis``."""
+    pid: int
+    port: int
+    url: str
+    log_path: Path
+    running: bool
+    """The pid is alive and the server answered ``SELECT 1`` / ``PING`` just now."""
+
+
+@dataclass(frozen=True)
+class StoresStatus:
+    """What ``stores_status`` found in a data directory."""
+
+    data_dir: Path
+    postgres: StoreProcess | None
+    """None when no state was recorded (never started, or stopped)."""
+    redis: StoreProcess | None
+
+    @property
+    def running(self) -> bool:
+        """Both servers are alive and answering."""
+        return bool(self.postgres and self.postgres.running and self.redis and self.redis.running)
+
+    @property
+    def urls(self) -> StoreUrls | None:
+        """The URLs when both servers run, else None."""
+        if not self.running:
+            return None
+        assert self.postgres is not None and self.redis is not None
+        return StoreUrls(postgres_url=self.postgres.url, redis_url=self.redis.url)
+
+
+
+def resolve_data_dir(data_dir: Path | str) -> Path:
+    return Path(data_dir).expanduser().resolve()
+
+
+@contextlib.contextmanager
+def locked(root: Path) -> Iterator[None]:
+    """Serialize start/stop of one data directory across processes."""
+    with open(root / _LOCK_FILE, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def read_state(root: Path) -> dict[str, dict[str, Any]]:
+    path = root / _STATE_FILE
+    try:
+        loaded = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except ValueError:
+        _logger.warning("ignoring unreadable state file %s", path)
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def write_state(root: Path, state: dict[str, dict[str, Any]]) -> None:
+    path = root / _STATE_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def state_entry(pid: int, port: int, url: str, log: Path) -> dict[str, Any]:
+    return {"pid": pid, "port": port, "url": url, "log": str(log)}
+
+
+def recorded_port(state: dict[str, dict[str, Any]], name: str) -> int | None:
+    """The port this data directory's server had last time (kept across ``stop_stores``)."""
+    port = state.get("last_ports", {}).get(name)
+    return int(port) if port is not None else None
+
+
+def record_entry(state: dict[str, dict[str, Any]], name: str, entry: dict[str, Any]) -> None:
+    state[name] = entry
+    state.setdefault("last_ports", {})[name] = int(entry["port"])
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # Like both servers: a port whose old connections linger in TIME_WAIT is free to listen on.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def candidate_ports(previous: int | None) -> Iterator[int]:
+    """The previous port first (stable URLs across restarts) when free, then fresh free ports."""
+    if previous is not None and _port_is_free(previous):
+        yield previous
+    while True:
+        yield _free_port()
+
+
+
+def process_alive(pid: int) -> bool:
+    """The process exists and has not exited (a zombie waiting for its reaper counts as exited)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def wait_for_exit(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while process_alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def send_signal(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

