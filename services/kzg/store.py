@@ -368,6 +368,15 @@ class KzgStore:
     async def exists(self, key: str) -> bool:
         return bool(await self.redis.exists(key))
 
+    async def exist(self, keys: Sequence[str]) -> list[bool]:
+        """Whether each of ``keys`` exists, in one round trip."""
+        if not keys:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.exists(key)
+            return [bool(found) for found in await pipe.execute()]
+
     async def find_theme_neighbours(self, pair: Pair, themen_norm: Sequence[str], exclude_key: str) -> list[Neighbour]:
         """Same-pair entries sharing one of the normalised themes, via the index (SPEC §4.4)."""
         tags = _tag_any("themen_norm", themen_norm)
