@@ -61,12 +61,14 @@ from novaberg_core.tls import PLAINTEXT, TlsConfig
 
 __all__ = [
     "DEFAULT_DATA_DIR",
+    "IMPORT_BATCH",
     "STACK_FILE",
     "CliError",
     "ImportedTurn",
     "ProgressBar",
     "build_parser",
     "main",
+    "observe_batches",
     "parse_locomo",
     "parse_turn_file",
     "read_addresses",
@@ -219,32 +221,70 @@ async def _node_texts(clients: ServiceClients, pair: common_pb2.Pair) -> dict[in
 
 
 class ProgressBar:
-    """A one-line progress bar on a terminal stream, redrawn with ``\\r`` (no dependency)."""
+    """Progress with rate and ETA: one line redrawn with ``\\r`` on a terminal, else a line every ``every_s``.
 
-    def __init__(self, total: int, *, label: str = "", stream: TextIO | None = None, width: int = 30) -> None:
+    ``live`` (default: whether ``stream`` is a terminal) chooses the redrawn line; a redirected
+    stream (a log file, ``| tee``) gets plain lines instead of one frame per step.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        label: str = "",
+        stream: TextIO | None = None,
+        width: int = 30,
+        live: bool | None = None,
+        every_s: float = 5.0,
+    ) -> None:
         self.total = max(total, 0)
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.width = width
+        isatty = getattr(self.stream, "isatty", None)
+        self.live = live if live is not None else bool(isatty and isatty())
+        self.every_s = every_s
         self.done = 0
         self.started = clock.monotonic()
+        self._printed = -1
+        self._printed_at = self.started
 
     def render(self) -> str:
         share = self.done / self.total if self.total else 1.0
         filled = round(share * self.width)
         elapsed = max(clock.monotonic() - self.started, 1e-9)
         rate = self.done / elapsed
+        remaining = max(self.total - self.done, 0)
+        eta = _duration(remaining / rate) if rate > 0 else "--:--"
         return (f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} "
-                f"{share * 100:5.1f}% {rate:6.1f}/s")
+                f"{share * 100:5.1f}% {rate:6.1f}/s ETA {eta}")
 
     def advance(self, n: int = 1) -> None:
         self.done = min(self.done + n, self.total) if self.total else self.done + n
-        self.stream.write("\r" + self.render())
-        self.stream.flush()
+        if self.live:
+            self.stream.write("\r" + self.render())
+            self.stream.flush()
+        elif clock.monotonic() - self._printed_at >= self.every_s:
+            self._line()
 
     def finish(self) -> None:
-        self.stream.write("\r" + self.render() + "\n")
+        if self.live:
+            self.stream.write("\r" + self.render() + "\n")
+            self.stream.flush()
+        elif self._printed != self.done:
+            self._line()
+
+    def _line(self) -> None:
+        self.stream.write(self.render() + "\n")
         self.stream.flush()
+        self._printed, self._printed_at = self.done, clock.monotonic()
+
+
+def _duration(seconds: float) -> str:
+    """``m:ss`` or ``h:mm:ss``."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
 # --------------------------------------------------------------------------- conversation files
@@ -252,7 +292,7 @@ class ProgressBar:
 
 @dataclass(frozen=True)
 class ImportedTurn:
-    """One turn of a conversation file, ready for ObserveTurn."""
+    """One turn of a conversation file, ready for ObserveTurn(s)."""
 
     pair: common_pb2.Pair
     turn_id: str
@@ -438,6 +478,34 @@ async def cmd_recall(clients: ServiceClients, args: argparse.Namespace, out: Cal
     return 0
 
 
+IMPORT_BATCH = 64
+"""Turns per ``ObserveTurns`` call of ``novaberg import`` (the service takes up to 256)."""
+IMPORT_BATCH_BYTES = 2 * 1024 * 1024
+"""A batch stays under half the services' 4 MiB receive limit, however long its turns."""
+
+
+def observe_batches(
+    turns: Sequence[ImportedTurn], size: int = IMPORT_BATCH
+) -> list[pipeline_pb2.ObserveTurnsRequest]:
+    """``ObserveTurns`` requests for ``turns`` in their order: consecutive turns of one pair (and
+    profile), at most ``size`` turns and :data:`IMPORT_BATCH_BYTES` each."""
+    batches: list[pipeline_pb2.ObserveTurnsRequest] = []
+    current: pipeline_pb2.ObserveTurnsRequest | None = None
+    for turn in turns:
+        observed = pipeline_pb2.ObservedTurn(turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text)
+        if turn.as_of is not None:
+            observed.as_of.CopyFrom(to_timestamp(turn.as_of))
+        same_pair = current is not None and current.pair == turn.pair and (
+            current.profile == turn.profile if turn.profile is not None else not current.HasField("profile")
+        )  # fmt: skip
+        if (current is None or not same_pair or len(current.turns) >= size
+                or current.ByteSize() + observed.ByteSize() > IMPORT_BATCH_BYTES):  # fmt: skip
+            current = pipeline_pb2.ObserveTurnsRequest(pair=turn.pair, profile=turn.profile)
+            batches.append(current)
+        current.turns.append(observed)
+    return batches
+
+
 async def cmd_import(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     path = Path(args.file)
     try:
@@ -455,25 +523,22 @@ async def cmd_import(clients: ServiceClients, args: argparse.Namespace, out: Cal
     tiers: dict[str, int] = {}
     queued = 0
     pairs: dict[tuple[str, str], int] = {}
-    for turn in turns:
-        request = pipeline_pb2.ObserveTurnRequest(
-            pair=turn.pair, turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text, profile=turn.profile,
-        )
-        if turn.as_of is not None:
-            request.as_of.CopyFrom(to_timestamp(turn.as_of))
+    # Batches of one pair's turns in file order (ObserveTurns: the result of ObserveTurn per turn).
+    for request in observe_batches(turns):
         try:
-            response = await clients.call("pipeline", "ObserveTurn", request)
+            response = await clients.call("pipeline", "ObserveTurns", request, timeout=600.0)
         except ServiceCallError:
             bar.finish()
             raise
-        stored = response.kzg
-        tier = ("rejected" if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE
-                else kzg_pb2.Tier.Name(stored.tier).removeprefix("TIER_").lower())
-        tiers[tier] = tiers.get(tier, 0) + 1
-        queued += int(stored.queued_for_promotion) + stored.reinforced_queued_count
-        key = (turn.pair.user_id, turn.pair.character_id)
-        pairs[key] = pairs.get(key, 0) + 1
-        bar.advance()
+        for result in response.results:
+            stored = result.kzg
+            tier = ("rejected" if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE
+                    else kzg_pb2.Tier.Name(stored.tier).removeprefix("TIER_").lower())
+            tiers[tier] = tiers.get(tier, 0) + 1
+            queued += int(stored.queued_for_promotion) + stored.reinforced_queued_count
+        key = (request.pair.user_id, request.pair.character_id)
+        pairs[key] = pairs.get(key, 0) + len(request.turns)
+        bar.advance(len(request.turns))
     bar.finish()
     for (user, character), count in pairs.items():
         out(f"pair {user} · {character}: {count} turns observed")
