@@ -478,8 +478,10 @@ async def cmd_recall(clients: ServiceClients, args: argparse.Namespace, out: Cal
     return 0
 
 
-IMPORT_BATCH = 64
-"""Turns per ``ObserveTurns`` call of ``novaberg import`` (the service takes up to 256)."""
+IMPORT_BATCH = 128
+"""Turns per ``ObserveTurns`` call of ``novaberg import`` (the service takes up to 256): enough for the
+pipeline to analyse one chunk while it embeds and writes the one before (turns.WRITE_CHUNK), few enough
+for the progress bar to move every few seconds."""
 IMPORT_BATCH_BYTES = 2 * 1024 * 1024
 """A batch stays under half the services' 4 MiB receive limit, however long its turns."""
 

@@ -73,6 +73,9 @@ NODE_DISPATCHER = "dispatcher"
 NODE_VERWENDUNG = "verwendung"
 
 _ROLE = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
+WRITE_CHUNK = 32
+"""Turns of an ObserveTurns batch embedded and written together (two of MiniLM's length-sorted runs):
+the next chunk is analysed while one is embedded and written."""
 MAX_SERVED = 64
 """Served node ids a dossier hands to Dispatch at most (the request contract's bound)."""
 
@@ -446,27 +449,43 @@ class TurnPipeline:
         async with contextlib.AsyncExitStack() as spans:
             contexts: list[common_pb2.TurnContext] = []
             analyses: list[pipeline_pb2.TurnAnalysis] = []
-            for observed, as_of in zip(turns, as_ofs, strict=True):
-                span_id = await spans.enter_async_context(
-                    self.log.span(turn_id=observed.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs)
-                )
-                turn = common_pb2.TurnContext(turn_id=observed.turn_id, span_id=span_id)
-                quelle = pair.user_id if observed.beobachter == common_pb2.BEOBACHTER_USER else pair.character_id
-                self.log.write(
-                    turn_id=observed.turn_id, node=NODE_OBSERVE, art="eingang", quelle=quelle, span_id=span_id,
-                    inhalt={"text": observed.text, "beobachter": _ROLE[observed.beobachter], "as_of": as_of.isoformat()},
-                    erstellt_am=as_of, **pair_kwargs,
-                )  # fmt: skip
-                if observed.HasField("analysis"):
-                    analysis = pipeline_pb2.TurnAnalysis()
-                    analysis.CopyFrom(observed.analysis)
-                    if not analysis.inhalt:
-                        analysis.inhalt = observed.text
-                else:
-                    analysis = (await self._analyze(observed.text, pair, observed.beobachter, as_of, turn)).analysis
-                contexts.append(turn)
-                analyses.append(analysis)
-            written = await self._write_turns(pair, turns, analyses, contexts, as_ofs, timing, profile)
+            # Each chunk's turns are written as soon as they are analysed and embedded, while the
+            # next chunk is analysed; the writes run strictly one chunk after the other.
+            writes: list[asyncio.Future[list[tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]]]] = []
+            try:
+                for start in range(0, len(turns), WRITE_CHUNK):
+                    chunk = slice(start, start + WRITE_CHUNK)
+                    for observed, as_of in zip(turns[chunk], as_ofs[chunk], strict=True):
+                        span_id = await spans.enter_async_context(
+                            self.log.span(turn_id=observed.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs)
+                        )
+                        turn = common_pb2.TurnContext(turn_id=observed.turn_id, span_id=span_id)
+                        quelle = pair.user_id if observed.beobachter == common_pb2.BEOBACHTER_USER else pair.character_id
+                        self.log.write(
+                            turn_id=observed.turn_id, node=NODE_OBSERVE, art="eingang", quelle=quelle, span_id=span_id,
+                            inhalt={"text": observed.text, "beobachter": _ROLE[observed.beobachter],
+                                    "as_of": as_of.isoformat()},
+                            erstellt_am=as_of, **pair_kwargs,
+                        )  # fmt: skip
+                        if observed.HasField("analysis"):
+                            analysis = pipeline_pb2.TurnAnalysis()
+                            analysis.CopyFrom(observed.analysis)
+                            if not analysis.inhalt:
+                                analysis.inhalt = observed.text
+                        else:
+                            analysis = (await self._analyze(observed.text, pair, observed.beobachter, as_of, turn)).analysis
+                        contexts.append(turn)
+                        analyses.append(analysis)
+                    writes.append(asyncio.ensure_future(self._write_turns(
+                        pair, turns[chunk], analyses[chunk], contexts[chunk], as_ofs[chunk], timing, profile,
+                        after=writes[-1] if writes else None,
+                    )))  # fmt: skip
+                written = [one for write in writes for one in await write]
+            except BaseException:
+                # The chunks handed over before the failure are earlier turns, complete in themselves: they
+                # finish (or fail) before the error is answered, as ObserveTurn calls sent before it would.
+                await asyncio.gather(*writes, return_exceptions=True)
+                raise
             for observed, analysis, (appended, stored) in zip(turns, analyses, written, strict=True):
                 results.append(pipeline_pb2.ObserveTurnResponse(
                     kzg=stored, analysis=analysis, analyzed_by_service=not observed.HasField("analysis"),
@@ -483,8 +502,10 @@ class TurnPipeline:
         as_ofs: list[datetime],
         timing: Timing,
         profile: Profile,
+        after: Awaitable[object] | None = None,
     ) -> list[tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]]:
-        """:meth:`_write_turn` for a batch: one model batch, one KZG call for the appends, one for the entries."""
+        """:meth:`_write_turn` for a chunk of turns: one model batch, one KZG call for the appends, one
+        for the entries — sent once ``after`` (the previous chunk's write) has succeeded."""
         writer = "pipeline.observe"
         # A batch takes the KZG longer than one turn: the deadline grows with it.
         timeout = self.timeout * (1.0 + len(turns) / 16)
@@ -495,24 +516,22 @@ class TurnPipeline:
             for t, a, c, as_of in zip(turns, analyses, contexts, as_ofs, strict=True)
         ])  # fmt: skip
 
-        async def store() -> kzg_pb2.StoreEntriesResponse:
-            texts = [kzg_entry_text(a, profile.speaker(t.beobachter)) for t, a in zip(turns, analyses, strict=True)]
-            wanted = [index for index, text in enumerate(texts) if text is not None]
-            embeddings: list[list[float]] = [[] for _ in turns]
-            if wanted:
-                vectors = await self._embed_texts([texts[index] or "" for index in wanted], timing)
-                for index, vector in zip(wanted, vectors, strict=True):
-                    embeddings[index] = vector.tolist()
-            entries = kzg_pb2.StoreEntriesRequest(entries=[
-                self._store_request(pair, t.beobachter, a, c, as_of, writer, profile, embedding)
-                for t, a, c, as_of, embedding in zip(turns, analyses, contexts, as_ofs, embeddings, strict=True)
-            ])  # fmt: skip
-            return await _peer("KZG", "StoreEntries", self.kzg.StoreEntries(entries, timeout=timeout, wait_for_ready=True))
-
-        # The session appends run while the model embeds the entries.
+        texts = [kzg_entry_text(a, profile.speaker(t.beobachter)) for t, a in zip(turns, analyses, strict=True)]
+        wanted = [index for index, text in enumerate(texts) if text is not None]
+        embeddings: list[list[float]] = [[] for _ in turns]
+        if wanted:  # while the previous chunk is written
+            vectors = await self._embed_texts([texts[index] or "" for index in wanted], timing)
+            for index, vector in zip(wanted, vectors, strict=True):
+                embeddings[index] = vector.tolist()
+        entries = kzg_pb2.StoreEntriesRequest(entries=[
+            self._store_request(pair, t.beobachter, a, c, as_of, writer, profile, embedding)
+            for t, a, c, as_of, embedding in zip(turns, analyses, contexts, as_ofs, embeddings, strict=True)
+        ])  # fmt: skip
+        if after is not None:
+            await after
         appended, stored = await asyncio.gather(
             _peer("KZG", "AppendSessionTurns", self.kzg.AppendSessionTurns(appends, timeout=timeout, wait_for_ready=True)),
-            store(),
+            _peer("KZG", "StoreEntries", self.kzg.StoreEntries(entries, timeout=timeout, wait_for_ready=True)),
         )  # fmt: skip
         written = list(zip(appended.results, stored.results, strict=True))
         for t, c, as_of, (one_appended, one_stored) in zip(turns, contexts, as_ofs, written, strict=True):

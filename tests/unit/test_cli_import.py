@@ -156,6 +156,7 @@ def test_import_batches_keep_the_order_and_never_mix_pairs() -> None:
     assert all(b.pair == first_pair for b in batches[:boundary]) and len(batches[boundary - 1].turns) <= 64
     assert batches[0].turns[0].as_of.ToDatetime(tzinfo=UTC) == turns[0].as_of
     plain = parse_turn_file({"turns": [{"role": "user", "text": "x" * 15_000}] * 300})
-    assert [len(b.turns) for b in observe_batches(plain)] == [64, 64, 64, 64, 44]
+    assert [len(b.turns) for b in observe_batches(plain, size=64)] == [64, 64, 64, 64, 44]
     assert not observe_batches(plain)[0].HasField("profile")
     assert all(b.ByteSize() < 2 * 1024 * 1024 for b in observe_batches(plain, size=256))
+    assert [len(b.turns) for b in observe_batches(plain)] == [128, 128, 44]

@@ -40,8 +40,9 @@ from tests.service.pipeline.conftest import Peers, start_pipeline
 
 LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
 TURNS = 60
-BATCH = 25
-"""Three batches (25, 25, 10): reinforcement and the session fold cross batch borders."""
+BATCH = 40
+"""Two batches (40, 20), the first written in two chunks (WRITE_CHUNK 32): reinforcement and the
+session fold cross chunk and batch borders."""
 ONE_BY_ONE = common_pb2.Pair(user_id="bulk-one-by-one", character_id="melanie")
 BATCHED = common_pb2.Pair(user_id="bulk-batched", character_id="melanie")
 PROFILE = common_pb2.PairProfile(user_name="Caroline", character_name="Melanie", sprache="en")
