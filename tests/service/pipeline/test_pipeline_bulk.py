@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from novaberg_core.cli import ImportedTurn, parse_locomo
 from novaberg_core.config import CommonConfig
 from novaberg_core.contract import BATCH_MAX_TURNS
 from novaberg_core.embedding import EmbeddingProvider
+from novaberg_core.errors import Unavailable
 from novaberg_core.pipeline_log import InMemorySink, PendingRecord, PipelineLog
 from novaberg_core.timeutil import to_timestamp
 from services.kzg.config import KzgConfig
@@ -36,6 +38,8 @@ from services.kzg.server import create_server as create_kzg_server
 from services.kzg.store import PROMOTION_STREAM
 from services.lzg.config import LzgConfig
 from services.lzg.server import create_server as create_lzg_server
+from services.pipeline.analyzer import AnalyzedTurn
+from services.pipeline.turns import WRITE_CHUNK
 from tests.service.pipeline.conftest import Peers, start_pipeline
 
 LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
@@ -283,3 +287,47 @@ async def test_an_oversize_batch_is_refused(bulk: Bulk) -> None:
     # The largest batch is accepted.
     response = await bulk.pipeline.ObserveTurns(pipeline_pb2.ObserveTurnsRequest(pair=pair, turns=turns[:-1]))
     assert [r.session_turn_count for r in response.results][:3] == [1, 2, 3]
+
+
+class FailingAnalyzer:
+    """Analyses every turn alike, and fails (as an unreachable analyzer would) on the text ``FAIL``."""
+
+    name = "test"
+
+    async def analyze(
+        self, text: str, pair: common_pb2.Pair, beobachter: common_pb2.Beobachter, as_of: datetime
+    ) -> AnalyzedTurn:
+        if text == "FAIL":
+            raise Unavailable("analyzer test: down")
+        analysis = pipeline_pb2.TurnAnalysis(
+            salience=common_pb2.SalienceResult(salienz=0.5, themen=["garden"], gedaechtnistyp="episodisch",
+                                               dimension="interessen"),
+            inhalt=text,
+        )  # fmt: skip
+        return AnalyzedTurn(analysis=analysis, herkunft=self.name)
+
+
+async def test_a_failure_in_a_later_chunk_leaves_the_earlier_chunks_complete(
+    peers: Peers, provider: EmbeddingProvider
+) -> None:
+    """Written chunk by chunk (WRITE_CHUNK): what arrived is a prefix of whole turns, as with ObserveTurn."""
+    server, _, _ = await start_pipeline(peers, provider, analyzer=FailingAnalyzer())
+    pair = common_pb2.Pair(user_id="bulk-partial", character_id="melanie")
+    turns = [pipeline_pb2.ObservedTurn(turn_id=f"p{i}", beobachter=common_pb2.BEOBACHTER_USER,
+                                       text="FAIL" if i == WRITE_CHUNK + 3 else f"In the garden, day {i}.")
+             for i in range(WRITE_CHUNK + 8)]  # fmt: skip
+    try:
+        async with grpc.aio.insecure_channel(server.target) as channel, grpc.aio.insecure_channel(peers.kzg.target) as kzg:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await pipeline_pb2_grpc.PipelineServiceStub(channel).ObserveTurns(
+                    pipeline_pb2.ObserveTurnsRequest(pair=pair, turns=turns)
+                )
+            assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+            stub = kzg_pb2_grpc.KzgServiceStub(kzg)
+            session = await stub.GetSession(kzg_pb2.GetSessionRequest(pair=pair))
+            assert len(session.turns) + (10 if session.summary else 0) == WRITE_CHUNK
+            entries = [e.entry.turn_id async for chunk in stub.ExportPair(kzg_pb2.ExportPairRequest(pair=pair))
+                       for e in chunk.entries]  # fmt: skip
+            assert sorted(entries) == sorted(f"p{i}" for i in range(WRITE_CHUNK))
+    finally:
+        await server.stop(None)

@@ -89,14 +89,14 @@ class PipelineServiceServicer:
 
     def ObserveTurns(self, request, context):
         """Observes many turns of one pair at once, in order (a conversation import, issue 16): the same
-        analysis, stored result and log records as ObserveTurn called for each turn in turn, with one
-        model batch for the KZG embeddings and one KZG call each for the session appends and the
-        entries. The request is checked as a whole first: a bad turn is INVALID_ARGUMENT naming
-        turns[i] and its field, and nothing is written. At most 256 turns (more: INVALID_ARGUMENT; a
-        message over 4 MiB: RESOURCE_EXHAUSTED).
-        Not idempotent. An outage after the check (UNAVAILABLE, DEADLINE_EXCEEDED) may leave the first
-        turns of the batch written (entities the analyzer registered, session turns, the first KZG
-        entries): resend only after checking the session (KzgService/GetSession) for what arrived.
+        analysis, stored result and log records as ObserveTurn called for each turn in turn; the
+        turns are embedded and written in chunks of 32 (one model run and one KZG call each for the
+        session appends and the entries), the next chunk analysed meanwhile. The request is checked as
+        a whole first: a bad turn is INVALID_ARGUMENT naming turns[i] and its field, and nothing is
+        written. At most 256 turns (more: INVALID_ARGUMENT; a message over 4 MiB: RESOURCE_EXHAUSTED).
+        Not idempotent. A failure after the check (UNAVAILABLE, DEADLINE_EXCEEDED, the analyzer) may
+        leave the first chunks of the batch written (entities the analyzer registered, session turns,
+        KZG entries): resend only after checking the session (KzgService/GetSession) for what arrived.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
