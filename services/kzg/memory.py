@@ -233,13 +233,39 @@ class KzgMemory:
     ) -> list[AppendResult]:
         """Many appends of one pair, in order, as :meth:`append_session_turn` one after another.
 
-        Checked as a whole before the first append (``appends[i]`` names a bad one).
+        Checked as a whole before the first append (``appends[i]`` names a bad one). The appends up to
+        the next fold (SESSION_SUMMARIZE_AT) go to Redis in one transaction, and the fold follows the
+        append a single call would have folded after: the list, the summary and every reported length
+        are those of single appends (a writer appending to the same session meanwhile may shift
+        where the fold falls, as it would between single calls).
         """
         _check_batch("appends", [pair for pair, _, _ in appends])
         for index, (pair, turn, _) in enumerate(appends):
             with _batch_item("appends", index):
                 self._check_session_turn(pair, turn)
-        return [await self.append_session_turn(pair, turn, as_of=as_of) for pair, turn, as_of in appends]
+        pair = appends[0][0]
+        stamped = [
+            (turn if turn.created_at else dataclasses.replace(turn, created_at=as_of if as_of is not None else self.clock()),
+             as_of)
+            for _, turn, as_of in appends
+        ]  # fmt: skip
+        results: list[AppendResult] = []
+        length = await self.store.session_length(pair)
+        while len(results) < len(stamped):
+            # The appends up to the one after which a single append would fold go in one round trip.
+            run = stamped[len(results) : len(results) + max(1, SESSION_SUMMARIZE_AT + 1 - length)]
+            lengths = await self.store.session_append_many(pair, [turn for turn, _ in run])
+            summarized = trimmed = False
+            if lengths[-1] > SESSION_SUMMARIZE_AT:
+                summarized, trimmed = await self.store.session_fold(pair, self.summariser)
+                lengths[-1] = await self.store.session_length(pair)
+            for position, ((turn, as_of), reported) in enumerate(zip(run, lengths, strict=True)):
+                last = position == len(run) - 1
+                result = AppendResult(turn_count=reported, summarized=summarized and last, trimmed=trimmed and last)
+                self._log_append(pair, turn, as_of, result)
+                results.append(result)
+            length = lengths[-1]
+        return results
 
     async def append_session_turn(
         self, pair: Pair, turn: SessionTurnRecord, *, as_of: float | None = None
@@ -253,12 +279,16 @@ class KzgMemory:
         if length > SESSION_SUMMARIZE_AT:
             summarized, trimmed = await self.store.session_fold(pair, self.summariser)
             length = len((await self.store.session_read(pair)).turns)
+        result = AppendResult(turn_count=length, summarized=summarized, trimmed=trimmed)
+        self._log_append(pair, turn, as_of, result)
+        return result
+
+    def _log_append(self, pair: Pair, turn: SessionTurnRecord, as_of: float | None, result: AppendResult) -> None:
         self.log.db_write(
             turn_id=_log_turn(turn.turn_id), node=_SESSION_NODE, tabelle="session", operation="append",
-            rolle=turn.role, laenge=length, zusammengefasst=summarized, gekuerzt=trimmed,
+            rolle=turn.role, laenge=result.turn_count, zusammengefasst=result.summarized, gekuerzt=result.trimmed,
             user_id=pair.user_id, character_id=pair.character_id, erstellt_am=_log_time(as_of),
         )
-        return AppendResult(turn_count=length, summarized=summarized, trimmed=trimmed)
 
     async def get_session(self, pair: Pair, *, as_of: float | None = None) -> SessionState:
         """The session as of ``as_of`` (SPEC §3, §11): turns made by then, empty once it had expired.

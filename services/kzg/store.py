@@ -715,6 +715,20 @@ class KzgStore:
             length, _, _ = await pipe.execute()
         return int(length)
 
+    async def session_append_many(self, pair: Pair, turns: Sequence[SessionTurnRecord]) -> list[int]:
+        """RPUSH each turn in order in one transaction and refresh the TTLs; the length after each push."""
+        turns_key, summary_key = session_turns_key(pair), session_summary_key(pair)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            for turn in turns:
+                pipe.rpush(turns_key, json.dumps(turn.__dict__, ensure_ascii=False))
+            pipe.expire(turns_key, SESSION_TTL)
+            pipe.expire(summary_key, SESSION_TTL)
+            results = await pipe.execute()
+        return [int(length) for length in results[: len(turns)]]
+
+    async def session_length(self, pair: Pair) -> int:
+        return int(await self.redis.llen(session_turns_key(pair)))
+
     async def session_fold(
         self,
         pair: Pair,

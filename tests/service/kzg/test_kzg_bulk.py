@@ -122,12 +122,16 @@ async def test_session_appends_in_a_batch_fold_as_single_appends(
     )
     assert details.startswith("appends[3].turn.role must be one of")
 
-    sequential = [await kzg_stub.AppendSessionTurn(append(SEQUENTIAL, i)) for i in range(30)]
+    for pair in (SEQUENTIAL, PAIR):  # a session that holds turns already
+        for i in range(7):
+            await kzg_stub.AppendSessionTurn(append(pair, 100 + i))
+    sequential = [await kzg_stub.AppendSessionTurn(append(SEQUENTIAL, i)) for i in range(45)]
     batch = await kzg_stub.AppendSessionTurns(
-        kzg_pb2.AppendSessionTurnsRequest(appends=[append(PAIR, i) for i in range(30)])
+        kzg_pb2.AppendSessionTurnsRequest(appends=[append(PAIR, i) for i in range(45)])
     )
     assert list(batch.results) == sequential
-    assert [r.turn_count for r in batch.results][24:] == [25, 16, 17, 18, 19, 20]
+    assert [r.turn_count for r in batch.results][16:21] == [24, 25, 16, 17, 18]
+    assert [i for i, r in enumerate(batch.results) if r.summarized] == [18, 28, 38]
     one = await kzg_stub.GetSession(kzg_pb2.GetSessionRequest(pair=SEQUENTIAL))
     many = await kzg_stub.GetSession(kzg_pb2.GetSessionRequest(pair=PAIR))
     assert [t.text for t in one.turns] == [t.text for t in many.turns] and one.summary == many.summary != ""
