@@ -422,10 +422,11 @@ class TurnPipeline:
         """Many turns of one pair in order, each with the result and log records of :meth:`observe`.
 
         The batch is checked as a whole before anything is written. Then each turn is analysed in
-        order (a turn may name someone an earlier turn registered), the KZG embed texts of all of
-        them go through the model in one batch, and the session appends and the entries go to the
-        KZG in one call each, which applies them in order (SPEC §3, §4.4) — so the stored result is
-        the one ObserveTurn gives turn after turn.
+        order (a turn may name someone an earlier turn registered); every WRITE_CHUNK turns go
+        through the model in one run and to the KZG in one call each for the session appends and the
+        entries, which the KZG applies in order (SPEC §3, §4.4), one chunk strictly after the other —
+        so the stored result is the one ObserveTurn gives turn after turn. A failed chunk stops the
+        batch: the chunks before it are written, the analysis goes no further than the chunk at hand.
         """
         timing = Timing()
         check_observe_batch(request)
@@ -454,6 +455,8 @@ class TurnPipeline:
             writes: list[asyncio.Future[list[tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]]]] = []
             try:
                 for start in range(0, len(turns), WRITE_CHUNK):
+                    if writes and writes[-1].done():
+                        await writes[-1]  # a failed write ends the batch before more names are registered
                     chunk = slice(start, start + WRITE_CHUNK)
                     for observed, as_of in zip(turns[chunk], as_ofs[chunk], strict=True):
                         span_id = await spans.enter_async_context(
