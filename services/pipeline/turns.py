@@ -73,9 +73,9 @@ NODE_DISPATCHER = "dispatcher"
 NODE_VERWENDUNG = "verwendung"
 
 _ROLE = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
-WRITE_CHUNK = 32
-"""Turns of an ObserveTurns batch embedded and written together (two of MiniLM's length-sorted runs):
-the next chunk is analysed while one is embedded and written."""
+WRITE_CHUNK = 64
+"""Turns of an ObserveTurns batch embedded and written together: the next chunk is analysed while one is
+embedded and written. Large enough for the model to sort its runs by length (little padding)."""
 MAX_SERVED = 64
 """Served node ids a dossier hands to Dispatch at most (the request contract's bound)."""
 

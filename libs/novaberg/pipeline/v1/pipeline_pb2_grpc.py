@@ -90,7 +90,7 @@ class PipelineServiceServicer:
     def ObserveTurns(self, request, context):
         """Observes many turns of one pair at once, in order (a conversation import, issue 16): the same
         analysis, stored result and log records as ObserveTurn called for each turn in turn; the
-        turns are embedded and written in chunks of 32 (one model run and one KZG call each for the
+        turns are embedded and written in chunks of 64 (one model run and one KZG call each for the
         session appends and the entries), the next chunk analysed meanwhile. The request is checked as
         a whole first: a bad turn is INVALID_ARGUMENT naming turns[i] and its field, and nothing is
         written. At most 256 turns (more: INVALID_ARGUMENT; a message over 4 MiB: RESOURCE_EXHAUSTED).
