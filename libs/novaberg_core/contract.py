@@ -40,6 +40,7 @@ from google.protobuf.message import DecodeError, Message
 from novaberg_core.errors import InvalidArgument
 
 __all__ = [
+    "BATCH_MAX_TURNS",
     "INT_MAXIMA",
     "PAIR_ID_MAX_LEN",
     "REPEATED_MAXIMA",
@@ -149,7 +150,11 @@ _FIELD_MAX_LEN: Mapping[str, int] = {"turn_id": TURN_ID_MAX_LEN, "ausloeser_turn
                                      "source_turn_id": TURN_ID_MAX_LEN, "gedaechtnistyp": 20}  # fmt: skip
 _NORMALISED = frozenset({Kind.PAIR_ID, Kind.IDENT, Kind.NAME, Kind.THEME, Kind.LABEL})
 
+BATCH_MAX_TURNS = 256
+"""Turns of one bulk write (``ObserveTurns``, ``StoreEntries``, ``AppendSessionTurns``): a bounded batch."""
+
 REPEATED_MAXIMA: Mapping[str, int] = {
+    "turns": BATCH_MAX_TURNS, "appends": BATCH_MAX_TURNS,
     "themen": 32, "geteilte_themen": 32, "intentionen": 32, "entitaet_ids": 64, "geteilte_entitaet_ids": 64,
     "served_node_ids": 64, "names": 256, "aliases": 64, "readers": 8, "goals": 32, "erinnerungen": 100,
     "pfad": 8, "verbindungs_gruende": 8, "ids": 1_000, "job_ids": 1_000, "kzg_keys": 1_000, "node_ids": 1_000,

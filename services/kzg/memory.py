@@ -13,6 +13,7 @@ already expired.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import math
@@ -21,14 +22,14 @@ import re
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 from novaberg_core.canon import Canon, default_canon
-from novaberg_core.contract import pair_token, user_token
+from novaberg_core.contract import BATCH_MAX_TURNS, pair_token, user_token
 from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text, query_embed_text, speaker_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
 from novaberg_core.lexical import LANGUAGES, language_of, lexical_words
@@ -217,10 +218,8 @@ class KzgMemory:
 
     # ------------------------------------------------------------------ session (SPEC §3)
 
-    async def append_session_turn(
-        self, pair: Pair, turn: SessionTurnRecord, *, as_of: float | None = None
-    ) -> AppendResult:
-        """Append, refresh the 4 h TTL, fold the oldest 10 turns into the summary above 25."""
+    @staticmethod
+    def _check_session_turn(pair: Pair, turn: SessionTurnRecord) -> None:
         check_pair(pair.user_id, pair.character_id)
         if turn.role not in SESSION_ROLES:
             raise InvalidArgument(f"turn.role must be one of {', '.join(SESSION_ROLES)}, got {turn.role!r}")
@@ -228,6 +227,51 @@ class KzgMemory:
             raise InvalidArgument("turn.text must not be empty")
         if not math.isfinite(turn.arousal):
             raise InvalidArgument(f"turn.arousal must be a finite number, got {turn.arousal!r}")
+
+    async def append_session_turns(
+        self, appends: Sequence[tuple[Pair, SessionTurnRecord, float | None]]
+    ) -> list[AppendResult]:
+        """Many appends of one pair, in order, as :meth:`append_session_turn` one after another.
+
+        Checked as a whole before the first append (``appends[i]`` names a bad one). The appends up to
+        the next fold (SESSION_SUMMARIZE_AT) go to Redis in one transaction, and the fold follows the
+        append a single call would have folded after: the list, the summary and every reported length
+        are those of single appends (a writer appending to the same session meanwhile may shift
+        where the fold falls, as it would between single calls).
+        """
+        _check_batch("appends", [pair for pair, _, _ in appends])
+        for index, (pair, turn, _) in enumerate(appends):
+            with _batch_item("appends", index):
+                self._check_session_turn(pair, turn)
+        pair = appends[0][0]
+        stamped = [
+            (turn if turn.created_at else dataclasses.replace(turn, created_at=as_of if as_of is not None else self.clock()),
+             as_of)
+            for _, turn, as_of in appends
+        ]  # fmt: skip
+        results: list[AppendResult] = []
+        length = await self.store.session_length(pair)
+        while len(results) < len(stamped):
+            # The appends up to the one after which a single append would fold go in one round trip.
+            run = stamped[len(results) : len(results) + max(1, SESSION_SUMMARIZE_AT + 1 - length)]
+            lengths = await self.store.session_append_many(pair, [turn for turn, _ in run])
+            summarized = trimmed = False
+            if lengths[-1] > SESSION_SUMMARIZE_AT:
+                summarized, trimmed = await self.store.session_fold(pair, self.summariser)
+                lengths[-1] = await self.store.session_length(pair)
+            for position, ((turn, as_of), reported) in enumerate(zip(run, lengths, strict=True)):
+                last = position == len(run) - 1
+                result = AppendResult(turn_count=reported, summarized=summarized and last, trimmed=trimmed and last)
+                self._log_append(pair, turn, as_of, result)
+                results.append(result)
+            length = lengths[-1]
+        return results
+
+    async def append_session_turn(
+        self, pair: Pair, turn: SessionTurnRecord, *, as_of: float | None = None
+    ) -> AppendResult:
+        """Append, refresh the 4 h TTL, fold the oldest 10 turns into the summary above 25."""
+        self._check_session_turn(pair, turn)
         if not turn.created_at:
             turn = dataclasses.replace(turn, created_at=as_of if as_of is not None else self.clock())
         length = await self.store.session_append(pair, turn)
@@ -235,12 +279,16 @@ class KzgMemory:
         if length > SESSION_SUMMARIZE_AT:
             summarized, trimmed = await self.store.session_fold(pair, self.summariser)
             length = len((await self.store.session_read(pair)).turns)
+        result = AppendResult(turn_count=length, summarized=summarized, trimmed=trimmed)
+        self._log_append(pair, turn, as_of, result)
+        return result
+
+    def _log_append(self, pair: Pair, turn: SessionTurnRecord, as_of: float | None, result: AppendResult) -> None:
         self.log.db_write(
             turn_id=_log_turn(turn.turn_id), node=_SESSION_NODE, tabelle="session", operation="append",
-            rolle=turn.role, laenge=length, zusammengefasst=summarized, gekuerzt=trimmed,
+            rolle=turn.role, laenge=result.turn_count, zusammengefasst=result.summarized, gekuerzt=result.trimmed,
             user_id=pair.user_id, character_id=pair.character_id, erstellt_am=_log_time(as_of),
         )
-        return AppendResult(turn_count=length, summarized=summarized, trimmed=trimmed)
 
     async def get_session(self, pair: Pair, *, as_of: float | None = None) -> SessionState:
         """The session as of ``as_of`` (SPEC §3, §11): turns made by then, empty once it had expired.
@@ -366,6 +414,38 @@ class KzgMemory:
             queued_for_promotion=queue, reinforced_count=reinforced, reinforced_queued_count=queued,
             canon_rejections=rejections,
         )
+
+    async def store_entries(self, entries: Sequence[EntryInput]) -> list[StoreResult]:
+        """Many entries of one pair, in order, exactly as :meth:`store_entry` one after another.
+
+        Checked as a whole first (``entries[i]`` names a bad one; given entry ids must be new),
+        so a refused batch writes nothing. The entries past the gate that carry no embedding are
+        embedded in one model batch; then each is written in turn — neighbour search, reinforcement
+        and queue see the entries of the batch written before it (SPEC §4.4).
+        """
+        _check_batch("entries", [entry.pair for entry in entries])
+        for index, entry in enumerate(entries):
+            with _batch_item("entries", index):
+                self._validate_entry(entry)
+        keys = [entry_key(entry.pair, entry.entry_id) for entry in entries if entry.entry_id]
+        if len(set(keys)) != len(keys):
+            raise InvalidArgument("entries: an entry_id may appear at most once in a batch")
+        taken = [key for key, exists in zip(keys, await self.store.exist(keys), strict=True) if exists]
+        if taken:
+            raise AlreadyExists(f"KZG entries {taken} exist already; entry ids are unique")
+        to_embed = [
+            index for index, entry in enumerate(entries)
+            if entry.embedding is None and tier_for(salienz_berechnen(entry.salienz, 1)) is not None
+        ]  # fmt: skip
+        prepared = list(entries)
+        if to_embed:
+            texts = [
+                kzg_embed_text(clean_themen(entries[i].themen), entries[i].inhalt, entries[i].sprecher) for i in to_embed
+            ]
+            vectors = await self.provider.embed(texts)
+            for index, vector in zip(to_embed, vectors, strict=True):
+                prepared[index] = dataclasses.replace(entries[index], embedding=vector)
+        return [await self.store_entry(entry) for entry in prepared]
 
     def bulk_fields(self, entry: EntryInput) -> tuple[str, dict[str, str | bytes], int] | None:
         """(key, hash, TTL) of an entry with an explicit embedding, without logs or reinforcement.
@@ -601,6 +681,29 @@ class KzgMemory:
 
     async def inspect_promotion_queue(self, limit: int) -> QueueState:
         return await self.store.inspect_queue(limit if limit > 0 else 100)
+
+
+def _check_batch(field: str, pairs: Sequence[Pair]) -> None:
+    """A bulk write: 1 to BATCH_MAX_TURNS items, all of the first item's pair."""
+    if not pairs:
+        raise InvalidArgument(f"{field} must not be empty")
+    if len(pairs) > BATCH_MAX_TURNS:
+        raise InvalidArgument(f"{field} may hold at most {BATCH_MAX_TURNS} items, got {len(pairs)}")
+    for index, pair in enumerate(pairs):
+        if pair != pairs[0]:
+            raise InvalidArgument(
+                f"{field}[{index}].pair is {pair.user_id}:{pair.character_id}, not the batch's pair "
+                f"{pairs[0].user_id}:{pairs[0].character_id}; a batch is one pair's"
+            )
+
+
+@contextlib.contextmanager
+def _batch_item(field: str, index: int) -> Iterator[None]:
+    """An item's refusal names the item: ``entries[3].inhalt must not be empty``."""
+    try:
+        yield
+    except InvalidArgument as error:
+        raise InvalidArgument(f"{field}[{index}].{error}") from None
 
 
 def _log_time(as_of: float | None) -> datetime | None:

@@ -19,6 +19,7 @@ from novaberg_core.errors import InvalidArgument
 from novaberg_core.telemetry import current_traceparent
 from services.kzg.memory import KzgMemory
 from services.kzg.models import (
+    AppendResult,
     EntryInput,
     KzgEntryData,
     Pair,
@@ -26,6 +27,7 @@ from services.kzg.models import (
     RetrieveFilters,
     RetrieveQuery,
     SessionTurnRecord,
+    StoreResult,
 )
 from services.kzg.rights_servicer import KzgRightsServicer
 
@@ -129,6 +131,67 @@ def _job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
     )
 
 
+def _session_turn(t: kzg_pb2.SessionTurn) -> SessionTurnRecord:
+    return SessionTurnRecord(
+        role=t.role, text=t.text, turn_id=t.turn_id,
+        created_at=_seconds(t.created_at) if t.HasField("created_at") else 0.0,
+        intention=t.intention, emotion=t.emotion, modus=t.modus, arousal=t.arousal,
+        emotions_vektor=t.emotions_vektor,
+    )
+
+
+def _append_pb(result: AppendResult) -> kzg_pb2.AppendSessionTurnResponse:
+    return kzg_pb2.AppendSessionTurnResponse(
+        turn_count=result.turn_count, summarized=result.summarized, trimmed=result.trimmed
+    )
+
+
+def _entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
+    ei, salience, magnets = request.ei, request.salience, request.magnets
+    return EntryInput(
+        pair=_pair(request.pair),
+        beobachter=_beobachter_for_write(request.beobachter),
+        inhalt=request.inhalt,
+        salienz=salience.salienz,
+        themen=tuple(salience.themen),
+        gedaechtnistyp=salience.gedaechtnistyp,
+        dimension=salience.dimension,
+        emotion=ei.emotion,
+        modus=ei.modus,
+        arousal=ei.arousal,
+        emotions_vektor=ei.emotions_vektor,
+        sprach_stil=ei.sprach_stil,
+        beziehungs_dynamik=ei.beziehungs_dynamik,
+        tone=ei.tone,
+        intentionen=tuple(ei.intentionen),
+        entitaet_ids=tuple(magnets.entitaet_ids),
+        timeline_id=magnets.timeline_id if magnets.HasField("timeline_id") else None,
+        turn_id=request.turn.turn_id,
+        span_id=request.turn.span_id,
+        embedding=np.asarray(request.embedding, dtype=np.float32) if len(request.embedding) else None,
+        entry_id=request.entry_id,
+        as_of=_as_of(request.as_of),
+        writer=request.writer,
+        sprecher=request.sprecher,
+        sprache=request.sprache,
+        traceparent=current_traceparent(),
+    )
+
+
+def _store_pb(result: StoreResult) -> kzg_pb2.StoreEntryResponse:
+    return kzg_pb2.StoreEntryResponse(
+        outcome=kzg_pb2.STORE_OUTCOME_STORED if result.stored else kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE,
+        kzg_key=result.kzg_key,
+        tier=int(result.tier) if result.tier is not None else kzg_pb2.TIER_UNSPECIFIED,  # type: ignore[arg-type]
+        salienz=result.salienz,
+        ttl_seconds=result.ttl_seconds,
+        queued_for_promotion=result.queued_for_promotion,
+        reinforced_count=result.reinforced_count,
+        reinforced_queued_count=result.reinforced_queued_count,
+        canon_rejections=list(result.canon_rejections),
+    )
+
+
 class KzgServicer(KzgRightsServicer, kzg_pb2_grpc.KzgServiceServicer):
     """KzgService over one :class:`KzgMemory` (the rights RPCs: :class:`KzgRightsServicer`)."""
 
@@ -138,17 +201,18 @@ class KzgServicer(KzgRightsServicer, kzg_pb2_grpc.KzgServiceServicer):
     async def AppendSessionTurn(
         self, request: kzg_pb2.AppendSessionTurnRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.AppendSessionTurnResponse:
-        t = request.turn
-        turn = SessionTurnRecord(
-            role=t.role, text=t.text, turn_id=t.turn_id,
-            created_at=_seconds(t.created_at) if t.HasField("created_at") else 0.0,
-            intention=t.intention, emotion=t.emotion, modus=t.modus, arousal=t.arousal,
-            emotions_vektor=t.emotions_vektor,
+        result = await self.memory.append_session_turn(
+            _pair(request.pair), _session_turn(request.turn), as_of=_as_of(request.as_of)
         )
-        result = await self.memory.append_session_turn(_pair(request.pair), turn, as_of=_as_of(request.as_of))
-        return kzg_pb2.AppendSessionTurnResponse(
-            turn_count=result.turn_count, summarized=result.summarized, trimmed=result.trimmed
+        return _append_pb(result)
+
+    async def AppendSessionTurns(
+        self, request: kzg_pb2.AppendSessionTurnsRequest, context: grpc.aio.ServicerContext
+    ) -> kzg_pb2.AppendSessionTurnsResponse:
+        results = await self.memory.append_session_turns(
+            [(_pair(a.pair), _session_turn(a.turn), _as_of(a.as_of)) for a in request.appends]
         )
+        return kzg_pb2.AppendSessionTurnsResponse(results=[_append_pb(result) for result in results])
 
     async def GetSession(
         self, request: kzg_pb2.GetSessionRequest, context: grpc.aio.ServicerContext
@@ -177,47 +241,15 @@ class KzgServicer(KzgRightsServicer, kzg_pb2_grpc.KzgServiceServicer):
         self, request: kzg_pb2.StoreEntryRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.StoreEntryResponse:
         check_vector_model("embedding", request.embedding_model_id, self.memory.provider.stamp)
-        ei, salience, magnets = request.ei, request.salience, request.magnets
-        entry = EntryInput(
-            pair=_pair(request.pair),
-            beobachter=_beobachter_for_write(request.beobachter),
-            inhalt=request.inhalt,
-            salienz=salience.salienz,
-            themen=tuple(salience.themen),
-            gedaechtnistyp=salience.gedaechtnistyp,
-            dimension=salience.dimension,
-            emotion=ei.emotion,
-            modus=ei.modus,
-            arousal=ei.arousal,
-            emotions_vektor=ei.emotions_vektor,
-            sprach_stil=ei.sprach_stil,
-            beziehungs_dynamik=ei.beziehungs_dynamik,
-            tone=ei.tone,
-            intentionen=tuple(ei.intentionen),
-            entitaet_ids=tuple(magnets.entitaet_ids),
-            timeline_id=magnets.timeline_id if magnets.HasField("timeline_id") else None,
-            turn_id=request.turn.turn_id,
-            span_id=request.turn.span_id,
-            embedding=np.asarray(request.embedding, dtype=np.float32) if len(request.embedding) else None,
-            entry_id=request.entry_id,
-            as_of=_as_of(request.as_of),
-            writer=request.writer,
-            sprecher=request.sprecher,
-            sprache=request.sprache,
-            traceparent=current_traceparent(),
-        )
-        result = await self.memory.store_entry(entry)
-        return kzg_pb2.StoreEntryResponse(
-            outcome=kzg_pb2.STORE_OUTCOME_STORED if result.stored else kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE,
-            kzg_key=result.kzg_key,
-            tier=int(result.tier) if result.tier is not None else kzg_pb2.TIER_UNSPECIFIED,  # type: ignore[arg-type]
-            salienz=result.salienz,
-            ttl_seconds=result.ttl_seconds,
-            queued_for_promotion=result.queued_for_promotion,
-            reinforced_count=result.reinforced_count,
-            reinforced_queued_count=result.reinforced_queued_count,
-            canon_rejections=list(result.canon_rejections),
-        )
+        return _store_pb(await self.memory.store_entry(_entry_input(request)))
+
+    async def StoreEntries(
+        self, request: kzg_pb2.StoreEntriesRequest, context: grpc.aio.ServicerContext
+    ) -> kzg_pb2.StoreEntriesResponse:
+        for index, entry in enumerate(request.entries):
+            check_vector_model(f"entries[{index}].embedding", entry.embedding_model_id, self.memory.provider.stamp)
+        results = await self.memory.store_entries([_entry_input(entry) for entry in request.entries])
+        return kzg_pb2.StoreEntriesResponse(results=[_store_pb(result) for result in results])
 
     async def Retrieve(
         self, request: kzg_pb2.RetrieveRequest, context: grpc.aio.ServicerContext

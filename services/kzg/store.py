@@ -368,6 +368,15 @@ class KzgStore:
     async def exists(self, key: str) -> bool:
         return bool(await self.redis.exists(key))
 
+    async def exist(self, keys: Sequence[str]) -> list[bool]:
+        """Whether each of ``keys`` exists, in one round trip."""
+        if not keys:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.exists(key)
+            return [bool(found) for found in await pipe.execute()]
+
     async def find_theme_neighbours(self, pair: Pair, themen_norm: Sequence[str], exclude_key: str) -> list[Neighbour]:
         """Same-pair entries sharing one of the normalised themes, via the index (SPEC §4.4)."""
         tags = _tag_any("themen_norm", themen_norm)
@@ -705,6 +714,20 @@ class KzgStore:
             pipe.expire(summary_key, SESSION_TTL)
             length, _, _ = await pipe.execute()
         return int(length)
+
+    async def session_append_many(self, pair: Pair, turns: Sequence[SessionTurnRecord]) -> list[int]:
+        """RPUSH each turn in order in one transaction and refresh the TTLs; the length after each push."""
+        turns_key, summary_key = session_turns_key(pair), session_summary_key(pair)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            for turn in turns:
+                pipe.rpush(turns_key, json.dumps(turn.__dict__, ensure_ascii=False))
+            pipe.expire(turns_key, SESSION_TTL)
+            pipe.expire(summary_key, SESSION_TTL)
+            results = await pipe.execute()
+        return [int(length) for length in results[: len(turns)]]
+
+    async def session_length(self, pair: Pair) -> int:
+        return int(await self.redis.llen(session_turns_key(pair)))
 
     async def session_fold(
         self,

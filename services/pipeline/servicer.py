@@ -23,7 +23,7 @@ def _report(context: grpc.aio.ServicerContext, timing: Timing) -> None:
 
 
 class PipelineServicer(pipeline_pb2_grpc.PipelineServiceServicer):
-    """ObserveTurn, BuildDossier, Dispatch (SPEC §7)."""
+    """ObserveTurn (one turn or a batch), BuildDossier, Dispatch (SPEC §7)."""
 
     def __init__(self, pipeline: TurnPipeline) -> None:
         self.pipeline = pipeline
@@ -33,6 +33,14 @@ class PipelineServicer(pipeline_pb2_grpc.PipelineServiceServicer):
     ) -> pipeline_pb2.ObserveTurnResponse:
         with turn_in_flight():
             response, timing = await self.pipeline.observe(request)
+        _report(context, timing)
+        return response
+
+    async def ObserveTurns(
+        self, request: pipeline_pb2.ObserveTurnsRequest, context: grpc.aio.ServicerContext
+    ) -> pipeline_pb2.ObserveTurnsResponse:
+        with turn_in_flight():
+            response, timing = await self.pipeline.observe_batch(request)
         _report(context, timing)
         return response
 

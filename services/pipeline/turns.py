@@ -15,6 +15,7 @@ counted twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections import OrderedDict
@@ -53,7 +54,12 @@ from services.pipeline.model_guard import ModelGuard
 from services.pipeline.recall import merge_recall, named_entity_ids, query_terms_of
 from services.pipeline.store import ClusterStore, Profile
 from services.pipeline.text_rules import has_subject
-from services.pipeline.validation import check_build_dossier, check_dispatch, check_observe
+from services.pipeline.validation import (
+    check_build_dossier,
+    check_dispatch,
+    check_observe,
+    check_observe_batch,
+)
 
 __all__ = ["Timing", "TurnPipeline"]
 
@@ -67,6 +73,9 @@ NODE_DISPATCHER = "dispatcher"
 NODE_VERWENDUNG = "verwendung"
 
 _ROLE = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
+WRITE_CHUNK = 64
+"""Turns of an ObserveTurns batch embedded and written together: the next chunk is analysed while one is
+embedded and written. Large enough for the model to sort its runs by length (little padding)."""
 MAX_SERVED = 64
 """Served node ids a dossier hands to Dispatch at most (the request contract's bound)."""
 
@@ -93,6 +102,22 @@ def kzg_entry_text(analysis: pipeline_pb2.TurnAnalysis, sprecher: str) -> str | 
     if analysis.salience.salienz < STORE_GATE_RAW:
         return None
     return kzg_embed_text(list(analysis.salience.themen), analysis.inhalt, sprecher)
+
+
+def _session_turn(
+    beobachter: common_pb2.Beobachter,
+    text: str,
+    analysis: pipeline_pb2.TurnAnalysis,
+    turn: common_pb2.TurnContext,
+    as_of: datetime,
+) -> kzg_pb2.SessionTurn:
+    """A turn as the session keeps it (SPEC §3)."""
+    ei = analysis.ei
+    return kzg_pb2.SessionTurn(
+        role=_ROLE[beobachter], text=text, turn_id=turn.turn_id, created_at=to_timestamp(as_of),
+        intention=ei.intentionen[0] if ei.intentionen else "", emotion=ei.emotion, modus=ei.modus,
+        arousal=ei.arousal, emotions_vektor=ei.emotions_vektor,
+    )  # fmt: skip
 
 
 class PairNodeCache:
@@ -280,29 +305,18 @@ class TurnPipeline:
         ``vector``: the embedding of :func:`kzg_entry_text` when the caller computes it (awaited only
         by the KZG write, so the session append does not wait for the model).
         """
-        ei = analysis.ei
-        session_turn = kzg_pb2.SessionTurn(
-            role=_ROLE[beobachter], text=text, turn_id=turn.turn_id, created_at=to_timestamp(as_of),
-            intention=ei.intentionen[0] if ei.intentionen else "", emotion=ei.emotion, modus=ei.modus,
-            arousal=ei.arousal, emotions_vektor=ei.emotions_vektor,
-        )  # fmt: skip
+        session_turn = _session_turn(beobachter, text, analysis, turn, as_of)
 
         async def store() -> kzg_pb2.StoreEntryResponse:
             embedding: list[float] = []
             given = await vector if vector is not None else None
-            sprecher = profile.speaker(beobachter)
-            text_to_embed = kzg_entry_text(analysis, sprecher)
+            text_to_embed = kzg_entry_text(analysis, profile.speaker(beobachter))
             if text_to_embed is not None and given is not None:
                 embedding = given.tolist()
             elif text_to_embed is not None and vector is None:
                 embedding = (await self._embed(text_to_embed, timing)).tolist()
             # else: the caller's batch could not embed it (the model failed): the KZG embeds the same text.
-            request = kzg_pb2.StoreEntryRequest(
-                pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=ei,
-                magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
-                sprecher=sprecher, sprache=profile.sprache,
-                embedding_model_id=self.provider.model_id if embedding else "",
-            )  # fmt: skip
+            request = self._store_request(pair, beobachter, analysis, turn, as_of, writer, profile, embedding)
             return await _peer("KZG", "StoreEntry", self.kzg.StoreEntry(request, timeout=self.timeout, wait_for_ready=True))
 
         # The session append runs while the model embeds the entry.
@@ -316,6 +330,39 @@ class TurnPipeline:
             ),
             store(),
         )  # fmt: skip
+        self._log_written(pair, beobachter, turn, as_of, writer, appended, stored)
+        return appended, stored
+
+    def _store_request(
+        self,
+        pair: common_pb2.Pair,
+        beobachter: common_pb2.Beobachter,
+        analysis: pipeline_pb2.TurnAnalysis,
+        turn: common_pb2.TurnContext,
+        as_of: datetime,
+        writer: str,
+        profile: Profile,
+        embedding: list[float],
+    ) -> kzg_pb2.StoreEntryRequest:
+        """The KZG write of one turn; an empty ``embedding`` leaves the embedding to the KZG."""
+        return kzg_pb2.StoreEntryRequest(
+            pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=analysis.ei,
+            magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
+            sprecher=profile.speaker(beobachter), sprache=profile.sprache,
+            embedding_model_id=self.provider.model_id if embedding else "",
+        )  # fmt: skip
+
+    def _log_written(
+        self,
+        pair: common_pb2.Pair,
+        beobachter: common_pb2.Beobachter,
+        turn: common_pb2.TurnContext,
+        as_of: datetime,
+        writer: str,
+        appended: kzg_pb2.AppendSessionTurnResponse,
+        stored: kzg_pb2.StoreEntryResponse,
+    ) -> None:
+        """The pipeline's record of one turn's session append and KZG write."""
         self.log.db_write(
             turn_id=turn.turn_id, node=writer.split(".")[-1], tabelle="kzg", operation="store_entry",
             beobachter=_ROLE[beobachter], ergebnis=kzg_pb2.StoreOutcome.Name(stored.outcome),
@@ -324,7 +371,6 @@ class TurnPipeline:
             kanon_verworfen=list(stored.canon_rejections), session_laenge=appended.turn_count,
             span_id=turn.span_id, user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
         )  # fmt: skip
-        return appended, stored
 
     # ------------------------------------------------------------------ observe
 
@@ -369,6 +415,131 @@ class TurnPipeline:
             kzg=stored, analysis=analysis, analyzed_by_service=by_service, session_turn_count=appended.turn_count
         )
         return response, timing
+
+    async def observe_batch(
+        self, request: pipeline_pb2.ObserveTurnsRequest
+    ) -> tuple[pipeline_pb2.ObserveTurnsResponse, Timing]:
+        """Many turns of one pair in order, each with the result and log records of :meth:`observe`.
+
+        The batch is checked as a whole before anything is written. Then each turn is analysed in
+        order (a turn may name someone an earlier turn registered); every WRITE_CHUNK turns go
+        through the model in one run and to the KZG in one call each for the session appends and the
+        entries, which the KZG applies in order (SPEC §3, §4.4), one chunk strictly after the other —
+        so the stored result is the one ObserveTurn gives turn after turn. A failed chunk stops the
+        batch: the chunks before it are written, the analysis goes no further than the chunk at hand.
+        """
+        timing = Timing()
+        check_observe_batch(request)
+        await self.models.check()
+        pair = request.pair
+        turns = list(request.turns)
+        for index, observed in enumerate(turns):
+            if observed.HasField("analysis"):
+                await self._check_magnets(pair, observed.analysis.magnets, f"turns[{index}].analysis")
+        as_ofs = [as_of_or_now(t.as_of if t.HasField("as_of") else None) for t in turns]
+        set_turn_attributes(trace.get_current_span(), turns[0].turn_id, pair.user_id, pair.character_id)
+        trace.get_current_span().set_attribute("novaberg.turns", len(turns))
+        profile = await self.clusters.profile(pair)
+        if request.HasField("profile"):
+            updated = profile.merged(request.profile)
+            if updated != profile:
+                await self.clusters.put_profile(pair, updated)
+            profile = updated
+        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
+        results: list[pipeline_pb2.ObserveTurnResponse] = []
+        async with contextlib.AsyncExitStack() as spans:
+            contexts: list[common_pb2.TurnContext] = []
+            analyses: list[pipeline_pb2.TurnAnalysis] = []
+            # Each chunk's turns are written as soon as they are analysed and embedded, while the
+            # next chunk is analysed; the writes run strictly one chunk after the other.
+            writes: list[asyncio.Future[list[tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]]]] = []
+            try:
+                for start in range(0, len(turns), WRITE_CHUNK):
+                    if writes and writes[-1].done():
+                        await writes[-1]  # a failed write ends the batch before more names are registered
+                    chunk = slice(start, start + WRITE_CHUNK)
+                    for observed, as_of in zip(turns[chunk], as_ofs[chunk], strict=True):
+                        span_id = await spans.enter_async_context(
+                            self.log.span(turn_id=observed.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs)
+                        )
+                        turn = common_pb2.TurnContext(turn_id=observed.turn_id, span_id=span_id)
+                        quelle = pair.user_id if observed.beobachter == common_pb2.BEOBACHTER_USER else pair.character_id
+                        self.log.write(
+                            turn_id=observed.turn_id, node=NODE_OBSERVE, art="eingang", quelle=quelle, span_id=span_id,
+                            inhalt={"text": observed.text, "beobachter": _ROLE[observed.beobachter],
+                                    "as_of": as_of.isoformat()},
+                            erstellt_am=as_of, **pair_kwargs,
+                        )  # fmt: skip
+                        if observed.HasField("analysis"):
+                            analysis = pipeline_pb2.TurnAnalysis()
+                            analysis.CopyFrom(observed.analysis)
+                            if not analysis.inhalt:
+                                analysis.inhalt = observed.text
+                        else:
+                            analysis = (await self._analyze(observed.text, pair, observed.beobachter, as_of, turn)).analysis
+                        contexts.append(turn)
+                        analyses.append(analysis)
+                    writes.append(asyncio.ensure_future(self._write_turns(
+                        pair, turns[chunk], analyses[chunk], contexts[chunk], as_ofs[chunk], timing, profile,
+                        after=writes[-1] if writes else None,
+                    )))  # fmt: skip
+                written = [one for write in writes for one in await write]
+            except BaseException:
+                # The chunks handed over before the failure are earlier turns, complete in themselves: they
+                # finish (or fail) before the error is answered, as ObserveTurn calls sent before it would.
+                await asyncio.gather(*writes, return_exceptions=True)
+                raise
+            for observed, analysis, (appended, stored) in zip(turns, analyses, written, strict=True):
+                results.append(pipeline_pb2.ObserveTurnResponse(
+                    kzg=stored, analysis=analysis, analyzed_by_service=not observed.HasField("analysis"),
+                    session_turn_count=appended.turn_count,
+                ))  # fmt: skip
+        return pipeline_pb2.ObserveTurnsResponse(results=results), timing
+
+    async def _write_turns(
+        self,
+        pair: common_pb2.Pair,
+        turns: list[pipeline_pb2.ObservedTurn],
+        analyses: list[pipeline_pb2.TurnAnalysis],
+        contexts: list[common_pb2.TurnContext],
+        as_ofs: list[datetime],
+        timing: Timing,
+        profile: Profile,
+        after: Awaitable[object] | None = None,
+    ) -> list[tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]]:
+        """:meth:`_write_turn` for a chunk of turns: one model batch, one KZG call for the appends, one
+        for the entries — sent once ``after`` (the previous chunk's write) has succeeded."""
+        writer = "pipeline.observe"
+        # A batch takes the KZG longer than one turn: the deadline grows with it.
+        timeout = self.timeout * (1.0 + len(turns) / 16)
+        appends = kzg_pb2.AppendSessionTurnsRequest(appends=[
+            kzg_pb2.AppendSessionTurnRequest(
+                pair=pair, turn=_session_turn(t.beobachter, t.text, a, c, as_of), as_of=to_timestamp(as_of)
+            )
+            for t, a, c, as_of in zip(turns, analyses, contexts, as_ofs, strict=True)
+        ])  # fmt: skip
+
+        texts = [kzg_entry_text(a, profile.speaker(t.beobachter)) for t, a in zip(turns, analyses, strict=True)]
+        wanted = [index for index, text in enumerate(texts) if text is not None]
+        embeddings: list[list[float]] = [[] for _ in turns]
+        if wanted:  # while the previous chunk is written
+            vectors = await self._embed_texts([texts[index] or "" for index in wanted], timing)
+            for index, vector in zip(wanted, vectors, strict=True):
+                embeddings[index] = vector.tolist()
+        entries = kzg_pb2.StoreEntriesRequest(entries=[
+            self._store_request(pair, t.beobachter, a, c, as_of, writer, profile, embedding)
+            for t, a, c, as_of, embedding in zip(turns, analyses, contexts, as_ofs, embeddings, strict=True)
+        ])  # fmt: skip
+        if after is not None:
+            await after
+        appended, stored = await asyncio.gather(
+            _peer("KZG", "AppendSessionTurns", self.kzg.AppendSessionTurns(appends, timeout=timeout, wait_for_ready=True)),
+            _peer("KZG", "StoreEntries", self.kzg.StoreEntries(entries, timeout=timeout, wait_for_ready=True)),
+        )  # fmt: skip
+        written = list(zip(appended.results, stored.results, strict=True))
+        for t, c, as_of, (one_appended, one_stored) in zip(turns, contexts, as_ofs, written, strict=True):
+            self._log_written(pair, t.beobachter, c, as_of, writer, one_appended, one_stored)
+        return written
 
     # ------------------------------------------------------------------ dossier
 

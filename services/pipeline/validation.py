@@ -1,4 +1,4 @@
-"""Request checks of the three pipeline RPCs (SPEC §10: bad input → a clear error, nothing changed).
+"""Request checks of the pipeline RPCs (SPEC §10: bad input → a clear error, nothing changed).
 
 Every check runs before the first call to another service, so a refused request writes nothing:
 no session turn, no KZG entry, no entity, no log record. The rules mirror what the peers
@@ -15,7 +15,11 @@ from collections.abc import Sequence
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.clusters import ClusterTable
-from novaberg_core.contract import PAIR_ID_MAX_LEN, TURN_ID_MAX_LEN  # re-exported for callers
+from novaberg_core.contract import (  # re-exported for callers
+    BATCH_MAX_TURNS,
+    PAIR_ID_MAX_LEN,
+    TURN_ID_MAX_LEN,
+)
 from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.errors import InvalidArgument
 from services.pipeline.dossier import READERS
@@ -27,6 +31,7 @@ __all__ = [
     "check_build_dossier",
     "check_dispatch",
     "check_observe",
+    "check_observe_batch",
     "check_pair",
 ]
 
@@ -74,15 +79,33 @@ def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
         raise InvalidArgument(f"{field}.magnets.timeline_id must be a positive id, got {analysis.magnets.timeline_id}")
 
 
+def _check_observed(turn: pipeline_pb2.ObserveTurnRequest | pipeline_pb2.ObservedTurn, prefix: str) -> None:
+    if not turn.turn_id.strip():
+        raise InvalidArgument(f"{prefix}turn_id must not be empty")
+    if turn.beobachter not in _BEOBACHTER:
+        raise InvalidArgument(
+            f"{prefix}beobachter must be BEOBACHTER_USER or BEOBACHTER_ASSISTANT, got {turn.beobachter}"
+        )
+    if not turn.text.strip():
+        raise InvalidArgument(f"{prefix}text must not be empty")
+    if turn.HasField("analysis"):
+        check_analysis(turn.analysis, f"{prefix}analysis")
+
+
 def check_observe(request: pipeline_pb2.ObserveTurnRequest) -> None:
     check_pair(request.pair, request.HasField("pair"))
-    check_turn_id(request.turn_id)
-    if request.beobachter not in _BEOBACHTER:
-        raise InvalidArgument(f"beobachter must be BEOBACHTER_USER or BEOBACHTER_ASSISTANT, got {request.beobachter}")
-    if not request.text.strip():
-        raise InvalidArgument("text must not be empty")
-    if request.HasField("analysis"):
-        check_analysis(request.analysis, "analysis")
+    _check_observed(request, "")
+
+
+def check_observe_batch(request: pipeline_pb2.ObserveTurnsRequest) -> None:
+    """The whole batch: a pair, 1 to BATCH_MAX_TURNS turns, each as ObserveTurn checks it (``turns[i].…``)."""
+    check_pair(request.pair, request.HasField("pair"))
+    if not request.turns:
+        raise InvalidArgument("turns must hold at least one turn")
+    if len(request.turns) > BATCH_MAX_TURNS:
+        raise InvalidArgument(f"turns may hold at most {BATCH_MAX_TURNS} turns, got {len(request.turns)}")
+    for index, turn in enumerate(request.turns):
+        _check_observed(turn, f"turns[{index}].")
 
 
 def check_readers(readers: Sequence[str]) -> list[str]:

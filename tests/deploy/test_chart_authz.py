@@ -61,5 +61,5 @@ def test_the_production_policy_is_the_image_s_without_the_client_identity() -> N
         for method in METHODS
         if production.allows(identity, method) != shipped.allows(identity, method)
     }
-    turns = {f"novaberg.pipeline.v1.PipelineService/{m}" for m in ("ObserveTurn", "BuildDossier", "Dispatch")}
+    turns = {f"novaberg.pipeline.v1.PipelineService/{m}" for m in ("ObserveTurn", "ObserveTurns", "BuildDossier", "Dispatch")}
     assert differing == {("client", method) for method in turns}

@@ -220,7 +220,7 @@ def base_requests(world: World) -> dict[tuple[str, str], Message]:
     resonanz = lzg_pb2.LzgResonanz(anker_anzahl=1, cluster="bier", erinnerungen=[lzg_pb2.Erinnerung(
         rang=1, knoten_id=world.node_id, inhalt="Rosen", emotion="freude", beobachter=USER,
         pfad=[lzg_pb2.PfadSchritt(von_knoten_id=world.node_id, geteilte_entitaet_ids=[world.entity_id], geteilte_themen=["rosen"])])])  # fmt: skip
-    return {
+    bases: dict[tuple[str, str], Message] = {
         ("kzg", "AppendSessionTurn"): kzg_pb2.AppendSessionTurnRequest(pair=PAIR, as_of=as_of, turn=kzg_pb2.SessionTurn(  # type: ignore[arg-type]
             role="user", text="Hallo", turn_id="fuzz-s", created_at=as_of, emotion="freude", arousal=0.2)),  # type: ignore[arg-type]
         ("kzg", "GetSession"): kzg_pb2.GetSessionRequest(pair=PAIR),
@@ -289,6 +289,23 @@ def base_requests(world: World) -> dict[tuple[str, str], Message]:
         ("log", "TokenUsage"): log_pb2.TokenUsageRequest(since=to_timestamp_s(1_600_000_000)),  # type: ignore[arg-type]
         **rights_requests(world, turn, as_of),
     }  # fmt: skip
+    # The bulk writes (issue 16): two items each, the second a copy of the single call's request.
+    observe = bases[("pipeline", "ObserveTurn")]
+    bases[("pipeline", "ObserveTurns")] = pipeline_pb2.ObserveTurnsRequest(
+        pair=PAIR, profile=common_pb2.PairProfile(user_name="Meister", character_name="Nova", sprache="de"),
+        turns=[pipeline_pb2.ObservedTurn(turn_id="fuzz-b1", beobachter=ASSISTANT, text="Der Garten duftet.",
+                                         analysis=analysis, as_of=as_of),  # type: ignore[arg-type]
+               pipeline_pb2.ObservedTurn(turn_id=observe.turn_id, beobachter=observe.beobachter, text=observe.text,  # type: ignore[attr-defined]
+                                         analysis=observe.analysis, as_of=observe.as_of)],  # type: ignore[attr-defined]
+    )  # fmt: skip
+    store = bases[("kzg", "StoreEntry")]
+    first = kzg_pb2.StoreEntryRequest()
+    first.CopyFrom(store)
+    first.inhalt = "Die Rosen sind verblüht."
+    bases[("kzg", "StoreEntries")] = kzg_pb2.StoreEntriesRequest(entries=[first, store])  # type: ignore[list-item]
+    append = bases[("kzg", "AppendSessionTurn")]
+    bases[("kzg", "AppendSessionTurns")] = kzg_pb2.AppendSessionTurnsRequest(appends=[append, append])  # type: ignore[list-item]
+    return bases
 
 
 def rights_requests(world: World, turn: common_pb2.TurnContext, as_of: object) -> dict[tuple[str, str], Message]:

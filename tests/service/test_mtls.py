@@ -345,7 +345,7 @@ async def test_outside_callers_only_drive_turns(
 ) -> None:
     _, running = server
     every = [f"{s.full_name}/{m.name}" for f in FILES for s in f.services_by_name.values() for m in s.methods]
-    turns = {f"novaberg.pipeline.v1.PipelineService/{m}" for m in ("ObserveTurn", "BuildDossier", "Dispatch")}
+    turns = {f"novaberg.pipeline.v1.PipelineService/{m}" for m in ("ObserveTurn", "ObserveTurns", "BuildDossier", "Dispatch")}
     for identity in ("gateway", "client"):
         async with grpc.aio.secure_channel(running.target, _credentials(certs[identity])) as channel:
             outcome = {method: await _call(channel, method) for method in every}

@@ -23,7 +23,7 @@ EVERY_RPC = sorted(
     for method in service.methods
 )
 SERVICES = ("kzg", "lzg", "pipeline", "pixie", "log")
-TURNS = {f"novaberg.pipeline.v1.PipelineService/{m}" for m in ("ObserveTurn", "BuildDossier", "Dispatch")}
+TURNS = {f"novaberg.pipeline.v1.PipelineService/{m}" for m in ("ObserveTurn", "ObserveTurns", "BuildDossier", "Dispatch")}
 STUB_SERVICES = {"kzg": "novaberg.kzg.v1.KzgService", "lzg": "novaberg.lzg.v1.LzgService",
                  "stub": "novaberg.lzg.v1.LzgService", "log": "novaberg.log.v1.LogService"}  # fmt: skip
 

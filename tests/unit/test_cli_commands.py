@@ -103,6 +103,9 @@ class FakePipeline(pipeline_pb2_grpc.PipelineServiceServicer):
 
     def ObserveTurn(self, request: Any, context: grpc.ServicerContext) -> Any:
         self.rec.add("ObserveTurn", request)
+        return self._observed(request, context)
+
+    def _observed(self, request: Any, context: grpc.ServicerContext) -> Any:
         if request.text == "bitte scheitern":
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "analysis.salience.salienz must be in 0..1,\n got 7")
         stored = kzg_pb2.StoreEntryResponse(
@@ -112,6 +115,16 @@ class FakePipeline(pipeline_pb2_grpc.PipelineServiceServicer):
         return pipeline_pb2.ObserveTurnResponse(
             kzg=stored, analysis=request.analysis, analyzed_by_service=not request.HasField("analysis")
         )
+
+    def ObserveTurns(self, request: Any, context: grpc.ServicerContext) -> Any:
+        self.rec.add("ObserveTurns", request)
+        results = []
+        for turn in request.turns:
+            one = pipeline_pb2.ObserveTurnRequest(
+                pair=request.pair, turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text
+            )
+            results.append(self._observed(one, context))
+        return pipeline_pb2.ObserveTurnsResponse(results=results)
 
     def BuildDossier(self, request: Any, context: grpc.ServicerContext) -> Any:
         self.rec.add("BuildDossier", request)
@@ -302,13 +315,17 @@ def test_import_observes_every_turn_in_order_with_a_progress_bar(
               "as_of": f"2026-11-01T10:{i:02d}:00"} for i in range(6)]  # fmt: skip
     path.write_text(json.dumps({"turns": turns}))
     assert main(["import", str(path), "--user", "meister", "--promote"]) == 0
-    requests = cli.of("ObserveTurn")
+    (batch,) = cli.of("ObserveTurns")  # one pair's turns in one batch
+    assert batch.pair == common_pb2.Pair(user_id="meister", character_id="nova")
+    requests = list(batch.turns)
     assert [r.text for r in requests] == [f"Satz {i}" for i in range(6)]
     assert [r.beobachter for r in requests] == [common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT] * 3
     assert all(not r.HasField("analysis") for r in requests)  # the analyzer runs on imported turns
     assert requests[5].as_of.ToDatetime(tzinfo=UTC) == datetime(2026, 11, 1, 10, 5, tzinfo=UTC)
+    assert cli.of("ObserveTurn") == []
     captured = capsys.readouterr()
-    assert "\r" in captured.err and "6/6 100.0%" in captured.err
+    # Not a terminal: the progress is plain lines (here the final one), never \r frames.
+    assert "\r" not in captured.err and "6/6 100.0%" in captured.err and "ETA 0:00" in captured.err
     assert "pair meister · nova: 6 turns observed" in captured.out
     assert "KZG: high 6; 6 queued for promotion" in captured.out
     (trigger,) = cli.of("TriggerTask")

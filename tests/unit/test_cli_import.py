@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from novaberg.common.v1 import common_pb2
-from novaberg_dev.cli import CliError, ProgressBar, parse_locomo, parse_locomo_date, parse_turn_file
+from novaberg_dev.cli import (
+    CliError,
+    ProgressBar,
+    observe_batches,
+    parse_locomo,
+    parse_locomo_date,
+    parse_turn_file,
+)
 
 LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
 
@@ -86,13 +94,69 @@ def test_plain_turn_file() -> None:
         parse_turn_file({"foo": 1})
 
 
-def test_progress_bar_redraws_one_line() -> None:
+def test_progress_bar_redraws_one_line_on_a_terminal() -> None:
     stream = io.StringIO()
-    bar = ProgressBar(4, label="import x", stream=stream, width=8)
+    bar = ProgressBar(4, label="import x", stream=stream, width=8, live=True)
     bar.advance()
     bar.advance()
     assert stream.getvalue().count("\r") == 2 and "\n" not in stream.getvalue()
     assert "[####....] 2/4  50.0%" in stream.getvalue()
+    assert re.search(r"/s ETA \d+:\d\d$", stream.getvalue())
     bar.advance(2)
     bar.finish()
     assert stream.getvalue().endswith("\n") and "[########] 4/4 100.0%" in stream.getvalue()
+    assert stream.getvalue().endswith("ETA 0:00\n")
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_progress_bar_writes_periodic_lines_when_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = _Clock()
+    monkeypatch.setattr("novaberg_dev.cli.common.clock", clock)
+    stream = io.StringIO()  # not a TTY
+    bar = ProgressBar(100, label="import x", stream=stream, width=10, every_s=5.0)
+    for _ in range(10):  # 10 turns a second, 10 s long
+        clock.now += 1.0
+        bar.advance(10)
+    bar.finish()
+    lines = stream.getvalue().splitlines()
+    assert "\r" not in stream.getvalue()
+    assert lines == [
+        "import x [#####.....] 50/100  50.0%   10.0/s ETA 0:05",
+        "import x [##########] 100/100 100.0%   10.0/s ETA 0:00",
+    ]
+    bar.finish()  # nothing new: no second final line
+    assert len(stream.getvalue().splitlines()) == 2
+
+
+def test_eta_in_hours() -> None:
+    clock_start = ProgressBar(10_000, stream=io.StringIO(), live=False)
+    clock_start.done = 1
+    clock_start.started -= 1.0
+    assert clock_start.render().endswith("ETA 2:46:39")
+
+
+def test_import_batches_keep_the_order_and_never_mix_pairs() -> None:
+    data = json.loads(LOCOMO.read_text())
+    turns = parse_turn_file(data, samples=[data[0]["sample_id"], data[1]["sample_id"]])
+    batches = observe_batches(turns, size=64)
+    assert [t.turn_id for b in batches for t in b.turns] == [t.turn_id for t in turns]
+    assert all(0 < len(b.turns) <= 64 for b in batches)
+    first_pair = turns[0].pair
+    by_pair = [sum(1 for t in turns if t.pair == b.pair) for b in batches]
+    assert len({(b.pair.user_id, b.pair.character_id) for b in batches}) == 2 and all(by_pair)
+    assert batches[0].pair == first_pair and batches[0].profile == turns[0].profile
+    boundary = next(i for i, b in enumerate(batches) if b.pair != first_pair)
+    assert all(b.pair == first_pair for b in batches[:boundary]) and len(batches[boundary - 1].turns) <= 64
+    assert batches[0].turns[0].as_of.ToDatetime(tzinfo=UTC) == turns[0].as_of
+    plain = parse_turn_file({"turns": [{"role": "user", "text": "x" * 15_000}] * 300})
+    assert [len(b.turns) for b in observe_batches(plain, size=64)] == [64, 64, 64, 64, 44]
+    assert not observe_batches(plain)[0].HasField("profile")
+    assert all(b.ByteSize() < 2 * 1024 * 1024 for b in observe_batches(plain, size=256))
+    assert [len(b.turns) for b in observe_batches(plain)] == [128, 128, 44]

@@ -123,3 +123,15 @@ async def test_embedding_does_not_block_the_event_loop(minilm_provider: Embeddin
 def test_make_provider_returns_one_instance_per_process() -> None:
     assert make_provider("minilm") is make_provider("minilm")
     assert make_provider("use") is make_provider("use")
+
+
+def test_minilm_runs_are_bounded_in_size_and_padding() -> None:
+    from novaberg_core.embedding.minilm import BATCH_SIZE, RUN_LENGTH_SLACK, _runs
+
+    lengths = np.array([12, 40, 11, 13, 100, 41, 12, 45, 90, 12] + [20] * 40)
+    order = np.argsort(lengths, kind="stable")
+    runs = _runs(lengths, order)
+    assert np.concatenate(runs).tolist() == order.tolist()  # every text once, in length order
+    assert all(len(run) <= BATCH_SIZE for run in runs)
+    assert all(lengths[run].max() <= lengths[run[0]] * RUN_LENGTH_SLACK + 2 for run in runs)
+    assert [len(run) for run in runs] == [5, 16, 16, 8, 3, 2]  # 12s+11+13, 20s, 40s, then 90 and 100

@@ -38,13 +38,21 @@ from novaberg_dev.cli.common import (
     running_stack_pid,
     write_stack_file,
 )
-from novaberg_dev.cli.conversation import ImportedTurn, parse_locomo, parse_locomo_date, parse_turn_file
+from novaberg_dev.cli.conversation import (
+    IMPORT_BATCH,
+    ImportedTurn,
+    observe_batches,
+    parse_locomo,
+    parse_locomo_date,
+    parse_turn_file,
+)
 from novaberg_dev.cli.maintenance import COUNT_WORDS
 from novaberg_dev.cli.up import cli_command
 
 __all__ = [
     "COUNT_WORDS",
     "DEFAULT_DATA_DIR",
+    "IMPORT_BATCH",
     "STACK_FILE",
     "CliError",
     "ImportedTurn",
@@ -52,6 +60,7 @@ __all__ = [
     "build_parser",
     "cli_command",
     "main",
+    "observe_batches",
     "parse_locomo",
     "parse_locomo_date",
     "parse_turn_file",

@@ -188,29 +188,67 @@ async def node_texts(clients: ServiceClients, pair: common_pb2.Pair) -> dict[int
 
 
 class ProgressBar:
-    """A one-line progress bar on a terminal stream, redrawn with ``\\r`` (no dependency)."""
+    """Progress with rate and ETA: one line redrawn with ``\\r`` on a terminal, else a line every ``every_s``.
 
-    def __init__(self, total: int, *, label: str = "", stream: TextIO | None = None, width: int = 30) -> None:
+    ``live`` (default: whether ``stream`` is a terminal) chooses the redrawn line; a redirected
+    stream (a log file, ``| tee``) gets plain lines instead of one frame per step.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        label: str = "",
+        stream: TextIO | None = None,
+        width: int = 30,
+        live: bool | None = None,
+        every_s: float = 5.0,
+    ) -> None:
         self.total = max(total, 0)
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.width = width
+        isatty = getattr(self.stream, "isatty", None)
+        self.live = live if live is not None else bool(isatty and isatty())
+        self.every_s = every_s
         self.done = 0
         self.started = clock.monotonic()
+        self._printed = -1
+        self._printed_at = self.started
 
     def render(self) -> str:
         share = self.done / self.total if self.total else 1.0
         filled = round(share * self.width)
         elapsed = max(clock.monotonic() - self.started, 1e-9)
         rate = self.done / elapsed
+        remaining = max(self.total - self.done, 0)
+        eta = _duration(remaining / rate) if rate > 0 else "--:--"
         return (f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self.done}/{self.total} "
-                f"{share * 100:5.1f}% {rate:6.1f}/s")
+                f"{share * 100:5.1f}% {rate:6.1f}/s ETA {eta}")
 
     def advance(self, n: int = 1) -> None:
         self.done = min(self.done + n, self.total) if self.total else self.done + n
-        self.stream.write("\r" + self.render())
-        self.stream.flush()
+        if self.live:
+            self.stream.write("\r" + self.render())
+            self.stream.flush()
+        elif clock.monotonic() - self._printed_at >= self.every_s:
+            self._line()
 
     def finish(self) -> None:
-        self.stream.write("\r" + self.render() + "\n")
+        if self.live:
+            self.stream.write("\r" + self.render() + "\n")
+            self.stream.flush()
+        elif self._printed != self.done:
+            self._line()
+
+    def _line(self) -> None:
+        self.stream.write(self.render() + "\n")
         self.stream.flush()
+        self._printed, self._printed_at = self.done, clock.monotonic()
+
+
+def _duration(seconds: float) -> str:
+    """``m:ss`` or ``h:mm:ss``."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"

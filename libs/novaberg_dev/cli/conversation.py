@@ -37,10 +37,12 @@ from novaberg_dev.cli.maintenance import print_run
 from novaberg_dev.clients import ServiceCallError, ServiceClients
 
 __all__ = [
+    "IMPORT_BATCH",
     "ImportedTurn",
     "cmd_import",
     "cmd_observe",
     "cmd_recall",
+    "observe_batches",
     "parse_locomo",
     "parse_locomo_date",
     "parse_turn_file",
@@ -49,7 +51,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ImportedTurn:
-    """One turn of a conversation file, ready for ObserveTurn."""
+    """One turn of a conversation file, ready for ObserveTurn(s)."""
 
     pair: common_pb2.Pair
     turn_id: str
@@ -235,6 +237,36 @@ async def cmd_recall(clients: ServiceClients, args: argparse.Namespace, out: Cal
     return 0
 
 
+IMPORT_BATCH = 128
+"""Turns per ``ObserveTurns`` call of ``novaberg import`` (the service takes up to 256): enough for the
+pipeline to analyse one chunk while it embeds and writes the one before (turns.WRITE_CHUNK), few enough
+for the progress bar to move every few seconds."""
+IMPORT_BATCH_BYTES = 2 * 1024 * 1024
+"""A batch stays under half the services' 4 MiB receive limit, however long its turns."""
+
+
+def observe_batches(
+    turns: Sequence[ImportedTurn], size: int = IMPORT_BATCH
+) -> list[pipeline_pb2.ObserveTurnsRequest]:
+    """``ObserveTurns`` requests for ``turns`` in their order: consecutive turns of one pair (and
+    profile), at most ``size`` turns and :data:`IMPORT_BATCH_BYTES` each."""
+    batches: list[pipeline_pb2.ObserveTurnsRequest] = []
+    current: pipeline_pb2.ObserveTurnsRequest | None = None
+    for turn in turns:
+        observed = pipeline_pb2.ObservedTurn(turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text)
+        if turn.as_of is not None:
+            observed.as_of.CopyFrom(to_timestamp(turn.as_of))
+        same_pair = current is not None and current.pair == turn.pair and (
+            current.profile == turn.profile if turn.profile is not None else not current.HasField("profile")
+        )  # fmt: skip
+        if (current is None or not same_pair or len(current.turns) >= size
+                or current.ByteSize() + observed.ByteSize() > IMPORT_BATCH_BYTES):  # fmt: skip
+            current = pipeline_pb2.ObserveTurnsRequest(pair=turn.pair, profile=turn.profile)
+            batches.append(current)
+        current.turns.append(observed)
+    return batches
+
+
 async def cmd_import(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     path = Path(args.file)
     try:
@@ -252,25 +284,22 @@ async def cmd_import(clients: ServiceClients, args: argparse.Namespace, out: Cal
     tiers: dict[str, int] = {}
     queued = 0
     pairs: dict[tuple[str, str], int] = {}
-    for turn in turns:
-        request = pipeline_pb2.ObserveTurnRequest(
-            pair=turn.pair, turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text, profile=turn.profile,
-        )
-        if turn.as_of is not None:
-            request.as_of.CopyFrom(to_timestamp(turn.as_of))
+    # Batches of one pair's turns in file order (ObserveTurns: the result of ObserveTurn per turn).
+    for request in observe_batches(turns):
         try:
-            response = await clients.call("pipeline", "ObserveTurn", request)
+            response = await clients.call("pipeline", "ObserveTurns", request, timeout=600.0)
         except ServiceCallError:
             bar.finish()
             raise
-        stored = response.kzg
-        tier = ("rejected" if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE
-                else kzg_pb2.Tier.Name(stored.tier).removeprefix("TIER_").lower())
-        tiers[tier] = tiers.get(tier, 0) + 1
-        queued += int(stored.queued_for_promotion) + stored.reinforced_queued_count
-        key = (turn.pair.user_id, turn.pair.character_id)
-        pairs[key] = pairs.get(key, 0) + 1
-        bar.advance()
+        for result in response.results:
+            stored = result.kzg
+            tier = ("rejected" if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE
+                    else kzg_pb2.Tier.Name(stored.tier).removeprefix("TIER_").lower())
+            tiers[tier] = tiers.get(tier, 0) + 1
+            queued += int(stored.queued_for_promotion) + stored.reinforced_queued_count
+        key = (request.pair.user_id, request.pair.character_id)
+        pairs[key] = pairs.get(key, 0) + len(request.turns)
+        bar.advance(len(request.turns))
     bar.finish()
     for (user, character), count in pairs.items():
         out(f"pair {user} · {character}: {count} turns observed")

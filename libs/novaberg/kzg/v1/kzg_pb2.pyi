@@ -145,6 +145,30 @@ class StoreEntryResponse(_message.Message):
     canon_rejections: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, outcome: _Optional[_Union[StoreOutcome, str]] = ..., kzg_key: _Optional[str] = ..., tier: _Optional[_Union[Tier, str]] = ..., salienz: _Optional[float] = ..., ttl_seconds: _Optional[int] = ..., queued_for_promotion: _Optional[bool] = ..., reinforced_count: _Optional[int] = ..., reinforced_queued_count: _Optional[int] = ..., canon_rejections: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class StoreEntriesRequest(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[StoreEntryRequest]
+    def __init__(self, entries: _Optional[_Iterable[_Union[StoreEntryRequest, _Mapping]]] = ...) -> None: ...
+
+class StoreEntriesResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[StoreEntryResponse]
+    def __init__(self, results: _Optional[_Iterable[_Union[StoreEntryResponse, _Mapping]]] = ...) -> None: ...
+
+class AppendSessionTurnsRequest(_message.Message):
+    __slots__ = ("appends",)
+    APPENDS_FIELD_NUMBER: _ClassVar[int]
+    appends: _containers.RepeatedCompositeFieldContainer[AppendSessionTurnRequest]
+    def __init__(self, appends: _Optional[_Iterable[_Union[AppendSessionTurnRequest, _Mapping]]] = ...) -> None: ...
+
+class AppendSessionTurnsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[AppendSessionTurnResponse]
+    def __init__(self, results: _Optional[_Iterable[_Union[AppendSessionTurnResponse, _Mapping]]] = ...) -> None: ...
+
 class RetrieveFilters(_message.Message):
     __slots__ = ("emotion", "modus", "entitaet_ids", "themen", "timeline_id", "min_salienz")
     EMOTION_FIELD_NUMBER: _ClassVar[int]

@@ -60,6 +60,16 @@ class KzgServiceStub:
                 request_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.StoreEntryRequest.SerializeToString,
                 response_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.StoreEntryResponse.FromString,
                 _registered_method=True)
+        self.StoreEntries = channel.unary_unary(
+                '/novaberg.kzg.v1.KzgService/StoreEntries',
+                request_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.StoreEntriesRequest.SerializeToString,
+                response_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.StoreEntriesResponse.FromString,
+                _registered_method=True)
+        self.AppendSessionTurns = channel.unary_unary(
+                '/novaberg.kzg.v1.KzgService/AppendSessionTurns',
+                request_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.AppendSessionTurnsRequest.SerializeToString,
+                response_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.AppendSessionTurnsResponse.FromString,
+                _registered_method=True)
         self.Retrieve = channel.unary_unary(
                 '/novaberg.kzg.v1.KzgService/Retrieve',
                 request_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.RetrieveRequest.SerializeToString,
@@ -164,6 +174,28 @@ class KzgServiceServicer:
     def StoreEntry(self, request, context):
         """KZG write path (SPEC §4.2–§4.4): gate, TTL tier, thematic reinforcement, promotion queue.
         Not idempotent unless entry_id is given (then ALREADY_EXISTS on a repeat).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StoreEntries(self, request, context):
+        """Many entries of one pair (a bulk import, issue 16), applied in order exactly as StoreEntry
+        calls one after another would: gate, tier, promotion queue, and thematic reinforcement, in
+        which a later entry of the batch reinforces the earlier ones it shares a theme with. Entries
+        without an embedding are embedded in one model batch. The request is checked as a whole
+        first (INVALID_ARGUMENT names entries[i] and the field; nothing is written); at most 256
+        entries, all of one pair. Not idempotent; after the check an outage (UNAVAILABLE) may leave
+        the first entries of the batch written.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AppendSessionTurns(self, request, context):
+        """Many session turns of one pair, appended in order exactly as AppendSessionTurn calls one
+        after another would (summarised or trimmed as the list grows). Checked as a whole first
+        (appends[i]); at most 256, all of one pair. Not idempotent (appends).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -306,6 +338,16 @@ def add_KzgServiceServicer_to_server(servicer, server):
                     servicer.StoreEntry,
                     request_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.StoreEntryRequest.FromString,
                     response_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.StoreEntryResponse.SerializeToString,
+            ),
+            'StoreEntries': grpc.unary_unary_rpc_method_handler(
+                    servicer.StoreEntries,
+                    request_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.StoreEntriesRequest.FromString,
+                    response_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.StoreEntriesResponse.SerializeToString,
+            ),
+            'AppendSessionTurns': grpc.unary_unary_rpc_method_handler(
+                    servicer.AppendSessionTurns,
+                    request_deserializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.AppendSessionTurnsRequest.FromString,
+                    response_serializer=novaberg_dot_kzg_dot_v1_dot_kzg__pb2.AppendSessionTurnsResponse.SerializeToString,
             ),
             'Retrieve': grpc.unary_unary_rpc_method_handler(
                     servicer.Retrieve,
@@ -469,6 +511,60 @@ class KzgService:
             '/novaberg.kzg.v1.KzgService/StoreEntry',
             novaberg_dot_kzg_dot_v1_dot_kzg__pb2.StoreEntryRequest.SerializeToString,
             novaberg_dot_kzg_dot_v1_dot_kzg__pb2.StoreEntryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StoreEntries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.kzg.v1.KzgService/StoreEntries',
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.StoreEntriesRequest.SerializeToString,
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.StoreEntriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AppendSessionTurns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.kzg.v1.KzgService/AppendSessionTurns',
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.AppendSessionTurnsRequest.SerializeToString,
+            novaberg_dot_kzg_dot_v1_dot_kzg__pb2.AppendSessionTurnsResponse.FromString,
             options,
             channel_credentials,
             insecure,

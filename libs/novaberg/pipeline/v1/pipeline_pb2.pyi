@@ -54,6 +54,36 @@ class ObserveTurnResponse(_message.Message):
     session_turn_count: int
     def __init__(self, kzg: _Optional[_Union[_kzg_pb2.StoreEntryResponse, _Mapping]] = ..., analysis: _Optional[_Union[TurnAnalysis, _Mapping]] = ..., analyzed_by_service: _Optional[bool] = ..., session_turn_count: _Optional[int] = ...) -> None: ...
 
+class ObservedTurn(_message.Message):
+    __slots__ = ("turn_id", "beobachter", "text", "analysis", "as_of")
+    TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    BEOBACHTER_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    ANALYSIS_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
+    turn_id: str
+    beobachter: _common_pb2.Beobachter
+    text: str
+    analysis: TurnAnalysis
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, turn_id: _Optional[str] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., text: _Optional[str] = ..., analysis: _Optional[_Union[TurnAnalysis, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ObserveTurnsRequest(_message.Message):
+    __slots__ = ("pair", "turns", "profile")
+    PAIR_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
+    pair: _common_pb2.Pair
+    turns: _containers.RepeatedCompositeFieldContainer[ObservedTurn]
+    profile: _common_pb2.PairProfile
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., turns: _Optional[_Iterable[_Union[ObservedTurn, _Mapping]]] = ..., profile: _Optional[_Union[_common_pb2.PairProfile, _Mapping]] = ...) -> None: ...
+
+class ObserveTurnsResponse(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[ObserveTurnResponse]
+    def __init__(self, results: _Optional[_Iterable[_Union[ObserveTurnResponse, _Mapping]]] = ...) -> None: ...
+
 class ActivatedGoal(_message.Message):
     __slots__ = ("embedding", "aktivierungs_staerke")
     EMBEDDING_FIELD_NUMBER: _ClassVar[int]

@@ -49,6 +49,11 @@ class PipelineServiceStub:
                 request_serializer=novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.ObserveTurnRequest.SerializeToString,
                 response_deserializer=novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.ObserveTurnResponse.FromString,
                 _registered_method=True)
+        self.ObserveTurns = channel.unary_unary(
+                '/novaberg.pipeline.v1.PipelineService/ObserveTurns',
+                request_serializer=novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.ObserveTurnsRequest.SerializeToString,
+                response_deserializer=novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.ObserveTurnsResponse.FromString,
+                _registered_method=True)
         self.BuildDossier = channel.unary_unary(
                 '/novaberg.pipeline.v1.PipelineService/BuildDossier',
                 request_serializer=novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.BuildDossierRequest.SerializeToString,
@@ -82,6 +87,21 @@ class PipelineServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ObserveTurns(self, request, context):
+        """Observes many turns of one pair at once, in order (a conversation import, issue 16): the same
+        analysis, stored result and log records as ObserveTurn called for each turn in turn; the
+        turns are embedded and written in chunks of 64 (one model run and one KZG call each for the
+        session appends and the entries), the next chunk analysed meanwhile. The request is checked as
+        a whole first: a bad turn is INVALID_ARGUMENT naming turns[i] and its field, and nothing is
+        written. At most 256 turns (more: INVALID_ARGUMENT; a message over 4 MiB: RESOURCE_EXHAUSTED).
+        Not idempotent. A failure after the check (UNAVAILABLE, DEADLINE_EXCEEDED, the analyzer) may
+        leave the first chunks of the batch written (entities the analyzer registered, session turns,
+        KZG entries): resend only after checking the session (KzgService/GetSession) for what arrived.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def BuildDossier(self, request, context):
         """Builds the memory dossier before the character answers.
         Idempotent (reads only).
@@ -105,6 +125,11 @@ def add_PipelineServiceServicer_to_server(servicer, server):
                     servicer.ObserveTurn,
                     request_deserializer=novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.ObserveTurnRequest.FromString,
                     response_serializer=novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.ObserveTurnResponse.SerializeToString,
+            ),
+            'ObserveTurns': grpc.unary_unary_rpc_method_handler(
+                    servicer.ObserveTurns,
+                    request_deserializer=novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.ObserveTurnsRequest.FromString,
+                    response_serializer=novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.ObserveTurnsResponse.SerializeToString,
             ),
             'BuildDossier': grpc.unary_unary_rpc_method_handler(
                     servicer.BuildDossier,
@@ -154,6 +179,33 @@ class PipelineService:
             '/novaberg.pipeline.v1.PipelineService/ObserveTurn',
             novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.ObserveTurnRequest.SerializeToString,
             novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.ObserveTurnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ObserveTurns(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/novaberg.pipeline.v1.PipelineService/ObserveTurns',
+            novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.ObserveTurnsRequest.SerializeToString,
+            novaberg_dot_pipeline_dot_v1_dot_pipeline__pb2.ObserveTurnsResponse.FromString,
             options,
             channel_credentials,
             insecure,
