@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -20,7 +21,6 @@ from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg_core.pipeline_log import GrpcLogSink, PipelineLog
 from novaberg_core.server import RunningServer, insecure_channel
 from novaberg_core.timeutil import from_timestamp, to_timestamp
-from novaberg_dev.stack import free_port
 from services.log.server import create_server
 from tests.service.log.conftest import log_config
 
@@ -123,7 +123,11 @@ async def test_invalid_records_are_refused_naming_the_record_and_nothing_is_writ
 
 
 async def test_writer_never_blocks_while_the_log_service_is_down_and_delivers_after(pg_url: str) -> None:
-    port = free_port()
+    # The port stays bound (not listening: connections are refused) until the service takes it, so no
+    # other process on the machine can start listening there in between.
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))
+    port = holder.getsockname()[1]
     plog = PipelineLog(
         GrpcLogSink(f"127.0.0.1:{port}", timeout_seconds=2.0),
         flush_seconds=0.05,
@@ -144,6 +148,7 @@ async def test_writer_never_blocks_while_the_log_service_is_down_and_delivers_af
     durations.sort()
     assert durations[int(len(durations) * 0.99)] < 200e-6
 
+    holder.close()
     running = await create_server(log_config(pg_url, port=port))
     try:
         async with insecure_channel(running.target) as channel:
