@@ -32,9 +32,9 @@ SOURCE_WEIGHTS: Mapping[str, float] = {
 """Weight of each source; the context of a memory and the associations support, they do not lead."""
 RECALL_DEPTH = 25
 """How many memories of each layer the recall list is fused from, whatever ``recall_k`` asks: the first
-ten of a list are the same whether 10 or 25 are asked (SPEC §11). LoCoMo dev R@10 66.5 when the depth
-followed a recall_k of 50, 65.8 at 25 (bench/locomo_bench.py); 25 keeps the dossier p50 near 29 ms
-there, 50 costs ~34 ms."""
+ten of a list are the same whether 10 or 25 are asked (SPEC §11). LoCoMo dev R@10 66.7 with depth 50,
+66.0 and 65.9 with 25 (bench/locomo_bench.py); a replay of 200 dev questions on one day gave a dossier
+p50 of 28.5 ms at depth 25 and 34.0 ms at 50 (docs/decisions.md)."""
 LEXICAL_GATE = 0.5
 """Least lexical strength (share of the question's idf mass a memory matches, ``novaberg_core.lexical``)
 a candidate found by lexical search alone needs (SPEC §11: off-topic questions get nothing)."""

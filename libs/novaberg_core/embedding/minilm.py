@@ -43,7 +43,7 @@ class _MiniLMRuntime:
         options.log_severity_level = 3
         # ONNX Runtime's pool threads spin after each run by default: a query embedded per turn left
         # them burning ~22 ms of CPU per dossier on cores the stores and the other services need
-        # (bench/locomo_bench.py; docs/decisions.md "No spinning threads").
+        # (the pipeline's CPU time over a LoCoMo question replay; docs/decisions.md "No spinning threads").
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.add_session_config_entry("session.inter_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(

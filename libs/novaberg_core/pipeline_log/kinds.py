@@ -3,6 +3,7 @@ writes, errors, tokens, the raw turn, spans."""
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
@@ -14,10 +15,11 @@ from novaberg_core.pipeline_log.records import (
 )
 
 
-class RecordKinds:
+class RecordKinds(abc.ABC):
     """The helpers of :class:`~novaberg_core.pipeline_log.PipelineLog`, one per record kind; each
     builds a fresh ``inhalt`` and hands it to :meth:`write`."""
 
+    @abc.abstractmethod
     def write(
         self,
         *,
@@ -31,7 +33,7 @@ class RecordKinds:
         character_id: str | None = None,
         erstellt_am: datetime | None = None,
     ) -> None:
-        raise NotImplementedError  # the writer's (novaberg_core.pipeline_log.writer)
+        """Enqueue one record: :meth:`novaberg_core.pipeline_log.writer.PipelineLog.write`."""
 
     def decision(
         self,
