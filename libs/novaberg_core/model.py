@@ -1,0 +1,150 @@
+"""The types every service shares, each owning its one conversion to and from proto (issue 15).
+
+A service translates a request into these once, at its servicer, and back once; nested stays
+nested (an entry carries its :class:`Ei` and :class:`Magnets`, not their fields flattened). The
+checks are the shared contract's (:mod:`novaberg_core.contract`); the meaning is SPEC §0 (pair,
+perspective) and SPEC §4.1 (the emotional-intelligence fields copied unchanged from KZG into LZG).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from typing import Any
+
+from novaberg.common.v1 import common_pb2
+from novaberg_core.contract import check_pair
+from novaberg_core.errors import InvalidArgument
+
+__all__ = ["EI_FIELDS", "Beobachter", "Ei", "Magnets", "Pair"]
+
+
+class Beobachter(StrEnum):
+    """Whose perspective a turn or memory is (SPEC §0); the value is what the stores keep."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+
+    @classmethod
+    def from_proto(cls, value: int, field: str = "beobachter") -> Beobachter:
+        """The perspective of a proto enum value; UNSPECIFIED or an unknown number is refused."""
+        try:
+            return _BEOBACHTER_OF_PROTO[value]
+        except KeyError:
+            raise InvalidArgument(f"{field} must be BEOBACHTER_USER or BEOBACHTER_ASSISTANT, got {value}") from None
+
+    @classmethod
+    def filter_from_proto(cls, value: int, field: str = "beobachter") -> Beobachter | None:
+        """A read filter: UNSPECIFIED means both perspectives (None)."""
+        if value == common_pb2.BEOBACHTER_UNSPECIFIED:
+            return None
+        return cls.from_proto(value, field)
+
+    @classmethod
+    def of_name(cls, name: str, field: str = "beobachter") -> Beobachter:
+        """The perspective a store or a document names; anything else is refused."""
+        try:
+            return cls(name)
+        except ValueError:
+            raise InvalidArgument(f"{field} must be one of {', '.join(cls)}, got {name!r}") from None
+
+    def to_proto(self) -> common_pb2.Beobachter:
+        return _PROTO_OF_BEOBACHTER[self]
+
+
+_PROTO_OF_BEOBACHTER: Mapping[Beobachter, common_pb2.Beobachter] = {
+    Beobachter.USER: common_pb2.BEOBACHTER_USER,
+    Beobachter.ASSISTANT: common_pb2.BEOBACHTER_ASSISTANT,
+}
+_BEOBACHTER_OF_PROTO: Mapping[int, Beobachter] = {int(value): name for name, value in _PROTO_OF_BEOBACHTER.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """A conversation pair (SPEC §0): the unit of isolation of every store."""
+
+    user_id: str
+    character_id: str
+
+    def check(self, field: str = "pair") -> Pair:
+        """The shared pair rule (both ids set, within the pair-id rule); returns ``self``."""
+        check_pair(self.user_id, self.character_id, field)
+        return self
+
+    @classmethod
+    def from_proto(cls, message: common_pb2.Pair, field: str = "pair") -> Pair:
+        """The checked pair of a request."""
+        return cls(message.user_id, message.character_id).check(field)
+
+    def to_proto(self) -> common_pb2.Pair:
+        return common_pb2.Pair(user_id=self.user_id, character_id=self.character_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Ei:
+    """The emotional-intelligence fields of a turn, copied unchanged from KZG into LZG (SPEC §4.1)."""
+
+    emotion: str = ""
+    modus: str = ""
+    arousal: float = 0.0
+    emotions_vektor: str = ""
+    sprach_stil: str = ""
+    beziehungs_dynamik: str = ""
+    tone: str = ""
+    intentionen: tuple[str, ...] = ()
+
+    @classmethod
+    def from_proto(cls, message: common_pb2.EiFields) -> Ei:
+        return cls(
+            emotion=message.emotion,
+            modus=message.modus,
+            arousal=message.arousal,
+            emotions_vektor=message.emotions_vektor,
+            sprach_stil=message.sprach_stil,
+            beziehungs_dynamik=message.beziehungs_dynamik,
+            tone=message.tone,
+            intentionen=tuple(message.intentionen),
+        )
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Ei:
+        """The fields of a store row (or any mapping) that names them as the proto does."""
+        scalars = {name: row[name] for name in EI_FIELDS if name != "intentionen"}
+        return cls(**scalars, intentionen=tuple(row["intentionen"] or ()))
+
+    def to_proto(self) -> common_pb2.EiFields:
+        return common_pb2.EiFields(**self.as_dict())
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields by name, ``intentionen`` as a list (a store row's or a JSON document's shape)."""
+        values = {name: getattr(self, name) for name in EI_FIELDS}
+        values["intentionen"] = list(self.intentionen)
+        return values
+
+
+EI_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Ei))
+"""The eight field names, in the proto's order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Magnets:
+    """What a turn is attached to (SPEC §4.1): the entities it names, in order of first mention, and its timeline."""
+
+    entitaet_ids: tuple[int, ...] = ()
+    timeline_id: int | None = None
+
+    @classmethod
+    def from_proto(cls, message: common_pb2.Magnets) -> Magnets:
+        timeline = message.timeline_id if message.HasField("timeline_id") else None
+        return cls(entitaet_ids=tuple(message.entitaet_ids), timeline_id=timeline)
+
+    @classmethod
+    def of(cls, entitaet_ids: Sequence[int], timeline_id: int | None) -> Magnets:
+        return cls(tuple(entitaet_ids), timeline_id)
+
+    def to_proto(self) -> common_pb2.Magnets:
+        message = common_pb2.Magnets(entitaet_ids=list(self.entitaet_ids))
+        if self.timeline_id is not None:
+            message.timeline_id = self.timeline_id
+        return message

@@ -1,0 +1,58 @@
+"""The shared model (issue 15): one conversion to and from proto per type, the checks of the contract."""
+
+from __future__ import annotations
+
+import pytest
+
+from novaberg.common.v1 import common_pb2
+from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import EI_FIELDS, Beobachter, Ei, Magnets, Pair
+
+
+def test_a_perspective_round_trips_and_unspecified_is_refused_for_writes() -> None:
+    for name in Beobachter:
+        assert Beobachter.from_proto(name.to_proto()) is name
+    assert Beobachter.from_proto(common_pb2.BEOBACHTER_ASSISTANT) == "assistant"
+    with pytest.raises(InvalidArgument, match=r"turn\.beobachter must be BEOBACHTER_USER or BEOBACHTER_ASSISTANT, got 0"):
+        Beobachter.from_proto(common_pb2.BEOBACHTER_UNSPECIFIED, "turn.beobachter")
+    with pytest.raises(InvalidArgument, match="got 7"):
+        Beobachter.from_proto(7)
+
+
+def test_a_read_filter_takes_unspecified_as_both_perspectives() -> None:
+    assert Beobachter.filter_from_proto(common_pb2.BEOBACHTER_UNSPECIFIED) is None
+    assert Beobachter.filter_from_proto(common_pb2.BEOBACHTER_USER) is Beobachter.USER
+    with pytest.raises(InvalidArgument):
+        Beobachter.filter_from_proto(9)
+
+
+def test_a_stored_perspective_name_is_checked() -> None:
+    assert Beobachter.of_name("user") is Beobachter.USER
+    with pytest.raises(InvalidArgument, match=r"row\.beobachter must be one of user, assistant, got 'nova'"):
+        Beobachter.of_name("nova", "row.beobachter")
+
+
+def test_a_pair_is_checked_by_the_shared_rule_naming_the_field() -> None:
+    pair = Pair.from_proto(common_pb2.Pair(user_id="u,1", character_id="nova"))
+    assert pair == Pair("u,1", "nova") and pair.to_proto() == common_pb2.Pair(user_id="u,1", character_id="nova")
+    with pytest.raises(InvalidArgument, match=r"request\.pair\.character_id must not be empty"):
+        Pair.from_proto(common_pb2.Pair(user_id="u1"), "request.pair")
+    with pytest.raises(InvalidArgument, match=r"pair\.user_id"):
+        Pair("u:1", "nova").check()
+
+
+def test_the_ei_fields_round_trip_through_proto_and_a_row() -> None:
+    ei = Ei("freude", "spiel", 0.7, "[0.1]", "locker", "nah", "warm", ("fragen", "teilen"))
+    assert EI_FIELDS == tuple(common_pb2.EiFields.DESCRIPTOR.fields_by_name)
+    assert Ei.from_proto(ei.to_proto()) == ei
+    row = ei.as_dict()
+    assert row["intentionen"] == ["fragen", "teilen"]
+    assert Ei.from_row(row) == ei
+    assert Ei.from_row({**row, "intentionen": None}).intentionen == ()
+
+
+def test_magnets_keep_an_absent_timeline_apart_from_timeline_zero() -> None:
+    none = Magnets.from_proto(common_pb2.Magnets(entitaet_ids=[3, 1]))
+    assert none == Magnets((3, 1), None) and not none.to_proto().HasField("timeline_id")
+    zero = Magnets.of([3], 0)
+    assert zero.to_proto().HasField("timeline_id") and Magnets.from_proto(zero.to_proto()) == zero
