@@ -248,16 +248,7 @@ class Storing:
                 )
                 continue
             step = reinforce(neighbour.salienz_eingang, haeufigkeit)
-            updates.append(
-                NeighbourUpdate(
-                    key=neighbour.key,
-                    expected_haeufigkeit=neighbour.haeufigkeit_raw,
-                    haeufigkeit=step.haeufigkeit,
-                    salienz=step.salienz,
-                    ttl_seconds=step.ttl_seconds,
-                    reaches_high=step.reaches_high,
-                )
-            )
+            updates.append(NeighbourUpdate(neighbour.key, neighbour.haeufigkeit_raw, step))
         return updates
 
     async def _settle(

@@ -4,10 +4,12 @@ index and the Lua scripts (SPEC §4.5)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Self
 
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from novaberg_core import redis_client
 
@@ -58,3 +60,12 @@ class StoreBase:
 
     async def close(self) -> None:
         await self.redis.aclose()
+
+    async def per_key(self, keys: Sequence[str], command: Callable[[Pipeline, str], object]) -> list[Any]:
+        """One command per key, pipelined in one round trip; the replies in the keys' order."""
+        if not keys:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                command(pipe, key)
+            return list(await pipe.execute())

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from services.kzg.domain import Reinforcement
 from services.kzg.models import KzgEntryData, Pair, Vector
 from services.kzg.store.base import StoreBase
 from services.kzg.store.codec import decode_entry, decode_vector, encode_vector, float_or_none, text
@@ -31,12 +32,11 @@ class Neighbour:
 
 @dataclass(frozen=True)
 class NeighbourUpdate:
+    """A neighbour's reinforcement step, written only if its haeufigkeit is still the one read."""
+
     key: str
     expected_haeufigkeit: str
-    haeufigkeit: int
-    salienz: float
-    ttl_seconds: int
-    reaches_high: bool
+    step: Reinforcement
 
 
 @dataclass(frozen=True)
@@ -59,19 +59,11 @@ class EntryStore(StoreBase):
 
     async def exist(self, keys: Sequence[str]) -> list[bool]:
         """Whether each of ``keys`` exists, in one round trip."""
-        if not keys:
-            return []
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.exists(key)
-            return [bool(found) for found in await pipe.execute()]
+        return [bool(found) for found in await self.per_key(keys, lambda pipe, key: pipe.exists(key))]
 
     async def read_neighbours(self, keys: Sequence[str]) -> list[Neighbour]:
         """Fresh reinforcement inputs of ``keys`` (after a concurrent change); gone keys are left out."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.hmget(key, ["salienz_eingang", "haeufigkeit", "user_id"])
-            rows = await pipe.execute()
+        rows = await self.per_key(keys, lambda pipe, key: pipe.hmget(key, ["salienz_eingang", "haeufigkeit", "user_id"]))
         return [
             Neighbour(key=key, salienz_eingang=float_or_none(row[0]), haeufigkeit_raw=text(row[1]))
             for key, row in zip(keys, rows, strict=True)
@@ -103,8 +95,8 @@ class EntryStore(StoreBase):
             json.dumps(
                 [
                     [
-                        update.expected_haeufigkeit, str(update.haeufigkeit), repr(update.salienz),
-                        str(update.ttl_seconds), "1" if update.reaches_high else "0",
+                        update.expected_haeufigkeit, str(update.step.haeufigkeit), repr(update.step.salienz),
+                        str(update.step.ttl_seconds), "1" if update.step.reaches_high else "0",
                     ]
                     for update in updates
                 ],
@@ -127,10 +119,7 @@ class EntryStore(StoreBase):
 
     async def embeddings(self, keys: Sequence[str]) -> list[Vector | None]:
         """The stored vectors of ``keys`` (None for a key that is gone)."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.hget(key, "embedding")
-            raw = await pipe.execute()
+        raw = await self.per_key(keys, lambda pipe, key: pipe.hget(key, "embedding"))
         return [None if value is None else decode_vector(value) for value in raw]
 
     async def read_entries(self, keys: Sequence[str]) -> list[KzgEntryData | None]:
@@ -174,12 +163,7 @@ class EntryStore(StoreBase):
 
     async def delete_each(self, keys: Sequence[str]) -> list[str]:
         """DEL of each key in one round trip; the keys that were there."""
-        if not keys:
-            return []
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.delete(key)
-            results = await pipe.execute()
+        results = await self.per_key(keys, lambda pipe, key: pipe.delete(key))
         return [key for key, gone in zip(keys, results, strict=True) if gone]
 
     async def delete_keys(self, keys: Sequence[str]) -> int:

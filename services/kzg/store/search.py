@@ -148,10 +148,5 @@ class SearchStore(StoreBase):
     async def entries_of_turn(self, pair: Pair, turn_id: str) -> list[str]:
         """Keys of the pair's entries written by ``turn_id`` (the field is read, not indexed)."""
         keys = await self.pair_entry_keys(pair)
-        if not keys:
-            return []
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.hget(key, "turn_id")
-            turns = await pipe.execute()
+        turns = await self.per_key(keys, lambda pipe, key: pipe.hget(key, "turn_id"))
         return [key for key, value in zip(keys, turns, strict=True) if text(value) == turn_id]
