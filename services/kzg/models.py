@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -10,6 +11,18 @@ import numpy.typing as npt
 from services.kzg.domain import Tier
 
 Vector = npt.NDArray[np.float32]
+
+EI_FIELDS = (
+    "emotion", "modus", "arousal", "emotions_vektor", "sprach_stil", "beziehungs_dynamik", "tone", "intentionen",
+)
+"""The eight EI fields of an entry (SPEC §4.1), named once for every conversion."""
+
+
+def ei_values(source: Any) -> dict[str, Any]:
+    """The EI fields of anything that carries them (a request, an entry, a proto ``EiFields``)."""
+    values = {name: getattr(source, name) for name in EI_FIELDS}
+    values["intentionen"] = tuple(values["intentionen"])
+    return values
 
 
 @dataclass(frozen=True)
@@ -212,3 +225,32 @@ class AppendResult:
     turn_count: int
     summarized: bool
     trimmed: bool
+
+
+@dataclass
+class EraseCounts:
+    """What one erasure removed from Redis."""
+
+    entries: int = 0
+    session_keys: int = 0
+    hash_dirty: int = 0
+    cluster_keys: int = 0
+    queue_jobs: int = 0
+    stream_cutoff: str = "0-0"
+    characters: set[str] = field(default_factory=set)
+
+
+@dataclass(frozen=True)
+class ExportedEntryData:
+    """An entry as exported: its fields (without vector) and whether it was queued for promotion."""
+
+    entry: KzgEntryData
+    promotion_queued: bool
+
+
+@dataclass
+class ImportCounts:
+    entries: int = 0
+    queued: int = 0
+    session_turns: int = 0
+    skipped_expired: int = 0

@@ -1,0 +1,64 @@
+"""Request checks the KZG's use cases share: a KZG key of a pair, a vector, a batch of one pair."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from novaberg_core.contract import BATCH_MAX_TURNS
+from novaberg_core.embedding import EmbeddingProvider
+from novaberg_core.errors import InvalidArgument
+from services.kzg.domain import BEOBACHTER, check_pair
+from services.kzg.models import Pair, Vector
+from services.kzg.store import pair_prefix
+
+__all__ = ["batch_item", "check_batch", "check_beobachter", "check_key", "check_vector"]
+
+
+def check_key(pair: Pair, key: str) -> None:
+    """``key`` is ``kzg:{user}:{character}:{entry_id}`` of a valid ``pair``."""
+    check_pair(pair.user_id, pair.character_id)
+    prefix = pair_prefix(pair)
+    if not key.startswith(prefix) or ":" in key[len(prefix) :] or len(key) == len(prefix):
+        raise InvalidArgument(f"kzg_key {key!r} is not a KZG key of the pair (expected {prefix}<entry_id>)")
+
+
+def check_beobachter(beobachter: str) -> None:
+    """``user`` or ``assistant`` (SPEC §4.1)."""
+    if beobachter not in BEOBACHTER:
+        raise InvalidArgument(f"beobachter must be one of {', '.join(BEOBACHTER)}, got {beobachter!r}")
+
+
+def check_vector(name: str, vector: Vector, provider: EmbeddingProvider) -> None:
+    """A vector of the provider's dimension with finite values."""
+    if vector.shape != (provider.dimension,):
+        raise InvalidArgument(
+            f"{name} has {vector.size} values, the model {provider.model_id} has {provider.dimension}"
+        )
+    if not np.all(np.isfinite(vector)):
+        raise InvalidArgument(f"{name} contains NaN or infinite values")
+
+
+def check_batch(field: str, pairs: Sequence[Pair]) -> None:
+    """A bulk write: 1 to BATCH_MAX_TURNS items, all of the first item's pair."""
+    if not pairs:
+        raise InvalidArgument(f"{field} must not be empty")
+    if len(pairs) > BATCH_MAX_TURNS:
+        raise InvalidArgument(f"{field} may hold at most {BATCH_MAX_TURNS} items, got {len(pairs)}")
+    for index, pair in enumerate(pairs):
+        if pair != pairs[0]:
+            raise InvalidArgument(
+                f"{field}[{index}].pair is {pair.user_id}:{pair.character_id}, not the batch's pair "
+                f"{pairs[0].user_id}:{pairs[0].character_id}; a batch is one pair's"
+            )
+
+
+@contextlib.contextmanager
+def batch_item(field: str, index: int) -> Iterator[None]:
+    """An item's refusal names the item: ``entries[3].inhalt must not be empty``."""
+    try:
+        yield
+    except InvalidArgument as error:
+        raise InvalidArgument(f"{field}[{index}].{error}") from None

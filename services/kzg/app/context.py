@@ -1,0 +1,67 @@
+"""What every KZG use case shares (one per process), and the ids its log records carry."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from novaberg_core.canon import Canon
+from novaberg_core.embedding import EmbeddingProvider
+from novaberg_core.pipeline_log import PipelineLog
+from services.kzg.store import KzgStore
+from services.kzg.summary import Summariser
+
+__all__ = ["READ_NODE", "RIGHTS_NODE", "WRITE_NODE", "KzgContext", "log_span", "log_time", "log_turn"]
+
+WRITE_NODE = "kzg_speicher"
+"""Pipeline-log node of the write path (kzg §4b)."""
+READ_NODE = "kzg"
+"""Pipeline-log node of the KZG's reads."""
+RIGHTS_NODE = "loeschung"
+"""Pipeline-log node of the rights operations (erase, export, import, forget, correct)."""
+
+
+@dataclass
+class KzgContext:
+    """The store, the embedding provider, the log and the settings of the use cases."""
+
+    store: KzgStore
+    provider: EmbeddingProvider
+    log: PipelineLog
+    canon: Canon
+    retrieval_threshold: float
+    """The model's ``kzg_retrieval`` threshold (SPEC §4.5)."""
+    reinforcement: str
+    """``thema`` (SPEC §4.4) or ``aus``."""
+    summariser: Summariser
+    """Folds the oldest session turns into the summary (SPEC §3); replaceable at run time."""
+    reclaim_idle_ms: int
+    """Pending jobs idle this long are taken over from a consumer presumed dead (SPEC §4.6)."""
+    clock: Callable[[], float]
+
+    def now(self, as_of: float | None) -> float:
+        """A request's ``as_of``, or the clock's now when unset."""
+        return as_of if as_of is not None else self.clock()
+
+
+def log_time(as_of: float | None) -> datetime | None:
+    """A request's ``as_of`` as the log records' time (None → the log's now)."""
+    return None if as_of is None else datetime.fromtimestamp(as_of, UTC)
+
+
+def log_turn(turn_id: str) -> str:
+    """The pipeline-log turn id: the caller's, or a fresh one for a call outside any turn."""
+    return turn_id or f"kzg-{uuid.uuid4()}"
+
+
+def log_span(span_id: str) -> str | None:
+    """The caller's span id if it is a UUID (the log refuses anything else), else none."""
+    if not span_id:
+        return None
+    try:
+        uuid.UUID(span_id)
+    except ValueError:
+        return None
+    return span_id

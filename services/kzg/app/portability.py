@@ -1,0 +1,166 @@
+"""A pair's KZG data carried out and back in (export, import): the entries re-embedded with their
+remaining TTL and queue state, the session as it was."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Sequence
+
+import numpy as np
+
+from novaberg_core.embedding import kzg_embed_text
+from novaberg_core.errors import FailedPrecondition, InvalidArgument
+from services.kzg.app.context import RIGHTS_NODE, KzgContext
+from services.kzg.domain import (
+    KZG_TTL_HIGH_SEKUNDEN,
+    SESSION_TTL,
+    check_canon,
+    check_entry_id,
+    check_pair,
+    check_unit_interval,
+    clean_themen,
+)
+from services.kzg.models import (
+    EntryInput,
+    ExportedEntryData,
+    ImportCounts,
+    KzgEntryData,
+    Pair,
+    SessionState,
+    SessionTurnRecord,
+    Vector,
+    ei_values,
+)
+from services.kzg.store import ImportItem, entry_fields, entry_key
+
+__all__ = ["Portability"]
+
+
+def _check_import(live: Sequence[ExportedEntryData]) -> None:
+    """Every exported entry to import: a valid id, content, salience and perspective; ids unique."""
+    for index, exported in enumerate(live):
+        entry = exported.entry
+        check_entry_id(entry.entry_id)
+        if not entry.inhalt.strip():
+            raise InvalidArgument(f"entries[{index}].inhalt must not be empty")
+        check_unit_interval(f"entries[{index}].salienz", entry.salienz)
+        if entry.beobachter not in ("user", "assistant"):
+            raise InvalidArgument(f"entries[{index}].beobachter must be user or assistant")
+    if len({e.entry.entry_id for e in live}) != len(live):
+        raise InvalidArgument("an entry id appears twice in the import")
+
+
+def _source(pair: Pair, entry: KzgEntryData, themen: Sequence[str]) -> EntryInput:
+    """The write request an exported entry stands for (its measured salience as the input)."""
+    return EntryInput(
+        pair=pair,
+        beobachter=entry.beobachter,
+        inhalt=entry.inhalt,
+        salienz=entry.salienz_eingang if entry.salienz_eingang is not None else entry.salienz,
+        themen=tuple(themen),
+        gedaechtnistyp=entry.gedaechtnistyp,
+        dimension=entry.dimension,
+        entitaet_ids=tuple(entry.entitaet_ids),
+        timeline_id=entry.timeline_id,
+        turn_id=entry.turn_id,
+        sprecher=entry.sprecher,
+        sprache=entry.sprache,
+        **ei_values(entry),
+    )
+
+
+class Portability:
+    """ExportPair and ImportPair over the shared context."""
+
+    def __init__(self, ctx: KzgContext) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+
+    async def export(
+        self, pair: Pair, chunk: int = 200
+    ) -> AsyncIterator[tuple[list[ExportedEntryData], SessionState | None]]:
+        """The pair's entries in chunks; the first chunk carries the session state (else None)."""
+        check_pair(pair.user_id, pair.character_id)
+        session = await self.store.session_read(pair)
+        keys = await self.store.pair_entry_keys(pair)
+        first = True
+        for start in range(0, max(len(keys), 1), chunk):
+            entries = [e for e in await self.store.read_entries(keys[start : start + chunk]) if e is not None]
+            yield [ExportedEntryData(e, e.promotion_queued) for e in entries], (session if first else None)
+            first = False
+
+    async def is_empty(self, pair: Pair) -> bool:
+        return await self.store.pair_entry_count(pair) == 0 and not await self.store.session_exists(pair)
+
+    def _import_item(self, pair: Pair, exported: ExportedEntryData, themen: list[str], vector: Vector) -> ImportItem:
+        """(key, hash, TTL, queued) of one exported entry, with its haeufigkeit and salience's origin."""
+        entry = exported.entry
+        canon = check_canon(entry.modus, entry.intentionen, self.ctx.canon)
+        # The remaining TTL, never past the highest tier's (an unknown one gets the session's 4 h).
+        ttl = min(entry.ttl_seconds, KZG_TTL_HIGH_SEKUNDEN) if entry.ttl_seconds > 0 else SESSION_TTL
+        fields = entry_fields(
+            _source(pair, entry, themen),
+            themen,
+            canon,
+            entry.salienz,
+            np.asarray(vector, dtype=np.float32),
+            now=entry.erstellt_am,
+            queued=exported.promotion_queued,
+            ttl_seconds=ttl,
+        )
+        fields["haeufigkeit"] = str(max(entry.haeufigkeit, 1))
+        fields["salienz_eingang_herkunft"] = entry.salienz_eingang_herkunft or "gemessen"
+        return entry_key(pair, entry.entry_id), fields, ttl, exported.promotion_queued
+
+    async def import_pair(
+        self,
+        pair: Pair,
+        entries: Sequence[ExportedEntryData],
+        session_turns: Sequence[SessionTurnRecord],
+        session_summary: str,
+        *,
+        check_empty: bool = True,
+        validate_only: bool = False,
+    ) -> ImportCounts:
+        """Writes exported entries (re-embedded, remaining TTL, queued again) and the session.
+
+        ``validate_only``: every check, nothing embedded or written (a caller about to write other
+        stores first learns whether this part would be refused).
+        """
+        check_pair(pair.user_id, pair.character_id)
+        if check_empty and not await self.is_empty(pair):
+            raise FailedPrecondition(
+                f"pair {pair.user_id} · {pair.character_id} holds KZG entries or a session; "
+                "import into an empty pair"
+            )
+        counts = ImportCounts()
+        live = [e for e in entries if e.entry.ttl_seconds != 0]
+        counts.skipped_expired = len(entries) - len(live)
+        themen_of = [clean_themen(e.entry.themen) for e in live]
+        _check_import(live)
+        if validate_only:
+            return counts
+        texts = [
+            kzg_embed_text(themen, e.entry.inhalt, e.entry.sprecher) for themen, e in zip(themen_of, live, strict=True)
+        ]
+        vectors = await self.ctx.provider.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
+        prepared = [
+            self._import_item(pair, exported, themen, vectors[index])
+            for index, (exported, themen) in enumerate(zip(live, themen_of, strict=True))
+        ]
+        await self.store.import_pair_keys(pair, prepared, session_turns, session_summary)
+        counts.entries = len(prepared)
+        counts.queued = sum(1 for p in prepared if p[3])
+        counts.session_turns = len(session_turns)
+        self.ctx.log.db_write(
+            turn_id=f"import-{uuid.uuid4()}",
+            node=RIGHTS_NODE,
+            tabelle="kzg",
+            operation="import",
+            eintraege=counts.entries,
+            queue=counts.queued,
+            session_turns=counts.session_turns,
+            user_id=pair.user_id,
+            character_id=pair.character_id,
+        )
+        return counts

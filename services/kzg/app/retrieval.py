@@ -1,0 +1,102 @@
+"""Retrieval from the KZG (SPEC §4.5, §11): KNN within the pair, full-text and entity candidates."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from novaberg_core.embedding import query_embed_text
+from novaberg_core.errors import InvalidArgument
+from novaberg_core.lexical import LANGUAGES, language_of, lexical_words
+from services.kzg.app.checks import check_beobachter, check_vector
+from services.kzg.app.context import READ_NODE, KzgContext, log_span, log_time, log_turn
+from services.kzg.domain import check_pair, themen_norm
+from services.kzg.models import Hit, RetrieveQuery, RetrieveResult, Vector
+
+__all__ = ["DEFAULT_TOP_K", "MAX_TOP_K", "Retrieval"]
+
+DEFAULT_TOP_K = 10
+MAX_TOP_K = 1_000
+
+
+async def _nothing() -> list[Any]:
+    """A search that was not asked for (an empty source of :meth:`Retrieval.retrieve`)."""
+    return []
+
+
+class Retrieval:
+    """SPEC §4.5 over the shared context."""
+
+    def __init__(self, ctx: KzgContext) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+
+    async def _query_vector(self, query: RetrieveQuery) -> Vector:
+        """The given vector (checked), else the embedded question."""
+        if query.query_vector is not None:
+            check_vector("query_vector", query.query_vector, self.ctx.provider)
+            return query.query_vector
+        if query.query_text and query.query_text.strip():
+            return await self.ctx.provider.embed_one(query_embed_text(query.query_text))
+        raise InvalidArgument("either query_text (non-empty) or query_vector is required")
+
+    async def retrieve(self, query: RetrieveQuery) -> RetrieveResult:
+        """KNN within the pair; hits below the model's ``kzg_retrieval`` dropped; empty is valid."""
+        pair, threshold = query.pair, self.ctx.retrieval_threshold
+        check_pair(pair.user_id, pair.character_id)
+        if query.beobachter is not None:
+            check_beobachter(query.beobachter)
+        top_k = query.top_k or DEFAULT_TOP_K
+        if not 0 < top_k <= MAX_TOP_K:
+            raise InvalidArgument(f"top_k must be within 1..{MAX_TOP_K} (0 = {DEFAULT_TOP_K}), got {query.top_k}")
+        if query.filters.min_salienz is not None and not math.isfinite(query.filters.min_salienz):
+            raise InvalidArgument("filters.min_salienz must be a finite number")
+        vector = await self._query_vector(query)
+        filters = dataclasses.replace(query.filters, themen=tuple(themen_norm(query.filters.themen)))
+        as_of = query.as_of
+        # The sources are independent searches: one round trip for all of them (SPEC §11).
+        words = lexical_words(query.lexical_text, query.sprache) if query.lexical_text else []
+        named = dataclasses.replace(filters, entitaet_ids=query.question_entity_ids)
+        found, lexical, by_entity = await asyncio.gather(
+            self.store.knn(pair, vector, top_k, beobachter=query.beobachter, filters=filters, as_of=as_of),
+            self.store.full_text(
+                pair, words, LANGUAGES[language_of(query.sprache)], top_k, beobachter=query.beobachter, as_of=as_of
+            ) if words else _nothing(),
+            self.store.knn(pair, vector, top_k, beobachter=query.beobachter, filters=named, as_of=as_of)
+            if query.question_entity_ids else _nothing(),
+        )  # fmt: skip
+        similarity = {key: sim for key, sim in found}
+        sources: dict[str, list[str]] = {key: ["dense"] for key, sim in found if sim >= threshold}
+        dropped = len(found) - len(sources)
+        for key in lexical:
+            sources.setdefault(key, []).append("lexical")
+        for key, sim in by_entity:
+            similarity[key] = sim
+            sources.setdefault(key, []).append("entity")
+        unscored = [key for key in sources if key not in similarity]
+        candidates = list(sources)
+        stored, read = await asyncio.gather(self.store.embeddings(unscored), self.store.read_entries(candidates))
+        for key, vector_of_key in zip(unscored, stored, strict=True):
+            similarity[key] = float(np.dot(vector_of_key, vector)) if vector_of_key is not None else -1.0
+        entry_of = dict(zip(candidates, read, strict=True))
+        ranked = sorted(sources, key=lambda key: -similarity[key])
+        # An entry that expired between the search and the read is simply not there any more.
+        hits = tuple(
+            Hit(entry=entry, similarity=similarity[key], quellen=tuple(sources[key]))
+            for key in ranked
+            if (entry := entry_of[key]) is not None
+        )
+        self.ctx.log.db_read(
+            turn_id=log_turn(query.turn_id), node=READ_NODE, tabelle="kzg", treffer=len(hits),
+            verworfen_unter_schwelle=dropped, schwelle=threshold, top_k=top_k,
+            beobachter=query.beobachter or "beide", kzg_keys=[h.entry.kzg_key for h in hits],
+            quellen={key: sources[key] for key in ranked}, span_id=log_span(query.span_id),
+            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=log_time(query.as_of),
+        )
+        return RetrieveResult(
+            hits=hits, threshold=threshold, model_id=self.ctx.provider.model_id, dropped_below_threshold=dropped
+        )

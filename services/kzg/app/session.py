@@ -1,0 +1,121 @@
+"""The session of a pair (SPEC §3): append turns, fold the oldest into the summary, read it as of a time."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+from novaberg_core.errors import InvalidArgument
+from services.kzg.app.checks import batch_item, check_batch
+from services.kzg.app.context import KzgContext, log_time, log_turn
+from services.kzg.domain import SESSION_ROLES, SESSION_SUMMARIZE_AT, SESSION_TTL, check_pair
+from services.kzg.models import AppendResult, Pair, SessionState, SessionTurnRecord
+
+__all__ = ["Session", "session_as_of"]
+
+_SESSION_NODE = "session"
+
+
+def session_as_of(state: SessionState, as_of: float) -> SessionState:
+    """``state`` as it was at ``as_of``: later turns left out, empty when SESSION_TTL had run out (SPEC §3, §11)."""
+    turns = tuple(t for t in state.turns if t.created_at <= as_of)
+    if not turns or as_of - max(t.created_at for t in turns) > SESSION_TTL:
+        return SessionState(turns=(), summary="", ttl_seconds=-2)
+    remaining = int(SESSION_TTL - (as_of - max(t.created_at for t in turns)))
+    return SessionState(turns=turns, summary=state.summary, ttl_seconds=remaining)
+
+
+def _check_session_turn(pair: Pair, turn: SessionTurnRecord) -> None:
+    check_pair(pair.user_id, pair.character_id)
+    if turn.role not in SESSION_ROLES:
+        raise InvalidArgument(f"turn.role must be one of {', '.join(SESSION_ROLES)}, got {turn.role!r}")
+    if not turn.text.strip():
+        raise InvalidArgument("turn.text must not be empty")
+    if not math.isfinite(turn.arousal):
+        raise InvalidArgument(f"turn.arousal must be a finite number, got {turn.arousal!r}")
+
+
+class Session:
+    """SPEC §3 over the shared context."""
+
+    def __init__(self, ctx: KzgContext) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+
+    def _stamped(self, turn: SessionTurnRecord, as_of: float | None) -> SessionTurnRecord:
+        """The turn with its ``created_at`` (the caller's, else ``as_of``, else now)."""
+        return turn if turn.created_at else dataclasses.replace(turn, created_at=self.ctx.now(as_of))
+
+    async def append_session_turns(
+        self, appends: Sequence[tuple[Pair, SessionTurnRecord, float | None]]
+    ) -> list[AppendResult]:
+        """Many appends of one pair, in order, as :meth:`append_session_turn` one after another.
+
+        Checked as a whole before the first append (``appends[i]`` names a bad one). The appends up to
+        the next fold (SESSION_SUMMARIZE_AT) go to Redis in one transaction, and the fold follows the
+        append a single call would have folded after: the list, the summary and every reported length
+        are those of single appends (a writer appending to the same session meanwhile may shift
+        where the fold falls, as it would between single calls).
+        """
+        check_batch("appends", [pair for pair, _, _ in appends])
+        for index, (pair, turn, _) in enumerate(appends):
+            with batch_item("appends", index):
+                _check_session_turn(pair, turn)
+        pair = appends[0][0]
+        stamped = [(self._stamped(turn, as_of), as_of) for _, turn, as_of in appends]
+        results: list[AppendResult] = []
+        length = await self.store.session_length(pair)
+        while len(results) < len(stamped):
+            # The appends up to the one after which a single append would fold go in one round trip.
+            run = stamped[len(results) : len(results) + max(1, SESSION_SUMMARIZE_AT + 1 - length)]
+            lengths = await self.store.session_append_many(pair, [turn for turn, _ in run])
+            summarized = trimmed = False
+            if lengths[-1] > SESSION_SUMMARIZE_AT:
+                summarized, trimmed = await self.store.session_fold(pair, self.ctx.summariser)
+                lengths[-1] = await self.store.session_length(pair)
+            for position, ((turn, as_of), reported) in enumerate(zip(run, lengths, strict=True)):
+                last = position == len(run) - 1
+                result = AppendResult(turn_count=reported, summarized=summarized and last, trimmed=trimmed and last)
+                self._log_append(pair, turn, as_of, result)
+                results.append(result)
+            length = lengths[-1]
+        return results
+
+    async def append_session_turn(
+        self, pair: Pair, turn: SessionTurnRecord, *, as_of: float | None = None
+    ) -> AppendResult:
+        """Append, refresh the 4 h TTL, fold the oldest 10 turns into the summary above 25."""
+        _check_session_turn(pair, turn)
+        turn = self._stamped(turn, as_of)
+        length = await self.store.session_append(pair, turn)
+        summarized = trimmed = False
+        if length > SESSION_SUMMARIZE_AT:
+            summarized, trimmed = await self.store.session_fold(pair, self.ctx.summariser)
+            length = len((await self.store.session_read(pair)).turns)
+        result = AppendResult(turn_count=length, summarized=summarized, trimmed=trimmed)
+        self._log_append(pair, turn, as_of, result)
+        return result
+
+    def _log_append(self, pair: Pair, turn: SessionTurnRecord, as_of: float | None, result: AppendResult) -> None:
+        self.ctx.log.db_write(
+            turn_id=log_turn(turn.turn_id), node=_SESSION_NODE, tabelle="session", operation="append",
+            rolle=turn.role, laenge=result.turn_count, zusammengefasst=result.summarized, gekuerzt=result.trimmed,
+            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=log_time(as_of),
+        )
+
+    async def get_session(self, pair: Pair, *, as_of: float | None = None) -> SessionState:
+        """The session as of ``as_of`` (SPEC §3, §11): turns made by then, empty once it had expired.
+
+        A session expires SESSION_TTL after its last turn; read at a later ``as_of`` (a replay's
+        time) it is empty, as it would have been live. Unset = now (Redis's own TTL applies).
+        """
+        check_pair(pair.user_id, pair.character_id)
+        state = await self.store.session_read(pair)
+        if as_of is not None:
+            state = session_as_of(state, as_of)
+        self.ctx.log.db_read(
+            turn_id=log_turn(""), node=_SESSION_NODE, tabelle="session", treffer=len(state.turns),
+            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=log_time(as_of),
+        )
+        return state

@@ -1,0 +1,281 @@
+"""The KZG's write path (SPEC §4.1–§4.4): gate by salience, canon, embed, write with the tier's
+TTL, queue ≥ HIGH, reinforce same-theme neighbours."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+import uuid
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from novaberg_core.embedding import kzg_embed_text
+from novaberg_core.errors import AlreadyExists, InvalidArgument
+from services.kzg.app.checks import batch_item, check_batch, check_beobachter, check_vector
+from services.kzg.app.context import WRITE_NODE, KzgContext, log_span, log_time, log_turn
+from services.kzg.domain import (
+    KZG_SALIENZ_HIGH,
+    KZG_SALIENZ_MID,
+    KZG_SALIENZ_MINIMUM,
+    Tier,
+    check_canon,
+    check_entry_id,
+    check_pair,
+    check_unit_interval,
+    clean_themen,
+    dedupe_entitaet_ids,
+    reinforce,
+    salienz_berechnen,
+    themen_norm,
+    tier_for,
+    ttl_seconds,
+)
+from services.kzg.models import EntryInput, Pair, StoreResult
+from services.kzg.store import Neighbour, NeighbourUpdate, entry_fields, entry_key, hash_dirty_key
+
+__all__ = ["Storing"]
+
+_LOG = logging.getLogger("novaberg.kzg")
+
+_CAS_ATTEMPTS = 10
+
+
+def _parse_haeufigkeit(raw: str) -> int | None:
+    """The stored haeufigkeit; an absent field counts as 1 (never reinforced)."""
+    if raw == "":
+        return 1
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    return value if value >= 1 else None
+
+
+def _counts(codes: Sequence[int]) -> tuple[int, int]:
+    """(reinforced, reinforced and queued) of the write script's per-neighbour codes."""
+    return sum(1 for c in codes if c > 0), sum(1 for c in codes if c == 2)
+
+
+def _conflicts(updates: Sequence[NeighbourUpdate], codes: Sequence[int]) -> list[str]:
+    """The neighbours whose haeufigkeit changed between read and write (code -1)."""
+    return [u.key for u, c in zip(updates, codes, strict=True) if c == -1]
+
+
+class Storing:
+    """SPEC §4.1–§4.4 over the shared context."""
+
+    def __init__(self, ctx: KzgContext) -> None:
+        self.ctx = ctx
+        self.store = ctx.store
+        self._pair_locks: weakref.WeakValueDictionary[Pair, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def _pair_lock(self, pair: Pair) -> asyncio.Lock:
+        lock = self._pair_locks.get(pair)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._pair_locks[pair] = lock
+        return lock
+
+    def validate_entry(self, entry: EntryInput) -> list[str]:
+        """Every check of a write request; returns its cleaned themes."""
+        check_pair(entry.pair.user_id, entry.pair.character_id)
+        check_beobachter(entry.beobachter)
+        if not entry.inhalt.strip():
+            raise InvalidArgument("inhalt must not be empty")
+        check_unit_interval("salience.salienz", entry.salienz)
+        check_unit_interval("ei.arousal", entry.arousal)
+        if entry.entry_id:
+            check_entry_id(entry.entry_id)
+        if entry.embedding is not None:
+            check_vector("embedding", entry.embedding, self.ctx.provider)
+        return clean_themen(entry.themen)
+
+    async def store_entry(self, entry: EntryInput) -> StoreResult:
+        """Gate, canon, embed, write with TTL, queue ≥ HIGH, reinforce neighbours (SPEC §4.1–§4.4)."""
+        themen = self.validate_entry(entry)
+        pair, log = entry.pair, self.ctx.log
+        # The log records of this write: the pair, and a replay's simulated time.
+        pair_kwargs: dict[str, Any] = {
+            "user_id": pair.user_id, "character_id": pair.character_id, "erstellt_am": log_time(entry.as_of),
+        }
+        turn_id, span_id = log_turn(entry.turn_id), log_span(entry.span_id)
+
+        canon = check_canon(entry.modus, entry.intentionen, self.ctx.canon)
+        writer = entry.writer or "unbekannt"
+        for field, value in canon.rejections:
+            _LOG.error(
+                "kzg canon: writer=%s field=%s value=%r is not in %s; %s",
+                writer, field, value, "MODUS_KANON" if field == "modus" else "INTENT_KANON",
+                "stored empty" if field == "modus" else "dropped",
+            )
+            log.error(
+                turn_id=turn_id, node=WRITE_NODE, typ="kanon",
+                message=f"writer={writer} field={field} value={value!r} nicht im Kanon",
+                span_id=span_id, **pair_kwargs,
+            )
+        rejections = tuple(f"{field}={value}" for field, value in canon.rejections)
+
+        salienz = salienz_berechnen(entry.salienz, 1)
+        tier = tier_for(salienz)
+        log.decision(
+            turn_id=turn_id, node=WRITE_NODE, entscheidung=f"{WRITE_NODE}.salienz_tor",
+            ausgang=tier.name if tier else "abgelehnt",
+            eingang={"salienz_eingang": entry.salienz, "salienz": salienz},
+            massstab={"minimum": KZG_SALIENZ_MINIMUM, "mid": KZG_SALIENZ_MID, "high": KZG_SALIENZ_HIGH},
+            span_id=span_id, **pair_kwargs,
+        )
+        if tier is None:
+            return StoreResult(stored=False, salienz=salienz, canon_rejections=rejections)
+
+        if entry.embedding is not None:
+            vector = entry.embedding
+        else:
+            vector = await self.ctx.provider.embed_one(kzg_embed_text(themen, entry.inhalt, entry.sprecher))
+        # An existing key is refused by the write script itself, atomically and before any change.
+        key = entry_key(pair, entry.entry_id or uuid.uuid4().hex)
+
+        now = self.ctx.now(entry.as_of)
+        ttl = ttl_seconds(tier)
+        queue = tier is Tier.HIGH
+        norm = themen_norm(themen)
+        entitaet_ids = dedupe_entitaet_ids(entry.entitaet_ids)
+        fields = entry_fields(entry, themen, canon, salienz, vector, now=now, queued=queue, ttl_seconds=ttl)
+
+        # One write per pair at a time in this process: neighbour search and update see a settled
+        # pair. Other replicas are handled by the compare-and-set in the script (_settle).
+        async with self._pair_lock(pair):
+            neighbours: list[Neighbour] = []
+            if self.ctx.reinforcement == "thema" and norm:
+                neighbours = await self.store.find_theme_neighbours(pair, norm, exclude_key=key)
+            updates = self._updates(neighbours, turn_id, pair_kwargs)
+            outcome = await self.store.write_entry(
+                key, fields, ttl_seconds=ttl, queue=queue, hash_dirty_key_=hash_dirty_key(pair),
+                hash_dirty_reason="kzg_salienz_high" if queue else "", now=float(now), updates=updates,
+            )
+            if not outcome.created:
+                raise AlreadyExists(f"KZG entry {key} exists already; entry ids are unique")
+            reinforced, queued = await self._settle(
+                key, pair, updates, list(outcome.codes), turn_id, pair_kwargs, float(now)
+            )
+
+        log.db_write(
+            turn_id=turn_id, node=WRITE_NODE, tabelle="kzg", operation="hset",
+            kzg_key=key, entitaet_ids=entitaet_ids, timeline_id=entry.timeline_id, themen=themen,
+            dimension=entry.dimension, salienz=salienz, ttl=ttl, beobachter=entry.beobachter,
+            promotion_queue=queue, verstaerkt=reinforced, verstaerkt_queue=queued,
+            span_id=span_id, **pair_kwargs,
+        )
+        _LOG.info(
+            "KZG-Dispatch: Paar=%s:%s, Beobachter=%s, key=%s, tier=%s, verstaerkt=%d",
+            pair.user_id, pair.character_id, entry.beobachter, key, tier.name, reinforced,
+        )
+        return StoreResult(
+            stored=True, kzg_key=key, tier=tier, salienz=salienz, ttl_seconds=ttl,
+            queued_for_promotion=queue, reinforced_count=reinforced, reinforced_queued_count=queued,
+            canon_rejections=rejections,
+        )
+
+    async def store_entries(self, entries: Sequence[EntryInput]) -> list[StoreResult]:
+        """Many entries of one pair, in order, exactly as :meth:`store_entry` one after another.
+
+        Checked as a whole first (``entries[i]`` names a bad one; given entry ids must be new),
+        so a refused batch writes nothing. The entries past the gate that carry no embedding are
+        embedded in one model batch; then each is written in turn — neighbour search, reinforcement
+        and queue see the entries of the batch written before it (SPEC §4.4).
+        """
+        check_batch("entries", [entry.pair for entry in entries])
+        for index, entry in enumerate(entries):
+            with batch_item("entries", index):
+                self.validate_entry(entry)
+        keys = [entry_key(entry.pair, entry.entry_id) for entry in entries if entry.entry_id]
+        if len(set(keys)) != len(keys):
+            raise InvalidArgument("entries: an entry_id may appear at most once in a batch")
+        taken = [key for key, exists in zip(keys, await self.store.exist(keys), strict=True) if exists]
+        if taken:
+            raise AlreadyExists(f"KZG entries {taken} exist already; entry ids are unique")
+        to_embed = [
+            index for index, entry in enumerate(entries)
+            if entry.embedding is None and tier_for(salienz_berechnen(entry.salienz, 1)) is not None
+        ]  # fmt: skip
+        prepared = list(entries)
+        if to_embed:
+            texts = [
+                kzg_embed_text(clean_themen(entries[i].themen), entries[i].inhalt, entries[i].sprecher) for i in to_embed
+            ]
+            vectors = await self.ctx.provider.embed(texts)
+            for index, vector in zip(to_embed, vectors, strict=True):
+                prepared[index] = dataclasses.replace(entries[index], embedding=vector)
+        return [await self.store_entry(entry) for entry in prepared]
+
+    def bulk_fields(self, entry: EntryInput) -> tuple[str, dict[str, str | bytes], int] | None:
+        """(key, hash, TTL) of an entry with an explicit embedding, without logs or reinforcement.
+
+        For loading a store in bulk (benchmarks, imports); None when the gate rejects it.
+        """
+        themen = self.validate_entry(entry)
+        if entry.embedding is None:
+            raise InvalidArgument("bulk loading needs an explicit embedding")
+        salienz = salienz_berechnen(entry.salienz, 1)
+        tier = tier_for(salienz)
+        if tier is None:
+            return None
+        canon = check_canon(entry.modus, entry.intentionen, self.ctx.canon)
+        now = self.ctx.now(entry.as_of)
+        ttl = ttl_seconds(tier)
+        fields = entry_fields(
+            entry, themen, canon, salienz, entry.embedding, now=now, queued=tier is Tier.HIGH, ttl_seconds=ttl
+        )
+        return entry_key(entry.pair, entry.entry_id or uuid.uuid4().hex), fields, ttl
+
+    def _updates(
+        self, neighbours: Sequence[Neighbour], turn_id: str, pair_kwargs: dict[str, Any]
+    ) -> list[NeighbourUpdate]:
+        """Reinforcement of each neighbour by SPEC §4.4; entries without salienz_eingang are skipped."""
+        updates = []
+        for neighbour in neighbours:
+            haeufigkeit = _parse_haeufigkeit(neighbour.haeufigkeit_raw)
+            if neighbour.salienz_eingang is None or haeufigkeit is None:
+                missing = "salienz_eingang" if neighbour.salienz_eingang is None else "haeufigkeit"
+                _LOG.error(
+                    "kzg reinforcement: %s has no readable %s; skipped, not reinforced", neighbour.key, missing
+                )
+                self.ctx.log.error(
+                    turn_id=turn_id, node=WRITE_NODE, typ="verstaerkung_uebersprungen",
+                    message=f"{neighbour.key}: {missing} fehlt oder ist unlesbar", **pair_kwargs,
+                )
+                continue
+            step = reinforce(neighbour.salienz_eingang, haeufigkeit)
+            updates.append(NeighbourUpdate(neighbour.key, neighbour.haeufigkeit_raw, step))
+        return updates
+
+    async def _settle(
+        self,
+        key: str,
+        pair: Pair,
+        updates: list[NeighbourUpdate],
+        codes: list[int],
+        turn_id: str,
+        pair_kwargs: dict[str, Any],
+        now: float,
+    ) -> tuple[int, int]:
+        """Retry neighbours whose haeufigkeit changed concurrently (compare-and-set); → (reinforced, queued)."""
+        reinforced, queued = _counts(codes)
+        conflicts = _conflicts(updates, codes)
+        for attempt in range(_CAS_ATTEMPTS):
+            if not conflicts:
+                break
+            await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # another replica writes this pair
+            retry = self._updates(await self.store.read_neighbours(conflicts), turn_id, pair_kwargs)
+            outcome = await self.store.write_entry(
+                key, {}, ttl_seconds=0, queue=False, hash_dirty_key_=hash_dirty_key(pair),
+                hash_dirty_reason="", now=now, updates=retry, create=False,
+            )
+            more_reinforced, more_queued = _counts(outcome.codes)
+            reinforced, queued = reinforced + more_reinforced, queued + more_queued
+            conflicts = _conflicts(retry, outcome.codes)
+        if conflicts:
+            _LOG.error("kzg reinforcement: gave up on %d entries changed concurrently: %s", len(conflicts), conflicts)
+        return reinforced, queued

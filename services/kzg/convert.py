@@ -1,0 +1,281 @@
+"""Proto ↔ domain conversions of the KZG service, one function per type and direction
+(contract: protos/novaberg/kzg/v1/kzg.proto, shared messages in protos/novaberg/common/v1)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+
+import numpy as np
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2
+from novaberg_core.errors import InvalidArgument
+from novaberg_core.telemetry import current_traceparent
+from services.kzg.models import (
+    AppendResult,
+    EntryInput,
+    EraseCounts,
+    ImportCounts,
+    KzgEntryData,
+    Pair,
+    PromotionJobData,
+    RetrieveFilters,
+    RetrieveQuery,
+    RetrieveResult,
+    SessionTurnRecord,
+    StoreResult,
+    ei_values,
+)
+
+__all__ = [
+    "append_pb",
+    "as_of",
+    "beobachter_for_read",
+    "entry_from_pb",
+    "entry_input",
+    "entry_pb",
+    "erase_pb",
+    "import_pb",
+    "job_pb",
+    "pair_from_pb",
+    "pair_pb",
+    "retrieve_pb",
+    "retrieve_query",
+    "session_turn_from_pb",
+    "session_turn_pb",
+    "store_pb",
+    "timestamp",
+]
+
+_BEOBACHTER_NAMES = {
+    common_pb2.BEOBACHTER_USER: "user",
+    common_pb2.BEOBACHTER_ASSISTANT: "assistant",
+}
+_BEOBACHTER_ENUM = {name: value for value, name in _BEOBACHTER_NAMES.items()}
+
+
+def pair_from_pb(message: common_pb2.Pair) -> Pair:
+    return Pair(user_id=message.user_id, character_id=message.character_id)
+
+
+def pair_pb(pair: Pair) -> common_pb2.Pair:
+    return common_pb2.Pair(user_id=pair.user_id, character_id=pair.character_id)
+
+
+def _seconds(ts: Timestamp) -> float:
+    return ts.seconds + ts.nanos / 1e9
+
+
+def as_of(ts: Timestamp) -> float | None:
+    """A request's ``as_of`` in unix seconds; None when unset or all-zero (→ now)."""
+    if ts.seconds == 0 and ts.nanos == 0:
+        return None
+    return _seconds(ts)
+
+
+def timestamp(seconds: float) -> Timestamp:
+    ts = Timestamp()
+    if seconds:
+        ts.FromDatetime(datetime.fromtimestamp(seconds, tz=UTC))
+    return ts
+
+
+def _beobachter_name(value: int, unknown: str) -> str:
+    return _BEOBACHTER_NAMES.get(value, unknown)  # type: ignore[call-overload]
+
+
+def beobachter_for_read(value: int) -> str | None:
+    if value == common_pb2.BEOBACHTER_UNSPECIFIED:
+        return None
+    name = _BEOBACHTER_NAMES.get(value)  # type: ignore[call-overload]
+    if name is None:
+        raise InvalidArgument(f"beobachter {value} is not a known perspective")
+    return name
+
+
+def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
+    """A domain entry as the shared proto message (SPEC §4.1)."""
+    message = common_pb2.KzgEntry(
+        kzg_key=entry.kzg_key,
+        entry_id=entry.entry_id,
+        pair=pair_pb(entry.pair),
+        beobachter=_BEOBACHTER_ENUM.get(entry.beobachter, common_pb2.BEOBACHTER_UNSPECIFIED),
+        inhalt=entry.inhalt,
+        themen=list(entry.themen),
+        salienz=entry.salienz,
+        salienz_eingang=entry.salienz_eingang if entry.salienz_eingang is not None else 0.0,
+        salienz_eingang_herkunft=entry.salienz_eingang_herkunft,
+        haeufigkeit=entry.haeufigkeit,
+        gedaechtnistyp=entry.gedaechtnistyp,
+        dimension=entry.dimension,
+        ei=common_pb2.EiFields(**ei_values(entry)),
+        magnets=common_pb2.Magnets(entitaet_ids=list(entry.entitaet_ids)),
+        erstellt_am=timestamp(entry.erstellt_am),
+        turn_id=entry.turn_id,
+        ttl_seconds=entry.ttl_seconds,
+        sprecher=entry.sprecher,
+        sprache=entry.sprache,
+        traceparent=entry.traceparent,
+    )
+    if entry.ablauf_am is not None:
+        message.ablauf_am.CopyFrom(timestamp(entry.ablauf_am))
+    if entry.timeline_id is not None:
+        message.magnets.timeline_id = entry.timeline_id
+    if entry.embedding is not None:
+        message.embedding.extend(entry.embedding.tolist())
+    return message
+
+
+def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
+    """An exported entry message as domain data (the inverse of :func:`entry_pb`, no vector)."""
+    magnets = message.magnets
+    return KzgEntryData(
+        kzg_key=message.kzg_key,
+        entry_id=message.entry_id or message.kzg_key.rsplit(":", 1)[-1],
+        pair=pair_from_pb(message.pair),
+        beobachter=_beobachter_name(message.beobachter, ""),
+        inhalt=message.inhalt,
+        themen=tuple(message.themen),
+        salienz=message.salienz,
+        salienz_eingang=message.salienz_eingang,
+        salienz_eingang_herkunft=message.salienz_eingang_herkunft,
+        haeufigkeit=message.haeufigkeit or 1,
+        gedaechtnistyp=message.gedaechtnistyp,
+        dimension=message.dimension,
+        entitaet_ids=tuple(magnets.entitaet_ids),
+        timeline_id=magnets.timeline_id if magnets.HasField("timeline_id") else None,
+        erstellt_am=_seconds(message.erstellt_am),
+        turn_id=message.turn_id,
+        ttl_seconds=message.ttl_seconds,
+        sprecher=message.sprecher,
+        sprache=message.sprache,
+        **ei_values(message.ei),
+    )
+
+
+def job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
+    return kzg_pb2.PromotionJob(
+        job_id=job.job_id,
+        kzg_key=job.kzg_key,
+        ausloeser_turn_id=job.ausloeser_turn_id,
+        pair=pair_pb(job.pair),
+        delivery_count=job.delivery_count,
+        ausgeloest_am=timestamp(job.ausgeloest_am) if job.ausgeloest_am else None,
+    )
+
+
+def session_turn_from_pb(message: kzg_pb2.SessionTurn) -> SessionTurnRecord:
+    """A session turn of a request (unset ``created_at`` → 0, stamped by the use case)."""
+    return SessionTurnRecord(
+        role=message.role, text=message.text, turn_id=message.turn_id, created_at=_seconds(message.created_at),
+        intention=message.intention, emotion=message.emotion, modus=message.modus, arousal=message.arousal,
+        emotions_vektor=message.emotions_vektor,
+    )
+
+
+def session_turn_pb(turn: SessionTurnRecord) -> kzg_pb2.SessionTurn:
+    return kzg_pb2.SessionTurn(
+        role=turn.role, text=turn.text, turn_id=turn.turn_id, created_at=timestamp(turn.created_at),
+        intention=turn.intention, emotion=turn.emotion, modus=turn.modus, arousal=turn.arousal,
+        emotions_vektor=turn.emotions_vektor,
+    )
+
+
+def append_pb(result: AppendResult) -> kzg_pb2.AppendSessionTurnResponse:
+    return kzg_pb2.AppendSessionTurnResponse(
+        turn_count=result.turn_count, summarized=result.summarized, trimmed=result.trimmed
+    )
+
+
+def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
+    """A write request as domain input; an unknown perspective is refused by the write path, named."""
+    salience, magnets = request.salience, request.magnets
+    return EntryInput(
+        pair=pair_from_pb(request.pair),
+        beobachter=_beobachter_name(request.beobachter, f"<{request.beobachter}>"),
+        inhalt=request.inhalt,
+        salienz=salience.salienz,
+        themen=tuple(salience.themen),
+        gedaechtnistyp=salience.gedaechtnistyp,
+        dimension=salience.dimension,
+        entitaet_ids=tuple(magnets.entitaet_ids),
+        timeline_id=magnets.timeline_id if magnets.HasField("timeline_id") else None,
+        turn_id=request.turn.turn_id,
+        span_id=request.turn.span_id,
+        embedding=np.asarray(request.embedding, dtype=np.float32) if len(request.embedding) else None,
+        entry_id=request.entry_id,
+        as_of=as_of(request.as_of),
+        writer=request.writer,
+        sprecher=request.sprecher,
+        sprache=request.sprache,
+        traceparent=current_traceparent(),
+        **ei_values(request.ei),
+    )
+
+
+def store_pb(result: StoreResult) -> kzg_pb2.StoreEntryResponse:
+    return kzg_pb2.StoreEntryResponse(
+        outcome=kzg_pb2.STORE_OUTCOME_STORED if result.stored else kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE,
+        kzg_key=result.kzg_key,
+        tier=int(result.tier) if result.tier is not None else kzg_pb2.TIER_UNSPECIFIED,  # type: ignore[arg-type]
+        salienz=result.salienz,
+        ttl_seconds=result.ttl_seconds,
+        queued_for_promotion=result.queued_for_promotion,
+        reinforced_count=result.reinforced_count,
+        reinforced_queued_count=result.reinforced_queued_count,
+        canon_rejections=list(result.canon_rejections),
+    )
+
+
+def retrieve_query(request: kzg_pb2.RetrieveRequest) -> RetrieveQuery:
+    f = request.filters
+    which = request.WhichOneof("query")
+    return RetrieveQuery(
+        pair=pair_from_pb(request.pair),
+        query_text=request.query_text if which == "query_text" else None,
+        query_vector=(
+            np.asarray(request.query_vector.values, dtype=np.float32) if which == "query_vector" else None
+        ),
+        beobachter=beobachter_for_read(request.beobachter),
+        filters=RetrieveFilters(
+            emotion=tuple(f.emotion),
+            modus=tuple(f.modus),
+            entitaet_ids=tuple(f.entitaet_ids),
+            themen=tuple(f.themen),
+            timeline_id=f.timeline_id if f.HasField("timeline_id") else None,
+            min_salienz=f.min_salienz if f.HasField("min_salienz") else None,
+        ),
+        top_k=request.top_k,
+        turn_id=request.turn.turn_id,
+        span_id=request.turn.span_id,
+        as_of=as_of(request.as_of),
+        lexical_text=request.lexical_text,
+        sprache=request.sprache,
+        question_entity_ids=tuple(dict.fromkeys(request.question_entity_ids)),
+    )
+
+
+def retrieve_pb(result: RetrieveResult) -> kzg_pb2.RetrieveResponse:
+    return kzg_pb2.RetrieveResponse(
+        hits=[
+            kzg_pb2.RetrieveHit(entry=entry_pb(h.entry), similarity=h.similarity, quellen=list(h.quellen))
+            for h in result.hits
+        ],
+        threshold=result.threshold,
+        model_id=result.model_id,
+        dropped_below_threshold=result.dropped_below_threshold,
+    )
+
+
+def erase_pb(counts: EraseCounts) -> kzg_pb2.EraseResponse:
+    """An erasure's counts (field for field; the characters as their number)."""
+    fields = dataclasses.asdict(counts)
+    fields["characters"] = len(counts.characters)
+    return kzg_pb2.EraseResponse(**fields)
+
+
+def import_pb(counts: ImportCounts) -> kzg_pb2.ImportPairResponse:
+    """An import's counts, field for field."""
+    return kzg_pb2.ImportPairResponse(**dataclasses.asdict(counts))

@@ -1,0 +1,234 @@
+"""The KZG's Redis formats both ways (SPEC §3, §4.1, §4.6): entry hashes, session items, stream jobs.
+
+The client speaks RESP3 without response decoding (the ``embedding`` field is raw bytes), so
+text is decoded here and nowhere else. Formulas are never computed here: the write path passes
+the values that ``services.kzg.domain`` computed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from novaberg_core.contract import pair_token, user_token
+from novaberg_core.embedding import speaker_text
+from novaberg_core.lexical import LANGUAGES, language_of
+from services.kzg.domain import THEMEN_SEPARATOR, CanonCheck, dedupe_entitaet_ids, themen_norm
+from services.kzg.models import EntryInput, KzgEntryData, Pair, PromotionJobData, SessionTurnRecord, Vector
+
+__all__ = [
+    "consumer_name",
+    "decode_entry",
+    "decode_turn",
+    "decode_vector",
+    "encode_turn",
+    "encode_vector",
+    "entry_fields",
+    "float_or_none",
+    "int_or_none",
+    "job_from_fields",
+    "search_rows",
+    "search_total",
+    "stream_entries",
+    "text",
+]
+
+
+def text(value: bytes | str | None) -> str:
+    """A reply value as text ("" for none)."""
+    if value is None:
+        return ""
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def float_or_none(value: bytes | None) -> float | None:
+    if value is None or value == b"":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def int_or_none(value: bytes | None) -> int | None:
+    """An integer field; None when absent or unreadable (a damaged hash must not break its pair's reads)."""
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def _split(value: bytes | None, separator: str) -> tuple[str, ...]:
+    joined = text(value)
+    return tuple(part for part in joined.split(separator) if part) if joined else ()
+
+
+def encode_vector(vector: Vector) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def decode_vector(raw: bytes) -> Vector:
+    return np.frombuffer(raw, dtype=np.float32)
+
+
+def entry_fields(
+    entry: EntryInput,
+    themen: Sequence[str],
+    canon: CanonCheck,
+    salienz: float,
+    vector: Vector,
+    *,
+    now: float,
+    queued: bool,
+    ttl_seconds: int,
+) -> dict[str, str | bytes]:
+    """The hash of a new entry (SPEC §4.1) from a validated request; the only place it is encoded.
+
+    Beyond §4.1 (SPEC §11): the speaker and language, ``suchtext`` for full-text retrieval, the
+    expiry in the turn's own time (``ablauf_am``) and the turn's trace (``traceparent``).
+    """
+    sprache = language_of(entry.sprache)
+    fields: dict[str, str | bytes] = {
+        "inhalt": entry.inhalt,
+        "themen": THEMEN_SEPARATOR.join(themen),
+        "themen_norm": THEMEN_SEPARATOR.join(themen_norm(themen)),
+        "salienz": repr(salienz),
+        "salienz_eingang": repr(float(entry.salienz)),
+        "salienz_eingang_herkunft": "gemessen",
+        "haeufigkeit": "1",
+        "gedaechtnistyp": entry.gedaechtnistyp,
+        "dimension": entry.dimension,
+        "intentionen": ",".join(canon.intentionen),
+        "emotion": entry.emotion,
+        "modus": canon.modus,
+        "arousal": repr(float(entry.arousal)),
+        "emotions_vektor": entry.emotions_vektor,
+        "sprach_stil": entry.sprach_stil,
+        "beziehungs_dynamik": entry.beziehungs_dynamik or "neutral",
+        "tone": entry.tone,
+        "user_id": entry.pair.user_id,
+        "character_id": entry.pair.character_id,
+        "paar": pair_token(entry.pair.user_id, entry.pair.character_id),
+        "nutzer": user_token(entry.pair.user_id),
+        "beobachter": entry.beobachter,
+        "entitaet_ids": ",".join(str(i) for i in dedupe_entitaet_ids(entry.entitaet_ids)),
+        "embedding": encode_vector(vector),
+        "erstellt_am": repr(float(now)),
+        "turn_id": entry.turn_id,
+        "promotion_queued": "1" if queued else "0",
+        "sprecher": entry.sprecher,
+        "sprache": sprache,
+        "suchsprache": LANGUAGES[sprache],
+        "suchtext": speaker_text(entry.sprecher, entry.inhalt),
+        "ablauf_am": f"{now + ttl_seconds:.3f}",
+        "traceparent": entry.traceparent,
+    }
+    if entry.timeline_id is not None:
+        fields["timeline_id"] = str(entry.timeline_id)
+    return fields
+
+
+def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embedding: bool) -> KzgEntryData:
+    """An entry from its hash fields (SPEC §4.1)."""
+
+    def field(name: str) -> str:
+        return text(raw.get(name.encode()))
+
+    timeline = raw.get(b"timeline_id")
+    embedding = None
+    if with_embedding and raw.get(b"embedding"):
+        embedding = decode_vector(raw[b"embedding"]).copy()
+    haeufigkeit = int_or_none(raw.get(b"haeufigkeit"))
+    return KzgEntryData(
+        kzg_key=key,
+        entry_id=key.rsplit(":", 1)[-1],
+        pair=Pair(field("user_id"), field("character_id")),
+        beobachter=field("beobachter"),
+        inhalt=field("inhalt"),
+        themen=_split(raw.get(b"themen"), THEMEN_SEPARATOR),
+        salienz=float_or_none(raw.get(b"salienz")) or 0.0,
+        salienz_eingang=float_or_none(raw.get(b"salienz_eingang")),
+        salienz_eingang_herkunft=field("salienz_eingang_herkunft"),
+        haeufigkeit=haeufigkeit if haeufigkeit is not None else 1,
+        gedaechtnistyp=field("gedaechtnistyp"),
+        dimension=field("dimension"),
+        emotion=field("emotion"),
+        modus=field("modus"),
+        arousal=float_or_none(raw.get(b"arousal")) or 0.0,
+        emotions_vektor=field("emotions_vektor"),
+        sprach_stil=field("sprach_stil"),
+        beziehungs_dynamik=field("beziehungs_dynamik"),
+        tone=field("tone"),
+        intentionen=_split(raw.get(b"intentionen"), ","),
+        entitaet_ids=tuple(i for part in _split(raw.get(b"entitaet_ids"), ",") if (i := int_or_none(part.encode()))),
+        timeline_id=int_or_none(timeline),
+        erstellt_am=float_or_none(raw.get(b"erstellt_am")) or 0.0,
+        turn_id=field("turn_id"),
+        ttl_seconds=ttl,
+        promotion_queued=raw.get(b"promotion_queued") == b"1",
+        embedding=embedding,
+        sprecher=field("sprecher"),
+        sprache=field("sprache"),
+        ablauf_am=float_or_none(raw.get(b"ablauf_am")),
+        traceparent=field("traceparent"),
+    )
+
+
+def encode_turn(turn: SessionTurnRecord) -> str:
+    """A session turn as one JSON item of the list (SPEC §3)."""
+    return json.dumps(turn.__dict__, ensure_ascii=False)
+
+
+def decode_turn(raw: bytes | str) -> SessionTurnRecord:
+    return SessionTurnRecord(**json.loads(raw))
+
+
+def search_rows(response: Any) -> list[tuple[str, dict[bytes, bytes]]]:
+    """(key, fields) of an FT.SEARCH answer in RESP3 form."""
+    rows: list[tuple[str, dict[bytes, bytes]]] = []
+    for item in response.get(b"results", []):
+        rows.append((text(item[b"id"]), dict(item.get(b"extra_attributes", {}))))
+    return rows
+
+
+def search_total(response: Any) -> int:
+    """The number of matches of an FT.SEARCH answer (RESP3; 0 for another form)."""
+    return int(response.get(b"total_results", 0)) if isinstance(response, dict) else 0
+
+
+def consumer_name(info: Mapping[Any, Any]) -> str:
+    """A consumer's name from XINFO CONSUMERS (bytes keys under RESP3, str keys under RESP2)."""
+    name = info.get(b"name", info.get("name"))
+    return text(name)
+
+
+def stream_entries(response: Any) -> list[tuple[bytes, Mapping[bytes, bytes]]]:
+    """The (id, fields) entries of an XREADGROUP answer, as redis-py parses it (RESP3 or RESP2)."""
+    if not response:
+        return []
+    per_stream = response.values() if isinstance(response, dict) else [item[1] for item in response]
+    entries: list[tuple[bytes, Mapping[bytes, bytes]]] = []
+    for value in per_stream:
+        for item in value:
+            if isinstance(item, tuple):
+                entries.append(item)
+            else:
+                entries.extend(item)
+    return entries
+
+
+def job_from_fields(message_id: str, fields: Mapping[bytes, bytes], deliveries: int) -> PromotionJobData:
+    """A promotion job from its stream entry (SPEC §4.6)."""
+    return PromotionJobData(
+        job_id=message_id,
+        kzg_key=text(fields.get(b"kzg_key")),
+        ausloeser_turn_id=text(fields.get(b"ausloeser_turn_id")),
+        pair=Pair(text(fields.get(b"user_id")), text(fields.get(b"character_id"))),
+        delivery_count=deliveries,
+        ausgeloest_am=float_or_none(fields.get(b"ausgeloest_am")),
+    )

@@ -1,0 +1,152 @@
+"""Reads through the KZG's search index (SPEC §4.4, §4.5, §11): theme neighbours, KNN, full text,
+and the paged key lists of a pair or a user."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from services.kzg.models import Pair, RetrieveFilters, Vector
+from services.kzg.store.base import StoreBase
+from services.kzg.store.codec import encode_vector, float_or_none, search_rows, search_total, text
+from services.kzg.store.entries import Neighbour
+from services.kzg.store.keys import escape_tag, pair_clause, tag_any
+
+__all__ = ["KEY_PAGE", "SearchStore"]
+
+_NEIGHBOUR_LIMIT = 100_000
+"""Upper bound of neighbours read per write; far above any pair's size in the seeds."""
+KEY_PAGE = 1_000
+"""Keys per page of a key listing (and per SCAN step of an erasure)."""
+
+
+def _filter_clause(beobachter: str | None, filters: RetrieveFilters) -> str:
+    parts = []
+    if beobachter:
+        parts.append(tag_any("beobachter", [beobachter]))
+    parts.append(tag_any("emotion", filters.emotion))
+    parts.append(tag_any("modus", filters.modus))
+    parts.append(tag_any("entitaet_ids", [str(i) for i in filters.entitaet_ids]))
+    parts.append(tag_any("themen_norm", filters.themen))
+    if filters.timeline_id is not None:
+        parts.append(f"@timeline_id:[{filters.timeline_id} {filters.timeline_id}]")
+    if filters.min_salienz is not None:
+        parts.append(f"@salienz:[{filters.min_salienz!r} +inf]")
+    return " ".join(p for p in parts if p)
+
+
+def _time_clause(as_of: float | None) -> str:
+    """Entries alive at ``as_of`` in the turns' own time: made by then, not expired (SPEC §11)."""
+    if as_of is None:
+        return ""
+    return f"@ablauf_am:[{as_of!r} +inf] @erstellt_am:[-inf {as_of!r}]"
+
+
+def _all_of(*clauses: str) -> str:
+    return " ".join(clause for clause in clauses if clause)
+
+
+class SearchStore(StoreBase):
+    """FT.SEARCH over ``idx:kzg``, always within one pair's (or one user's) token."""
+
+    async def find_theme_neighbours(self, pair: Pair, themen_norm: Sequence[str], exclude_key: str) -> list[Neighbour]:
+        """Same-pair entries sharing one of the normalised themes, via the index (SPEC §4.4)."""
+        tags = tag_any("themen_norm", themen_norm)
+        if not tags:
+            return []
+        query = f"{pair_clause(pair)} {tags}"
+        response = await self.redis.execute_command(
+            "FT.SEARCH", self.index_name, query,
+            "RETURN", "2", "salienz_eingang", "haeufigkeit",
+            "LIMIT", "0", str(_NEIGHBOUR_LIMIT), "DIALECT", "2",
+        )
+        neighbours = []
+        for key, fields in search_rows(response):
+            if key == exclude_key:
+                continue
+            neighbours.append(
+                Neighbour(
+                    key=key,
+                    salienz_eingang=float_or_none(fields.get(b"salienz_eingang")),
+                    haeufigkeit_raw=text(fields.get(b"haeufigkeit")),
+                )
+            )
+        return neighbours
+
+    async def knn(
+        self,
+        pair: Pair,
+        vector: Vector,
+        top_k: int,
+        *,
+        beobachter: str | None = None,
+        filters: RetrieveFilters | None = None,
+        as_of: float | None = None,
+    ) -> list[tuple[str, float]]:
+        """Keys of the ``top_k`` nearest entries of the pair with cosine similarity (1 − distance), best first."""
+        clause = _all_of(
+            pair_clause(pair), _filter_clause(beobachter, filters or RetrieveFilters()), _time_clause(as_of)
+        )
+        query = f"({clause})=>[KNN {int(top_k)} @embedding $vec AS __distance]"
+        response = await self.redis.execute_command(
+            "FT.SEARCH", self.index_name, query,
+            "PARAMS", "2", "vec", encode_vector(vector),
+            "SORTBY", "__distance", "ASC",
+            "RETURN", "1", "__distance",
+            "LIMIT", "0", str(int(top_k)), "DIALECT", "2",
+        )
+        return [(key, 1.0 - float(fields.get(b"__distance", b"2"))) for key, fields in search_rows(response)]
+
+    async def full_text(
+        self,
+        pair: Pair,
+        words: Sequence[str],
+        language: str,
+        limit: int,
+        *,
+        beobachter: str | None = None,
+        as_of: float | None = None,
+    ) -> list[str]:
+        """Keys of the pair's entries whose ``suchtext`` matches any of ``words``, best BM25 first (SPEC §11)."""
+        terms = [escape_tag(word) for word in words if word]
+        if not terms:
+            return []
+        clause = _all_of(
+            pair_clause(pair),
+            tag_any("beobachter", [beobachter] if beobachter else []),
+            _time_clause(as_of),
+            f"@suchtext:({'|'.join(terms)})",
+        )
+        response = await self.redis.execute_command(
+            "FT.SEARCH", self.index_name, clause,
+            "NOCONTENT", "SCORER", "BM25", "LANGUAGE", language,
+            "LIMIT", "0", str(int(limit)), "DIALECT", "2",
+        )
+        return [key for key, _ in search_rows(response)]
+
+    async def index_keys(self, clause: str, *, offset: int = 0, limit: int = KEY_PAGE) -> tuple[list[str], int]:
+        """Keys matching an index clause (one page) and the total number of matches."""
+        response = await self.redis.execute_command(
+            "FT.SEARCH", self.index_name, clause, "NOCONTENT", "LIMIT", str(offset), str(limit), "DIALECT", "2"
+        )
+        return [key for key, _ in search_rows(response)], search_total(response)
+
+    async def pair_entry_keys(self, pair: Pair) -> list[str]:
+        """Every entry key of the pair, through its index token (paged)."""
+        clause = pair_clause(pair)
+        keys: list[str] = []
+        while True:
+            page, total = await self.index_keys(clause, offset=len(keys))
+            keys += page
+            if not page or len(keys) >= total:
+                return keys
+
+    async def pair_entry_count(self, pair: Pair) -> int:
+        """How many entries the index holds for the pair."""
+        _, total = await self.index_keys(pair_clause(pair), limit=0)
+        return total
+
+    async def entries_of_turn(self, pair: Pair, turn_id: str) -> list[str]:
+        """Keys of the pair's entries written by ``turn_id`` (the field is read, not indexed)."""
+        keys = await self.pair_entry_keys(pair)
+        turns = await self.per_key(keys, lambda pipe, key: pipe.hget(key, "turn_id"))
+        return [key for key, value in zip(keys, turns, strict=True) if text(value) == turn_id]
