@@ -32,7 +32,7 @@ from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.canon import Canon, default_canon
 from novaberg_core.errors import Unavailable
 from services.pipeline import text_rules
-from services.pipeline.text_rules import PRAEZISIONEN, DatedMention
+from services.pipeline.dates import PRAEZISIONEN, DatedMention
 
 __all__ = [
     "GEDAECHTNISTYPEN",

@@ -33,7 +33,7 @@ from novaberg_core.lexical import DEFAULT_LANGUAGE, language_of
 from novaberg_core.timeutil import to_timestamp
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 from services.pipeline.analyzer import NEW_ENTITY_TYP
-from services.pipeline.text_rules import DatedMention
+from services.pipeline.dates import DatedMention
 
 __all__ = [
     "CLUSTER_KEY",

@@ -46,7 +46,7 @@ from novaberg_core.peers import call_peer, peer_error
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import set_turn_attributes, tracer
 from novaberg_core.timeutil import as_of_or_now, to_timestamp
-from services.pipeline import text_rules
+from services.pipeline import dates, text_rules
 from services.pipeline.analyzer import STORE_GATE_RAW, AnalyzedTurn, Analyzer, EntityRegistry
 from services.pipeline.dossier import PerspectiveWeights, weigh_hits
 from services.pipeline.gravitation import Goal, gravitation_factor, shift_query
@@ -566,7 +566,7 @@ class TurnPipeline:
         # A question without a subject (no content word, no name: "And then what happened?") searches by
         # meaning alone — the seeds' rule that anaphoric questions get no anchors (SPEC §11).
         lexical_text = request.query_text if has_subject(request.query_text) else ""
-        dated = text_rules.find_dated_mention(request.query_text, as_of)
+        dated = dates.find_dated_mention(request.query_text, as_of)
         zeitfenster = (
             [lzg_pb2.Zeitfenster(zeitpunkt=to_timestamp(dated.zeitpunkt), praezision=dated.praezision)] if dated else []
         )

@@ -8,8 +8,8 @@ from typing import Any
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.timeutil import to_timestamp
+from services.pipeline.dates import DatedMention
 from services.pipeline.store import LzgRegistry, RegistryCache
-from services.pipeline.text_rules import DatedMention
 
 A = common_pb2.Pair(user_id="meister", character_id="nova")
 B = common_pb2.Pair(user_id="gast", character_id="nova")
