@@ -1,0 +1,119 @@
+"""The pipeline's gRPC peers: channels to the KZG and LZG services, and the LZG registry client.
+
+The analyzers' registry lookups (:class:`LzgRegistry`) are remembered per pair for a short while
+(:class:`~services.pipeline.registry_cache.RegistryCache`), because every observed turn names the
+same few people and places.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import grpc
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.channels import peer_channel
+from novaberg_core.errors import Unavailable
+from novaberg_core.timeutil import to_timestamp
+from novaberg_core.tls import PLAINTEXT, TlsConfig
+from services.pipeline.analyzer import NEW_ENTITY_TYP
+from services.pipeline.dates import DatedMention
+from services.pipeline.registry_cache import RegistryCache
+
+__all__ = ["LzgRegistry", "Peers"]
+
+
+class LzgRegistry:
+    """The analyzers' :class:`~services.pipeline.analyzer.EntityRegistry` over the LZG service.
+
+    Ids the LZG gave are remembered in ``cache`` (:class:`RegistryCache`); only names and dates
+    not remembered are asked for, so a turn naming known people costs no round trip.
+    """
+
+    def __init__(
+        self, stub: lzg_pb2_grpc.LzgServiceStub, timeout_s: float, cache: RegistryCache | None = None
+    ) -> None:
+        self.stub = stub
+        self.timeout_s = timeout_s
+        self.cache = cache if cache is not None else RegistryCache(ttl_s=0.0)
+
+    async def resolve_entities(
+        self, pair: common_pb2.Pair, names: Sequence[str], *, create_missing: bool
+    ) -> list[int]:
+        known = {name: self.cache.entity(pair, name) for name in names}
+        if create_missing:  # a name to create is never answered "unknown" from memory
+            known = {name: found or None for name, found in known.items()}
+        ask = list(dict.fromkeys(name for name, found in known.items() if found is None))
+        if ask:
+            response = await self.stub.ResolveEntities(
+                lzg_pb2.ResolveEntitiesRequest(
+                    pair=pair, names=ask, create_missing=create_missing, typ_for_new=NEW_ENTITY_TYP
+                ),
+                timeout=self.timeout_s, wait_for_ready=True,
+            )
+            ids = list(response.entitaet_ids)
+            if len(ids) != len(ask):
+                raise Unavailable(f"LZG ResolveEntities answered {len(ids)} ids for {len(ask)} names")
+            for name, entity_id in zip(ask, ids, strict=True):
+                known[name] = entity_id
+                self.cache.remember_entity(pair, name, entity_id)
+        return [known[name] or 0 for name in names]
+
+    async def timeline_for(
+        self, pair: common_pb2.Pair, mention: DatedMention, *, titel: str, themen: Sequence[str]
+    ) -> int:
+        """Reuses the pair's ref at the same instant and precision, else creates one."""
+        remembered = self.cache.timeline(pair, mention)
+        if remembered is not None:
+            return remembered
+        listed = await self.stub.ListTimelines(
+            lzg_pb2.ListTimelinesRequest(
+                pair=pair, zeitpunkt=to_timestamp(mention.zeitpunkt), praezision=mention.praezision
+            ),
+            timeout=self.timeout_s, wait_for_ready=True,
+        )
+        for timeline in listed.timelines:  # one indexed lookup of this instant and precision
+            self.cache.remember_timeline(pair, mention, int(timeline.id))
+            return int(timeline.id)
+        created = await self.stub.UpsertTimeline(
+            lzg_pb2.UpsertTimelineRequest(
+                pair=pair,
+                timeline=lzg_pb2.Timeline(
+                    zeitpunkt=to_timestamp(mention.zeitpunkt),
+                    praezision=mention.praezision,
+                    titel=titel,
+                    themen=list(themen),
+                ),
+            ),
+            timeout=self.timeout_s, wait_for_ready=True,
+        )
+        self.cache.remember_timeline(pair, mention, int(created.timeline.id))
+        return int(created.timeline.id)
+
+
+@dataclass(eq=False)
+class Peers:
+    """Channels and stubs to the KZG and LZG services."""
+
+    kzg_channel: grpc.aio.Channel
+    lzg_channel: grpc.aio.Channel
+    kzg: kzg_pb2_grpc.KzgServiceStub
+    lzg: lzg_pb2_grpc.LzgServiceStub
+
+    @classmethod
+    def connect(cls, kzg_addr: str, lzg_addr: str, tls: TlsConfig = PLAINTEXT) -> Peers:
+        kzg_channel = peer_channel(kzg_addr, tls)
+        lzg_channel = peer_channel(lzg_addr, tls)
+        return cls(
+            kzg_channel=kzg_channel,
+            lzg_channel=lzg_channel,
+            kzg=kzg_pb2_grpc.KzgServiceStub(kzg_channel),
+            lzg=lzg_pb2_grpc.LzgServiceStub(lzg_channel),
+        )
+
+    async def close(self) -> None:
+        await self.kzg_channel.close()
+        await self.lzg_channel.close()
