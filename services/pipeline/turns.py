@@ -28,6 +28,7 @@ from services.pipeline.app.dossier import Dossier
 from services.pipeline.app.observe import Observe
 from services.pipeline.app.turn_writer import TurnWriter
 from services.pipeline.dossier import PerspectiveWeights
+from services.pipeline.peers import KzgPeer, LzgPeer
 from services.pipeline.store import ClusterStore
 
 __all__ = ["Timing", "TurnPipeline"]
@@ -52,11 +53,11 @@ class TurnPipeline:
         registry: EntityRegistry | None = None,
         peer_timeout_s: float = 10.0,
     ) -> None:
+        kzg_peer, lzg_peer = KzgPeer(kzg, peer_timeout_s), LzgPeer(lzg, peer_timeout_s)
         self.context = PipelineContext(
-            kzg=kzg, lzg=lzg, clusters=clusters, cluster_table=cluster_table, analyzer=analyzer,
-            provider=provider, log=log, models=peer_models(provider, kzg, lzg, peer_timeout_s),
+            kzg=kzg_peer, lzg=lzg_peer, clusters=clusters, cluster_table=cluster_table, analyzer=analyzer,
+            provider=provider, log=log, models=peer_models(provider, kzg_peer, lzg_peer),
             weights=weights or PerspectiveWeights(), kzg_top_k=kzg_top_k, recall_k=recall_k, registry=registry,
-            timeout=peer_timeout_s,
         )  # fmt: skip
         writer = TurnWriter(self.context)
 

@@ -16,17 +16,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from novaberg.common.v1 import common_pb2
-from novaberg.kzg.v1 import kzg_pb2_grpc
-from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.clusters import ClusterTable
 from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.errors import InvalidArgument, NotFound
-from novaberg_core.peers import call_peer
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import tracer
 from services.pipeline.analyzer import Analyzer, EntityRegistry
 from services.pipeline.dossier import PerspectiveWeights
 from services.pipeline.model_guard import ModelGuard
+from services.pipeline.peers import KzgPeer, LzgPeer
 from services.pipeline.store import ClusterStore
 
 __all__ = [
@@ -97,23 +96,17 @@ class PairNodeCache:
         return [node_id for node_id in node_ids if node_id not in known]
 
 
-def peer_models(
-    provider: EmbeddingProvider, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub, timeout: float
-) -> ModelGuard:
+def peer_models(provider: EmbeddingProvider, kzg: KzgPeer, lzg: LzgPeer) -> ModelGuard:
     """The guard comparing both peers' models with the pipeline's (SPEC §2)."""
-    request = common_pb2.GetModelRequest()
-    return ModelGuard(provider.stamp, {
-        "KZG service": lambda: call_peer("KZG", "GetModel", kzg.GetModel(request, timeout=timeout, wait_for_ready=True)),
-        "LZG service": lambda: call_peer("LZG", "GetModel", lzg.GetModel(request, timeout=timeout, wait_for_ready=True)),
-    })  # fmt: skip
+    return ModelGuard(provider.stamp, {"KZG service": kzg.get_model, "LZG service": lzg.get_model})
 
 
 @dataclass(eq=False)
 class PipelineContext:
     """The peers, the pair state, the analyzer, the model, the log and the dossier's settings."""
 
-    kzg: kzg_pb2_grpc.KzgServiceStub
-    lzg: lzg_pb2_grpc.LzgServiceStub
+    kzg: KzgPeer
+    lzg: LzgPeer
     clusters: ClusterStore
     cluster_table: ClusterTable
     analyzer: Analyzer
@@ -125,8 +118,6 @@ class PipelineContext:
     recall_k: int
     registry: EntityRegistry | None
     """Resolves the names a question mentions (SPEC §11: entity candidates); None → no entity source."""
-    timeout: float
-    """Deadline of one peer call, in seconds."""
     known_nodes: PairNodeCache = field(default_factory=PairNodeCache)
 
     async def embed_texts(self, texts: list[str], timing: Timing) -> np.ndarray:
@@ -148,21 +139,12 @@ class PipelineContext:
         if len(set(ids)) != len(ids):
             raise InvalidArgument(f"{field}.magnets.entitaet_ids must name each id at most once, got {ids}")
         if ids:
-            listed = await call_peer(
-                "LZG", "ListEntities",
-                self.lzg.ListEntities(lzg_pb2.ListEntitiesRequest(pair=pair, ids=ids), timeout=self.timeout, wait_for_ready=True),
-            )  # fmt: skip
+            listed = await self.lzg.list_entities(lzg_pb2.ListEntitiesRequest(pair=pair, ids=ids))
             missing = sorted(set(ids) - {e.id for e in listed.entities})
             if missing:
                 raise InvalidArgument(f"{field}.magnets.entitaet_ids {missing} are not entities of this pair")
         if magnets.HasField("timeline_id"):
-            timelines = await call_peer(
-                "LZG", "ListTimelines",
-                self.lzg.ListTimelines(
-                    lzg_pb2.ListTimelinesRequest(pair=pair, ids=[magnets.timeline_id]), timeout=self.timeout,
-                    wait_for_ready=True,
-                ),
-            )  # fmt: skip
+            timelines = await self.lzg.list_timelines(lzg_pb2.ListTimelinesRequest(pair=pair, ids=[magnets.timeline_id]))
             if magnets.timeline_id not in {t.id for t in timelines.timelines}:
                 raise InvalidArgument(
                     f"{field}.magnets.timeline_id {magnets.timeline_id} is not a timeline ref of this pair"
@@ -173,8 +155,7 @@ class PipelineContext:
         node_ids = self.known_nodes.unknown(pair, served)
         if not node_ids:
             return
-        checked = await call_peer("LZG", "CheckNodes", self.lzg.CheckNodes(
-            lzg_pb2.CheckNodesRequest(pair=pair, node_ids=node_ids), timeout=self.timeout, wait_for_ready=True))  # fmt: skip
+        checked = await self.lzg.check_nodes(lzg_pb2.CheckNodesRequest(pair=pair, node_ids=node_ids))
         if checked.missing:
             raise NotFound(f"served_node_ids {list(checked.missing)} are not nodes of this pair")
         self.known_nodes.add(pair, node_ids)

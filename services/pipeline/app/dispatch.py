@@ -25,7 +25,6 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import NovabergError
-from novaberg_core.peers import call_peer
 from novaberg_core.telemetry import set_turn_attributes
 from novaberg_core.timeutil import as_of_or_now, to_timestamp
 from services.pipeline.app.context import NODE_DISPATCHER, NODE_VERWENDUNG, PipelineContext, Timing
@@ -111,10 +110,7 @@ class Dispatch:
                 if answer is not None:
                     reinforce_request.answer_vector.values.extend(answer.tolist())
                     reinforce_request.answer_vector.model_id = ctx.provider.model_id
-                return await call_peer(
-                    "LZG", "ReinforceUsed",
-                    ctx.lzg.ReinforceUsed(reinforce_request, timeout=ctx.timeout, wait_for_ready=True),
-                )  # fmt: skip
+                return await ctx.lzg.reinforce_used(reinforce_request)
 
             async def own_entry() -> kzg_pb2.StoreEntryResponse:
                 """The character's own session turn (sent once analysed) and KZG entry (beobachter = assistant)."""

@@ -25,7 +25,7 @@ from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import Unavailable
 from novaberg_core.fusion import RECALL_DEPTH
-from novaberg_core.peers import call_peer, peer_error
+from novaberg_core.peers import peer_error
 from novaberg_core.telemetry import set_turn_attributes
 from novaberg_core.timeutil import as_of_or_now, to_timestamp
 from services.pipeline.app.context import NODE_ENRICHER, TRACER, PipelineContext, Timing
@@ -103,27 +103,21 @@ class Dossier:
             # KZG retrieval runs while the LZG reads and renders the blocks in the same call (SPEC §7:
             # both with the shifted vector).
             retrieved, spread = await asyncio.gather(
-                call_peer("KZG", "Retrieve", ctx.kzg.Retrieve(
-                    kzg_pb2.RetrieveRequest(
-                        pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values, model_id=ctx.provider.model_id),
-                        top_k=max(ctx.kzg_top_k, recall_k, RECALL_DEPTH), turn=turn, as_of=to_timestamp(as_of),
-                        lexical_text=lexical_text, sprache=profile.sprache,
-                        question_entity_ids=question_entities,
-                    ),
-                    timeout=ctx.timeout, wait_for_ready=True,
+                ctx.kzg.retrieve(kzg_pb2.RetrieveRequest(
+                    pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values, model_id=ctx.provider.model_id),
+                    top_k=max(ctx.kzg_top_k, recall_k, RECALL_DEPTH), turn=turn, as_of=to_timestamp(as_of),
+                    lexical_text=lexical_text, sprache=profile.sprache,
+                    question_entity_ids=question_entities,
                 )),
-                call_peer("LZG", "SpreadingRead", ctx.lzg.SpreadingRead(
-                    lzg_pb2.SpreadingReadRequest(
-                        pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values, model_id=ctx.provider.model_id),
-                        cluster=cluster,
-                        nova_emotion=request.nova_emotion, turn=turn, readers=readers,
-                        user_name=request.user_name or profile.user_name,
-                        character_name=request.character_name or profile.character_name,
-                        as_of=to_timestamp(as_of), lexical_text=lexical_text, sprache=profile.sprache,
-                        question_entity_ids=question_entities, zeitfenster=zeitfenster,
-                        recall_k=max(recall_k, RECALL_DEPTH),
-                    ),
-                    timeout=ctx.timeout, wait_for_ready=True,
+                ctx.lzg.spreading_read(lzg_pb2.SpreadingReadRequest(
+                    pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values, model_id=ctx.provider.model_id),
+                    cluster=cluster,
+                    nova_emotion=request.nova_emotion, turn=turn, readers=readers,
+                    user_name=request.user_name or profile.user_name,
+                    character_name=request.character_name or profile.character_name,
+                    as_of=to_timestamp(as_of), lexical_text=lexical_text, sprache=profile.sprache,
+                    question_entity_ids=question_entities, zeitfenster=zeitfenster,
+                    recall_k=max(recall_k, RECALL_DEPTH),
                 )),
             )  # fmt: skip
             resonanz = spread.lzg_resonanz

@@ -20,7 +20,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import NovabergError, Unavailable
-from novaberg_core.peers import call_peer, peer_error
+from novaberg_core.peers import peer_error
 from novaberg_core.telemetry import set_turn_attributes
 from novaberg_core.timeutil import to_timestamp
 from services.pipeline.analyzer import STORE_GATE_RAW, AnalyzedTurn
@@ -152,18 +152,13 @@ class TurnWriter:
                 embedding = (await ctx.embed(text_to_embed, timing)).tolist()
             # else: the caller's batch could not embed it (the model failed): the KZG embeds the same text.
             request = self.store_request(pair, beobachter, analysis, turn, as_of, writer, profile, embedding)
-            return await call_peer("KZG", "StoreEntry", ctx.kzg.StoreEntry(request, timeout=ctx.timeout, wait_for_ready=True))
+            return await ctx.kzg.store_entry(request)
 
         # The session append runs while the model embeds the entry.
         append = kzg_pb2.AppendSessionTurnRequest(
             pair=pair, turn=session_turn(beobachter, text, analysis, turn, as_of), as_of=to_timestamp(as_of)
         )
-        appended, stored = await asyncio.gather(
-            call_peer(
-                "KZG", "AppendSessionTurn", ctx.kzg.AppendSessionTurn(append, timeout=ctx.timeout, wait_for_ready=True)
-            ),
-            store(),
-        )  # fmt: skip
+        appended, stored = await asyncio.gather(ctx.kzg.append_session_turn(append), store())
         self.log_written(pair, beobachter, turn, as_of, writer, appended, stored)
         return appended, stored
 
@@ -183,7 +178,7 @@ class TurnWriter:
         ctx = self.ctx
         writer = "pipeline.observe"
         # A batch takes the KZG longer than one turn: the deadline grows with it.
-        timeout = ctx.timeout * (1.0 + len(turns) / 16)
+        timeout_s = ctx.kzg.timeout_s * (1.0 + len(turns) / 16)
         appends = kzg_pb2.AppendSessionTurnsRequest(appends=[
             kzg_pb2.AppendSessionTurnRequest(
                 pair=pair, turn=session_turn(t.beobachter, t.text, a, c, as_of), as_of=to_timestamp(as_of)
@@ -205,9 +200,8 @@ class TurnWriter:
         if after is not None:
             await after
         appended, stored = await asyncio.gather(
-            call_peer("KZG", "AppendSessionTurns", ctx.kzg.AppendSessionTurns(appends, timeout=timeout, wait_for_ready=True)),
-            call_peer("KZG", "StoreEntries", ctx.kzg.StoreEntries(entries, timeout=timeout, wait_for_ready=True)),
-        )  # fmt: skip
+            ctx.kzg.append_session_turns(appends, timeout_s), ctx.kzg.store_entries(entries, timeout_s)
+        )
         written = list(zip(appended.results, stored.results, strict=True))
         for t, c, as_of, (one_appended, one_stored) in zip(turns, contexts, as_ofs, written, strict=True):
             self.log_written(pair, t.beobachter, c, as_of, writer, one_appended, one_stored)
