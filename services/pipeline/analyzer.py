@@ -32,7 +32,7 @@ from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.canon import Canon, default_canon
 from novaberg_core.errors import Unavailable
 from services.pipeline import text_rules
-from services.pipeline.text_rules import PRAEZISIONEN, DatedMention
+from services.pipeline.dates import PRAEZISIONEN, DatedMention
 
 __all__ = [
     "GEDAECHTNISTYPEN",
@@ -89,11 +89,7 @@ class Analyzer(Protocol):
     name: str
 
     async def analyze(
-        self,
-        text: str,
-        pair: common_pb2.Pair,
-        beobachter: common_pb2.Beobachter,
-        as_of: datetime,
+        self, text: str, pair: common_pb2.Pair, beobachter: common_pb2.Beobachter, as_of: datetime
     ) -> AnalyzedTurn: ...
 
 
@@ -136,6 +132,27 @@ def _titel(text: str) -> str:
     return snippet if len(snippet) <= 120 else snippet[:117] + "..."
 
 
+async def _timeline_id(
+    registry: EntityRegistry, pair: common_pb2.Pair, dated: DatedMention | None, *, stored: bool, text: str,
+    themen: Sequence[str],
+) -> int | None:
+    """The timeline ref of a stored turn's dated mention (created if new); None for no date or an unstored turn."""
+    if not stored or dated is None:
+        return None
+    return await registry.timeline_for(pair, dated, titel=_titel(text), themen=themen)
+
+
+def _turn_analysis(
+    salience: common_pb2.SalienceResult, ei: common_pb2.EiFields, entity_ids: list[int], timeline_id: int | None,
+    inhalt: str,
+) -> pipeline_pb2.TurnAnalysis:
+    """An analyzer's result: the magnets are the resolved entities and the timeline ref, if any (SPEC §4.1)."""
+    magnets = common_pb2.Magnets(entitaet_ids=entity_ids)
+    if timeline_id is not None:
+        magnets.timeline_id = timeline_id
+    return pipeline_pb2.TurnAnalysis(salience=salience, ei=ei, magnets=magnets, inhalt=inhalt)
+
+
 class OfflineAnalyzer:
     """The rule-based default (module docstring of :mod:`services.pipeline.text_rules`)."""
 
@@ -146,23 +163,13 @@ class OfflineAnalyzer:
         self.canon = canon or default_canon()
 
     async def analyze(
-        self,
-        text: str,
-        pair: common_pb2.Pair,
-        beobachter: common_pb2.Beobachter,
-        as_of: datetime,
+        self, text: str, pair: common_pb2.Pair, beobachter: common_pb2.Beobachter, as_of: datetime
     ) -> AnalyzedTurn:
         findings = text_rules.analyze_text(text, as_of)
         mentions = list(findings.mentions.mentions)
         candidates = [name for name in mentions if name in findings.mentions.candidates]
         others = [name for name in mentions if name not in findings.mentions.candidates]
         dated = findings.dated
-
-        async def timeline(stored: bool) -> int | None:
-            if not stored or dated is None:
-                return None
-            return await self.registry.timeline_for(pair, dated, titel=_titel(text), themen=findings.themen)
-
         if candidates:
             # A name candidate is an entity cue by itself: the score is known before any lookup, so
             # the registered names, the candidates (created when the turn is stored) and the
@@ -173,31 +180,25 @@ class OfflineAnalyzer:
             other_ids, candidate_ids, timeline_id = await asyncio.gather(
                 _ids(self.registry, pair, others, create=False),
                 _ids(self.registry, pair, candidates, create=stored),
-                timeline(stored),
+                _timeline_id(self.registry, pair, dated, stored=stored, text=text, themen=findings.themen),
             )
         else:
             other_ids, candidate_ids = await _ids(self.registry, pair, others, create=False), []
             cues = {**findings.cues, "entity": any(i > 0 for i in other_ids)}
             salienz = text_rules.salience_heuristic(has_content=bool(findings.themen), cues=cues)
             stored = salienz >= STORE_GATE_RAW
-            timeline_id = await timeline(stored)
+            timeline_id = await _timeline_id(self.registry, pair, dated, stored=stored, text=text, themen=findings.themen)
         resolved = {**dict(zip(others, other_ids, strict=True)), **dict(zip(candidates, candidate_ids, strict=True))}
         ids = ordered_ids(resolved, mentions)
         intentionen = [i for i in findings.intentionen if i in self.canon.intentionen]
-        magnets = common_pb2.Magnets(entitaet_ids=ids)
-        if timeline_id is not None:
-            magnets.timeline_id = timeline_id
-        analysis = pipeline_pb2.TurnAnalysis(
-            salience=common_pb2.SalienceResult(
-                salienz=salienz,
-                themen=findings.themen,
-                gedaechtnistyp=findings.gedaechtnistyp,
+        analysis = _turn_analysis(
+            common_pb2.SalienceResult(
+                salienz=salienz, themen=findings.themen, gedaechtnistyp=findings.gedaechtnistyp,
                 dimension=findings.dimension,
             ),
-            ei=common_pb2.EiFields(emotion=findings.emotion, arousal=findings.arousal, intentionen=intentionen),
-            magnets=magnets,
-            inhalt=text,
-        )
+            common_pb2.EiFields(emotion=findings.emotion, arousal=findings.arousal, intentionen=intentionen),
+            ids, timeline_id, text,
+        )  # fmt: skip
         details: dict[str, Any] = {
             "regeln": "text_rules",
             "cues": cues,
@@ -405,11 +406,7 @@ class OllamaChatAnalyzer:
             raise Unavailable(f"{where} cannot be reached: {error}") from error
 
     async def analyze(
-        self,
-        text: str,
-        pair: common_pb2.Pair,
-        beobachter: common_pb2.Beobachter,
-        as_of: datetime,
+        self, text: str, pair: common_pb2.Pair, beobachter: common_pb2.Beobachter, as_of: datetime
     ) -> AnalyzedTurn:
         try:
             response = await self._chat(text, beobachter, as_of)
@@ -431,31 +428,20 @@ class OllamaChatAnalyzer:
             )
         stored = output.salienz >= STORE_GATE_RAW
         names = output.entitaeten
-        datum = output.datum
-
-        async def timeline() -> int | None:
-            if not stored or datum is None:
-                return None
-            return await self.registry.timeline_for(pair, datum, titel=_titel(text), themen=output.themen)
-
-        resolved, timeline_id = await asyncio.gather(_ids(self.registry, pair, names, create=stored), timeline())
-        ids = ordered_ids(dict(zip(names, resolved, strict=True)), names)
-        magnets = common_pb2.Magnets(entitaet_ids=ids)
-        if timeline_id is not None:
-            magnets.timeline_id = timeline_id
-        analysis = pipeline_pb2.TurnAnalysis(
-            salience=common_pb2.SalienceResult(
-                salienz=output.salienz,
-                themen=output.themen,
-                gedaechtnistyp=output.gedaechtnistyp,
+        resolved, timeline_id = await asyncio.gather(
+            _ids(self.registry, pair, names, create=stored),
+            _timeline_id(self.registry, pair, output.datum, stored=stored, text=text, themen=output.themen),
+        )
+        analysis = _turn_analysis(
+            common_pb2.SalienceResult(
+                salienz=output.salienz, themen=output.themen, gedaechtnistyp=output.gedaechtnistyp,
                 dimension=output.dimension,
             ),
-            ei=common_pb2.EiFields(
+            common_pb2.EiFields(
                 emotion=output.emotion, modus=output.modus, arousal=output.arousal, intentionen=output.intentionen
             ),
-            magnets=magnets,
-            inhalt=output.inhalt or text,
-        )
+            ordered_ids(dict(zip(names, resolved, strict=True)), names), timeline_id, output.inhalt or text,
+        )  # fmt: skip
         details: dict[str, Any] = {
             "modell": self.model,
             "entitaeten": names,

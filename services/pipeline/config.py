@@ -62,7 +62,7 @@ class PipelineConfig:
     registry_cache_s: float = 60.0
     """How long the analyzers remember an entity or timeline id the LZG gave for a name or date, per pair
     (``NOVABERG_PIPELINE_REGISTRY_CACHE_S``; 0 = ask the LZG every time). A merge, delete or rename
-    made elsewhere reaches new turns at most this much later (see ``services.pipeline.store.RegistryCache``)."""
+    made elsewhere reaches new turns at most this much later (see ``services.pipeline.registry_cache.RegistryCache``)."""
 
     peer_timeout_s: float = 10.0
     """Deadline of each call to the KZG or LZG service; a call waits up to this long for a peer that is

@@ -12,8 +12,10 @@ from novaberg_core.telemetry import configure_logging
 from services.pipeline.analyzer import Analyzer, EntityRegistry, OfflineAnalyzer, OllamaChatAnalyzer
 from services.pipeline.config import PipelineConfig
 from services.pipeline.dossier import PerspectiveWeights
+from services.pipeline.peers import LzgRegistry, Peers
+from services.pipeline.registry_cache import RegistryCache
 from services.pipeline.servicer import PipelineServicer
-from services.pipeline.store import ClusterStore, LzgRegistry, Peers, RegistryCache
+from services.pipeline.store import ClusterStore
 from services.pipeline.turns import TurnPipeline
 
 __all__ = ["SERVICE_NAME", "build_analyzer", "create_server", "main"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import TypeVar
+
 import grpc
 
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
@@ -15,11 +18,17 @@ MODEL_MS_KEY = "novaberg-model-ms"
 MEMORY_MS_KEY = "novaberg-memory-ms"
 """Trailing metadata: milliseconds the call spent on everything else."""
 
+_R = TypeVar("_R")
 
-def _report(context: grpc.aio.ServicerContext, timing: Timing) -> None:
+
+async def _timed(context: grpc.aio.ServicerContext, step: Awaitable[tuple[_R, Timing]]) -> _R:
+    """Run one step of a turn, counted as a turn in flight; its time split goes into the trailing metadata."""
+    with turn_in_flight():
+        response, timing = await step
     context.set_trailing_metadata(
         ((MODEL_MS_KEY, f"{timing.model_ms:.3f}"), (MEMORY_MS_KEY, f"{timing.memory_ms():.3f}"))
     )
+    return response
 
 
 class PipelineServicer(pipeline_pb2_grpc.PipelineServiceServicer):
@@ -31,25 +40,17 @@ class PipelineServicer(pipeline_pb2_grpc.PipelineServiceServicer):
     async def ObserveTurn(
         self, request: pipeline_pb2.ObserveTurnRequest, context: grpc.aio.ServicerContext
     ) -> pipeline_pb2.ObserveTurnResponse:
-        with turn_in_flight():
-            response, timing = await self.pipeline.observe(request)
-        _report(context, timing)
-        return response
+        return await _timed(context, self.pipeline.observe(request))
 
     async def ObserveTurns(
         self, request: pipeline_pb2.ObserveTurnsRequest, context: grpc.aio.ServicerContext
     ) -> pipeline_pb2.ObserveTurnsResponse:
-        with turn_in_flight():
-            response, timing = await self.pipeline.observe_batch(request)
-        _report(context, timing)
-        return response
+        return await _timed(context, self.pipeline.observe_batch(request))
 
     async def BuildDossier(
         self, request: pipeline_pb2.BuildDossierRequest, context: grpc.aio.ServicerContext
     ) -> pipeline_pb2.BuildDossierResponse:
-        with turn_in_flight():
-            response, timing = await self.pipeline.build_dossier(request)
-        _report(context, timing)
+        response = await _timed(context, self.pipeline.build_dossier(request))
         record_dossier(
             kzg_hits=len(response.kzg_hits), lzg_memories=len(response.lzg_resonanz.erinnerungen),
             recall_items=len(response.recall), anchors=response.lzg_resonanz.anker_anzahl,
@@ -59,7 +60,4 @@ class PipelineServicer(pipeline_pb2_grpc.PipelineServiceServicer):
     async def Dispatch(
         self, request: pipeline_pb2.DispatchRequest, context: grpc.aio.ServicerContext
     ) -> pipeline_pb2.DispatchResponse:
-        with turn_in_flight():
-            response, timing = await self.pipeline.dispatch(request)
-        _report(context, timing)
-        return response
+        return await _timed(context, self.pipeline.dispatch(request))

@@ -25,7 +25,7 @@ from services.pipeline.analyzer import (
     normalise_instant,
     validate_output,
 )
-from services.pipeline.text_rules import DatedMention
+from services.pipeline.dates import DatedMention
 from tests.service.pipeline.ollama_chat import ChatServer, running_chat_server
 
 AS_OF = datetime(2026, 11, 29, 15, 0, tzinfo=UTC)

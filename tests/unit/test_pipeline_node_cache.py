@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from novaberg.common.v1 import common_pb2
-from services.pipeline.turns import PairNodeCache
+from services.pipeline.app.context import PairNodeCache
 
 A = common_pb2.Pair(user_id="meister", character_id="nova")
 B = common_pb2.Pair(user_id="gast", character_id="nova")

@@ -1,4 +1,4 @@
-"""The analyzers' registry lookups remembered per pair for a while (services.pipeline.store.RegistryCache)."""
+"""The analyzers' registry lookups remembered per pair for a while (services.pipeline.registry_cache.RegistryCache)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.timeutil import to_timestamp
-from services.pipeline.store import LzgRegistry, RegistryCache
-from services.pipeline.text_rules import DatedMention
+from services.pipeline.dates import DatedMention
+from services.pipeline.peers import LzgRegistry
+from services.pipeline.registry_cache import RegistryCache
 
 A = common_pb2.Pair(user_id="meister", character_id="nova")
 B = common_pb2.Pair(user_id="gast", character_id="nova")

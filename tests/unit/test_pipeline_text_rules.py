@@ -6,15 +6,15 @@ from datetime import UTC, datetime
 
 import pytest
 
+from services.pipeline.dates import find_dated_mention
 from services.pipeline.text_rules import (
     SALIENCE_WEIGHTS,
     analyze_text,
     extract_themes,
-    find_dated_mention,
     find_mentions,
     salience_heuristic,
-    tokenize,
 )
+from services.pipeline.tokens import tokenize
 
 # Sunday, 29 November 2026, 15:00 UTC
 AS_OF = datetime(2026, 11, 29, 15, 0, tzinfo=UTC)

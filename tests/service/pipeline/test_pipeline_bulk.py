@@ -39,7 +39,7 @@ from services.kzg.store import PROMOTION_STREAM
 from services.lzg.config import LzgConfig
 from services.lzg.server import create_server as create_lzg_server
 from services.pipeline.analyzer import AnalyzedTurn
-from services.pipeline.turns import WRITE_CHUNK
+from services.pipeline.app.observe import WRITE_CHUNK
 from tests.service.pipeline.conftest import Peers, start_pipeline
 
 LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")

@@ -1,0 +1,161 @@
+"""What every step of a turn shares: the peers, the pair state, the model, the log, the checks.
+
+One :class:`PipelineContext` per process. Besides the parts it holds, it offers what more than one
+step needs: one model batch counted as model time (:class:`Timing`), the check that a caller's
+magnets are the pair's own (SPEC §10), and the check that served node ids are the pair's own,
+with the ids this process already served remembered (:class:`PairNodeCache`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from novaberg.common.v1 import common_pb2
+from novaberg.lzg.v1 import lzg_pb2
+from novaberg_core.clusters import ClusterTable
+from novaberg_core.embedding import EmbeddingProvider
+from novaberg_core.errors import InvalidArgument, NotFound
+from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.telemetry import tracer
+from services.pipeline.analyzer import Analyzer, EntityRegistry
+from services.pipeline.dossier import PerspectiveWeights
+from services.pipeline.model_guard import ModelGuard
+from services.pipeline.peers import KzgPeer, LzgPeer
+from services.pipeline.store import ClusterStore
+
+__all__ = [
+    "NODE_DISPATCHER",
+    "NODE_ENRICHER",
+    "NODE_OBSERVE",
+    "NODE_SALIENCE",
+    "NODE_VERWENDUNG",
+    "ROLE",
+    "TRACER",
+    "PairNodeCache",
+    "PipelineContext",
+    "Timing",
+    "peer_models",
+]
+
+TRACER = tracer("services.pipeline")
+
+NODE_OBSERVE = "observe"
+NODE_SALIENCE = "salience"
+NODE_ENRICHER = "enricher"
+NODE_DISPATCHER = "dispatcher"
+NODE_VERWENDUNG = "verwendung"
+
+ROLE = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
+"""A turn's ``beobachter`` as the session and the pipeline log name it."""
+
+
+@dataclass(slots=True)
+class Timing:
+    """Where one call's time went: the embedding model in this service, and everything else."""
+
+    started: float = field(default_factory=time.perf_counter)
+    model_ms: float = 0.0
+    model_turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held while this call's batch runs: two steps of one call never overlap in the model's time."""
+
+    def memory_ms(self) -> float:
+        return max((time.perf_counter() - self.started) * 1000.0 - self.model_ms, 0.0)
+
+
+class PairNodeCache:
+    """Node ids known to belong to a pair, learnt from the dossiers this process served.
+
+    A node never changes its pair and is never hard-deleted (SPEC §5.7, §10), so a node once
+    served to a pair belongs to it for good: Dispatch checks only ids it has not seen (another
+    replica's dossier, or a caller's guess) against the LZG. Bounded: least recently used pairs
+    are forgotten first, and a pair keeps at most ``max_ids`` ids.
+    """
+
+    def __init__(self, max_pairs: int = 10_000, max_ids: int = 1_000) -> None:
+        self.max_pairs = max_pairs
+        self.max_ids = max_ids
+        self._ids: OrderedDict[tuple[str, str], set[int]] = OrderedDict()
+
+    def add(self, pair: common_pb2.Pair, node_ids: list[int]) -> None:
+        key = (pair.user_id, pair.character_id)
+        known = self._ids.pop(key, set())
+        if len(known) + len(node_ids) > self.max_ids:
+            known = set()
+        known.update(node_ids)
+        self._ids[key] = known
+        while len(self._ids) > self.max_pairs:
+            self._ids.popitem(last=False)
+
+    def unknown(self, pair: common_pb2.Pair, node_ids: list[int]) -> list[int]:
+        known = self._ids.get((pair.user_id, pair.character_id), set())
+        return [node_id for node_id in node_ids if node_id not in known]
+
+
+def peer_models(provider: EmbeddingProvider, kzg: KzgPeer, lzg: LzgPeer) -> ModelGuard:
+    """The guard comparing both peers' models with the pipeline's (SPEC §2)."""
+    return ModelGuard(provider.stamp, {"KZG service": kzg.get_model, "LZG service": lzg.get_model})
+
+
+@dataclass(eq=False)
+class PipelineContext:
+    """The peers, the pair state, the analyzer, the model, the log and the dossier's settings."""
+
+    kzg: KzgPeer
+    lzg: LzgPeer
+    clusters: ClusterStore
+    cluster_table: ClusterTable
+    analyzer: Analyzer
+    provider: EmbeddingProvider
+    log: PipelineLog
+    models: ModelGuard
+    weights: PerspectiveWeights
+    kzg_top_k: int
+    recall_k: int
+    registry: EntityRegistry | None
+    """Resolves the names a question mentions (SPEC §11: entity candidates); None → no entity source."""
+    known_nodes: PairNodeCache = field(default_factory=PairNodeCache)
+
+    async def embed_texts(self, texts: list[str], timing: Timing) -> np.ndarray:
+        """One batch through the model, counted as model time."""
+        async with timing.model_turn:
+            started = time.perf_counter()
+            with TRACER.start_as_current_span("pipeline.embed") as span:
+                span.set_attribute("novaberg.texts", len(texts))
+                vectors = await self.provider.embed(texts)
+            timing.model_ms += (time.perf_counter() - started) * 1000.0
+        return vectors
+
+    async def embed(self, text: str, timing: Timing) -> np.ndarray:
+        return (await self.embed_texts([text], timing))[0]
+
+    async def check_magnets(self, pair: common_pb2.Pair, magnets: common_pb2.Magnets, field: str) -> None:
+        """A caller's magnet ids must be entities / a timeline ref of this very pair (SPEC §10)."""
+        ids = list(magnets.entitaet_ids)
+        if len(set(ids)) != len(ids):
+            raise InvalidArgument(f"{field}.magnets.entitaet_ids must name each id at most once, got {ids}")
+        if ids:
+            listed = await self.lzg.list_entities(lzg_pb2.ListEntitiesRequest(pair=pair, ids=ids))
+            missing = sorted(set(ids) - {e.id for e in listed.entities})
+            if missing:
+                raise InvalidArgument(f"{field}.magnets.entitaet_ids {missing} are not entities of this pair")
+        if magnets.HasField("timeline_id"):
+            timelines = await self.lzg.list_timelines(lzg_pb2.ListTimelinesRequest(pair=pair, ids=[magnets.timeline_id]))
+            if magnets.timeline_id not in {t.id for t in timelines.timelines}:
+                raise InvalidArgument(
+                    f"{field}.magnets.timeline_id {magnets.timeline_id} is not a timeline ref of this pair"
+                )
+
+    async def check_served(self, pair: common_pb2.Pair, served: list[int]) -> None:
+        """Served node ids must be nodes of this very pair; checked in one call before Dispatch writes anything."""
+        node_ids = self.known_nodes.unknown(pair, served)
+        if not node_ids:
+            return
+        checked = await self.lzg.check_nodes(lzg_pb2.CheckNodesRequest(pair=pair, node_ids=node_ids))
+        if checked.missing:
+            raise NotFound(f"served_node_ids {list(checked.missing)} are not nodes of this pair")
+        self.known_nodes.add(pair, node_ids)

@@ -1,0 +1,178 @@
+"""Dispatch: after the answer, what the turn leaves in the memory (SPEC §5.6, §7, §8).
+
+The steps: check the whole request, the models, the answer's magnets and the served node ids (one
+LZG call for the ids this process did not serve itself); log the input and the character's answer;
+then, independent of each other, the usage reinforcement with the answer embedded here (SPEC §5.6),
+the character's own session turn and KZG entry, and this turn's cluster. Whatever part fails, the
+turn is recorded: its usage record, ``turn_roh``, and an error record per failed part, named in
+the response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import grpc
+import numpy as np
+from google.protobuf.json_format import MessageToDict
+from opentelemetry import trace
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2
+from novaberg.lzg.v1 import lzg_pb2
+from novaberg.pipeline.v1 import pipeline_pb2
+from novaberg_core.embedding import query_embed_text
+from novaberg_core.errors import NovabergError
+from novaberg_core.telemetry import set_turn_attributes
+from novaberg_core.timeutil import as_of_or_now, to_timestamp
+from services.pipeline.app.context import NODE_DISPATCHER, NODE_VERWENDUNG, PipelineContext, Timing
+from services.pipeline.app.turn_writer import TurnWriter, given_analysis, kzg_entry_text
+from services.pipeline.validation import check_dispatch
+
+__all__ = ["Dispatch"]
+
+
+class Dispatch:
+    """SPEC §7 "dispatch" over the shared context."""
+
+    def __init__(self, ctx: PipelineContext, writer: TurnWriter) -> None:
+        self.ctx = ctx
+        self.writer = writer
+
+    async def dispatch(self, request: pipeline_pb2.DispatchRequest) -> tuple[pipeline_pb2.DispatchResponse, Timing]:
+        """Usage reinforcement, the character's own KZG entry, this turn's cluster, ``turn_roh`` (SPEC §7)."""
+        ctx = self.ctx
+        timing = Timing()
+        cluster = check_dispatch(request, ctx.cluster_table)
+        await ctx.models.check()
+        pair = request.pair
+        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
+        set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
+        as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
+        if request.HasField("answer_analysis"):
+            await ctx.check_magnets(pair, request.answer_analysis.magnets, "answer_analysis")
+        served = list(dict.fromkeys(request.served_node_ids))
+        await ctx.check_served(pair, served)
+        profile = await ctx.clusters.profile(pair)
+        assistant = common_pb2.BEOBACHTER_ASSISTANT
+        async with ctx.log.span(turn_id=request.turn_id, node=NODE_DISPATCHER, erstellt_am=as_of, **pair_kwargs) as span_id:
+            turn = common_pb2.TurnContext(turn_id=request.turn_id, span_id=span_id)
+            ctx.log.write(
+                turn_id=request.turn_id, node=NODE_DISPATCHER, art="eingang", span_id=span_id,
+                inhalt={"cluster": cluster, "lzg_resonanz_ids": served, "user_prompt": request.user_prompt},
+                erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+            # The character's answer as its own output (syn §10.4 "last answers" reads these).
+            ctx.log.write(
+                turn_id=request.turn_id, node=NODE_DISPATCHER, art="ausgabe", quelle=pair.character_id,
+                span_id=span_id, inhalt={"text": request.answer_text}, erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+
+            async def analyse_answer() -> pipeline_pb2.TurnAnalysis:
+                if request.HasField("answer_analysis"):
+                    return given_analysis(request.answer_analysis, request.answer_text)
+                return (await self.writer.analyze(request.answer_text, pair, assistant, as_of, turn)).analysis
+
+            async def embed_answer() -> tuple[np.ndarray | None, np.ndarray | None]:
+                """One model batch: the answer (for the usage reinforcement, when a served node can be
+                compared with it) and the character's KZG entry text (when the entry passes the gate)."""
+                texts = [query_embed_text(request.answer_text)] if served else []
+                entry_text = kzg_entry_text(await analysed, profile.character_name)
+                if entry_text is not None:
+                    texts.append(entry_text)
+                if not texts:
+                    return None, None
+                try:
+                    vectors = await ctx.embed_texts(texts, timing)
+                except NovabergError as error:
+                    # The model is down: the LZG records the usage outcome (embedding itself, or
+                    # `embed_fehler`), the KZG embeds the entry itself; the turn is recorded either way.
+                    failed.append(f"embedding model: {error}")
+                    return None, None
+                return (vectors[0] if served else None), (vectors[-1] if entry_text is not None else None)
+
+            failed: list[str] = []
+            analysed = asyncio.ensure_future(analyse_answer())
+            embedded = asyncio.ensure_future(embed_answer())
+
+            async def entry_vector() -> np.ndarray | None:
+                return (await embedded)[1]
+
+            async def reinforce() -> lzg_pb2.ReinforceUsedResponse:
+                """Usage reinforcement with the answer vector embedded here (SPEC §5.6)."""
+                answer, _ = await embedded
+                reinforce_request = lzg_pb2.ReinforceUsedRequest(
+                    pair=pair, answer_text=request.answer_text, served_node_ids=served, turn=turn,
+                    as_of=to_timestamp(as_of),
+                )  # fmt: skip
+                if answer is not None:
+                    reinforce_request.answer_vector.values.extend(answer.tolist())
+                    reinforce_request.answer_vector.model_id = ctx.provider.model_id
+                return await ctx.lzg.reinforce_used(reinforce_request)
+
+            async def own_entry() -> kzg_pb2.StoreEntryResponse:
+                """The character's own session turn (sent once analysed) and KZG entry (beobachter = assistant)."""
+                _, stored = await self.writer.write_turn(
+                    pair, assistant, request.answer_text, await analysed, turn, as_of, "pipeline.dispatcher", timing,
+                    profile, entry_vector(),
+                )  # fmt: skip
+                return stored
+
+            async def persist_cluster() -> None:
+                previous = await ctx.clusters.put(pair, cluster, turn_id=request.turn_id, as_of=as_of)
+                ctx.log.decision(
+                    turn_id=request.turn_id, node=NODE_DISPATCHER, entscheidung=f"{NODE_DISPATCHER}.cluster",
+                    ausgang=cluster, eingang={"vorher": previous.cluster if previous else None},
+                    massstab={"tabelle": list(ctx.cluster_table.known)},
+                    span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+                )  # fmt: skip
+                ctx.log.db_write(
+                    turn_id=request.turn_id, node=NODE_DISPATCHER, tabelle="pipeline:cluster", operation="set",
+                    cluster=cluster, span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+                )  # fmt: skip
+
+            # The three writes are independent of each other; the request was checked in full above.
+            # Whatever fails of them, the turn is recorded (SPEC §5.6, §7, §8): its usage record,
+            # `turn_roh`, and a `fehler` record per failed part, named in the response.
+            outcomes = await asyncio.gather(reinforce(), own_entry(), persist_cluster(), return_exceptions=True)
+            for part, outcome in zip(("usage reinforcement", "own KZG entry", "cluster"), outcomes, strict=True):
+                if isinstance(outcome, NovabergError | grpc.aio.AioRpcError):
+                    failed.append(f"{part}: {outcome}")
+                    ctx.log.error(
+                        turn_id=request.turn_id, node=NODE_DISPATCHER, typ=type(outcome).__name__,
+                        message=f"{part}: {outcome}", span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+                    )  # fmt: skip
+                elif isinstance(outcome, BaseException):
+                    unexpected = outcome
+                    break
+            else:
+                unexpected = None
+            reinforced, stored = outcomes[0], outcomes[1]
+            protokoll = reinforced.protokoll if isinstance(reinforced, lzg_pb2.ReinforceUsedResponse) else (
+                lzg_pb2.VerwendungsProtokoll(ausgang=lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER, error=failed[-1])
+            )  # fmt: skip
+            ctx.log.write(
+                turn_id=request.turn_id, node=NODE_VERWENDUNG, art="berechnung", span_id=span_id,
+                inhalt=MessageToDict(protokoll, preserving_proto_field_name=True, always_print_fields_with_no_presence=True),
+                erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+            ctx.log.turn_roh(
+                turn_id=request.turn_id, node=NODE_DISPATCHER,
+                inhalt={
+                    "user_prompt": request.user_prompt,
+                    "response": request.answer_text,
+                    "user_emotion": json.loads(request.user_emotion_json) if request.user_emotion_json else None,
+                    "nova_emotion": json.loads(request.nova_emotion_json) if request.nova_emotion_json else None,
+                    "herkunft": "pipeline.dispatch",
+                },
+                span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
+        if unexpected is not None:
+            raise unexpected
+        response = pipeline_pb2.DispatchResponse(
+            protokoll=protokoll, kzg=stored if isinstance(stored, kzg_pb2.StoreEntryResponse) else None,
+            cluster_persisted="" if isinstance(outcomes[2], BaseException) else cluster, fehler=failed,
+        )
+        return response, timing

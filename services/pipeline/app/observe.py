@@ -1,0 +1,153 @@
+"""ObserveTurn and ObserveTurns: a turn (or a pair's turns in order) into the session and the KZG (SPEC §7).
+
+The steps: check the whole request (nothing is written for a refused one), check the models and the
+caller's magnets, update the pair's profile when the caller sent one, then per turn: log its input,
+take the caller's analysis or run the analyzer, append it to the session and write it to the KZG
+with its ``beobachter`` and salience result (SPEC §3, §4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import datetime
+from typing import Any
+
+from opentelemetry import trace
+
+from novaberg.common.v1 import common_pb2
+from novaberg.pipeline.v1 import pipeline_pb2
+from novaberg_core.telemetry import set_turn_attributes
+from novaberg_core.timeutil import as_of_or_now
+from services.pipeline.app.context import NODE_OBSERVE, ROLE, PipelineContext, Timing
+from services.pipeline.app.turn_writer import TurnWriter, Written, given_analysis
+from services.pipeline.store import Profile
+from services.pipeline.validation import check_observe, check_observe_batch
+
+__all__ = ["WRITE_CHUNK", "Observe"]
+
+WRITE_CHUNK = 64
+"""Turns of an ObserveTurns batch embedded and written together: the next chunk is analysed while one is
+embedded and written. Large enough for the model to sort its runs by length (little padding)."""
+
+ObservedTurn = pipeline_pb2.ObserveTurnRequest | pipeline_pb2.ObservedTurn
+"""One observed turn: alone (ObserveTurn) or in a batch (ObserveTurns); the fields share their names."""
+
+
+class Observe:
+    """SPEC §7 "observe" over the shared context."""
+
+    def __init__(self, ctx: PipelineContext, writer: TurnWriter) -> None:
+        self.ctx = ctx
+        self.writer = writer
+
+    async def observe(self, request: pipeline_pb2.ObserveTurnRequest) -> tuple[pipeline_pb2.ObserveTurnResponse, Timing]:
+        """Session append, KZG write with the turn's ``beobachter`` and salience result (SPEC §7)."""
+        ctx = self.ctx
+        timing = Timing()
+        check_observe(request)
+        await ctx.models.check()
+        pair = request.pair
+        as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
+        set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
+        if request.HasField("analysis"):
+            await ctx.check_magnets(pair, request.analysis.magnets, "analysis")
+        profile = await self._profile(pair, request.profile if request.HasField("profile") else None)
+        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
+        async with ctx.log.span(turn_id=request.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs) as span_id:
+            turn, analysis = await self._take_in(pair, request, as_of, span_id)
+            appended, stored = await self.writer.write_turn(
+                pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing, profile
+            )
+        response = pipeline_pb2.ObserveTurnResponse(
+            kzg=stored, analysis=analysis, analyzed_by_service=not request.HasField("analysis"),
+            session_turn_count=appended.turn_count,
+        )  # fmt: skip
+        return response, timing
+
+    async def observe_batch(
+        self, request: pipeline_pb2.ObserveTurnsRequest
+    ) -> tuple[pipeline_pb2.ObserveTurnsResponse, Timing]:
+        """Many turns of one pair in order, each with the result and log records of :meth:`observe`.
+
+        The batch is checked as a whole before anything is written. Then each turn is analysed in
+        order (a turn may name someone an earlier turn registered); every WRITE_CHUNK turns go
+        through the model in one run and to the KZG in one call each for the session appends and the
+        entries, which the KZG applies in order (SPEC §3, §4.4), one chunk strictly after the other —
+        so the stored result is the one ObserveTurn gives turn after turn. A failed chunk stops the
+        batch: the chunks before it are written, the analysis goes no further than the chunk at hand.
+        """
+        ctx = self.ctx
+        timing = Timing()
+        check_observe_batch(request)
+        await ctx.models.check()
+        pair = request.pair
+        turns = list(request.turns)
+        for index, observed in enumerate(turns):
+            if observed.HasField("analysis"):
+                await ctx.check_magnets(pair, observed.analysis.magnets, f"turns[{index}].analysis")
+        as_ofs = [as_of_or_now(t.as_of if t.HasField("as_of") else None) for t in turns]
+        set_turn_attributes(trace.get_current_span(), turns[0].turn_id, pair.user_id, pair.character_id)
+        trace.get_current_span().set_attribute("novaberg.turns", len(turns))
+        profile = await self._profile(pair, request.profile if request.HasField("profile") else None)
+        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
+        results: list[pipeline_pb2.ObserveTurnResponse] = []
+        async with contextlib.AsyncExitStack() as spans:
+            contexts: list[common_pb2.TurnContext] = []
+            analyses: list[pipeline_pb2.TurnAnalysis] = []
+            # Each chunk's turns are written as soon as they are analysed and embedded, while the
+            # next chunk is analysed; the writes run strictly one chunk after the other.
+            writes: list[asyncio.Future[list[Written]]] = []
+            try:
+                for start in range(0, len(turns), WRITE_CHUNK):
+                    if writes and writes[-1].done():
+                        await writes[-1]  # a failed write ends the batch before more names are registered
+                    chunk = slice(start, start + WRITE_CHUNK)
+                    for observed, as_of in zip(turns[chunk], as_ofs[chunk], strict=True):
+                        span_id = await spans.enter_async_context(
+                            ctx.log.span(turn_id=observed.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs)
+                        )
+                        turn, analysis = await self._take_in(pair, observed, as_of, span_id)
+                        contexts.append(turn)
+                        analyses.append(analysis)
+                    writes.append(asyncio.ensure_future(self.writer.write_turns(
+                        pair, turns[chunk], analyses[chunk], contexts[chunk], as_ofs[chunk], timing, profile,
+                        after=writes[-1] if writes else None,
+                    )))  # fmt: skip
+                written = [one for write in writes for one in await write]
+            except BaseException:
+                # The chunks handed over before the failure are earlier turns, complete in themselves: they
+                # finish (or fail) before the error is answered, as ObserveTurn calls sent before it would.
+                await asyncio.gather(*writes, return_exceptions=True)
+                raise
+            for observed, analysis, (appended, stored) in zip(turns, analyses, written, strict=True):
+                results.append(pipeline_pb2.ObserveTurnResponse(
+                    kzg=stored, analysis=analysis, analyzed_by_service=not observed.HasField("analysis"),
+                    session_turn_count=appended.turn_count,
+                ))  # fmt: skip
+        return pipeline_pb2.ObserveTurnsResponse(results=results), timing
+
+    async def _profile(self, pair: common_pb2.Pair, given: common_pb2.PairProfile | None) -> Profile:
+        """The pair's profile, updated with the fields the caller gave (stored only when it changes)."""
+        profile = await self.ctx.clusters.profile(pair)
+        if given is None:
+            return profile
+        updated = profile.merged(given)
+        if updated != profile:
+            await self.ctx.clusters.put_profile(pair, updated)
+        return updated
+
+    async def _take_in(
+        self, pair: common_pb2.Pair, observed: ObservedTurn, as_of: datetime, span_id: str
+    ) -> tuple[common_pb2.TurnContext, pipeline_pb2.TurnAnalysis]:
+        """One turn's input record, and its analysis: the caller's, or the analyzer's (SPEC §7)."""
+        turn = common_pb2.TurnContext(turn_id=observed.turn_id, span_id=span_id)
+        quelle = pair.user_id if observed.beobachter == common_pb2.BEOBACHTER_USER else pair.character_id
+        self.ctx.log.write(
+            turn_id=observed.turn_id, node=NODE_OBSERVE, art="eingang", quelle=quelle, span_id=span_id,
+            inhalt={"text": observed.text, "beobachter": ROLE[observed.beobachter], "as_of": as_of.isoformat()},
+            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
+        )  # fmt: skip
+        if observed.HasField("analysis"):
+            return turn, given_analysis(observed.analysis, observed.text)
+        return turn, (await self.writer.analyze(observed.text, pair, observed.beobachter, as_of, turn)).analysis

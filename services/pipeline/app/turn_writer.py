@@ -1,0 +1,247 @@
+"""One turn analysed and written: what Observe (the user's turns) and Dispatch (the answer) share.
+
+A turn's analysis comes from the caller or the analyzer (SPEC §7); the turn is appended to the
+session (SPEC §3) and written to the KZG with the embedding of its KZG embed text, computed here so
+the KZG's write stays a pure store operation (SPEC §2, §4, §11). Each write is logged once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from datetime import datetime
+
+import grpc
+import numpy as np
+from google.protobuf.json_format import MessageToDict
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2
+from novaberg.pipeline.v1 import pipeline_pb2
+from novaberg_core.embedding import kzg_embed_text
+from novaberg_core.errors import NovabergError, Unavailable
+from novaberg_core.peers import peer_error
+from novaberg_core.telemetry import set_turn_attributes
+from novaberg_core.timeutil import to_timestamp
+from services.pipeline.analyzer import STORE_GATE_RAW, AnalyzedTurn
+from services.pipeline.app.context import NODE_SALIENCE, ROLE, TRACER, PipelineContext, Timing
+from services.pipeline.store import Profile
+
+__all__ = ["TurnWriter", "Written", "given_analysis", "kzg_entry_text", "session_turn"]
+
+Written = tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]
+"""A turn's session append and KZG write, as the KZG answered them."""
+
+
+def kzg_entry_text(analysis: pipeline_pb2.TurnAnalysis, sprecher: str) -> str | None:
+    """The KZG embed text of a turn (SPEC §2, §11); None below the store gate, where the KZG writes nothing."""
+    if analysis.salience.salienz < STORE_GATE_RAW:
+        return None
+    return kzg_embed_text(list(analysis.salience.themen), analysis.inhalt, sprecher)
+
+
+def given_analysis(given: pipeline_pb2.TurnAnalysis, text: str) -> pipeline_pb2.TurnAnalysis:
+    """The caller's analysis of a turn (a copy), its ``inhalt`` the turn's text when the caller left it empty."""
+    analysis = pipeline_pb2.TurnAnalysis()
+    analysis.CopyFrom(given)
+    if not analysis.inhalt:
+        analysis.inhalt = text
+    return analysis
+
+
+def session_turn(
+    beobachter: common_pb2.Beobachter,
+    text: str,
+    analysis: pipeline_pb2.TurnAnalysis,
+    turn: common_pb2.TurnContext,
+    as_of: datetime,
+) -> kzg_pb2.SessionTurn:
+    """A turn as the session keeps it (SPEC §3)."""
+    ei = analysis.ei
+    return kzg_pb2.SessionTurn(
+        role=ROLE[beobachter], text=text, turn_id=turn.turn_id, created_at=to_timestamp(as_of),
+        intention=ei.intentionen[0] if ei.intentionen else "", emotion=ei.emotion, modus=ei.modus,
+        arousal=ei.arousal, emotions_vektor=ei.emotions_vektor,
+    )  # fmt: skip
+
+
+class TurnWriter:
+    """The analyzer's run over one turn, and a turn's (or a chunk of turns') session append and KZG write."""
+
+    def __init__(self, ctx: PipelineContext) -> None:
+        self.ctx = ctx
+
+    async def analyze(
+        self,
+        text: str,
+        pair: common_pb2.Pair,
+        beobachter: common_pb2.Beobachter,
+        as_of: datetime,
+        turn: common_pb2.TurnContext,
+    ) -> AnalyzedTurn:
+        """The analyzer's result for one turn (SPEC §7), logged under ``salience`` (failures too)."""
+        analyzer, log = self.ctx.analyzer, self.ctx.log
+        with TRACER.start_as_current_span("pipeline.analyze") as span:
+            set_turn_attributes(span, turn.turn_id, pair.user_id, pair.character_id)
+            span.set_attribute("novaberg.analyzer", analyzer.name)
+            try:
+                result = await analyzer.analyze(text, pair, beobachter, as_of)
+            except grpc.aio.AioRpcError as error:  # the registry (LZG) refused or failed
+                self._log_failure(pair, as_of, turn, error, str(error.details()))
+                where = f"analyzer {analyzer.name}: LZG registry"
+                raise (peer_error(where, "ResolveEntities", error) or Unavailable(f"{where}: {error.details()}")) from error
+            except NovabergError as error:
+                self._log_failure(pair, as_of, turn, error, str(error))
+                raise
+        if not result.analysis.inhalt:
+            result.analysis.inhalt = text
+        log.write(
+            turn_id=turn.turn_id, node=NODE_SALIENCE, art="berechnung", span_id=turn.span_id,
+            inhalt={
+                "analyzer": result.herkunft,
+                "beobachter": ROLE[beobachter],
+                "analyse": MessageToDict(result.analysis, preserving_proto_field_name=True),
+                **result.details,
+            },
+            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
+        )  # fmt: skip
+        tokens_in = result.details.get("input_tokens")
+        if isinstance(tokens_in, int) and tokens_in > 0:
+            log.token(
+                turn_id=turn.turn_id, node=NODE_SALIENCE, modell=str(result.details.get("modell", "")),
+                input_tokens=tokens_in, output_tokens=int(result.details.get("output_tokens", 0)), kosten_usd=0.0,
+                span_id=turn.span_id, user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
+            )  # fmt: skip
+        return result
+
+    def _log_failure(
+        self, pair: common_pb2.Pair, as_of: datetime, turn: common_pb2.TurnContext, error: Exception, message: str
+    ) -> None:
+        self.ctx.log.error(
+            turn_id=turn.turn_id, node=NODE_SALIENCE, typ=type(error).__name__, message=message,
+            span_id=turn.span_id, user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
+        )  # fmt: skip
+
+    async def write_turn(
+        self,
+        pair: common_pb2.Pair,
+        beobachter: common_pb2.Beobachter,
+        text: str,
+        analysis: pipeline_pb2.TurnAnalysis,
+        turn: common_pb2.TurnContext,
+        as_of: datetime,
+        writer: str,
+        timing: Timing,
+        profile: Profile,
+        vector: Awaitable[np.ndarray | None] | None = None,
+    ) -> Written:
+        """Session append and KZG write of one turn (SPEC §3, §4), the KZG embed text computed here.
+
+        ``vector``: the embedding of :func:`kzg_entry_text` when the caller computes it (awaited only
+        by the KZG write, so the session append does not wait for the model).
+        """
+        ctx = self.ctx
+
+        async def store() -> kzg_pb2.StoreEntryResponse:
+            embedding: list[float] = []
+            given = await vector if vector is not None else None
+            text_to_embed = kzg_entry_text(analysis, profile.speaker(beobachter))
+            if text_to_embed is not None and given is not None:
+                embedding = given.tolist()
+            elif text_to_embed is not None and vector is None:
+                embedding = (await ctx.embed(text_to_embed, timing)).tolist()
+            # else: the caller's batch could not embed it (the model failed): the KZG embeds the same text.
+            request = self.store_request(pair, beobachter, analysis, turn, as_of, writer, profile, embedding)
+            return await ctx.kzg.store_entry(request)
+
+        # The session append runs while the model embeds the entry.
+        append = kzg_pb2.AppendSessionTurnRequest(
+            pair=pair, turn=session_turn(beobachter, text, analysis, turn, as_of), as_of=to_timestamp(as_of)
+        )
+        appended, stored = await asyncio.gather(ctx.kzg.append_session_turn(append), store())
+        self.log_written(pair, beobachter, turn, as_of, writer, appended, stored)
+        return appended, stored
+
+    async def write_turns(
+        self,
+        pair: common_pb2.Pair,
+        turns: list[pipeline_pb2.ObservedTurn],
+        analyses: list[pipeline_pb2.TurnAnalysis],
+        contexts: list[common_pb2.TurnContext],
+        as_ofs: list[datetime],
+        timing: Timing,
+        profile: Profile,
+        after: Awaitable[object] | None = None,
+    ) -> list[Written]:
+        """:meth:`write_turn` for a chunk of turns: one model batch, one KZG call for the appends, one
+        for the entries — sent once ``after`` (the previous chunk's write) has succeeded."""
+        ctx = self.ctx
+        writer = "pipeline.observe"
+        # A batch takes the KZG longer than one turn: the deadline grows with it.
+        timeout_s = ctx.kzg.timeout_s * (1.0 + len(turns) / 16)
+        appends = kzg_pb2.AppendSessionTurnsRequest(appends=[
+            kzg_pb2.AppendSessionTurnRequest(
+                pair=pair, turn=session_turn(t.beobachter, t.text, a, c, as_of), as_of=to_timestamp(as_of)
+            )
+            for t, a, c, as_of in zip(turns, analyses, contexts, as_ofs, strict=True)
+        ])  # fmt: skip
+
+        texts = [kzg_entry_text(a, profile.speaker(t.beobachter)) for t, a in zip(turns, analyses, strict=True)]
+        wanted = [index for index, text in enumerate(texts) if text is not None]
+        embeddings: list[list[float]] = [[] for _ in turns]
+        if wanted:  # while the previous chunk is written
+            vectors = await ctx.embed_texts([texts[index] or "" for index in wanted], timing)
+            for index, vector in zip(wanted, vectors, strict=True):
+                embeddings[index] = vector.tolist()
+        entries = kzg_pb2.StoreEntriesRequest(entries=[
+            self.store_request(pair, t.beobachter, a, c, as_of, writer, profile, embedding)
+            for t, a, c, as_of, embedding in zip(turns, analyses, contexts, as_ofs, embeddings, strict=True)
+        ])  # fmt: skip
+        if after is not None:
+            await after
+        appended, stored = await asyncio.gather(
+            ctx.kzg.append_session_turns(appends, timeout_s), ctx.kzg.store_entries(entries, timeout_s)
+        )
+        written = list(zip(appended.results, stored.results, strict=True))
+        for t, c, as_of, (one_appended, one_stored) in zip(turns, contexts, as_ofs, written, strict=True):
+            self.log_written(pair, t.beobachter, c, as_of, writer, one_appended, one_stored)
+        return written
+
+    def store_request(
+        self,
+        pair: common_pb2.Pair,
+        beobachter: common_pb2.Beobachter,
+        analysis: pipeline_pb2.TurnAnalysis,
+        turn: common_pb2.TurnContext,
+        as_of: datetime,
+        writer: str,
+        profile: Profile,
+        embedding: list[float],
+    ) -> kzg_pb2.StoreEntryRequest:
+        """The KZG write of one turn; an empty ``embedding`` leaves the embedding to the KZG."""
+        return kzg_pb2.StoreEntryRequest(
+            pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=analysis.ei,
+            magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
+            sprecher=profile.speaker(beobachter), sprache=profile.sprache,
+            embedding_model_id=self.ctx.provider.model_id if embedding else "",
+        )  # fmt: skip
+
+    def log_written(
+        self,
+        pair: common_pb2.Pair,
+        beobachter: common_pb2.Beobachter,
+        turn: common_pb2.TurnContext,
+        as_of: datetime,
+        writer: str,
+        appended: kzg_pb2.AppendSessionTurnResponse,
+        stored: kzg_pb2.StoreEntryResponse,
+    ) -> None:
+        """The pipeline's record of one turn's session append and KZG write."""
+        self.ctx.log.db_write(
+            turn_id=turn.turn_id, node=writer.split(".")[-1], tabelle="kzg", operation="store_entry",
+            beobachter=ROLE[beobachter], ergebnis=kzg_pb2.StoreOutcome.Name(stored.outcome),
+            kzg_key=stored.kzg_key, stufe=kzg_pb2.Tier.Name(stored.tier), salienz=stored.salienz,
+            ttl=stored.ttl_seconds, promotion_queue=stored.queued_for_promotion,
+            kanon_verworfen=list(stored.canon_rejections), session_laenge=appended.turn_count,
+            span_id=turn.span_id, user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
+        )  # fmt: skip
