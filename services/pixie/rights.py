@@ -17,7 +17,6 @@ from novaberg_core.contract import check_pair
 from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
 from novaberg_core.peers import call_peer
 from novaberg_core.pipeline_log import PipelineLog
-from services.pixie.erasure import QUERIES
 from services.pixie.export_format import ParsedExport, chunks, export_lines, parse_lines
 from services.pixie.store import PixieStore
 
@@ -333,19 +332,16 @@ class PixieRights:
         """Parked jobs back into the queue; those whose entry is gone leave the parked list too."""
         if every == bool(job_ids):
             raise InvalidArgument("name job_ids or set all (not both)")
-        if every:
-            rows = await self.store.pool.fetch(QUERIES["all_parked"], _MAX_PARKED)
-        else:
-            rows = await self.store.pool.fetch(QUERIES["parked_by_ids"], list(dict.fromkeys(job_ids)))
-        if not rows:
+        parked = await self.store.parked_jobs(None if every else job_ids, _MAX_PARKED)
+        if not parked:
             return RequeueOutcome(0, 0, [])
         jobs = [
             kzg_pb2.PromotionJob(
-                kzg_key=r["kzg_key"],
-                ausloeser_turn_id=r["ausloeser_turn_id"],
-                pair=common_pb2.Pair(user_id=r["user_id"], character_id=r["character_id"]),
+                kzg_key=p.kzg_key,
+                ausloeser_turn_id=p.ausloeser_turn_id,
+                pair=common_pb2.Pair(user_id=p.user_id, character_id=p.character_id),
             )
-            for r in rows
+            for p in parked
         ]
         new_ids: list[str] = []
         for part in chunks(jobs):
@@ -357,7 +353,7 @@ class PixieRights:
                 ),
             )
             new_ids += list(answer.job_ids)
-        await self.store.pool.execute(QUERIES["unpark_jobs"], [r["job_id"] for r in rows])
+        await self.store.unpark_jobs([p.job_id for p in parked])
         queued = [i for i in new_ids if i]
         self.plog.db_write(
             turn_id=f"requeue-{queued[0] if queued else 'weg'}",
