@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
@@ -34,6 +35,7 @@ from novaberg_core.contract import check_pair, pair_token, user_token
 from novaberg_core.errors import NotFound, Unavailable
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.timeutil import utc_now
+from services.pixie.background import every
 from services.pixie.promotion_types import describe
 from services.pixie.store import ErasureHeldElsewhere, ErasureRecord, PixieStore
 
@@ -74,33 +76,21 @@ async def erased_job_ids(
     return await store.erased_jobs(job_ids, [pair_token(user_id, character_id), user_token(user_id)])
 
 
+@dataclass(kw_only=True, eq=False)
 class Erasures:
     """Records, runs and resumes erasures on one replica."""
 
-    def __init__(
-        self,
-        *,
-        store: PixieStore,
-        kzg: kzg_pb2_grpc.KzgServiceStub,
-        lzg: lzg_pb2_grpc.LzgServiceStub,
-        log: log_pb2_grpc.LogServiceStub | None,
-        plog: PipelineLog,
-        replica_id: str,
-        rpc_timeout_s: float = 30.0,
-        interval_s: float = 30.0,
-        clock: Callable[[], datetime] = utc_now,
-    ) -> None:
-        self.store = store
-        self.kzg = kzg
-        self.lzg = lzg
-        self.log = log
-        self.plog = plog
-        self.replica_id = replica_id
-        self.rpc_timeout_s = rpc_timeout_s
-        self.interval_s = interval_s
-        self.clock = clock
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+    store: PixieStore
+    kzg: kzg_pb2_grpc.KzgServiceStub
+    lzg: lzg_pb2_grpc.LzgServiceStub
+    log: log_pb2_grpc.LogServiceStub | None
+    plog: PipelineLog
+    replica_id: str
+    rpc_timeout_s: float = 30.0
+    interval_s: float = 30.0
+    clock: Callable[[], datetime] = utc_now
+    _stop: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    _task: asyncio.Task[None] | None = field(init=False, default=None)
 
     # --- API ----------------------------------------------------------------------------
 
@@ -271,13 +261,8 @@ class Erasures:
                 await task
 
     async def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                await self.resume()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                _LOG.exception("pixie: resuming erasures failed (retrying next interval)")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=self.interval_s)
+        await every(
+            self._stop, self.interval_s, self.resume,
+            log=_LOG, failure="pixie: resuming erasures failed (retrying next interval)",
+        )  # fmt: skip
 

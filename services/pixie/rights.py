@@ -56,23 +56,16 @@ class RequeueOutcome:
     job_ids: list[str]
 
 
+@dataclass(kw_only=True, eq=False)
 class PixieRights:
     """Export, import, forget, correct and requeue through the services' contracts."""
 
-    def __init__(
-        self,
-        *,
-        store: PixieStore,
-        kzg: kzg_pb2_grpc.KzgServiceStub,
-        lzg: lzg_pb2_grpc.LzgServiceStub,
-        plog: PipelineLog,
-        rpc_timeout_s: float = 30.0,
-    ) -> None:
-        self.store = store
-        self.kzg = kzg
-        self.lzg = lzg
-        self.plog = plog
-        self.timeout = rpc_timeout_s
+    store: PixieStore
+    kzg: kzg_pb2_grpc.KzgServiceStub
+    lzg: lzg_pb2_grpc.LzgServiceStub
+    plog: PipelineLog
+    timeout: float = 30.0
+    """Deadline of each call to the KZG and the LZG (exports and imports get a multiple)."""
 
     # --- export / import ----------------------------------------------------------------
 

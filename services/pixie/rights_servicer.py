@@ -45,7 +45,7 @@ def rights_of(scheduler: Scheduler) -> PixieRights:
         kzg=scheduler.worker.kzg,
         lzg=scheduler.lzg,
         plog=scheduler.plog,
-        rpc_timeout_s=scheduler.settings.rpc_timeout_s,
+        timeout=scheduler.settings.rpc_timeout_s,
     )
 
 

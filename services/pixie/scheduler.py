@@ -17,8 +17,8 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 
 import asyncpg
 import grpc.aio
@@ -29,6 +29,8 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.maintenance import PairKey, check_scope
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.timeutil import to_timestamp, utc_now
+from services.pixie.background import every
+from services.pixie.config import PixieConfig
 from services.pixie.promotion import PromotionWorker
 from services.pixie.runlog import RunSpan, log_single_run, new_turn_id, pair_fields
 from services.pixie.store import PixieStore, RunRecord
@@ -56,24 +58,6 @@ PAUSED_CACHE_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
-class SchedulerSettings:
-    """Knobs of the daily task (see :class:`PixieConfig`)."""
-
-    decay_at: time = time(3, 30)
-    scheduler_interval_s: float = 30.0
-    stale_run_s: float = 900.0
-    daily_retry_s: float = 900.0
-    rpc_timeout_s: float = 30.0
-    log_retention_days: int = 0
-    run_retention_days: int = 90
-
-    @property
-    def long_rpc_timeout_s(self) -> float:
-        """RunDecay and Purge are set-based over all pairs and may take long (SPEC §5.7)."""
-        return self.rpc_timeout_s * 20
-
-
-@dataclass(frozen=True, slots=True)
 class TaskView:
     """A task as shown over the API."""
 
@@ -82,33 +66,26 @@ class TaskView:
     last_run: RunRecord | None
 
 
+@dataclass(kw_only=True, eq=False)
 class Scheduler:
     """Runs Pixie's tasks on this replica; all coordination with other replicas goes through the store."""
 
-    def __init__(
-        self,
-        *,
-        store: PixieStore,
-        worker: PromotionWorker,
-        lzg: lzg_pb2_grpc.LzgServiceStub,
-        log: log_pb2_grpc.LogServiceStub | None,
-        plog: PipelineLog,
-        replica_id: str,
-        settings: SchedulerSettings,
-        clock: Callable[[], datetime] = utc_now,
-    ) -> None:
-        self.store = store
-        self.worker = worker
-        self.lzg = lzg
-        self.log = log
-        self.plog = plog
-        self.replica_id = replica_id
-        self.settings = settings
-        self.clock = clock
-        self.registry = task_registry(settings.decay_at)
-        self._stop = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._paused_cache: tuple[float, set[str]] | None = None
+    store: PixieStore
+    worker: PromotionWorker
+    lzg: lzg_pb2_grpc.LzgServiceStub
+    log: log_pb2_grpc.LogServiceStub | None
+    plog: PipelineLog
+    replica_id: str
+    settings: PixieConfig
+    """The daily task's knobs: decay time, interval, stale claims, retries, retention, timeouts."""
+    clock: Callable[[], datetime] = utc_now
+    registry: dict[str, TaskSpec] = field(init=False)
+    _stop: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    _tasks: list[asyncio.Task[None]] = field(init=False, default_factory=list)
+    _paused_cache: tuple[float, set[str]] | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.registry = task_registry(self.settings.decay_at)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -135,15 +112,10 @@ class Scheduler:
                 _LOG.exception("pixie: background task %s ended with an error", task.get_name())
 
     async def _daily_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                await self.tick()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                _LOG.exception("pixie: daily scheduler tick failed (retrying next tick)")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=self.settings.scheduler_interval_s)
+        await every(
+            self._stop, self.settings.scheduler_interval_s, self.tick,
+            log=_LOG, failure="pixie: daily scheduler tick failed (retrying next tick)",
+        )  # fmt: skip
 
     async def _promotion_paused(self) -> bool:
         loop = asyncio.get_running_loop()
