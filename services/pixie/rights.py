@@ -221,20 +221,11 @@ class PixieRights:
         if not node_ids and not deleted and not session_turns:
             what = f"node {node_id}" if node_id > 0 else f"turn {source_turn_id}"
             raise NotFound(f"{what} left no memory in this pair (nothing to forget)")
-        self.plog.db_write(
-            turn_id=turn.turn_id,
-            node=NODE_FORGET,
-            tabelle="lzg_knoten,kzg,session",
-            operation="forget",
-            grund=reason,
-            knoten_ids=node_ids,
-            kzg_keys=sorted(deleted),
-            kanten=forgotten.edges,
-            session_turns=session_turns,
+        self._changed(
+            pair, turn, NODE_FORGET, "lzg_knoten,kzg,session", "forget", reason,
+            knoten_ids=node_ids, kzg_keys=sorted(deleted), kanten=forgotten.edges, session_turns=session_turns,
             quell_turn_id=source_turn_id or None,
-            user_id=pair.user_id,
-            character_id=pair.character_id,
-        )
+        )  # fmt: skip
         return ForgetOutcome(node_ids, sorted(deleted), forgotten.edges, session_turns)
 
     async def correct(
@@ -302,22 +293,22 @@ class PixieRights:
             edges_created=node.edges_created if node is not None else 0,
             previous_inhalt=previous,
         )
-        self.plog.db_write(
-            turn_id=turn.turn_id,
-            node=NODE_CORRECT,
-            tabelle="lzg_knoten,kzg",
-            operation="correct",
-            grund=reason,
-            knoten_id=outcome.node_id or None,
-            kzg_key=corrected_key or None,
-            vorher=previous,
-            nachher=inhalt,
-            kanten_entfernt=outcome.edges_removed,
-            kanten_neu=outcome.edges_created,
-            user_id=pair.user_id,
-            character_id=pair.character_id,
-        )
+        self._changed(
+            pair, turn, NODE_CORRECT, "lzg_knoten,kzg", "correct", reason,
+            knoten_id=outcome.node_id or None, kzg_key=corrected_key or None, vorher=previous, nachher=inhalt,
+            kanten_entfernt=outcome.edges_removed, kanten_neu=outcome.edges_created,
+        )  # fmt: skip
         return outcome
+
+    def _changed(
+        self, pair: common_pb2.Pair, turn: common_pb2.TurnContext, node: str, tabelle: str, operation: str,
+        reason: str, **details: Any,
+    ) -> None:
+        """The db_write record of a forget or a correction: what changed in the pair, and why."""
+        self.plog.db_write(
+            turn_id=turn.turn_id, node=node, tabelle=tabelle, operation=operation, grund=reason, **details,
+            user_id=pair.user_id, character_id=pair.character_id,
+        )  # fmt: skip
 
     # --- requeue ------------------------------------------------------------------------
 
