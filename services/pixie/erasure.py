@@ -121,10 +121,9 @@ class Erasures:
     async def run(self, erasure_id: int, *, wait: bool) -> ErasureRecord:
         """Runs the erasure's remaining steps under its lock; ``wait=False`` skips one held elsewhere."""
         async with self.store.erasure_lock(erasure_id, wait=wait):
-            found = await self.store.get_erasure(erasure_id)
-            if found is None:
+            record = await self.store.get_erasure(erasure_id)
+            if record is None:
                 raise NotFound(f"erasure {erasure_id} does not exist")
-            record = found
             if record.state == "done":
                 return record
             try:
