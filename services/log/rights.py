@@ -14,36 +14,28 @@ written before the erasure (and erased by it) or filtered after it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import Any, Final
-
-import asyncpg
+from typing import TYPE_CHECKING, Final
 
 from novaberg_core.contract import check_pair, pair_token, user_token
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.migrations import load_queries
 from services.log.domain import NewRow
 
-__all__ = ["TOMBSTONE_WINDOW", "EraseCounts", "IngestGuard", "LogRights", "ingest_guard"]
+if TYPE_CHECKING:
+    from services.log.store import LogStore
 
-QUERIES: Final = load_queries(Path(__file__).resolve().parent / "sql" / "rights.sql")
+__all__ = ["TOMBSTONE_WINDOW", "EraseCounts", "IngestGuard", "LogRights", "erasure_target"]
 
 TOMBSTONE_WINDOW: Final = timedelta(days=1)
 """How long records of an erased target dated up to its erasure are dropped at ingest (a writer's
 buffer waits out a log outage of up to this long without bringing an erased pair back)."""
 
-_LOCK_KEY: Final = int.from_bytes(hashlib.sha256(b"log:loeschung").digest()[:8], "big", signed=True)
-"""Advisory lock between ingest (shared) and erasure (exclusive)."""
-
 _KZG_KEY: Final = re.compile(r'kzg:([^:"\\]+):([^:"\\]+):')
 """A KZG key (its pair part) inside the JSON text of a maintenance record."""
-
 
 
 @dataclass(frozen=True)
@@ -88,39 +80,26 @@ class IngestGuard:
         return [row for row in rows if self.keep(row)]
 
 
-async def ingest_guard(conn: asyncpg.Connection) -> IngestGuard | None:
-    """Inside the ingest's transaction: the shared lock, then the tombstones in force (None: none)."""
-    await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", _LOCK_KEY)
-    rows = await conn.fetch(QUERIES["active_tombstones"], TOMBSTONE_WINDOW)
-    if not rows:
-        return None
-    return IngestGuard({r["schluessel"]: r["geloescht_am"] for r in rows})
+def erasure_target(pair: tuple[str, str] | None, user_id: str | None) -> tuple[str, str | None, str]:
+    """The checked target of an erasure: its user, its character (None: every character) and its
+    one-way key (the tombstone)."""
+    if (pair is None) == (user_id is None):
+        raise InvalidArgument("target must name either a pair or a user_id")
+    if pair is not None:
+        check_pair(*pair, "target.pair")
+        return pair[0], pair[1], pair_token(pair[0], pair[1])
+    assert user_id is not None
+    check_pair(user_id, "-", "target")
+    return user_id, None, user_token(user_id)
 
 
 class LogRights:
-    """The erasure of the log service over its pool."""
+    """The erasure of the log service over its store."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self.pool = pool
+    def __init__(self, store: LogStore) -> None:
+        self.store = store
 
     async def erase(self, pair: tuple[str, str] | None, user_id: str | None) -> EraseCounts:
         """Every row of the target and the maintenance rows naming its keys; then the tombstone."""
-        if (pair is None) == (user_id is None):
-            raise InvalidArgument("target must name either a pair or a user_id")
-        if pair is not None:
-            check_pair(*pair, "target.pair")
-            user, character = pair[0], pair[1]
-            key = pair_token(user, character)
-        else:
-            assert user_id is not None
-            check_pair(user_id, "-", "target")
-            user, character, key = user_id, None, user_token(user_id)
-        async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock($1)", _LOCK_KEY)
-            counts: Any = await conn.fetchrow(QUERIES["erase_rows"], user, character)
-            unpaired = int(
-                await conn.fetchval(QUERIES["erase_unpaired_rows"], key_prefix_in_json(user, character))
-            )
-            await conn.execute(QUERIES["expire_tombstones"], TOMBSTONE_WINDOW)
-            await conn.execute(QUERIES["record_tombstone"], key)
-        return EraseCounts(rows=int(counts["rows"]), turn_roh=int(counts["turn_roh"]), unpaired_rows=unpaired)
+        user, character, key = erasure_target(pair, user_id)
+        return await self.store.erase(user, character, key, key_prefix_in_json(user, character))

@@ -21,7 +21,7 @@ class LogRightsServicer:
 
     @cached_property
     def rights(self) -> LogRights:
-        return LogRights(self._store._pool)
+        return LogRights(self._store)
 
     async def Erase(
         self, request: log_pb2.EraseRequest, context: grpc.aio.ServicerContext

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import contextlib
+import hashlib
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -11,14 +13,17 @@ from typing import Any, Final
 import asyncpg
 
 from novaberg_core.errors import InvalidArgument, Unavailable
-from novaberg_core.migrations import apply_migrations, load_queries
+from novaberg_core.migrations import apply_migrations, load_queries, render
 from novaberg_core.pg import create_pool
 from services.log.domain import COPY_COLUMNS, LogQuery, NewRow
-from services.log.rights import IngestGuard, ingest_guard
+from services.log.rights import TOMBSTONE_WINDOW, EraseCounts, IngestGuard
 
 SCHEMA: Final = "log"
 TABLE: Final = "pipeline_log"
 SQL_DIR: Final = Path(__file__).resolve().parent / "sql"
+
+_ERASURE_LOCK_KEY: Final = int.from_bytes(hashlib.sha256(b"log:loeschung").digest()[:8], "big", signed=True)
+"""Advisory lock between ingest (shared) and erasure (exclusive)."""
 
 # Errors that mean "the database is not there right now": the caller may retry.
 _UNREACHABLE = (
@@ -71,7 +76,7 @@ class LogStore:
     """The pipeline_log table: batched COPY ingest, filter queries, syn §10.4 reports, retention."""
 
     def __init__(self, pool: asyncpg.Pool, queries: dict[str, str]) -> None:
-        self._pool = pool
+        self.pool = pool
         self._q = queries
 
     @classmethod
@@ -83,10 +88,10 @@ class LogStore:
         except BaseException:
             await pool.close()
             raise
-        return cls(pool, load_queries(SQL_DIR / "queries.sql"))
+        return cls(pool, named_queries())
 
     async def close(self) -> None:
-        await self._pool.close()
+        await self.pool.close()
 
     async def write(self, batches: AsyncIterator[list[NewRow]]) -> int:
         """One COPY fed batch by batch as they arrive, in one transaction: all rows of the stream or
@@ -99,17 +104,35 @@ class LogStore:
                         yield row
 
         try:
-            async with self._pool.acquire() as conn, conn.transaction():
-                # Records of an erased pair arriving late from a writer's buffer are dropped here.
-                guard = await ingest_guard(conn)
-                status = await conn.copy_records_to_table(
-                    TABLE, records=rows(guard), columns=COPY_COLUMNS, schema_name=SCHEMA
-                )
+            with _reachable():
+                async with self.pool.acquire() as conn, conn.transaction():
+                    # Records of an erased pair arriving late from a writer's buffer are dropped here.
+                    guard = await self._ingest_guard(conn)
+                    status = await conn.copy_records_to_table(
+                        TABLE, records=rows(guard), columns=COPY_COLUMNS, schema_name=SCHEMA
+                    )
         except (asyncpg.DataError, asyncpg.IntegrityConstraintViolationError) as exc:
             raise InvalidArgument(f"the database refused the batch: {exc}") from exc
-        except _UNREACHABLE as exc:
-            raise Unavailable(f"pipeline_log database not reachable: {exc}") from exc
         return int(status.rsplit(" ", 1)[1])  # "COPY <n>"
+
+    async def _ingest_guard(self, conn: asyncpg.Connection) -> IngestGuard | None:
+        """Inside the ingest's transaction: the shared lock, then the tombstones in force (None: none)."""
+        await conn.execute("SELECT pg_advisory_xact_lock_shared($1)", _ERASURE_LOCK_KEY)
+        rows = await conn.fetch(self._q["active_tombstones"], TOMBSTONE_WINDOW)
+        if not rows:
+            return None
+        return IngestGuard({r["schluessel"]: r["geloescht_am"] for r in rows})
+
+    async def erase(self, user: str, character: str | None, key: str, key_prefix: str) -> EraseCounts:
+        """The target's rows (``character`` None: every character of ``user``), the maintenance rows
+        whose JSON names ``key_prefix``, then the tombstone ``key`` — under the exclusive lock."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", _ERASURE_LOCK_KEY)
+            counts: Any = await conn.fetchrow(self._q["erase_rows"], user, character)
+            unpaired = int(await conn.fetchval(self._q["erase_unpaired_rows"], key_prefix))
+            await conn.execute(self._q["expire_tombstones"], TOMBSTONE_WINDOW)
+            await conn.execute(self._q["record_tombstone"], key)
+        return EraseCounts(rows=int(counts["rows"]), turn_roh=int(counts["turn_roh"]), unpaired_rows=unpaired)
 
     async def query(self, q: LogQuery) -> list[StoredRow]:
         """Rows matching every given filter, ordered by (erstellt_am, id), at most ``q.limit``."""
@@ -165,17 +188,31 @@ class LogStore:
         return PurgeResult(deleted=rows[0]["deleted"], kept_turn_roh=rows[0]["kept_turn_roh"])
 
     async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
-        try:
-            async with self._pool.acquire() as conn:
+        with _reachable():
+            async with self.pool.acquire() as conn:
                 return list(await conn.fetch(sql, *args))
-        except _UNREACHABLE as exc:
-            raise Unavailable(f"pipeline_log database not reachable: {exc}") from exc
 
     async def _fetch_custom_plan(self, sql: str, *args: Any) -> list[asyncpg.Record]:
         """Fetch with a plan made for these arguments: the optional filters then use their indexes."""
-        try:
-            async with self._pool.acquire() as conn, conn.transaction(readonly=True):
+        with _reachable():
+            async with self.pool.acquire() as conn, conn.transaction(readonly=True):
                 await conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
                 return list(await conn.fetch(sql, *args))
-        except _UNREACHABLE as exc:
-            raise Unavailable(f"pipeline_log database not reachable: {exc}") from exc
+
+
+def named_queries() -> dict[str, str]:
+    """The named queries of ``sql/*.sql``; the row query once per direction (oldest or newest first)."""
+    queries = {**load_queries(SQL_DIR / "queries.sql"), **load_queries(SQL_DIR / "rights.sql")}
+    rows = queries.pop("query")
+    queries["query_asc"] = render(rows, {"direction": "ASC"})
+    queries["query_desc"] = render(rows, {"direction": "DESC"})
+    return queries
+
+
+@contextlib.contextmanager
+def _reachable() -> Iterator[None]:
+    """A database that is not there right now is :class:`Unavailable` (the caller may retry)."""
+    try:
+        yield
+    except _UNREACHABLE as exc:
+        raise Unavailable(f"pipeline_log database not reachable: {exc}") from exc

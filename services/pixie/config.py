@@ -99,6 +99,11 @@ class PixieConfig:
     run_retention_days: int = 90
     """The daily task deletes finished runs older than this (the newest run of each task stays); 0 keeps all."""
 
+    @property
+    def long_rpc_timeout_s(self) -> float:
+        """RunDecay and Purge are set-based over all pairs and may take long (SPEC §5.7)."""
+        return self.rpc_timeout_s * 20
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PixieConfig:
         """Read ``NOVABERG_PIXIE_*`` plus the shared ``NOVABERG_POSTGRES_URL`` and service addresses."""

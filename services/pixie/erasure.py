@@ -21,18 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Final
-
-import asyncpg
-import grpc
-import grpc.aio
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
@@ -40,11 +33,11 @@ from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.contract import check_pair, pair_token, user_token
 from novaberg_core.errors import NotFound, Unavailable
-from novaberg_core.migrations import load_queries
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.timeutil import utc_now
-from services.pixie.store import PixieStore
-from services.pixie.tasks import user_lock_key
+from services.pixie.background import every
+from services.pixie.promotion_types import describe
+from services.pixie.store import ErasureHeldElsewhere, ErasureRecord, PixieStore
 
 __all__ = [
     "NODE",
@@ -58,8 +51,6 @@ __all__ = [
 
 _LOG = logging.getLogger(__name__)
 
-QUERIES: Final = load_queries(Path(__file__).resolve().parent / "sql" / "rights.sql")
-
 NODE: Final = "loeschung"
 """pipeline_log node of the erasure's maintenance records (no ids of the target)."""
 SCOPE_PAIR: Final = "pair"
@@ -69,57 +60,6 @@ STEPS: Final = ("kzg", "lzg", "pixie", "log")
 catches the records the other steps' services wrote about the target)."""
 SCRUBBED_ERROR: Final = "(Fehlermeldung wegen einer Löschung entfernt)"
 """What a run's error becomes when it quoted a key of an erased target."""
-
-
-@dataclass(frozen=True, slots=True)
-class ErasureRecord:
-    """One row of ``pixie.erasures``."""
-
-    id: int
-    scope: str
-    user_id: str | None
-    character_id: str | None
-    token: str
-    state: str
-    steps_done: tuple[str, ...]
-    counts: dict[str, int]
-    stream_cutoff: str | None
-    reason: str
-    error: str
-    requested_at: datetime
-    finished_at: datetime | None
-
-
-def _record(row: asyncpg.Record) -> ErasureRecord:
-    counts = row["counts"]
-    if isinstance(counts, str):
-        counts = json.loads(counts)
-    return ErasureRecord(
-        id=row["id"],
-        scope=row["scope"],
-        user_id=row["user_id"],
-        character_id=row["character_id"],
-        token=row["schluessel"],
-        state=row["state"],
-        steps_done=tuple(row["steps_done"]),
-        counts={str(k): int(v) for k, v in (counts or {}).items()},
-        stream_cutoff=row["stream_cutoff"],
-        reason=row["reason"],
-        error=row["error"],
-        requested_at=row["requested_at"],
-        finished_at=row["finished_at"],
-    )
-
-
-def _erasure_lock_key(erasure_id: int) -> int:
-    digest = hashlib.sha256(f"pixie:erasure\x00{erasure_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
-
-
-def _describe(error: BaseException) -> str:
-    if isinstance(error, grpc.aio.AioRpcError):
-        return f"{error.code().name}: {error.details()}"
-    return str(error) or type(error).__name__
 
 
 def key_prefix(user_id: str, character_id: str | None) -> str:
@@ -133,38 +73,24 @@ async def erased_job_ids(
     """The jobs of one pair that an erasure of the pair or its user took (the worker drops them)."""
     if not job_ids:
         return set()
-    keys = [pair_token(user_id, character_id), user_token(user_id)]
-    rows = await store.pool.fetch(QUERIES["erased_jobs"], list(job_ids), keys)
-    return {r["job_id"] for r in rows}
+    return await store.erased_jobs(job_ids, [pair_token(user_id, character_id), user_token(user_id)])
 
 
+@dataclass(kw_only=True, eq=False)
 class Erasures:
     """Records, runs and resumes erasures on one replica."""
 
-    def __init__(
-        self,
-        *,
-        store: PixieStore,
-        kzg: kzg_pb2_grpc.KzgServiceStub,
-        lzg: lzg_pb2_grpc.LzgServiceStub,
-        log: log_pb2_grpc.LogServiceStub | None,
-        plog: PipelineLog,
-        replica_id: str,
-        rpc_timeout_s: float = 30.0,
-        interval_s: float = 30.0,
-        clock: Callable[[], datetime] = utc_now,
-    ) -> None:
-        self.store = store
-        self.kzg = kzg
-        self.lzg = lzg
-        self.log = log
-        self.plog = plog
-        self.replica_id = replica_id
-        self.rpc_timeout_s = rpc_timeout_s
-        self.interval_s = interval_s
-        self.clock = clock
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+    store: PixieStore
+    kzg: kzg_pb2_grpc.KzgServiceStub
+    lzg: lzg_pb2_grpc.LzgServiceStub
+    log: log_pb2_grpc.LogServiceStub | None
+    plog: PipelineLog
+    replica_id: str
+    rpc_timeout_s: float = 30.0
+    interval_s: float = 30.0
+    clock: Callable[[], datetime] = utc_now
+    _stop: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    _task: asyncio.Task[None] | None = field(init=False, default=None)
 
     # --- API ----------------------------------------------------------------------------
 
@@ -179,23 +105,14 @@ class Erasures:
         return await self._erase(SCOPE_USER, user_id, None, user_token(user_id), reason)
 
     async def receipts(self, limit: int) -> list[ErasureRecord]:
-        return [_record(r) for r in await self.store.pool.fetch(QUERIES["list_erasures"], limit)]
+        return await self.store.list_erasures(limit)
 
     async def _erase(
         self, scope: str, user_id: str, character_id: str | None, token: str, reason: str
     ) -> ErasureRecord:
-        row = await self.store.pool.fetchrow(
-            QUERIES["insert_erasure"],
-            scope,
-            user_id,
-            character_id,
-            token,
-            reason,
-            self.clock(),
-            self.replica_id,
+        record = await self.store.insert_erasure(
+            scope, user_id, character_id, token, reason, now=self.clock(), replica=self.replica_id
         )
-        assert row is not None
-        record = _record(row)
         self._note(record, "aufgezeichnet")
         return await self.run(record.id, wait=True)
 
@@ -203,31 +120,23 @@ class Erasures:
 
     async def run(self, erasure_id: int, *, wait: bool) -> ErasureRecord:
         """Runs the erasure's remaining steps under its lock; ``wait=False`` skips one held elsewhere."""
-        async with self.store.pool.acquire() as conn, conn.transaction():
-            key = _erasure_lock_key(erasure_id)
-            if wait:
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", key)
-            elif not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", key):
-                raise _HeldElsewhere
-            row = await self.store.pool.fetchrow(QUERIES["get_erasure"], erasure_id)
-            if row is None:
+        async with self.store.erasure_lock(erasure_id, wait=wait):
+            record = await self.store.get_erasure(erasure_id)
+            if record is None:
                 raise NotFound(f"erasure {erasure_id} does not exist")
-            record = _record(row)
             if record.state == "done":
                 return record
             try:
                 record = await self._steps(record)
             except Exception as error:
-                message = f"step failed: {_describe(error)}"
-                await self.store.pool.execute(QUERIES["erasure_step_failed"], erasure_id, message[:2000])
+                message = f"step failed: {describe(error)}"
+                await self.store.erasure_step_failed(erasure_id, message[:2000])
                 self._note(record, "schritt_fehlgeschlagen", fehler=message)
                 raise Unavailable(
                     f"erasure {erasure_id} is recorded; Pixie finishes it when the failing service is back; "
                     f"{message}"
                 ) from error
-            finished = await self.store.pool.fetchrow(QUERIES["finish_erasure"], erasure_id, self.clock())
-            assert finished is not None
-            record = _record(finished)
+            record = await self.store.finish_erasure(erasure_id, self.clock())
             self._note(record, "fertig")
             return record
 
@@ -295,38 +204,19 @@ class Erasures:
                     raise Unavailable("the pair's promotion lock stayed held by a promotion worker")
                 yield
             return
-        async with self.store.pool.acquire() as conn, conn.transaction():
-            await conn.execute(f"SET LOCAL lock_timeout = {wait_ms}")
-            try:
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", user_lock_key(user_id))
-            except asyncpg.LockNotAvailableError:
-                raise Unavailable("the user's promotion lock stayed held by a promotion worker") from None
+        async with self.store.user_lock(user_id, wait_ms=wait_ms) as held:
+            if not held:
+                raise Unavailable("the user's promotion lock stayed held by a promotion worker")
             yield
 
     async def _erase_own(self, user_id: str, character_id: str | None, erasure_id: int) -> dict[str, int]:
         """Pixie's own records of the target: job attempts, parked jobs, run errors quoting its keys."""
-        async with self.store.pool.acquire() as conn, conn.transaction():
-            attempts = await conn.fetchval(QUERIES["erase_job_attempts"], user_id, character_id)
-            parked = await conn.fetchval(QUERIES["erase_parked_jobs"], user_id, character_id)
-            scrubbed = await conn.fetchval(
-                QUERIES["scrub_run_errors"], key_prefix(user_id, character_id), SCRUBBED_ERROR
-            )
-        return {
-            "pixie.job_attempts": int(attempts),
-            "pixie.parked_jobs": int(parked),
-            "pixie.run_errors": int(scrubbed),
-        }
+        return await self.store.erase_own(user_id, character_id, key_prefix(user_id, character_id), SCRUBBED_ERROR)
 
     async def _done(
         self, record: ErasureRecord, step: str, counts: Mapping[str, int], *, cutoff: str | None = None
     ) -> ErasureRecord:
-        row = await self.store.pool.fetchrow(
-            QUERIES["erasure_step_done"], record.id, step, json.dumps(dict(counts)), cutoff or None
-        )
-        if row is None:  # recorded already (a step repeated after a crash): read it back
-            row = await self.store.pool.fetchrow(QUERIES["get_erasure"], record.id)
-        assert row is not None
-        updated = _record(row)
+        updated = await self.store.erasure_step_done(record.id, step, counts, cutoff)
         self._note(updated, f"schritt_{step}", **{k.replace(".", "_"): v for k, v in counts.items()})
         return updated
 
@@ -344,13 +234,13 @@ class Erasures:
     async def resume(self) -> list[ErasureRecord]:
         """Finishes every unfinished erasure no other runner holds; returns the ones finished."""
         finished: list[ErasureRecord] = []
-        for row in await self.store.pool.fetch(QUERIES["running_erasures"]):
+        for erasure_id in await self.store.running_erasure_ids():
             try:
-                record = await self.run(row["id"], wait=False)
-            except _HeldElsewhere:
+                record = await self.run(erasure_id, wait=False)
+            except ErasureHeldElsewhere:
                 continue
             except Unavailable as error:
-                _LOG.warning("pixie: erasure %s not finished yet: %s", row["id"], error)
+                _LOG.warning("pixie: erasure %s not finished yet: %s", erasure_id, error)
                 continue
             finished.append(record)
             _LOG.info("pixie: erasure %s finished (resumed)", record.id)
@@ -370,16 +260,8 @@ class Erasures:
                 await task
 
     async def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                await self.resume()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                _LOG.exception("pixie: resuming erasures failed (retrying next interval)")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=self.interval_s)
+        await every(
+            self._stop, self.interval_s, self.resume,
+            log=_LOG, failure="pixie: resuming erasures failed (retrying next interval)",
+        )  # fmt: skip
 
-
-class _HeldElsewhere(Exception):
-    """Another runner holds the erasure's lock."""

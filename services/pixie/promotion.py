@@ -26,6 +26,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.metrics import record_promotion
 from novaberg_core.server import UNTRACED_CALL
 from novaberg_core.telemetry import tracer
+from services.pixie.background import wait_or_stop
 from services.pixie.erasure import erased_job_ids
 from services.pixie.promotion_job import PromotionSteps
 from services.pixie.promotion_types import (
@@ -280,7 +281,7 @@ class PromotionWorker(PromotionSteps):
                 try:
                     if await is_paused():
                         await close(OUTCOME_OK, "")
-                        await _wait(stop, 1.0)
+                        await wait_or_stop(stop, 1.0)
                         continue
                     fresh = await self.read_jobs(0 if held_back else self.settings.block_ms)
                     jobs = held_back.merge(fresh)
@@ -310,7 +311,7 @@ class PromotionWorker(PromotionSteps):
                     failures += 1
                     _LOG.warning("promotion worker: %s (retrying)", describe(exc))
                     await close(OUTCOME_FAILED, f"promotion loop failed: {describe(exc)}")
-                    await _wait(stop, min(30.0, 0.5 * 2 ** min(failures, 6)))
+                    await wait_or_stop(stop, min(30.0, 0.5 * 2 ** min(failures, 6)))
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(close(OUTCOME_OK, ""))
@@ -345,8 +346,3 @@ class _HeldBack:
     def keep(self, deferred: Sequence[kzg_pb2.PromotionJob]) -> None:
         now = time.monotonic()
         self._jobs = {j.job_id: (j, self._jobs.get(j.job_id, (j, now))[1]) for j in deferred}
-
-
-async def _wait(stop: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), timeout=seconds)

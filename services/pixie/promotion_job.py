@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -19,12 +20,12 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import link_to, tracer
 from novaberg_core.timeutil import from_timestamp, to_timestamp, utc_now
+from services.pixie.config import PixieConfig
 from services.pixie.promotion_types import (
     NODE,
     JobFailed,
     StepHook,
     Tally,
-    WorkerSettings,
     describe,
     is_outage,
 )
@@ -52,30 +53,20 @@ def _job_ref(job: kzg_pb2.PromotionJob) -> JobRef:
     )
 
 
+@dataclass(kw_only=True, eq=False)
 class PromotionSteps:
     """The steps of one job against the KZG, the LZG and the store; the worker
     (:class:`~services.pixie.promotion.PromotionWorker`) runs them for its batches."""
 
-    def __init__(
-        self,
-        *,
-        kzg: kzg_pb2_grpc.KzgServiceStub,
-        lzg: lzg_pb2_grpc.LzgServiceStub,
-        store: PixieStore,
-        plog: PipelineLog,
-        replica_id: str,
-        settings: WorkerSettings,
-        clock: Callable[[], datetime] = utc_now,
-        step_hook: StepHook | None = None,
-    ) -> None:
-        self.kzg = kzg
-        self.lzg = lzg
-        self.store = store
-        self.plog = plog
-        self.replica_id = replica_id
-        self.settings = settings
-        self.clock = clock
-        self.step_hook = step_hook
+    kzg: kzg_pb2_grpc.KzgServiceStub
+    lzg: lzg_pb2_grpc.LzgServiceStub
+    store: PixieStore
+    plog: PipelineLog
+    replica_id: str
+    settings: PixieConfig
+    """The worker's knobs: batch size, block, reclaim, concurrency, attempts, backoff, window, timeouts."""
+    clock: Callable[[], datetime] = utc_now
+    step_hook: StepHook | None = None
 
     async def _ack(self, job_ids: list[str], tally: Tally) -> None:
         response = await self.kzg.AckPromotionJobs(

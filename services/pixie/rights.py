@@ -17,7 +17,6 @@ from novaberg_core.contract import check_pair
 from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
 from novaberg_core.peers import call_peer
 from novaberg_core.pipeline_log import PipelineLog
-from services.pixie.erasure import QUERIES
 from services.pixie.export_format import ParsedExport, chunks, export_lines, parse_lines
 from services.pixie.store import PixieStore
 
@@ -57,23 +56,16 @@ class RequeueOutcome:
     job_ids: list[str]
 
 
+@dataclass(kw_only=True, eq=False)
 class PixieRights:
     """Export, import, forget, correct and requeue through the services' contracts."""
 
-    def __init__(
-        self,
-        *,
-        store: PixieStore,
-        kzg: kzg_pb2_grpc.KzgServiceStub,
-        lzg: lzg_pb2_grpc.LzgServiceStub,
-        plog: PipelineLog,
-        rpc_timeout_s: float = 30.0,
-    ) -> None:
-        self.store = store
-        self.kzg = kzg
-        self.lzg = lzg
-        self.plog = plog
-        self.timeout = rpc_timeout_s
+    store: PixieStore
+    kzg: kzg_pb2_grpc.KzgServiceStub
+    lzg: lzg_pb2_grpc.LzgServiceStub
+    plog: PipelineLog
+    timeout: float = 30.0
+    """Deadline of each call to the KZG and the LZG (exports and imports get a multiple)."""
 
     # --- export / import ----------------------------------------------------------------
 
@@ -229,20 +221,11 @@ class PixieRights:
         if not node_ids and not deleted and not session_turns:
             what = f"node {node_id}" if node_id > 0 else f"turn {source_turn_id}"
             raise NotFound(f"{what} left no memory in this pair (nothing to forget)")
-        self.plog.db_write(
-            turn_id=turn.turn_id,
-            node=NODE_FORGET,
-            tabelle="lzg_knoten,kzg,session",
-            operation="forget",
-            grund=reason,
-            knoten_ids=node_ids,
-            kzg_keys=sorted(deleted),
-            kanten=forgotten.edges,
-            session_turns=session_turns,
+        self._changed(
+            pair, turn, NODE_FORGET, "lzg_knoten,kzg,session", "forget", reason,
+            knoten_ids=node_ids, kzg_keys=sorted(deleted), kanten=forgotten.edges, session_turns=session_turns,
             quell_turn_id=source_turn_id or None,
-            user_id=pair.user_id,
-            character_id=pair.character_id,
-        )
+        )  # fmt: skip
         return ForgetOutcome(node_ids, sorted(deleted), forgotten.edges, session_turns)
 
     async def correct(
@@ -310,22 +293,22 @@ class PixieRights:
             edges_created=node.edges_created if node is not None else 0,
             previous_inhalt=previous,
         )
-        self.plog.db_write(
-            turn_id=turn.turn_id,
-            node=NODE_CORRECT,
-            tabelle="lzg_knoten,kzg",
-            operation="correct",
-            grund=reason,
-            knoten_id=outcome.node_id or None,
-            kzg_key=corrected_key or None,
-            vorher=previous,
-            nachher=inhalt,
-            kanten_entfernt=outcome.edges_removed,
-            kanten_neu=outcome.edges_created,
-            user_id=pair.user_id,
-            character_id=pair.character_id,
-        )
+        self._changed(
+            pair, turn, NODE_CORRECT, "lzg_knoten,kzg", "correct", reason,
+            knoten_id=outcome.node_id or None, kzg_key=corrected_key or None, vorher=previous, nachher=inhalt,
+            kanten_entfernt=outcome.edges_removed, kanten_neu=outcome.edges_created,
+        )  # fmt: skip
         return outcome
+
+    def _changed(
+        self, pair: common_pb2.Pair, turn: common_pb2.TurnContext, node: str, tabelle: str, operation: str,
+        reason: str, **details: Any,
+    ) -> None:
+        """The db_write record of a forget or a correction: what changed in the pair, and why."""
+        self.plog.db_write(
+            turn_id=turn.turn_id, node=node, tabelle=tabelle, operation=operation, grund=reason, **details,
+            user_id=pair.user_id, character_id=pair.character_id,
+        )  # fmt: skip
 
     # --- requeue ------------------------------------------------------------------------
 
@@ -333,19 +316,16 @@ class PixieRights:
         """Parked jobs back into the queue; those whose entry is gone leave the parked list too."""
         if every == bool(job_ids):
             raise InvalidArgument("name job_ids or set all (not both)")
-        if every:
-            rows = await self.store.pool.fetch(QUERIES["all_parked"], _MAX_PARKED)
-        else:
-            rows = await self.store.pool.fetch(QUERIES["parked_by_ids"], list(dict.fromkeys(job_ids)))
-        if not rows:
+        parked = await self.store.parked_jobs(None if every else job_ids, _MAX_PARKED)
+        if not parked:
             return RequeueOutcome(0, 0, [])
         jobs = [
             kzg_pb2.PromotionJob(
-                kzg_key=r["kzg_key"],
-                ausloeser_turn_id=r["ausloeser_turn_id"],
-                pair=common_pb2.Pair(user_id=r["user_id"], character_id=r["character_id"]),
+                kzg_key=p.kzg_key,
+                ausloeser_turn_id=p.ausloeser_turn_id,
+                pair=common_pb2.Pair(user_id=p.user_id, character_id=p.character_id),
             )
-            for r in rows
+            for p in parked
         ]
         new_ids: list[str] = []
         for part in chunks(jobs):
@@ -357,7 +337,7 @@ class PixieRights:
                 ),
             )
             new_ids += list(answer.job_ids)
-        await self.store.pool.execute(QUERIES["unpark_jobs"], [r["job_id"] for r in rows])
+        await self.store.unpark_jobs([p.job_id for p in parked])
         queued = [i for i in new_ids if i]
         self.plog.db_write(
             turn_id=f"requeue-{queued[0] if queued else 'weg'}",

@@ -7,17 +7,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from functools import cached_property
+from typing import Any
 
 import grpc.aio
+from google.protobuf.message import Message
 
 from novaberg.common.v1 import common_pb2
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.timeutil import to_timestamp
-from services.pixie.erasure import ErasureRecord, Erasures
+from services.pixie.convert import to_message
+from services.pixie.erasure import Erasures
 from services.pixie.export_format import LINES_PER_CHUNK
 from services.pixie.rights import PixieRights
 from services.pixie.scheduler import Scheduler
+from services.pixie.store import ErasureRecord
 
 __all__ = ["PixieRightsServicer", "erasures_of", "receipt_to_proto", "rights_of"]
 
@@ -25,45 +28,35 @@ DEFAULT_ERASURES_LIMIT = 20
 MAX_LIMIT = 1000
 
 
+def _store_and_peers(scheduler: Scheduler) -> dict[str, Any]:
+    """What every rights use case drives, taken from the scheduler: the store, the KZG, the LZG, the log."""
+    return {"store": scheduler.store, "kzg": scheduler.worker.kzg, "lzg": scheduler.lzg, "plog": scheduler.plog}
+
+
 def erasures_of(scheduler: Scheduler) -> Erasures:
     """The erasure runner over the scheduler's store, clients and log."""
+    settings = scheduler.settings
     return Erasures(
-        store=scheduler.store,
-        kzg=scheduler.worker.kzg,
-        lzg=scheduler.lzg,
-        log=scheduler.log,
-        plog=scheduler.plog,
-        replica_id=scheduler.replica_id,
-        rpc_timeout_s=scheduler.settings.rpc_timeout_s,
-        interval_s=scheduler.settings.scheduler_interval_s,
-    )
+        **_store_and_peers(scheduler), log=scheduler.log, replica_id=scheduler.replica_id,
+        rpc_timeout_s=settings.rpc_timeout_s, interval_s=settings.scheduler_interval_s,
+    )  # fmt: skip
 
 
 def rights_of(scheduler: Scheduler) -> PixieRights:
-    return PixieRights(
-        store=scheduler.store,
-        kzg=scheduler.worker.kzg,
-        lzg=scheduler.lzg,
-        plog=scheduler.plog,
-        rpc_timeout_s=scheduler.settings.rpc_timeout_s,
-    )
+    return PixieRights(**_store_and_peers(scheduler), timeout=scheduler.settings.rpc_timeout_s)
 
 
 def receipt_to_proto(record: ErasureRecord) -> pixie_pb2.ErasureReceipt:
-    message = pixie_pb2.ErasureReceipt(
-        id=record.id,
-        scope=record.scope,
-        state=record.state,
-        requested_at=to_timestamp(record.requested_at),
-        counts=record.counts,
-        steps_done=list(record.steps_done),
-        token=record.token,
-        error=record.error,
-        reason=record.reason,
-    )
-    if record.finished_at is not None:
-        message.finished_at.CopyFrom(to_timestamp(record.finished_at))
-    return message
+    return to_message(pixie_pb2.ErasureReceipt, record)
+
+
+def _named_target(request: Message, missing: str) -> dict[str, Any]:
+    """The memory a request names by its ``target`` oneof, as {field: value}; none named is
+    InvalidArgument(``missing``)."""
+    which = request.WhichOneof("target")
+    if which is None:
+        raise InvalidArgument(missing)
+    return {which: getattr(request, which)}
 
 
 class PixieRightsServicer:
@@ -129,47 +122,27 @@ class PixieRightsServicer:
     async def ForgetMemory(
         self, request: pixie_pb2.ForgetMemoryRequest, context: grpc.aio.ServicerContext
     ) -> pixie_pb2.ForgetMemoryResponse:
-        which = request.WhichOneof("target")
-        if which is None:
-            raise InvalidArgument("name the memory by node_id or source_turn_id")
+        target = _named_target(request, "name the memory by node_id or source_turn_id")
         outcome = await self.rights.forget(
-            request.pair,
-            request.node_id if which == "node_id" else 0,
-            request.source_turn_id if which == "source_turn_id" else "",
-            request.reason,
+            request.pair, target.get("node_id", 0), target.get("source_turn_id", ""), request.reason
         )
-        return pixie_pb2.ForgetMemoryResponse(
-            node_ids=outcome.node_ids,
-            kzg_keys=outcome.kzg_keys,
-            edges=outcome.edges,
-            session_turns=outcome.session_turns,
-        )
+        return to_message(pixie_pb2.ForgetMemoryResponse, outcome)
 
     async def CorrectMemory(
         self, request: pixie_pb2.CorrectMemoryRequest, context: grpc.aio.ServicerContext
     ) -> pixie_pb2.CorrectMemoryResponse:
-        which = request.WhichOneof("target")
-        if which is None:
-            raise InvalidArgument("name the memory by node_id or kzg_key")
+        target = _named_target(request, "name the memory by node_id or kzg_key")
         outcome = await self.rights.correct(
             request.pair,
-            node_id=request.node_id if which == "node_id" else 0,
-            kzg_key=request.kzg_key if which == "kzg_key" else "",
+            node_id=target.get("node_id", 0),
+            kzg_key=target.get("kzg_key", ""),
             inhalt=request.inhalt,
             reason=request.reason,
         )
-        return pixie_pb2.CorrectMemoryResponse(
-            node_id=outcome.node_id,
-            kzg_key=outcome.kzg_key,
-            edges_removed=outcome.edges_removed,
-            edges_created=outcome.edges_created,
-            previous_inhalt=outcome.previous_inhalt,
-        )
+        return to_message(pixie_pb2.CorrectMemoryResponse, outcome)
 
     async def RequeueParkedJobs(
         self, request: pixie_pb2.RequeueParkedJobsRequest, context: grpc.aio.ServicerContext
     ) -> pixie_pb2.RequeueParkedJobsResponse:
         outcome = await self.rights.requeue(list(request.job_ids), request.all)
-        return pixie_pb2.RequeueParkedJobsResponse(
-            requeued=outcome.requeued, gone=outcome.gone, job_ids=outcome.job_ids
-        )
+        return to_message(pixie_pb2.RequeueParkedJobsResponse, outcome)

@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any, TypeVar
 
 import asyncpg
 import grpc.aio
@@ -29,7 +30,10 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.maintenance import PairKey, check_scope
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.timeutil import to_timestamp, utc_now
+from services.pixie.background import every
+from services.pixie.config import PixieConfig
 from services.pixie.promotion import PromotionWorker
+from services.pixie.promotion_types import describe
 from services.pixie.runlog import RunSpan, log_single_run, new_turn_id, pair_fields
 from services.pixie.store import PixieStore, RunRecord
 from services.pixie.tasks import (
@@ -47,30 +51,13 @@ from services.pixie.tasks import (
 )
 
 _LOG = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 DECAY_NODE = "synapsen_decay"
 """pipeline_log node of the daily run (syn §10, SPEC §8)."""
 
 PAUSED_CACHE_S = 1.0
 """How long the worker trusts a read of the paused set (pause takes effect within this)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerSettings:
-    """Knobs of the daily task (see :class:`PixieConfig`)."""
-
-    decay_at: time = time(3, 30)
-    scheduler_interval_s: float = 30.0
-    stale_run_s: float = 900.0
-    daily_retry_s: float = 900.0
-    rpc_timeout_s: float = 30.0
-    log_retention_days: int = 0
-    run_retention_days: int = 90
-
-    @property
-    def long_rpc_timeout_s(self) -> float:
-        """RunDecay and Purge are set-based over all pairs and may take long (SPEC §5.7)."""
-        return self.rpc_timeout_s * 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,33 +69,26 @@ class TaskView:
     last_run: RunRecord | None
 
 
+@dataclass(kw_only=True, eq=False)
 class Scheduler:
     """Runs Pixie's tasks on this replica; all coordination with other replicas goes through the store."""
 
-    def __init__(
-        self,
-        *,
-        store: PixieStore,
-        worker: PromotionWorker,
-        lzg: lzg_pb2_grpc.LzgServiceStub,
-        log: log_pb2_grpc.LogServiceStub | None,
-        plog: PipelineLog,
-        replica_id: str,
-        settings: SchedulerSettings,
-        clock: Callable[[], datetime] = utc_now,
-    ) -> None:
-        self.store = store
-        self.worker = worker
-        self.lzg = lzg
-        self.log = log
-        self.plog = plog
-        self.replica_id = replica_id
-        self.settings = settings
-        self.clock = clock
-        self.registry = task_registry(settings.decay_at)
-        self._stop = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._paused_cache: tuple[float, set[str]] | None = None
+    store: PixieStore
+    worker: PromotionWorker
+    lzg: lzg_pb2_grpc.LzgServiceStub
+    log: log_pb2_grpc.LogServiceStub | None
+    plog: PipelineLog
+    replica_id: str
+    settings: PixieConfig
+    """The daily task's knobs: decay time, interval, stale claims, retries, retention, timeouts."""
+    clock: Callable[[], datetime] = utc_now
+    registry: dict[str, TaskSpec] = field(init=False)
+    _stop: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    _tasks: list[asyncio.Task[None]] = field(init=False, default_factory=list)
+    _paused_cache: tuple[float, set[str]] | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.registry = task_registry(self.settings.decay_at)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -135,15 +115,10 @@ class Scheduler:
                 _LOG.exception("pixie: background task %s ended with an error", task.get_name())
 
     async def _daily_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                await self.tick()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                _LOG.exception("pixie: daily scheduler tick failed (retrying next tick)")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=self.settings.scheduler_interval_s)
+        await every(
+            self._stop, self.settings.scheduler_interval_s, self.tick,
+            log=_LOG, failure="pixie: daily scheduler tick failed (retrying next tick)",
+        )  # fmt: skip
 
     async def _promotion_paused(self) -> bool:
         loop = asyncio.get_running_loop()
@@ -192,45 +167,39 @@ class Scheduler:
         where = pair_fields(run.pairs)
         heartbeat = asyncio.create_task(self._heartbeat(run.id, counts))
         timeout = self.settings.long_rpc_timeout_s
+
+        def written(tabelle: str, operation: str, **details: Any) -> None:
+            for pair in where:
+                self.plog.db_write(
+                    turn_id=run.turn_id, node=DECAY_NODE, tabelle=tabelle, operation=operation,
+                    span_id=span.span_id, **details, **pair,
+                )  # fmt: skip
+
         try:
-            try:
-                decayed = await self.lzg.RunDecay(
-                    lzg_pb2.RunDecayRequest(as_of=to_timestamp(as_of), turn=turn, pairs=scope),
-                    timeout=timeout,
-                )
-            except grpc.aio.AioRpcError as error:
-                errors.append(f"LZG RunDecay failed: {error.code().name}: {error.details()}")
-            else:
+            decayed = await _answer(
+                self.lzg.RunDecay(
+                    lzg_pb2.RunDecayRequest(as_of=to_timestamp(as_of), turn=turn, pairs=scope), timeout=timeout
+                ),
+                "LZG RunDecay failed", errors,
+            )  # fmt: skip
+            if decayed is not None:
                 counts["nodes_decayed"] = decayed.nodes_decayed
                 counts["nodes_deactivated"] = decayed.nodes_deactivated
-                for pair in where:
-                    self.plog.db_write(
-                        turn_id=run.turn_id, node=DECAY_NODE, tabelle="lzg_knoten", operation="decay",
-                        span_id=span.span_id, nodes_decayed=decayed.nodes_decayed,
-                        nodes_deactivated=decayed.nodes_deactivated, duration_ms=decayed.duration_ms, **pair,
-                    )
+                written(
+                    "lzg_knoten", "decay", nodes_decayed=decayed.nodes_decayed,
+                    nodes_deactivated=decayed.nodes_deactivated, duration_ms=decayed.duration_ms,
+                )  # fmt: skip
             if self.log is None:
                 errors.append("log Purge not run: no log service address (NOVABERG_LOG_ADDR) is set")
             else:
-                try:
-                    purged = await self.log.Purge(
-                        log_pb2.PurgeRequest(
-                            as_of=to_timestamp(as_of), retention_days=self.settings.log_retention_days,
-                            pairs=scope,
-                        ),
-                        timeout=timeout,
-                    )
-                except grpc.aio.AioRpcError as error:
-                    errors.append(f"log Purge failed: {error.code().name}: {error.details()}")
-                else:
+                request = log_pb2.PurgeRequest(
+                    as_of=to_timestamp(as_of), retention_days=self.settings.log_retention_days, pairs=scope
+                )
+                purged = await _answer(self.log.Purge(request, timeout=timeout), "log Purge failed", errors)
+                if purged is not None:
                     counts["log_rows_deleted"] = purged.deleted
                     counts["kept_turn_roh"] = purged.kept_turn_roh
-                    for pair in where:
-                        self.plog.db_write(
-                            turn_id=run.turn_id, node=DECAY_NODE, tabelle="pipeline_log", operation="purge",
-                            span_id=span.span_id, deleted=purged.deleted, kept_turn_roh=purged.kept_turn_roh,
-                            **pair,
-                        )
+                    written("pipeline_log", "purge", deleted=purged.deleted, kept_turn_roh=purged.kept_turn_roh)
             if self.settings.run_retention_days > 0 and not run.pairs:
                 # Pixie's own run history: operational bookkeeping on the real clock, not memory
                 # time, so a replay's as_of months ahead does not age it.
@@ -241,10 +210,7 @@ class Scheduler:
                     errors.append(f"run history purge failed: {type(error).__name__}: {error}")
                 else:
                     counts["runs_deleted"] = runs_deleted
-                    self.plog.db_write(
-                        turn_id=run.turn_id, node=DECAY_NODE, tabelle="pixie.runs", operation="purge",
-                        span_id=span.span_id, deleted=runs_deleted, before=before.isoformat(),
-                    )
+                    written("pixie.runs", "purge", deleted=runs_deleted, before=before.isoformat())
         finally:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -341,3 +307,12 @@ class Scheduler:
     async def list_runs(self, task: str, limit: int) -> list[RunRecord]:
         name = require_task(self.registry, task).name if task else None
         return await self.store.list_runs(name, limit)
+
+
+async def _answer(call: Awaitable[_T], failure: str, errors: list[str]) -> _T | None:
+    """A peer's answer, or None with ``failure`` and the peer's status noted in ``errors``."""
+    try:
+        return await call
+    except grpc.aio.AioRpcError as error:
+        errors.append(f"{failure}: {describe(error)}")
+        return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import grpc.aio
 
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
@@ -12,40 +14,37 @@ from novaberg_core.server import create_server as create_grpc_server
 from novaberg_core.telemetry import configure_logging
 from services.pixie.clients import ServiceClients
 from services.pixie.config import PixieConfig
+from services.pixie.erasure import Erasures
 from services.pixie.promotion import PromotionWorker
-from services.pixie.promotion_types import StepHook, WorkerSettings
+from services.pixie.promotion_types import StepHook
 from services.pixie.rights_servicer import erasures_of
-from services.pixie.scheduler import Scheduler, SchedulerSettings
+from services.pixie.scheduler import Scheduler
 from services.pixie.servicer import PixieServicer
 from services.pixie.store import PixieStore
 
 SERVICE_NAME = pixie_pb2.DESCRIPTOR.services_by_name["PixieService"].full_name
 
 
+@dataclass(eq=False)
 class PixieApp:
     """Everything one Pixie replica runs; owns its resources and closes them in order."""
 
-    def __init__(
-        self,
-        cfg: PixieConfig,
-        store: PixieStore,
-        clients: ServiceClients,
-        plog: PipelineLog,
-        worker: PromotionWorker,
-        scheduler: Scheduler,
-        *,
-        owns_plog: bool,
-    ) -> None:
-        self.cfg = cfg
-        self.store = store
-        self.clients = clients
-        self.plog = plog
-        self.worker = worker
-        self.scheduler = scheduler
-        self._owns_plog = owns_plog
-        self.erasures = erasures_of(scheduler)
-        """Finishes interrupted erasures (at start, then every scheduler interval)."""
-        self.sampler = StoreSampler(store.parked_count)  # read when scraped, at most every 10 s
+    cfg: PixieConfig
+    store: PixieStore
+    clients: ServiceClients
+    plog: PipelineLog
+    worker: PromotionWorker
+    scheduler: Scheduler
+    owns_plog: bool = field(kw_only=True)
+    """Whether closing the app closes the pipeline log (False: the caller's, e.g. a test's sink)."""
+    erasures: Erasures = field(init=False)
+    """Finishes interrupted erasures (at start, then every scheduler interval)."""
+    sampler: StoreSampler = field(init=False)
+    """The parked-job gauge, read when scraped (at most every 10 s)."""
+
+    def __post_init__(self) -> None:
+        self.erasures = erasures_of(self.scheduler)
+        self.sampler = StoreSampler(self.store.parked_count)
 
     @classmethod
     async def open(
@@ -62,17 +61,11 @@ class PixieApp:
         await plog.start()
         worker = PromotionWorker(
             kzg=clients.kzg, lzg=clients.lzg, store=store, plog=plog, replica_id=cfg.replica_id,
-            settings=WorkerSettings.from_config(cfg), step_hook=step_hook,
+            settings=cfg, step_hook=step_hook,
         )
         scheduler = Scheduler(
             store=store, worker=worker, lzg=clients.lzg, log=clients.log, plog=plog,
-            replica_id=cfg.replica_id,
-            settings=SchedulerSettings(
-                decay_at=cfg.decay_at, scheduler_interval_s=cfg.scheduler_interval_s,
-                stale_run_s=cfg.stale_run_s, daily_retry_s=cfg.daily_retry_s,
-                rpc_timeout_s=cfg.rpc_timeout_s, log_retention_days=cfg.log_retention_days,
-                run_retention_days=cfg.run_retention_days,
-            ),
+            replica_id=cfg.replica_id, settings=cfg,
         )
         return cls(cfg, store, clients, plog, worker, scheduler, owns_plog=pipeline_log is None)
 
@@ -86,7 +79,7 @@ class PixieApp:
         await self.erasures.stop()
         self.sampler.close()
         await self.scheduler.stop()
-        if self._owns_plog:
+        if self.owns_plog:
             await self.plog.close()
         await self.clients.close()
         await self.store.close()

@@ -8,7 +8,8 @@ from novaberg.common.v1 import common_pb2
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.maintenance import scope_pairs
-from novaberg_core.timeutil import from_timestamp, to_timestamp
+from novaberg_core.timeutil import from_timestamp
+from services.pixie.convert import to_message
 from services.pixie.rights_servicer import PixieRightsServicer
 from services.pixie.scheduler import Scheduler, TaskView
 from services.pixie.store import ParkedJobRecord, RunRecord
@@ -25,20 +26,12 @@ def _limit(value: int, default: int, field: str) -> int:
 
 
 def run_to_proto(run: RunRecord) -> pixie_pb2.Run:
-    message = pixie_pb2.Run(
-        id=run.id,
-        task=run.task,
-        started_at=to_timestamp(run.started_at),
-        outcome=run.outcome,
-        counts=run.counts,
-        error=run.error,
-        replica=run.replica,
+    return to_message(
+        pixie_pb2.Run,
+        run,
         run_day=run.run_day.isoformat() if run.run_day else "",
         pairs=[common_pb2.Pair(user_id=user, character_id=character) for user, character in run.pairs],
     )
-    if run.ended_at is not None:
-        message.ended_at.CopyFrom(to_timestamp(run.ended_at))
-    return message
 
 
 def task_to_proto(view: TaskView) -> pixie_pb2.Task:
@@ -51,15 +44,7 @@ def task_to_proto(view: TaskView) -> pixie_pb2.Task:
 
 
 def parked_to_proto(job: ParkedJobRecord) -> pixie_pb2.ParkedJob:
-    return pixie_pb2.ParkedJob(
-        job_id=job.job_id,
-        kzg_key=job.kzg_key,
-        user_id=job.user_id,
-        character_id=job.character_id,
-        attempts=job.attempts,
-        last_error=job.last_error,
-        parked_at=to_timestamp(job.parked_at),
-    )
+    return to_message(pixie_pb2.ParkedJob, job)
 
 
 class PixieServicer(PixieRightsServicer, pixie_pb2_grpc.PixieServiceServicer):

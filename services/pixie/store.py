@@ -1,4 +1,5 @@
-"""Pixie's store (all its I/O with PostgreSQL): runs, task state, job attempts, parked jobs, pair locks.
+"""Pixie's store (all its I/O with PostgreSQL): runs, task state, job attempts, parked jobs, pair locks,
+erasures.
 
 Schema ``pixie`` of the database given by ``NOVABERG_POSTGRES_URL`` (SPEC §1: Pixie owns its run
 history and leases). Coordination between replicas uses PostgreSQL only — a unique claim row per
@@ -8,12 +9,13 @@ daily task and day, and transaction-level advisory locks per pair — no home-ma
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 
@@ -23,7 +25,7 @@ from services.pixie.tasks import OUTCOMES, pair_lock_key, user_lock_key
 
 SCHEMA = "pixie"
 _SQL_DIR = Path(__file__).parent / "sql"
-_QUERIES = load_queries(_SQL_DIR / "queries.sql")
+_QUERIES = {**load_queries(_SQL_DIR / "queries.sql"), **load_queries(_SQL_DIR / "rights.sql")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,29 @@ class JobRef:
     character_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class ErasureRecord:
+    """One row of ``pixie.erasures``."""
+
+    id: int
+    scope: str
+    user_id: str | None
+    character_id: str | None
+    token: str
+    state: str
+    steps_done: tuple[str, ...]
+    counts: dict[str, int]
+    stream_cutoff: str | None
+    reason: str
+    error: str
+    requested_at: datetime
+    finished_at: datetime | None
+
+
+class ErasureHeldElsewhere(Exception):
+    """Another runner holds the erasure's lock."""
+
+
 @dataclass(slots=True)
 class PairLock:
     """A held (or refused) pair lock; ``held`` is False when another actor has the pair."""
@@ -91,32 +116,32 @@ class PairLock:
     key: int
 
 
+_R = TypeVar("_R", RunRecord, ErasureRecord, ParkedJobRecord)
+
+
+def _json(raw: Any) -> Any:
+    """A ``jsonb`` column as Python data (asyncpg hands it over as text)."""
+    return json.loads(raw) if isinstance(raw, str) else raw
+
+
+def _counts(raw: Any) -> dict[str, int]:
+    return {str(k): int(v) for k, v in (_json(raw) or {}).items()}
+
+
+def _record(cls: type[_R], row: asyncpg.Record, **converted: Any) -> _R:
+    """A record dataclass from a row: each field from its column of the same name, unless converted."""
+    return cls(**{f.name: row[f.name] for f in fields(cls) if f.name not in converted}, **converted)
+
+
 def _run(row: asyncpg.Record) -> RunRecord:
-    counts = row["counts"]
-    if isinstance(counts, str):
-        counts = json.loads(counts)
-    return RunRecord(
-        id=row["id"],
-        task=row["task"],
-        run_day=row["run_day"],
-        forced=row["forced"],
-        trigger=row["trigger"],
-        turn_id=row["turn_id"],
-        started_at=row["started_at"],
-        ended_at=row["ended_at"],
-        outcome=row["outcome"],
-        counts={str(k): int(v) for k, v in (counts or {}).items()},
-        error=row["error"],
-        replica=row["replica"],
-        day_claim=row["day_claim"],
-        pairs=_pairs(row["pairs"]),
+    pairs = tuple((str(user), str(character)) for user, character in _json(row["pairs"]) or ())
+    return _record(RunRecord, row, counts=_counts(row["counts"]), pairs=pairs)
+
+
+def _erasure(row: asyncpg.Record) -> ErasureRecord:
+    return _record(
+        ErasureRecord, row, token=row["schluessel"], steps_done=tuple(row["steps_done"]), counts=_counts(row["counts"])
     )
-
-
-def _pairs(raw: Any) -> tuple[tuple[str, str], ...]:
-    if isinstance(raw, str):
-        raw = json.loads(raw)
-    return tuple((str(user), str(character)) for user, character in raw or ())
 
 
 def _counts_json(counts: Mapping[str, int]) -> str:
@@ -284,15 +309,20 @@ class PixieStore:
         )
 
     async def list_parked(self, limit: int) -> list[ParkedJobRecord]:
-        rows = await self.pool.fetch(_QUERIES["list_parked"], limit)
-        return [
-            ParkedJobRecord(
-                job_id=r["job_id"], kzg_key=r["kzg_key"], ausloeser_turn_id=r["ausloeser_turn_id"],
-                user_id=r["user_id"], character_id=r["character_id"], attempts=r["attempts"],
-                last_error=r["last_error"], parked_at=r["parked_at"], replica=r["replica"],
-            )
-            for r in rows
-        ]
+        """Newest first."""
+        return [_record(ParkedJobRecord, r) for r in await self.pool.fetch(_QUERIES["list_parked"], limit)]
+
+    async def parked_jobs(self, job_ids: Sequence[str] | None, limit: int) -> list[ParkedJobRecord]:
+        """The parked jobs named by ``job_ids`` (None: all, at most ``limit``), oldest first."""
+        if job_ids is None:
+            rows = await self.pool.fetch(_QUERIES["all_parked"], limit)
+        else:
+            rows = await self.pool.fetch(_QUERIES["parked_by_ids"], list(dict.fromkeys(job_ids)))
+        return [_record(ParkedJobRecord, r) for r in rows]
+
+    async def unpark_jobs(self, job_ids: Sequence[str]) -> None:
+        """The jobs leave the parked list and their attempt counts (they were requeued or are gone)."""
+        await self.pool.execute(_QUERIES["unpark_jobs"], list(job_ids))
 
     # --- pair exclusivity ---------------------------------------------------------------
 
@@ -338,3 +368,94 @@ class PixieStore:
                     await transaction.rollback()
                 raise
             await transaction.commit()
+
+    @contextlib.asynccontextmanager
+    async def user_lock(self, user_id: str, *, wait_ms: int) -> AsyncIterator[bool]:
+        """The user's promotion lock, exclusive (every promotion holds it shared) for the block;
+        yields False when it stayed held for ``wait_ms``."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(f"SET LOCAL lock_timeout = {int(wait_ms)}")
+            try:
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", user_lock_key(user_id))
+            except asyncpg.LockNotAvailableError:
+                held = False
+            else:
+                held = True
+            yield held
+
+    # --- erasures -----------------------------------------------------------------------
+
+    async def insert_erasure(
+        self, scope: str, user_id: str, character_id: str | None, token: str, reason: str, *, now: datetime,
+        replica: str,
+    ) -> ErasureRecord:
+        """Records an erasure before any store is touched (crash safety)."""
+        row = await self.pool.fetchrow(
+            _QUERIES["insert_erasure"], scope, user_id, character_id, token, reason, now, replica
+        )
+        assert row is not None
+        return _erasure(row)
+
+    async def get_erasure(self, erasure_id: int) -> ErasureRecord | None:
+        row = await self.pool.fetchrow(_QUERIES["get_erasure"], erasure_id)
+        return None if row is None else _erasure(row)
+
+    async def list_erasures(self, limit: int) -> list[ErasureRecord]:
+        """Newest first."""
+        return [_erasure(r) for r in await self.pool.fetch(_QUERIES["list_erasures"], limit)]
+
+    async def running_erasure_ids(self) -> list[int]:
+        return [r["id"] for r in await self.pool.fetch(_QUERIES["running_erasures"])]
+
+    @contextlib.asynccontextmanager
+    async def erasure_lock(self, erasure_id: int, *, wait: bool) -> AsyncIterator[None]:
+        """Holds the erasure's lock for the block (released when this process dies);
+        ``wait=False`` raises :class:`ErasureHeldElsewhere` when another runner holds it."""
+        digest = hashlib.sha256(f"pixie:erasure\x00{erasure_id}".encode()).digest()
+        key = int.from_bytes(digest[:8], "big", signed=True)
+        async with self.pool.acquire() as conn, conn.transaction():
+            if wait:
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", key)
+            elif not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", key):
+                raise ErasureHeldElsewhere
+            yield
+
+    async def erasure_step_done(
+        self, erasure_id: int, step: str, counts: Mapping[str, int], cutoff: str | None
+    ) -> ErasureRecord:
+        """Records a finished step and its counts; a step recorded already leaves the row as it is."""
+        row = await self.pool.fetchrow(
+            _QUERIES["erasure_step_done"], erasure_id, step, json.dumps(dict(counts)), cutoff or None
+        )
+        if row is None:  # recorded already (a step repeated after a crash): read it back
+            row = await self.pool.fetchrow(_QUERIES["get_erasure"], erasure_id)
+        assert row is not None
+        return _erasure(row)
+
+    async def erasure_step_failed(self, erasure_id: int, message: str) -> None:
+        await self.pool.execute(_QUERIES["erasure_step_failed"], erasure_id, message)
+
+    async def finish_erasure(self, erasure_id: int, now: datetime) -> ErasureRecord:
+        """Done: the ids go, the key and the counts stay as the receipt."""
+        row = await self.pool.fetchrow(_QUERIES["finish_erasure"], erasure_id, now)
+        assert row is not None
+        return _erasure(row)
+
+    async def erased_jobs(self, job_ids: Sequence[str], tokens: Sequence[str]) -> set[str]:
+        """Those of ``job_ids`` (one pair's) that an erasure of one of ``tokens`` took."""
+        rows = await self.pool.fetch(_QUERIES["erased_jobs"], list(job_ids), list(tokens))
+        return {r["job_id"] for r in rows}
+
+    async def erase_own(
+        self, user_id: str, character_id: str | None, key_prefix: str, scrubbed: str
+    ) -> dict[str, int]:
+        """Pixie's own records of the target: job attempts, parked jobs, run errors quoting its keys."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            attempts = await conn.fetchval(_QUERIES["erase_job_attempts"], user_id, character_id)
+            parked = await conn.fetchval(_QUERIES["erase_parked_jobs"], user_id, character_id)
+            scrubbed_runs = await conn.fetchval(_QUERIES["scrub_run_errors"], key_prefix, scrubbed)
+        return {
+            "pixie.job_attempts": int(attempts),
+            "pixie.parked_jobs": int(parked),
+            "pixie.run_errors": int(scrubbed_runs),
+        }

@@ -2,9 +2,10 @@
 -- Optional filters are "$n IS NULL OR …"; the store runs the filter queries with
 -- plan_cache_mode = force_custom_plan so every call is planned for the filters it has.
 
--- name: query_asc
+-- name: query
 -- Rows by turn, span, node, art, pair, time range [since, until), trace and quelle; a turn's
--- story in order (erstellt_am, then id = insert order for equal timestamps).
+-- story in order (erstellt_am, then id = insert order for equal timestamps). The store fills
+-- {{direction}} with ASC (oldest first) or DESC (newest first) when it loads the query.
 SELECT id, erstellt_am, turn_id, span_id::text AS span_id, quelle, node, art, inhalt::text AS inhalt_json,
        user_id, character_id, trace_id
 FROM pipeline_log
@@ -17,24 +18,7 @@ WHERE ($1::varchar IS NULL OR turn_id = $1)
   AND ($8::timestamptz IS NULL OR erstellt_am < $8)
   AND ($9::varchar IS NULL OR trace_id = $9)
   AND ($10::varchar IS NULL OR quelle = $10)
-ORDER BY erstellt_am, id
-LIMIT $11;
-
--- name: query_desc
--- The same, newest first.
-SELECT id, erstellt_am, turn_id, span_id::text AS span_id, quelle, node, art, inhalt::text AS inhalt_json,
-       user_id, character_id, trace_id
-FROM pipeline_log
-WHERE ($1::varchar IS NULL OR turn_id = $1)
-  AND ($2::uuid IS NULL OR span_id = $2)
-  AND ($3::varchar IS NULL OR node = $3)
-  AND ($4::varchar IS NULL OR art = $4)
-  AND ($5::varchar IS NULL OR (user_id = $5 AND character_id = $6::varchar))
-  AND ($7::timestamptz IS NULL OR erstellt_am >= $7)
-  AND ($8::timestamptz IS NULL OR erstellt_am < $8)
-  AND ($9::varchar IS NULL OR trace_id = $9)
-  AND ($10::varchar IS NULL OR quelle = $10)
-ORDER BY erstellt_am DESC, id DESC
+ORDER BY erstellt_am {{direction}}, id {{direction}}
 LIMIT $11;
 
 -- name: last_answers
