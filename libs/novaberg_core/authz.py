@@ -32,6 +32,7 @@ import yaml
 
 from novaberg_core.config import ConfigError
 from novaberg_core.errors import NovabergError, PermissionDenied, Unauthenticated, status_code_for
+from novaberg_core.method_handlers import WrappingInterceptor, rewrap
 from novaberg_core.tls import (
     ENV_AUTHZ_POLICY_FILE,
     CertificateFiles,
@@ -271,7 +272,7 @@ def _wrap_stream_response(behavior: Callable[..., Any], policy: Policy, method: 
     return call
 
 
-class AuthzInterceptor(grpc.aio.ServerInterceptor):
+class AuthzInterceptor(WrappingInterceptor):
     """Checks every call's caller against the policy before anything else of the call runs.
 
     Installed by :func:`novaberg_core.server.create_server` under mTLS, outside the error mapping,
@@ -283,27 +284,13 @@ class AuthzInterceptor(grpc.aio.ServerInterceptor):
         self.policy = policy
         self.service_name = service_name
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return None
-        method = str(handler_call_details.method).lstrip("/")
-        args = (self.policy, method, self.service_name)
-        common = {
-            "request_deserializer": handler.request_deserializer,
-            "response_serializer": handler.response_serializer,
-        }
-        if handler.request_streaming and handler.response_streaming:
-            return grpc.stream_stream_rpc_method_handler(_wrap_stream_response(handler.stream_stream, *args), **common)
-        if handler.request_streaming:
-            return grpc.stream_unary_rpc_method_handler(_wrap_unary_response(handler.stream_unary, *args), **common)
-        if handler.response_streaming:
-            return grpc.unary_stream_rpc_method_handler(_wrap_stream_response(handler.unary_stream, *args), **common)
-        return grpc.unary_unary_rpc_method_handler(_wrap_unary_response(handler.unary_unary, *args), **common)
+    def wrap(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+        args = (self.policy, method.lstrip("/"), self.service_name)
+        return rewrap(
+            handler,
+            unary=lambda behavior: _wrap_unary_response(behavior, *args),
+            streaming=lambda behavior: _wrap_stream_response(behavior, *args),
+        )
 
 
 

@@ -23,12 +23,8 @@ from typing import Any, Final
 
 import grpc
 import grpc.aio
-from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
-from novaberg_core.peers import CHANNEL_OPTIONS
-from novaberg_core.server import _CLIENT_CHANNEL_OPTIONS, insecure_channel
-from novaberg_core.server_interceptors import traced
-from novaberg_core.telemetry import tracer_provider
+from novaberg_core.server import client_channel_arguments, insecure_channel
 from novaberg_core.tls import CertificateFiles, TlsConfig, channel_credentials
 
 __all__ = ["ReloadingChannel", "peer_channel"]
@@ -47,9 +43,7 @@ def peer_channel(target: str, tls: TlsConfig, *, options: Sequence[tuple[str, An
 
 
 def _secure_channel(target: str, credentials: grpc.ChannelCredentials, options: Sequence[tuple[str, Any]]) -> grpc.aio.Channel:
-    interceptors = aio_client_interceptors(tracer_provider=tracer_provider(), filter_=traced)
-    merged = dict(_CLIENT_CHANNEL_OPTIONS) | dict(CHANNEL_OPTIONS) | dict(options)
-    return grpc.aio.secure_channel(target, credentials, options=list(merged.items()), interceptors=interceptors)
+    return grpc.aio.secure_channel(target, credentials, **client_channel_arguments(options))
 
 
 class _MultiCallable:

@@ -11,7 +11,7 @@ An empty value counts as unset (deployment templates often render absent values 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
@@ -106,15 +106,7 @@ def env_int(
     env: Mapping[str, str] | None = None,
 ) -> int:
     """The variable as an integer within ``[min_value, max_value]`` (bounds also checked on the default)."""
-    raw = _raw(name, env)
-    if raw is None:
-        value = _missing(name, default)
-    else:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ConfigError(name, f"{name} must be an integer, got {raw!r}") from None
-    return _in_range(name, value, min_value, max_value)
+    return _env_number(name, default, env, _parse_int, min_value, max_value)
 
 
 def env_float(
@@ -126,17 +118,38 @@ def env_float(
     env: Mapping[str, str] | None = None,
 ) -> float:
     """The variable as a finite float within ``[min_value, max_value]``."""
+    return _env_number(name, default, env, _parse_float, min_value, max_value)
+
+
+def _env_number(
+    name: str,
+    default: _N | _Required,
+    env: Mapping[str, str] | None,
+    parse: Callable[[str, str], _N],
+    min_value: _N | None,
+    max_value: _N | None,
+) -> _N:
+    """The variable parsed by ``parse(name, raw)`` (or the default), then checked against the bounds."""
     raw = _raw(name, env)
-    if raw is None:
-        value = _missing(name, default)
-    else:
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ConfigError(name, f"{name} must be a number, got {raw!r}") from None
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ConfigError(name, f"{name} must be a finite number, got {raw!r}")
+    value = _missing(name, default) if raw is None else parse(name, raw)
     return _in_range(name, value, min_value, max_value)
+
+
+def _parse_int(name: str, raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(name, f"{name} must be an integer, got {raw!r}") from None
+
+
+def _parse_float(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(name, f"{name} must be a number, got {raw!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ConfigError(name, f"{name} must be a finite number, got {raw!r}")
+    return value
 
 
 def env_bool(

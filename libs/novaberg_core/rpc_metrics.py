@@ -11,6 +11,7 @@ from typing import Any, Final
 import grpc
 import grpc.aio
 
+from novaberg_core.method_handlers import WrappingInterceptor, rewrap
 from novaberg_core.metrics import IN_FLIGHT, RPC_DURATION
 
 __all__ = ["RpcMetricsInterceptor"]
@@ -19,7 +20,7 @@ _UNTRACKED_PREFIXES: Final = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 """Tooling calls (health probes, reflection) are left out, as in tracing."""
 
 
-class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
+class RpcMetricsInterceptor(WrappingInterceptor):
     """Records ``rpc.server.duration`` of every call (all four shapes) with its final status code.
 
     It sits outside the error mapping, so a mapped domain error counts with its status
@@ -55,14 +56,8 @@ class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
             self._attributes[key] = attributes
         RPC_DURATION.record((time.perf_counter() - started) * 1000.0, attributes)
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
-        method: str = handler_call_details.method
-        if handler is None or method.startswith(_UNTRACKED_PREFIXES):
+    def wrap(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+        if method.startswith(_UNTRACKED_PREFIXES):
             return handler
         enter, record = self._enter, self._record
 
@@ -87,14 +82,4 @@ class RpcMetricsInterceptor(grpc.aio.ServerInterceptor):
 
             return call
 
-        kwargs = {
-            "request_deserializer": handler.request_deserializer,
-            "response_serializer": handler.response_serializer,
-        }
-        if handler.request_streaming and handler.response_streaming:
-            return grpc.stream_stream_rpc_method_handler(streaming(handler.stream_stream), **kwargs)
-        if handler.request_streaming:
-            return grpc.stream_unary_rpc_method_handler(unary(handler.stream_unary), **kwargs)
-        if handler.response_streaming:
-            return grpc.unary_stream_rpc_method_handler(streaming(handler.unary_stream), **kwargs)
-        return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), **kwargs)
+        return rewrap(handler, unary=unary, streaming=streaming)

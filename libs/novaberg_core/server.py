@@ -55,10 +55,12 @@ from novaberg_core.telemetry import (
 )
 
 __all__ = [
+    "CLIENT_CHANNEL_OPTIONS",
     "EVENT_LOOPS",
     "UNTRACED_CALL",
     "ErrorMappingInterceptor",
     "RunningServer",
+    "client_channel_arguments",
     "create_server",
     "insecure_channel",
     "run_server",
@@ -77,7 +79,7 @@ _TELEMETRY_FLUSH_TIMEOUT_S = 3.0
 _CONNECTION_AGE_GRACE_S = 30.0
 """After a connection's maximum age, calls in flight on it get this long (longer than any peer deadline)."""
 
-_CLIENT_CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
+CLIENT_CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
     # A target that resolves to several addresses (a headless Service: dns:///<svc>-headless…) is
     # spread call by call over all of them, not pinned to the first.
     ("grpc.lb_policy_name", "round_robin"),
@@ -359,9 +361,18 @@ def insecure_channel(target: str, *, options: Sequence[tuple[str, Any]] = ()) ->
     idempotent calls are retried on UNAVAILABLE (``novaberg_core.peers``); ``options`` add to or
     override the defaults.
     """
-    interceptors = aio_client_interceptors(tracer_provider=tracer_provider(), filter_=traced)
-    merged = dict(_CLIENT_CHANNEL_OPTIONS) | dict(CHANNEL_OPTIONS) | dict(options)
-    return grpc.aio.insecure_channel(target, options=list(merged.items()), interceptors=interceptors)
+    return grpc.aio.insecure_channel(target, **client_channel_arguments(options))
+
+
+def client_channel_arguments(options: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
+    """``options`` and ``interceptors`` of every client channel to a peer, plaintext or TLS: trace
+    context (health excluded), round-robin balancing and the peers' retry policy, with ``options``
+    added or overriding."""
+    merged = dict(CLIENT_CHANNEL_OPTIONS) | dict(CHANNEL_OPTIONS) | dict(options)
+    return {
+        "options": list(merged.items()),
+        "interceptors": aio_client_interceptors(tracer_provider=tracer_provider(), filter_=traced),
+    }
 
 
 async def wait_for_serving(

@@ -17,6 +17,7 @@ from opentelemetry import trace
 
 from novaberg_core.contract import UNDECODABLE, check_request, safe_deserializer
 from novaberg_core.errors import NovabergError, status_code_for
+from novaberg_core.method_handlers import WrappingInterceptor, rewrap
 from novaberg_core.metrics import count_store_outage
 from novaberg_core.store_errors import store_outage
 from novaberg_core.telemetry import current_trace_id_hex, set_turn_attributes
@@ -179,7 +180,7 @@ def _wrap_stream_response(behavior: Callable[..., Any], method: str) -> Callable
     return call
 
 
-class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
+class ErrorMappingInterceptor(WrappingInterceptor):
     """Checks every request against the shared contract, then maps exceptions escaping a handler to
     a status (STYLE rule 5), for all four call shapes.
 
@@ -192,36 +193,12 @@ class ErrorMappingInterceptor(grpc.aio.ServerInterceptor):
     Handlers must be ``async`` (coroutines or async generators), as everywhere in ``grpc.aio``.
     """
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return None
-        method: str = handler_call_details.method
-        deserializer = safe_deserializer(handler.request_deserializer) if handler.request_deserializer else None
-        if handler.request_streaming and handler.response_streaming:
-            return grpc.stream_stream_rpc_method_handler(
-                _wrap_stream_response(handler.stream_stream, method),
-                request_deserializer=deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.request_streaming:
-            return grpc.stream_unary_rpc_method_handler(
-                _wrap_unary_response(handler.stream_unary, method),
-                request_deserializer=deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.response_streaming:
-            return grpc.unary_stream_rpc_method_handler(
-                _wrap_stream_response(handler.unary_stream, method),
-                request_deserializer=deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return grpc.unary_unary_rpc_method_handler(
-            _wrap_unary_response(handler.unary_unary, method),
-            request_deserializer=deserializer,
-            response_serializer=handler.response_serializer,
+    def wrap(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
+        return rewrap(
+            handler,
+            unary=lambda behavior: _wrap_unary_response(behavior, method),
+            streaming=lambda behavior: _wrap_stream_response(behavior, method),
+            request_deserializer=safe_deserializer(handler.request_deserializer)
+            if handler.request_deserializer
+            else None,
         )

@@ -16,7 +16,7 @@ Why these libraries (measured on the 2-core dev machine, synthetic graphs of the
   (``forceatlas2_layout``) on the same graph; igraph's DrL took 55 s. The old hand-written numpy
   layout was O(n²) in memory per step (19 s at 369 nodes).
 * Renderer: sigma.js 3 (WebGL) on graphology, vendored from npm with its licence in
-  ``graph_explorer_assets/`` and inlined, so the page needs no network. In headless Chromium
+  ``graph_explorer_assets/vendor/`` and inlined, so the page needs no network. In headless Chromium
   without a GPU (SwiftShader) at 5,000 nodes / 150,000 pairs sigma drew its first frame in
   1.9 s, vis-network 10 (canvas, physics off) in 8.8 s, and a zoom redraw took 0.2–0.7 s against
   0.6–1.8 s. Edges use sigma's 1-pixel line program: the default quad edges took 4 s more at
@@ -85,10 +85,11 @@ SPEAKERS: tuple[tuple[int, str, str], ...] = (
 
 ASSETS = Path(__file__).with_name("graph_explorer_assets")
 LIBRARIES: tuple[tuple[str, str], ...] = (
-    ("graphology-0.26.0.umd.min.js", "graphology-LICENSE.txt"),
-    ("sigma-3.0.3.min.js", "sigma-LICENSE.txt"),
+    ("vendor/graphology-0.26.0.umd.min.js", "vendor/graphology-LICENSE.txt"),
+    ("vendor/sigma-3.0.3.min.js", "vendor/sigma-LICENSE.txt"),
 )
-"""Vendored scripts, inlined in this order, each headed by its licence (MIT: the notice travels with every copy)."""
+"""Vendored third-party scripts (``graph_explorer_assets/vendor/``, see its README), inlined in this
+order, each headed by its licence (MIT: the notice travels with every copy)."""
 DATA_OPEN = '<script type="application/json" id="graph-data">'
 
 LABEL_CHARS = 48

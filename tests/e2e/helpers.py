@@ -60,9 +60,14 @@ def open_channel(address: str, tls: TlsConfig) -> grpc.aio.Channel:
 
 
 async def eventually(
-    probe: Callable[[], Awaitable[_T]], done: Callable[[_T], bool], *, within: float = 20.0, what: str = ""
+    probe: Callable[[], Awaitable[_T]],
+    done: Callable[[_T], bool],
+    *,
+    within: float = 20.0,
+    what: str = "",
+    every: float = 0.1,
 ) -> _T:
-    """Poll ``probe`` until ``done(result)``; fail with the last result after ``within`` s."""
+    """Poll ``probe`` every ``every`` s until ``done(result)``; fail with the last result after ``within`` s."""
     deadline = time.monotonic() + within
     while True:
         result = await probe()
@@ -70,4 +75,4 @@ async def eventually(
             return result
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or 'a condition'}; last: {result!r}")
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(every)

@@ -41,6 +41,7 @@ from novaberg_core.telemetry import (
     setup_telemetry,
     tracer,
 )
+from tests.e2e.helpers import eventually
 
 SERVICE = "novaberg.test.v1.EchoService"
 SECRET = "password=hunter2 at /srv/internal/db.py"
@@ -178,12 +179,13 @@ async def _finished(
     exporter: InMemorySpanExporter, predicate: Callable[[ReadableSpan], bool], count: int = 1
 ) -> list[ReadableSpan]:
     """Spans matching ``predicate`` once ``count`` of them ended (server spans end just after the reply)."""
-    deadline = time.monotonic() + 2.0
-    while True:
-        found = [s for s in exporter.get_finished_spans() if predicate(s)]
-        if len(found) >= count or time.monotonic() > deadline:
-            return found
-        await asyncio.sleep(0.01)
+
+    async def matching() -> list[ReadableSpan]:
+        return [s for s in exporter.get_finished_spans() if predicate(s)]
+
+    return await eventually(
+        matching, lambda found: len(found) >= count, within=2.0, every=0.01, what=f"{count} finished span(s)"
+    )
 
 
 # --- health, drain, shutdown order ---------------------------------------------------------------

@@ -67,25 +67,19 @@ class RecordKinds(abc.ABC):
 
     def db_write(self, *, turn_id: str, node: str, tabelle: str, operation: str, **details: Any) -> None:
         """A ``db_write`` entry (insert/update/delete); extra keywords go into ``inhalt``."""
-        kwargs = _split_kwargs(details)
-        self.write(
-            turn_id=turn_id,
-            node=node,
-            art="db_write",
-            inhalt={"tabelle": tabelle, "operation": operation, **details},
-            **kwargs,
-        )
+        self._store_access(turn_id, node, "db_write", {"tabelle": tabelle, "operation": operation}, details)
 
     def db_read(self, *, turn_id: str, node: str, tabelle: str, treffer: int, **details: Any) -> None:
         """A ``db_read`` entry (SELECT, Redis read, cache lookup); extra keywords go into ``inhalt``."""
+        self._store_access(turn_id, node, "db_read", {"tabelle": tabelle, "treffer": treffer}, details)
+
+    def _store_access(
+        self, turn_id: str, node: str, art: str, inhalt: dict[str, Any], details: dict[str, Any]
+    ) -> None:
+        """A ``db_*`` entry: the record's own keywords (``quelle``, ``span_id`` …) taken out of
+        ``details``, the rest added to ``inhalt``."""
         kwargs = _split_kwargs(details)
-        self.write(
-            turn_id=turn_id,
-            node=node,
-            art="db_read",
-            inhalt={"tabelle": tabelle, "treffer": treffer, **details},
-            **kwargs,
-        )
+        self.write(turn_id=turn_id, node=node, art=art, inhalt={**inhalt, **details}, **kwargs)
 
     def error(self, *, turn_id: str, node: str, typ: str, message: str, **kwargs: Any) -> None:
         """A ``fehler`` entry: exception type name and message."""

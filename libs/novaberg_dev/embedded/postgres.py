@@ -34,11 +34,12 @@ from novaberg_dev.embedded.state import (
     PORT_ATTEMPTS,
     EmbeddedStoreError,
     candidate_ports,
+    kill_unless_exited,
     log_tail,
     process_alive,
     send_signal,
+    server_pid,
     state_entry,
-    wait_for_exit,
 )
 
 __all__ = [
@@ -301,9 +302,7 @@ def _ensure_main_database(url: str) -> None:
 def stop_postgres(root: Path, entry: dict[str, Any] | None, timeout: float) -> None:
     pgdata = root / "postgres"
     info = pg_utils.PostmasterInfo.read_from_pgdata(pgdata) if pgdata.is_dir() else None
-    pid = info.pid if info is not None and info.is_running() else None
-    if pid is None and entry is not None and process_alive(int(entry["pid"])):
-        pid = int(entry["pid"])
+    pid = server_pid(info.pid if info is not None and info.is_running() else None, entry)
     if pid is None:
         return
     _logger.info("stopping PostgreSQL pid %s (fast shutdown)", pid)
@@ -318,7 +317,4 @@ def stop_postgres(root: Path, entry: dict[str, Any] | None, timeout: float) -> N
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
         _logger.warning("pg_ctl stop failed; sending SIGINT (fast shutdown) to pid %s", pid)
         send_signal(pid, signal.SIGINT)
-    if not wait_for_exit(pid, timeout):
-        _logger.warning("PostgreSQL pid %s still alive after %.0fs; killing it", pid, timeout)
-        send_signal(pid, signal.SIGKILL)
-        wait_for_exit(pid, 5.0)
+    kill_unless_exited(pid, timeout, "PostgreSQL")

@@ -28,6 +28,8 @@ __all__ = [
     "StoreUrls",
     "StoresStatus",
     "candidate_ports",
+    "kill",
+    "kill_unless_exited",
     "locked",
     "log_tail",
     "process_alive",
@@ -36,6 +38,7 @@ __all__ = [
     "recorded_port",
     "resolve_data_dir",
     "send_signal",
+    "server_pid",
     "state_entry",
     "wait_for_exit",
     "write_state",
@@ -200,6 +203,26 @@ def wait_for_exit(pid: int, timeout: float) -> bool:
 def send_signal(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
+
+
+def kill(pid: int) -> None:
+    """SIGKILL ``pid`` and wait up to 5 s for it to go."""
+    send_signal(pid, signal.SIGKILL)
+    wait_for_exit(pid, 5.0)
+
+
+def kill_unless_exited(pid: int, timeout: float, name: str) -> None:
+    """Wait up to ``timeout`` s for ``pid`` (a ``name`` server asked to stop) to exit; kill a survivor."""
+    if not wait_for_exit(pid, timeout):
+        _logger.warning("%s pid %s still alive after %.0fs; killing it", name, pid, timeout)
+        kill(pid)
+
+
+def server_pid(found: int | None, entry: dict[str, Any] | None) -> int | None:
+    """The pid to stop: ``found`` (the server's own pid file), else the state entry's while it is alive."""
+    if found is None and entry is not None and process_alive(int(entry["pid"])):
+        return int(entry["pid"])
+    return found
 
 
 def log_tail(path: Path, lines: int = 20) -> str:

@@ -23,11 +23,13 @@ from novaberg_dev.embedded.state import (
     PORT_ATTEMPTS,
     EmbeddedStoreError,
     candidate_ports,
+    kill,
+    kill_unless_exited,
     log_tail,
     process_alive,
     send_signal,
+    server_pid,
     state_entry,
-    wait_for_exit,
 )
 
 __all__ = [
@@ -187,20 +189,14 @@ def _wait_for_redis(pidfile: Path, url: str, timeout: float) -> int | None:
                 return pid
         time.sleep(0.02)
     if pid is not None:  # alive but never answered: do not leave it behind
-        send_signal(pid, signal.SIGKILL)
-        wait_for_exit(pid, 5.0)
+        kill(pid)
     return None
 
 
 def stop_redis(root: Path, entry: dict[str, Any] | None, timeout: float) -> None:
-    pid = _read_pidfile(root / "redis" / "valkey.pid")
-    if pid is None and entry is not None and process_alive(int(entry["pid"])):
-        pid = int(entry["pid"])
+    pid = server_pid(_read_pidfile(root / "redis" / "valkey.pid"), entry)
     if pid is None:
         return
     _logger.info("stopping Redis pid %s (SIGTERM)", pid)
     send_signal(pid, signal.SIGTERM)
-    if not wait_for_exit(pid, timeout):
-        _logger.warning("valkey-server pid %s still alive after %.0fs; killing it", pid, timeout)
-        send_signal(pid, signal.SIGKILL)
-        wait_for_exit(pid, 5.0)
+    kill_unless_exited(pid, timeout, "valkey-server")

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +15,7 @@ from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.kzg.memory import KzgMemory
 from services.kzg.models import Vector
 from services.kzg.store import MODEL_KEY, KzgStore
+from tests.e2e.helpers import eventually
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 
 # SPEC §4.5 with the pair as its tokens (paar, nutzer) instead of the raw ids (docs/decisions.md).
@@ -136,14 +135,13 @@ async def test_the_model_stamp_is_recorded_once(kzg: KzgMemory) -> None:
 async def _knn_once_indexed(store: KzgStore, vector: Vector, within: float = 5.0) -> list[tuple[str, float]]:
     """KNN after the background re-indexing of the kept hashes has finished (FT.INFO ``indexing``
     0, ``percent_indexed`` 1), polling with short sleeps up to ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while True:
+
+    async def knn_when_indexed() -> list[tuple[str, float]]:
         info = await store.redis.ft(store.index_name).info()
         indexed = not int(_field(info, "indexing")) and float(_field(info, "percent_indexed")) >= 1.0
-        found = await store.knn(PAIR, vector, 3) if indexed else []
-        if found or time.monotonic() >= deadline:
-            return found
-        await asyncio.sleep(0.05)
+        return await store.knn(PAIR, vector, 3) if indexed else []
+
+    return await eventually(knn_when_indexed, bool, within=within, every=0.05, what="a KNN hit on the rebuilt index")
 
 
 def _field(info: Mapping[Any, Any], name: str) -> Any:

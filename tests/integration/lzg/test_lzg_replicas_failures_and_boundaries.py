@@ -24,6 +24,7 @@ from services.lzg.rows import EdgeInsert
 from services.lzg.store import LzgStore, PairTx
 from services.lzg.types import Entity, PromotionOutcome, Timeline
 from services.lzg.weights import damp, days_until
+from tests.e2e.helpers import eventually
 
 from .conftest import (
     DIM,
@@ -286,10 +287,9 @@ async def test_a_held_pair_lock_blocks_that_pair_only(
     provider.vectors["B läuft"] = unit(0, 1)
     async with store.pair_writer(*PAIR):  # the lock every write of PAIR takes, held open
         blocked = asyncio.create_task(engine.promote(entry("A wartet")))
-        for _ in range(200):
-            if await _waiting_advisory_locks(store) == 1:
-                break
-            await asyncio.sleep(0.01)
+        await eventually(
+            lambda: _waiting_advisory_locks(store), lambda n: n == 1, within=2.0, every=0.01, what="one waiting lock"
+        )
         assert await _waiting_advisory_locks(store) == 1 and not blocked.done()
 
         other = await asyncio.wait_for(engine.promote(entry("B läuft", pair=OTHER)), timeout=10)

@@ -57,12 +57,9 @@ async def _rows(stub: log_pb2_grpc.LogServiceStub, **filters: object) -> list[lo
 
 
 async def _wait_rows(stub: log_pb2_grpc.LogServiceStub, n: int, **filters: object) -> list[log_pb2.LogRecord]:
-    deadline = time.monotonic() + 10.0
-    while True:
-        rows = await _rows(stub, **filters)
-        if len(rows) >= n or time.monotonic() > deadline:
-            return rows
-        await asyncio.sleep(0.05)
+    return await eventually(
+        lambda: _rows(stub, **filters), lambda rows: len(rows) >= n, within=10.0, every=0.05, what=f"{n} log rows"
+    )
 
 
 async def test_write_stream_then_a_turns_full_story_in_order(log_stub: log_pb2_grpc.LogServiceStub) -> None:

@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.timeutil import to_timestamp
+from tests.e2e.helpers import eventually
 from tests.service.pixie.conftest import PixieCluster, QueueState, expire, kzg_has, queue_state, store_entry
 
 
@@ -94,10 +95,9 @@ async def test_paused_continuous_worker_leaves_the_queue_alone_until_resumed(
     await asyncio.sleep(0.5)
     assert (await queue_state(kzg)).length == 1
     await a.api.ResumeTask(pixie_pb2.ResumeTaskRequest(task="synapsen_promotion"))
-    for _ in range(100):
-        if (await queue_state(kzg)).length == 0:
-            break
-        await asyncio.sleep(0.05)
+    await eventually(
+        lambda: queue_state(kzg), lambda q: q.length == 0, within=5.0, every=0.05, what="an empty queue"
+    )
     assert (await queue_state(kzg)).length == 0
     await kzg_only_cluster.stop(a)  # a graceful stop closes the open run
     b = await kzg_only_cluster.start("pixie-b")

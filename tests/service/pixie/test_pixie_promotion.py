@@ -30,6 +30,7 @@ from novaberg_core.timeutil import to_timestamp, utc_now
 from services.kzg.models import Pair as KzgPair
 from services.kzg.store import hash_dirty_key
 from services.pixie.promotion_types import StepHook
+from tests.e2e.helpers import eventually
 from tests.service.pixie.conftest import (
     PAIR,
     PixieCluster,
@@ -198,10 +199,9 @@ async def test_two_replicas_never_promote_one_pair_at_once_and_pairs_run_in_para
                             reclaim_idle_ms=10_000)
     b = await cluster.start("pixie-b", background=True, step_hook=recorder("b"), batch_size=2,
                             reclaim_idle_ms=10_000)
-    for _ in range(400):
-        if await queue_state(kzg) == QueueState(0, 0):
-            break
-        await asyncio.sleep(0.05)
+    await eventually(
+        lambda: queue_state(kzg), lambda q: q == QueueState(0, 0), within=20.0, every=0.05, what="an empty queue"
+    )
     assert await queue_state(kzg) == QueueState(0, 0)
     await cluster.stop(a)
     await cluster.stop(b)

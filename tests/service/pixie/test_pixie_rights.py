@@ -23,6 +23,7 @@ from novaberg_core.contract import pair_token
 from novaberg_core.timeutil import to_timestamp
 from services.pixie.promotion_types import new_tally
 from services.pixie.store import JobRef
+from tests.e2e.helpers import eventually
 from tests.service.pixie.conftest import (
     PAIR,
     UNREACHABLE,
@@ -126,11 +127,14 @@ async def test_an_interrupted_erasure_is_finished_by_the_next_replica(
     assert await nodes_of(lzg, PAIR) != []  # the LZG step has not run
     await cluster.stop(down)
     b = await cluster.start("pixie-b", background=True)  # resumes unfinished erasures at start
-    for _ in range(200):
+
+    async def the_erasure() -> pixie_pb2.ErasureReceipt:
         (erasure,) = (await b.api.ListErasures(pixie_pb2.ListErasuresRequest())).erasures
-        if erasure.state == "done":
-            break
-        await asyncio.sleep(0.05)
+        return erasure
+
+    erasure = await eventually(
+        the_erasure, lambda e: e.state == "done", within=10.0, every=0.05, what="the resumed erasure"
+    )
     assert erasure.state == "done" and list(erasure.steps_done) == ["kzg", "lzg", "pixie", "log"]
     assert await nodes_of(lzg, PAIR) == []
 
