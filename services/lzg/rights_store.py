@@ -1,16 +1,19 @@
 """The SQL of a person's rights in the LZG (migration 010, ``sql/rights.sql``): generations and tombstones.
 
 Kept apart from :mod:`services.lzg.rights` so that the promotion and the cache can use the
-tombstone and the generation without importing the rights operations, which use the engine.
+tombstone and the generation without importing the rights operations, which use the engine. The
+only code naming a rights query: :mod:`services.lzg.rights` decides, these functions read and write.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
+import numpy as np
 from pgvector import Vector
 
 from novaberg_core.migrations import load_queries
@@ -20,11 +23,25 @@ __all__ = [
     "RIGHTS_LOG_NODE",
     "RIGHTS_QUERIES",
     "TOMBSTONE_WINDOW",
+    "EraseCounts",
+    "ExportRows",
+    "ForgottenNode",
+    "characters_of_user",
     "correct_node",
+    "erase_rows",
+    "export_rows",
+    "forget_rows",
+    "forget_targets",
+    "import_entity",
+    "import_timeline",
+    "lift_tombstone",
     "move_generation",
     "node_for_correction",
+    "node_importer",
+    "pair_is_empty",
     "pair_key",
     "promotion_erased",
+    "record_tombstone",
     "user_key",
 ]
 
@@ -77,3 +94,142 @@ async def correct_node(
 ) -> None:
     """The node's new content and vector (CorrectNode)."""
     await conn.execute(RIGHTS_QUERIES["correct_node"], node_id, user_id, character_id, inhalt, Vector(vector))
+
+
+def _count(value: Any) -> int:
+    return int(value or 0)
+
+
+@dataclass(frozen=True)
+class EraseCounts:
+    nodes: int = 0
+    edges: int = 0
+    entities: int = 0
+    timelines: int = 0
+    verbindungen: int = 0
+    characters: int = 0
+
+
+@dataclass(frozen=True)
+class ExportRows:
+    """A pair's rows (column name → value): entities, timelines, nodes (no vectors), edges."""
+
+    entities: list[Mapping[str, Any]]
+    timelines: list[Mapping[str, Any]]
+    nodes: list[Mapping[str, Any]]
+    edges: list[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class ForgottenNode:
+    node_id: int
+    kzg_quell_key: str
+    kzg_keys: tuple[str, ...]
+    turn_ids: tuple[str, ...]
+
+
+# --- erase -------------------------------------------------------------------------------------
+
+
+async def characters_of_user(conn: Any, user_id: str) -> list[str]:
+    """Every character the user has anything with (the pairs a user's erasure locks)."""
+    return [r["character_id"] for r in await conn.fetch(RIGHTS_QUERIES["characters_of_user"], user_id)]
+
+
+async def erase_rows(conn: Any, user_id: str, character_id: str | None, characters: int) -> EraseCounts:
+    """Every row of the pair (or, ``character_id`` None, of all the user's pairs): one DELETE per table."""
+    q = RIGHTS_QUERIES
+    verbindungen = _count(await conn.fetchval(q["erase_verbindung"], user_id, character_id))
+    await conn.fetchval(q["erase_kanten_rang"], user_id, character_id)
+    edges = _count(await conn.fetchval(q["erase_kanten"], user_id, character_id))
+    nodes = _count(await conn.fetchval(q["erase_knoten"], user_id, character_id))
+    entities = _count(await conn.fetchval(q["erase_entitaet"], user_id, character_id))
+    timelines = _count(await conn.fetchval(q["erase_timeline"], user_id, character_id))
+    return EraseCounts(nodes, edges, entities, timelines, verbindungen, characters)
+
+
+async def record_tombstone(conn: Any, key: str) -> None:
+    """The erasure's tombstone under ``key`` (pair or user key); expired tombstones dropped."""
+    await conn.execute(RIGHTS_QUERIES["expire_tombstones"], TOMBSTONE_WINDOW)
+    await conn.execute(RIGHTS_QUERIES["record_tombstone"], key)
+
+
+# --- export / import ---------------------------------------------------------------------------
+
+
+async def export_rows(conn: Any, user_id: str, character_id: str) -> ExportRows:
+    """The pair's rows, read in ``conn`` (a reader: one consistent view)."""
+    q = RIGHTS_QUERIES
+    return ExportRows(
+        list(await conn.fetch(q["export_entities"], user_id, character_id)),
+        list(await conn.fetch(q["export_timelines"], user_id, character_id)),
+        list(await conn.fetch(q["export_nodes"], user_id, character_id)),
+        list(await conn.fetch(q["export_edges"], user_id, character_id)),
+    )
+
+
+async def pair_is_empty(conn: Any, user_id: str, character_id: str) -> bool:
+    """Whether the pair holds no node, entity or timeline."""
+    return bool(await conn.fetchval(RIGHTS_QUERIES["pair_is_empty"], user_id, character_id))
+
+
+async def lift_tombstone(conn: Any, user_id: str, character_id: str) -> None:
+    """Promotions of the pair's entries count again (an import re-creates the pair)."""
+    await conn.execute(RIGHTS_QUERIES["lift_tombstone"], user_id, character_id)
+
+
+async def import_entity(conn: Any, pair: tuple[str, str], name: str, typ: str, aliases: Sequence[str]) -> int:
+    """A new entity of the pair; its id."""
+    return int(await conn.fetchval(RIGHTS_QUERIES["import_entity"], *pair, name, typ, list(aliases)))
+
+
+async def import_timeline(
+    conn: Any, pair: tuple[str, str], zeitpunkt: datetime, praezision: str, titel: str, themen: Sequence[str]
+) -> int:
+    """A new timeline of the pair; its id."""
+    return int(
+        await conn.fetchval(
+            RIGHTS_QUERIES["import_timeline"], *pair, zeitpunkt, praezision, titel, list(themen)
+        )
+    )
+
+
+async def node_importer(conn: Any) -> Callable[[str, tuple[str, str], Any, Sequence[Any]], Awaitable[int]]:
+    """An insert of exported nodes, prepared once: ``insert(kzg_key, pair, vector, columns)`` → new id.
+
+    ``columns`` are those of ``import_node`` after the vector: beobachter, inhalt, then from
+    dimension to quell_turn_id (sql/rights.sql).
+    """
+    statement = await conn.prepare(RIGHTS_QUERIES["import_node"])
+
+    async def insert(kzg_key: str, pair: tuple[str, str], vector: Any, columns: Sequence[Any]) -> int:
+        beobachter, inhalt, *rest = columns
+        embedding = Vector(np.asarray(vector, dtype=np.float32))
+        return int(await statement.fetchval(kzg_key, *pair, beobachter, inhalt, embedding, *rest))
+
+    return insert
+
+
+# --- forget ------------------------------------------------------------------------------------
+
+
+async def forget_targets(
+    conn: Any, user_id: str, character_id: str, node_ids: Sequence[int], source_turn_id: str
+) -> list[ForgottenNode]:
+    """The pair's nodes named by id or made from ``source_turn_id``'s entries, with their bridges."""
+    rows = await conn.fetch(
+        RIGHTS_QUERIES["forget_targets"], user_id, character_id, list(node_ids), source_turn_id
+    )
+    return [
+        ForgottenNode(r["id"], r["kzg_quell_key"], tuple(r["kzg_keys"]), tuple(r["turn_ids"])) for r in rows
+    ]
+
+
+async def forget_rows(conn: Any, user_id: str, character_id: str, ids: Sequence[int]) -> int:
+    """The nodes ``ids`` deleted with their provenance, rank rows and edges; the edges deleted."""
+    q = RIGHTS_QUERIES
+    await conn.execute(q["forget_verbindung"], user_id, character_id, ids)
+    await conn.execute(q["forget_kanten_rang"], ids)
+    edges = _count(await conn.fetchval(q["forget_kanten"], ids))
+    await conn.execute(q["forget_knoten"], user_id, character_id, ids)
+    return edges

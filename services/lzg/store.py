@@ -165,13 +165,17 @@ class PairTx:
 
     async def insert_edges(self, edges: Sequence[EdgeInsert]) -> int:
         """Bulk insert with binary COPY (Trigger 1), then the pairs' rank rows (migration 003)."""
-        if not edges:
+        return await self.insert_edge_records([e.record() for e in edges])
+
+    async def insert_edge_records(self, records: Sequence[tuple[Any, ...]]) -> int:
+        """Bulk insert of edge rows in ``EDGE_COLUMNS`` order with binary COPY, then the pairs' rank rows."""
+        if not records:
             return 0
         await self.conn.copy_records_to_table(
-            "lzg_kanten", schema_name=SCHEMA, columns=EDGE_COLUMNS, records=[e.record() for e in edges]
+            "lzg_kanten", schema_name=SCHEMA, columns=EDGE_COLUMNS, records=records
         )
-        await self.rank_rows("rank_rows_insert", _node_pairs(edges))
-        return len(edges)
+        await self.rank_rows("rank_rows_insert", {(min(r[0], r[1]), max(r[0], r[1])) for r in records})
+        return len(records)
 
     async def insert_bridge(
         self,
@@ -353,8 +357,12 @@ class LzgStore:
     async def pair_writer(self, user_id: str, character_id: str) -> AsyncIterator[PairTx]:
         """A transaction holding the pair's write lock until commit or rollback."""
         async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute(self.q["lock_pair"], user_id, character_id)
+            await self.lock_pair(conn, user_id, character_id)
             yield PairTx(conn, self.q, user_id, character_id)
+
+    async def lock_pair(self, conn: asyncpg.Connection, user_id: str, character_id: str) -> None:
+        """The pair's write lock, held by ``conn``'s transaction until it ends (SPEC §5.3)."""
+        await conn.execute(self.q["lock_pair"], user_id, character_id)
 
     @asynccontextmanager
     async def reader(self) -> AsyncIterator[asyncpg.Connection]:

@@ -97,7 +97,14 @@ SELECT id, user_id, character_id, zeitpunkt, praezision, titel, themen FROM time
 WHERE user_id = $1 AND character_id = $2 ORDER BY id;
 
 -- name: export_nodes
-SELECT * FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 ORDER BY id;
+-- Every column but the vector: an import re-embeds the text.
+SELECT id, kzg_quell_key, user_id, character_id, beobachter, inhalt, dimension,
+       gewicht_roh, gewicht_absolut, gewicht_decay, haeufigkeit, aktiv,
+       erstellt_am, verstaerkt_am, decay_am, kzg_erstellt_am,
+       themen, gedaechtnistyp, entitaet_ids, timeline_id,
+       emotion, arousal, emotions_vektor, intentionen, modus, sprach_stil, beziehungs_dynamik, tone,
+       sprecher, sprache, quell_turn_id
+FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 ORDER BY id;
 
 -- name: export_edges
 SELECT e.* FROM lzg_kanten e JOIN lzg_knoten a ON a.id = e.knoten_a_id
