@@ -22,6 +22,7 @@ from novaberg_core.embedding import ModelStamp, check_store_model
 from novaberg_core.migrations import apply_migrations, load_queries
 from novaberg_core.pg import create_pool
 from services.lzg.layers import LZG_TIMELINE_TOLERANZ, Praezision, TimelineRef, timeline_tiefe
+from services.lzg.read_store import PairReader
 from services.lzg.rows import EDGE_COLUMNS, EdgeInsert, NewNode, UsageWrite
 
 # The rows it writes (services/lzg/rows.py) are offered here too, for the store's callers.
@@ -370,6 +371,16 @@ class LzgStore:
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
             yield conn
 
+    @asynccontextmanager
+    async def pair_reader(self, user_id: str, character_id: str) -> AsyncIterator[PairReader]:
+        """The queries of one spreading read of the pair, all in one :meth:`reader` transaction."""
+        async with self.reader() as conn:
+            yield PairReader(conn, self.q, user_id, character_id)
+
+    def pool_reader(self, user_id: str, character_id: str) -> PairReader:
+        """The same reads, each on its own pool connection (no shared view)."""
+        return PairReader(self.pool, self.q, user_id, character_id)
+
     async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
         return list(await self.pool.fetch(self.q[query], *args))
 
@@ -436,31 +447,6 @@ class LzgStore:
         )
         assert row is not None
         return row
-
-    async def shell(
-        self,
-        conn: asyncpg.Connection,
-        node_ids: Sequence[int],
-        predecessors: Sequence[int],
-        k: int,
-        user_id: str,
-        character_id: str,
-        as_of: datetime,
-        rate: float,
-        minimum: float,
-    ) -> list[asyncpg.Record]:
-        """One shell in ``conn`` (a reader): the top ``k`` active edges out of each of ``node_ids``,
-        the predecessor's excluded (syn §8.2.3); each row's ``ord`` is its source's index."""
-        ords = list(range(len(node_ids)))
-        args = (list(node_ids), list(predecessors), k, user_id, character_id, as_of, rate, minimum)
-        return list(await conn.fetch(self.q["shell"], ords, *args))
-
-    async def entity_names(
-        self, conn: asyncpg.Connection, user_id: str, character_id: str, ids: Sequence[int]
-    ) -> dict[int, str]:
-        """The names of the pair's entities ``ids``, read in ``conn`` (a reader)."""
-        rows = await conn.fetch(self.q["entity_names"], user_id, character_id, list(ids))
-        return {r["id"]: r["name"] for r in rows}
 
     async def reinforce_used(
         self,
