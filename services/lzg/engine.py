@@ -2,7 +2,7 @@
 
 Each operation lives in its module under ``services/lzg/app/`` (promotion, read, usage, decay,
 browse, registry); this facade builds them once per process and offers their operations under
-one name. The domain types are in ``services/lzg/types.py`` (re-exported here for callers).
+one name. The domain types are in ``services/lzg/types.py``.
 """
 
 from __future__ import annotations
@@ -20,30 +20,9 @@ from services.lzg.app.usage import Usage
 from services.lzg.cache import PairCache
 from services.lzg.rights_store import CACHE_QUERY
 from services.lzg.store import LzgStore
-from services.lzg.types import (
-    BEOBACHTER,
-    Entity,
-    PromotionInput,
-    PromotionOutcome,
-    PromotionResult,
-    SpreadingResult,
-    Timeline,
-    Trigger3Result,
-    check_pair,
-)
+from services.lzg.types import PromotionInput
 
-__all__ = [
-    "BEOBACHTER",
-    "Entity",
-    "LzgEngine",
-    "PromotionInput",
-    "PromotionOutcome",
-    "PromotionResult",
-    "SpreadingResult",
-    "Timeline",
-    "Trigger3Result",
-    "check_pair",
-]
+__all__ = ["LzgEngine", "PromotionInput"]  # the input of ``promote``, for its callers
 
 
 class LzgEngine:

@@ -29,8 +29,8 @@ from novaberg_core.errors import FailedPrecondition, InvalidArgument
 from services.lzg.app.correction import Correction, CorrectResult
 from services.lzg.engine import LzgEngine
 from services.lzg.layers import parse_praezision
+from services.lzg.records import rights_write
 from services.lzg.rights_store import (
-    RIGHTS_LOG_NODE,
     EraseCounts,
     ForgottenNode,
     characters_of_user,
@@ -147,11 +147,11 @@ class LzgRights:
             await move_generation(conn, [key])
         for each in characters:
             self.engine.cache.forget(user, each)  # this replica at once; the others by the generation
-        self.engine.log.db_write(
+        rights_write(
+            self.engine.log,
             turn_id="loeschung",
-            node=RIGHTS_LOG_NODE,
-            tabelle="lzg",
             operation="erase",
+            tabelle="lzg",
             umfang="paar" if character is not None else "nutzer",
             knoten=counts.nodes,
             kanten=counts.edges,
@@ -191,11 +191,11 @@ class LzgRights:
                 await self._import_edges(tx, chunk.edges, result)
             await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
         self.engine.cache.forget(user_id, character_id)
-        self.engine.log.db_write(
+        rights_write(
+            self.engine.log,
             turn_id="import",
-            node=RIGHTS_LOG_NODE,
-            tabelle="lzg",
             operation="import",
+            tabelle="lzg",
             entitaeten=len(result.entity_ids),
             timelines=len(result.timeline_ids),
             knoten=len(result.node_ids),
@@ -361,11 +361,11 @@ class LzgRights:
                 edges = await forget_rows(tx.conn, user_id, character_id, ids)
                 await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
         if ids:
-            self.engine.log.db_write(
+            rights_write(
+                self.engine.log,
                 turn_id=turn_id or "vergessen",
-                node=RIGHTS_LOG_NODE,
-                tabelle="lzg_knoten",
                 operation="forget",
+                tabelle="lzg_knoten",
                 knoten_ids=ids,
                 kanten=edges,
                 quell_turn_id=source_turn_id or None,

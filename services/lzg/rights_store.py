@@ -8,7 +8,7 @@ only code naming a rights query: :mod:`services.lzg.rights` decides, these funct
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -17,15 +17,18 @@ import numpy as np
 from pgvector import Vector
 
 from novaberg_core.migrations import load_queries
+from services.lzg.layers import TimelineRef
+from services.lzg.rows import NewNode
+from services.lzg.store import timeline_ref
 
 __all__ = [
     "CACHE_QUERY",
-    "RIGHTS_LOG_NODE",
     "RIGHTS_QUERIES",
     "TOMBSTONE_WINDOW",
     "EraseCounts",
     "ExportRows",
     "ForgottenNode",
+    "StoredNode",
     "characters_of_user",
     "correct_node",
     "erase_rows",
@@ -44,9 +47,6 @@ __all__ = [
     "record_tombstone",
     "user_key",
 ]
-
-RIGHTS_LOG_NODE: Final = "loeschung"
-"""Pipeline-log node of the rights operations."""
 
 RIGHTS_QUERIES: Final = load_queries(Path(__file__).resolve().parent / "sql" / "rights.sql")
 """Named queries of the rights operations."""
@@ -84,9 +84,36 @@ async def promotion_erased(conn: Any, user_id: str, character_id: str, erstellt_
     )
 
 
-async def node_for_correction(conn: Any, user_id: str, character_id: str, node_id: int, kzg_key: str) -> Any:
+@dataclass(frozen=True)
+class StoredNode:
+    """A node as CorrectNode reads it: what it shows, its timeline, and every column for Trigger 1."""
+
+    id: int
+    inhalt: str
+    sprecher: str
+    timeline: TimelineRef | None
+    columns: Mapping[str, Any]
+
+    def as_new_node(self, inhalt: str, vector: Any, as_of: datetime) -> NewNode:
+        """Trigger 1's input: the stored weights and layers with the new content (edges dated ``as_of``)."""
+        stored = {name: self.columns[name] for name in _STORED_NODE_FIELDS}
+        return NewNode(**stored, inhalt=inhalt, embedding=vector, erstellt_am=as_of, intentionen=[])
+
+
+_STORED_NODE_FIELDS = tuple(
+    f.name for f in fields(NewNode) if f.name not in {"inhalt", "embedding", "erstellt_am", "intentionen"}
+)
+
+
+async def node_for_correction(
+    conn: Any, user_id: str, character_id: str, node_id: int, kzg_key: str
+) -> StoredNode | None:
     """The pair's node by id (> 0) or by its KZG key, with what Trigger 1 needs, or None."""
-    return await conn.fetchrow(RIGHTS_QUERIES["node_for_correction"], user_id, character_id, node_id, kzg_key)
+    row = await conn.fetchrow(RIGHTS_QUERIES["node_for_correction"], user_id, character_id, node_id, kzg_key)
+    if row is None:
+        return None
+    timeline = timeline_ref(row["zeitpunkt"], row["praezision"])
+    return StoredNode(int(row["id"]), str(row["inhalt"]), row["sprecher"], timeline, row)
 
 
 async def correct_node(

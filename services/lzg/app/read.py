@@ -16,7 +16,7 @@ import numpy.typing as npt
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import utc_now
-from services.lzg.app.context import LzgContext
+from services.lzg.app.context import UseCase
 from services.lzg.layers import parse_praezision
 from services.lzg.read_store import PairReader
 from services.lzg.reading import RecallQuery, rank_candidates, recall_list
@@ -36,16 +36,8 @@ from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 __all__ = ["Read"]
 
 
-class Read:
+class Read(UseCase):
     """Spreading read, memory block and the served-ids check over the shared context."""
-
-    def __init__(self, ctx: LzgContext) -> None:
-        self.store = ctx.store
-        self.provider = ctx.provider
-        self.profile = ctx.profile
-        self.clusters = ctx.clusters
-        self.log = ctx.log
-        self.cache = ctx.cache
 
     def query_vector(self, values: Sequence[float]) -> npt.NDArray[np.float32]:
         """A caller's query vector checked against the model and scaled to norm 1."""

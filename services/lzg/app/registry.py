@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
-from services.lzg.app.context import LzgContext
+from services.lzg.app.context import UseCase
 from services.lzg.edges import Connection, edge_rows
 from services.lzg.layers import Praezision, TimelineRef, evaluate_layers, parse_praezision
 from services.lzg.store import PairTx, timeline_ref
@@ -45,13 +45,8 @@ def _unordered(x: int, y: int) -> tuple[int, int]:
     return (x, y) if x < y else (y, x)
 
 
-class Registry:
+class Registry(UseCase):
     """Entities and timelines of a pair, and Trigger 3, over the shared context."""
-
-    def __init__(self, ctx: LzgContext) -> None:
-        self.store = ctx.store
-        self.profile = ctx.profile
-        self.log = ctx.log
 
     # ================================================================ entities (Trigger 3)
 
