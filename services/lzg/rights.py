@@ -242,7 +242,7 @@ class LzgRights:
             vectors = await self.engine.provider.embed(
                 [lzg_embed_text(row["inhalt"], row.get("sprecher", "")) for row in batch]
             )
-            insert_node = await node_importer(tx.conn)
+            insert_node = await node_importer(tx)
             for row, vector in zip(batch, vectors, strict=True):
                 timeline_id = row["timeline_id"]
                 if _target_key(row["kzg_quell_key"], *tx.pair) in result.quell_keys:
@@ -278,7 +278,7 @@ class LzgRights:
                     row.get("quell_turn_id", ""),
                 )
                 key = _target_key(row["kzg_quell_key"], *tx.pair)
-                result.node_ids[int(row["id"])] = await insert_node(key, tx.pair, vector, columns)
+                result.node_ids[int(row["id"])] = await insert_node(key, vector, columns)
 
     def _check_node(self, row: Mapping[str, Any], result: ImportResult) -> None:
         name = f"node {row['id']}"

@@ -19,7 +19,7 @@ from pgvector import Vector
 from novaberg_core.migrations import load_queries
 from services.lzg.layers import TimelineRef
 from services.lzg.rows import NewNode
-from services.lzg.store import timeline_ref
+from services.lzg.store import PairTx, timeline_ref
 
 __all__ = [
     "CACHE_QUERY",
@@ -221,18 +221,16 @@ async def import_timeline(
     )
 
 
-async def node_importer(conn: Any) -> Callable[[str, tuple[str, str], Any, Sequence[Any]], Awaitable[int]]:
-    """An insert of exported nodes, prepared once: ``insert(kzg_key, pair, vector, columns)`` → new id.
+async def node_importer(tx: PairTx) -> Callable[[str, Any, Sequence[Any]], Awaitable[int]]:
+    """The insert of exported nodes into ``tx``'s pair, prepared once: ``insert(kzg_key, vector,
+    columns)`` → new id; ``columns`` are those of ``insert_node`` (sql/queries.sql) after the
+    vector, from dimension to quell_turn_id, with beobachter and inhalt first."""
+    statement = await tx.conn.prepare(tx.q["insert_node"])
 
-    ``columns`` are those of ``import_node`` after the vector: beobachter, inhalt, then from
-    dimension to quell_turn_id (sql/rights.sql).
-    """
-    statement = await conn.prepare(RIGHTS_QUERIES["import_node"])
-
-    async def insert(kzg_key: str, pair: tuple[str, str], vector: Any, columns: Sequence[Any]) -> int:
+    async def insert(kzg_key: str, vector: Any, columns: Sequence[Any]) -> int:
         beobachter, inhalt, *rest = columns
         embedding = Vector(np.asarray(vector, dtype=np.float32))
-        return int(await statement.fetchval(kzg_key, *pair, beobachter, inhalt, embedding, *rest))
+        return int(await statement.fetchval(kzg_key, *tx.pair, beobachter, inhalt, embedding, *rest))
 
     return insert
 

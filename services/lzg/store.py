@@ -144,6 +144,9 @@ class PairTx:
             node.gewicht_absolut,
             node.gewicht_decay,
             node.haeufigkeit,
+            True,  # aktiv
+            node.erstellt_am,  # erstellt_am, verstaerkt_am and decay_am: a new node starts at its creation
+            node.erstellt_am,
             node.erstellt_am,
             node.kzg_erstellt_am,
             list(node.themen),

@@ -120,24 +120,6 @@ INSERT INTO timeline (user_id, character_id, zeitpunkt, praezision, titel, theme
 VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING id;
 
--- name: import_node
--- A node as exported: weights, activity and times as they were (not a promotion: no formula runs).
-INSERT INTO lzg_knoten (
-    kzg_quell_key, user_id, character_id, beobachter, inhalt, embedding, dimension,
-    gewicht_roh, gewicht_absolut, gewicht_decay, haeufigkeit, aktiv,
-    erstellt_am, verstaerkt_am, decay_am, kzg_erstellt_am,
-    themen, gedaechtnistyp, entitaet_ids, timeline_id,
-    emotion, arousal, emotions_vektor, intentionen, modus, sprach_stil, beziehungs_dynamik, tone,
-    sprecher, sprache, quell_turn_id
-) VALUES (
-    $1, $2, $3, $4, $5, $6, $7,
-    $8, $9, $10, $11, $12,
-    $13, $14, $15, $16,
-    $17, $18, $19, $20,
-    $21, $22, $23, $24, $25, $26, $27, $28,
-    $29, $30, $31
-) RETURNING id;
-
 -- name: forget_targets
 -- The pair's nodes named by id ($3) or made from a source turn's entries ($4), with every KZG key
 -- and turn bridged to them.
