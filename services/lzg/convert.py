@@ -17,7 +17,7 @@ from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.reading import RecallCandidate
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
-from services.lzg.types import Entity, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
+from services.lzg.types import EI_FIELDS, Entity, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
 from services.lzg.usage import Ausgang, Verwendungsprotokoll
 
 __all__ = [
@@ -80,38 +80,36 @@ def _pair(pair: common_pb2.Pair, user_id: str, character_id: str) -> None:
     pair.character_id = character_id
 
 
+_NODE_COLUMNS = (
+    *("id", "kzg_quell_key", "inhalt", "dimension", "gewicht_roh", "gewicht_absolut", "gewicht_decay"),
+    *("haeufigkeit", "aktiv", "sprecher", "sprache", "quell_turn_id"),
+)
+"""The node columns a Node message carries under their own name and type."""
+_NODE_TIMES = ("erstellt_am", "verstaerkt_am", "decay_am", "kzg_erstellt_am")
+_EDGE_COLUMNS = ("id", "knoten_a_id", "knoten_b_id", "gewicht_roh", "gewicht_absolut", "anzahl_schichten")
+_EDGE_LISTS = ("verbindungs_gruende", "geteilte_entitaet_ids", "geteilte_themen")
+_EDGE_OPTIONAL = ("timeline_naehe_tage", "embedding_cosine_initial")
+"""Edge columns that may be NULL: the message leaves them unset."""
+
+
+def _columns(row: Mapping[str, Any], columns: Sequence[str], as_field: Any = None) -> dict[str, Any]:
+    """The row's ``columns`` as message fields of the same names (each through ``as_field``)."""
+    if as_field is None:
+        return {column: row[column] for column in columns}
+    return {column: as_field(row[column]) for column in columns}
+
+
 def node_to_proto(row: Mapping[str, Any], include_embedding: bool = False) -> lzg_pb2.Node:
     """One ``lzg_knoten`` row as a Node message."""
     node = lzg_pb2.Node(
-        id=row["id"],
-        kzg_quell_key=row["kzg_quell_key"],
+        **_columns(row, _NODE_COLUMNS),
+        **_columns(row, _NODE_TIMES, _ts),
         beobachter=_BEOBACHTER_ENUM.get(row["beobachter"], common_pb2.BEOBACHTER_UNSPECIFIED),
-        inhalt=row["inhalt"],
-        dimension=row["dimension"],
-        gewicht_roh=row["gewicht_roh"],
-        gewicht_absolut=row["gewicht_absolut"],
-        gewicht_decay=row["gewicht_decay"],
-        haeufigkeit=row["haeufigkeit"],
-        aktiv=row["aktiv"],
-        erstellt_am=_ts(row["erstellt_am"]),
-        verstaerkt_am=_ts(row["verstaerkt_am"]),
-        decay_am=_ts(row["decay_am"]),
-        kzg_erstellt_am=_ts(row["kzg_erstellt_am"]),
         themen=list(row["themen"]),
         gedaechtnistyp=row["gedaechtnistyp"] or "",
-        ei=common_pb2.EiFields(
-            emotion=row["emotion"],
-            modus=row["modus"],
-            arousal=row["arousal"],
-            emotions_vektor=row["emotions_vektor"],
-            sprach_stil=row["sprach_stil"],
-            beziehungs_dynamik=row["beziehungs_dynamik"],
-            tone=row["tone"],
-            intentionen=_intentionen(row["intentionen"]),
-        ),
+        ei=common_pb2.EiFields(**_columns(row, EI_FIELDS), intentionen=_intentionen(row["intentionen"])),
     )
     _pair(node.pair, row["user_id"], row["character_id"])
-    node.sprecher, node.sprache, node.quell_turn_id = row["sprecher"], row["sprache"], row["quell_turn_id"]
     node.magnets.entitaet_ids.extend(row["entitaet_ids"])
     if row["timeline_id"] is not None:
         node.magnets.timeline_id = row["timeline_id"]
@@ -131,21 +129,13 @@ def _intentionen(raw: str) -> list[str]:
 def edge_to_proto(row: Mapping[str, Any]) -> lzg_pb2.Edge:
     """One ``lzg_kanten`` row as an Edge message."""
     edge = lzg_pb2.Edge(
-        id=row["id"],
-        knoten_a_id=row["knoten_a_id"],
-        knoten_b_id=row["knoten_b_id"],
-        gewicht_roh=row["gewicht_roh"],
-        gewicht_absolut=row["gewicht_absolut"],
+        **_columns(row, _EDGE_COLUMNS),
+        **_columns(row, _EDGE_LISTS, list),
         erstellt_am=_ts(row["erstellt_am"]),
-        verbindungs_gruende=list(row["verbindungs_gruende"]),
-        geteilte_entitaet_ids=list(row["geteilte_entitaet_ids"]),
-        geteilte_themen=list(row["geteilte_themen"]),
-        anzahl_schichten=row["anzahl_schichten"],
     )
-    if row["timeline_naehe_tage"] is not None:
-        edge.timeline_naehe_tage = row["timeline_naehe_tage"]
-    if row["embedding_cosine_initial"] is not None:
-        edge.embedding_cosine_initial = row["embedding_cosine_initial"]
+    for column in _EDGE_OPTIONAL:
+        if row[column] is not None:
+            setattr(edge, column, row[column])
     return edge
 
 
@@ -315,13 +305,7 @@ def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
         haeufigkeit=entry.haeufigkeit,
         gedaechtnistyp=entry.gedaechtnistyp,
         dimension=entry.dimension,
-        emotion=entry.ei.emotion,
-        modus=entry.ei.modus,
-        arousal=entry.ei.arousal,
-        emotions_vektor=entry.ei.emotions_vektor,
-        sprach_stil=entry.ei.sprach_stil,
-        beziehungs_dynamik=entry.ei.beziehungs_dynamik,
-        tone=entry.ei.tone,
+        **{field: getattr(entry.ei, field) for field in EI_FIELDS},
         intentionen=list(entry.ei.intentionen),
         entitaet_ids=list(entry.magnets.entitaet_ids),
         timeline_id=entry.magnets.timeline_id if entry.magnets.HasField("timeline_id") else None,

@@ -17,6 +17,7 @@ from services.lzg.spreading import LzgResonanz
 
 __all__ = [
     "BEOBACHTER",
+    "EI_FIELDS",
     "ERASED",
     "Entity",
     "PromotionInput",
@@ -33,6 +34,8 @@ __all__ = [
 
 BEOBACHTER = ("user", "assistant")
 """Perspectives of an entry (SPEC §0)."""
+EI_FIELDS = ("emotion", "modus", "arousal", "emotions_vektor", "sprach_stil", "beziehungs_dynamik", "tone")
+"""The scalar EI fields an entry and a node carry (the eighth, ``intentionen``, is a list)."""
 
 
 def check_pair(user_id: str, character_id: str, field_name: str = "pair") -> tuple[str, str]:

@@ -28,6 +28,7 @@ from services.lzg.rows import EdgeInsert, NewNode
 from services.lzg.store import PairTx
 from services.lzg.types import (
     BEOBACHTER,
+    EI_FIELDS,
     ERASED,
     PromotionInput,
     PromotionOutcome,
@@ -42,6 +43,11 @@ __all__ = ["Promotion", "trigger1_candidates", "trigger1_edges"]
 _LOG = logging.getLogger(__name__)
 
 _GEDAECHTNISTYP_MAX = 20  # VARCHAR(20)
+_FROM_ENTRY = (
+    *("user_id", "character_id", "beobachter", "inhalt", "dimension", "haeufigkeit", "sprecher", "sprache"),
+    *EI_FIELDS,
+)
+"""What a new node takes from its entry as it is (SPEC §5.3 step 5)."""
 
 
 class Promotion(UseCase):
@@ -109,33 +115,19 @@ class Promotion(UseCase):
             records.hit(PromotionOutcome.NEW_NODE, eingang, self.profile.match)
             weights = node_weights_at_creation(entry.salienz)
             new_node = NewNode(
+                **{name: getattr(entry, name) for name in _FROM_ENTRY},
                 kzg_quell_key=entry.kzg_key,
-                user_id=entry.user_id,
-                character_id=entry.character_id,
-                beobachter=entry.beobachter,
-                inhalt=entry.inhalt,
                 embedding=vector,
-                dimension=entry.dimension,
                 gewicht_roh=weights.gewicht_roh,
                 gewicht_absolut=weights.gewicht_absolut,
                 gewicht_decay=weights.gewicht_decay,
-                haeufigkeit=entry.haeufigkeit,
                 erstellt_am=entry.as_of,
                 kzg_erstellt_am=entry.erstellt_am or entry.as_of,
                 themen=list(entry.themen),
                 gedaechtnistyp=entry.gedaechtnistyp or None,
                 entitaet_ids=entitaet_ids,
                 timeline_id=entry.timeline_id if timeline is not None else None,
-                emotion=entry.emotion,
-                arousal=entry.arousal,
-                emotions_vektor=entry.emotions_vektor,
                 intentionen=list(entry.intentionen),
-                modus=entry.modus,
-                sprach_stil=entry.sprach_stil,
-                beziehungs_dynamik=entry.beziehungs_dynamik,
-                tone=entry.tone,
-                sprecher=entry.sprecher,
-                sprache=entry.sprache,
                 quell_turn_id=entry.entry_turn_id,
             )
             # Step 3: the candidates' fresh data are read before the insert.
