@@ -36,6 +36,7 @@ from services.lzg.convert import (
     recall_to_proto,
     request_as_of,
     resonanz_to_proto,
+    same_named,
     span_of,
     timeline_from_proto,
     timeline_to_proto,
@@ -60,15 +61,7 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         self, request: lzg_pb2.PromoteRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.PromoteResponse:
         result = await self.engine.promote(promotion_input(request))
-        return lzg_pb2.PromoteResponse(
-            outcome=OUTCOME[result.outcome],
-            node_id=result.node_id,
-            best_cosine=result.best_cosine,
-            edges_created=result.edges_created,
-            kzg_delete_allowed=result.kzg_delete_allowed,
-            already_promoted=result.already_promoted,
-            candidates=result.candidates,
-        )
+        return lzg_pb2.PromoteResponse(**same_named(result, outcome=OUTCOME[result.outcome]))
 
     async def SpreadingRead(
         self, request: lzg_pb2.SpreadingReadRequest, context: grpc.aio.ServicerContext
@@ -103,7 +96,8 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         )
         if result.query_terms is not None:
             response.query_terms.extend(
-                lzg_pb2.TermGewicht(term=t, idf=i) for t, i in zip(result.query_terms.terms, result.query_terms.idf, strict=True)
+                lzg_pb2.TermGewicht(term=t, idf=i)
+                for t, i in zip(result.query_terms.terms, result.query_terms.idf, strict=True)
             )
             response.mittlere_laenge = result.query_terms.average_length
         return response
@@ -196,14 +190,7 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         self, request: lzg_pb2.GetPairStatsRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.GetPairStatsResponse:
         row, model_id = await self.engine.pair_stats(request.pair.user_id, request.pair.character_id)
-        return lzg_pb2.GetPairStatsResponse(
-            nodes_active=row["nodes_active"],
-            nodes_inactive=row["nodes_inactive"],
-            edges=row["edges"],
-            entities=row["entities"],
-            timelines=row["timelines"],
-            model_id=model_id,
-        )
+        return lzg_pb2.GetPairStatsResponse(**dict(row), model_id=model_id)  # the counts by their names
 
     async def UpsertEntity(
         self, request: lzg_pb2.UpsertEntityRequest, context: grpc.aio.ServicerContext
@@ -290,7 +277,9 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
     ) -> lzg_pb2.ListTimelinesResponse:
         if request.HasField("zeitpunkt") != bool(request.praezision):
             raise InvalidArgument("zeitpunkt and praezision go together: set both, or neither")
-        at = (from_timestamp(request.zeitpunkt), request.praezision) if request.HasField("zeitpunkt") else None
+        at = (
+            (from_timestamp(request.zeitpunkt), request.praezision) if request.HasField("zeitpunkt") else None
+        )
         timelines = await self.engine.timelines(
             request.pair.user_id, request.pair.character_id, list(request.ids), at
         )
