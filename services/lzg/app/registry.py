@@ -9,7 +9,7 @@ directions when no layer is left.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -111,7 +111,8 @@ class Registry(UseCase):
         check_pair(user_id, character_id)
         if source_id == target_id:
             raise InvalidArgument("source_id and target_id must differ")
-        async with self.store.pair_writer(user_id, character_id) as tx:
+
+        async def merge(tx: PairTx) -> _Recompute:
             source = await tx.entity(source_id)
             target = await tx.entity(target_id)
             if source is None:
@@ -127,31 +128,28 @@ class Registry(UseCase):
             # Every pair whose shared entities can change: a node that had the source with a node
             # that has the target now (syn §7.9.2, Trigger 3).
             everyone = set(with_source) | set(with_target)
-            work = _Recompute(
-                pairs={_unordered(x, y) for x in with_source for y in everyone if x != y},
-                nodes_rewritten=rewritten,
-            )
-            result = await self._reevaluate(tx, work, datetime.now(UTC))
-        self._log_trigger3(
-            turn_id, "entitaet_merge", user_id, character_id, result, source=source_id, target=target_id
-        )
-        return result
+            pairs = {_unordered(x, y) for x in with_source for y in everyone if x != y}
+            return _Recompute(pairs=pairs, nodes_rewritten=rewritten)
+
+        details = {"source": source_id, "target": target_id}
+        return await self._trigger3(user_id, character_id, merge, turn_id, "entitaet_merge", details)
 
     async def delete_entity(
         self, user_id: str, character_id: str, entity_id: int, *, turn_id: str = ""
     ) -> Trigger3Result:
         """Entity deleted: removed from every node, edges carrying it recomputed (or deleted)."""
         check_pair(user_id, character_id)
-        async with self.store.pair_writer(user_id, character_id) as tx:
+
+        async def delete(tx: PairTx) -> _Recompute:
             if await tx.entity(entity_id) is None:
                 raise NotFound(f"entity {entity_id} is not an entity of this pair")
             pairs = await tx.edge_pairs_with_entity(entity_id)
             rewritten = await tx.remove_entity_from_nodes(entity_id)
             await tx.delete_entity(entity_id)
-            work = _Recompute(pairs=pairs, nodes_rewritten=rewritten)
-            result = await self._reevaluate(tx, work, datetime.now(UTC))
-        self._log_trigger3(turn_id, "entitaet_loeschen", user_id, character_id, result, entitaet_id=entity_id)
-        return result
+            return _Recompute(pairs=pairs, nodes_rewritten=rewritten)
+
+        details = {"entitaet_id": entity_id}
+        return await self._trigger3(user_id, character_id, delete, turn_id, "entitaet_loeschen", details)
 
     # ================================================================ timeline (Trigger 3)
 
@@ -204,18 +202,17 @@ class Registry(UseCase):
     ) -> Trigger3Result:
         """Timeline deleted: nodes lose the reference (FK SET NULL), their timeline edges recomputed."""
         check_pair(user_id, character_id)
-        async with self.store.pair_writer(user_id, character_id) as tx:
+
+        async def delete(tx: PairTx) -> _Recompute:
             if await tx.timeline(timeline_id) is None:
                 raise NotFound(f"timeline {timeline_id} is not a timeline of this pair")
             referencing = await tx.nodes_with_timeline(timeline_id)
             pairs = await tx.edge_pairs_of_nodes(referencing) if referencing else set()
             await tx.delete_timeline(timeline_id)
-            work = _Recompute(pairs=pairs, nodes_rewritten=len(referencing))
-            result = await self._reevaluate(tx, work, datetime.now(UTC))
-        self._log_trigger3(
-            turn_id, "timeline_loeschen", user_id, character_id, result, timeline_id=timeline_id
-        )
-        return result
+            return _Recompute(pairs=pairs, nodes_rewritten=len(referencing))
+
+        details = {"timeline_id": timeline_id}
+        return await self._trigger3(user_id, character_id, delete, turn_id, "timeline_loeschen", details)
 
     async def timelines(
         self,
@@ -291,6 +288,22 @@ class Registry(UseCase):
         return Trigger3Result(
             nodes_rewritten=work.nodes_rewritten, edges_recomputed=len(rows), edges_deleted=deleted
         )
+
+    async def _trigger3(
+        self,
+        user_id: str,
+        character_id: str,
+        change: Callable[[PairTx], Awaitable[_Recompute]],
+        turn_id: str,
+        art: str,
+        details: dict[str, Any],
+    ) -> Trigger3Result:
+        """One registry change under the pair's write lock, the pairs it names re-evaluated, one log record."""
+        async with self.store.pair_writer(user_id, character_id) as tx:
+            work = await change(tx)
+            result = await self._reevaluate(tx, work, datetime.now(UTC))
+        self._log_trigger3(turn_id, art, user_id, character_id, result, **details)
+        return result
 
     def _log_trigger3(
         self, turn_id: str, art: str, user_id: str, character_id: str, result: Trigger3Result, **details: Any
