@@ -28,6 +28,7 @@ __all__ = [
     "entity_to_proto",
     "erinnerungen_from_proto",
     "node_to_proto",
+    "pair_of",
     "promotion_input",
     "protokoll_to_proto",
     "recall_to_proto",
@@ -38,6 +39,7 @@ __all__ = [
     "timeline_from_proto",
     "timeline_to_proto",
     "trigger3_to_proto",
+    "turn_of",
 ]
 
 _BEOBACHTER_NAME = {
@@ -71,6 +73,16 @@ def _optional_ts(message: Any, field: str) -> datetime | None:
 
 def request_as_of(message: Any) -> datetime:
     return as_of_or_now(message.as_of if message.HasField("as_of") else None)
+
+
+def pair_of(request: Any) -> tuple[str, str]:
+    """The (user_id, character_id) a request names."""
+    return request.pair.user_id, request.pair.character_id
+
+
+def turn_of(request: Any) -> dict[str, Any]:
+    """The turn a request names, as the use cases log it: ``turn_id`` and ``span_id``."""
+    return {"turn_id": request.turn.turn_id, "span_id": span_of(request.turn)}
 
 
 def span_of(turn: common_pb2.TurnContext) -> str | None:

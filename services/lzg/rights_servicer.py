@@ -15,7 +15,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
-from services.lzg.convert import edge_to_proto, node_to_proto, same_named
+from services.lzg.convert import edge_to_proto, node_to_proto, pair_of, same_named, turn_of
 from services.lzg.engine import LzgEngine
 from services.lzg.rights import ImportChunk, LzgRights
 
@@ -146,7 +146,7 @@ class LzgRightsServicer:
     async def ExportPair(
         self, request: lzg_pb2.ExportPairRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[lzg_pb2.ExportPairChunk]:
-        data = await self.rights.export(request.pair.user_id, request.pair.character_id)
+        data = await self.rights.export(*pair_of(request))
         yield lzg_pb2.ExportPairChunk(
             counts=lzg_pb2.ExportCounts(
                 entities=len(data.entities),
@@ -208,14 +208,8 @@ class LzgRightsServicer:
     async def ForgetNodes(
         self, request: lzg_pb2.ForgetNodesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ForgetNodesResponse:
-        result = await self.rights.forget(
-            request.pair.user_id,
-            request.pair.character_id,
-            list(request.node_ids),
-            request.source_turn_id,
-            turn_id=request.turn.turn_id,
-            span_id=request.turn.span_id or None,
-        )
+        forget = list(request.node_ids), request.source_turn_id
+        result = await self.rights.forget(*pair_of(request), *forget, **turn_of(request))
         return lzg_pb2.ForgetNodesResponse(
             nodes=[lzg_pb2.ForgottenNode(**same_named(n)) for n in result.nodes],
             edges=result.edges,
@@ -228,13 +222,11 @@ class LzgRightsServicer:
         if which is None:
             raise InvalidArgument("name the node by node_id or kzg_quell_key")
         result = await self.rights.correct(
-            request.pair.user_id,
-            request.pair.character_id,
+            *pair_of(request),
             node_id=request.node_id if which == "node_id" else 0,
             kzg_quell_key=request.kzg_quell_key if which == "kzg_quell_key" else "",
             inhalt=request.inhalt,
             as_of=as_of_or_now(request.as_of if request.HasField("as_of") else None),
-            turn_id=request.turn.turn_id,
-            span_id=request.turn.span_id or None,
+            **turn_of(request),
         )
         return lzg_pb2.CorrectNodeResponse(**same_named(result, node=node_to_proto(result.node)))
