@@ -166,9 +166,9 @@ async def characters_of_user(conn: Any, user_id: str) -> list[str]:
 async def erase_rows(conn: Any, user_id: str, character_id: str | None, characters: int) -> EraseCounts:
     """Every row of the pair (or, ``character_id`` None, of all the user's pairs): one DELETE per table."""
     q = RIGHTS_QUERIES
+    ids = [r["id"] for r in await conn.fetch(q["erase_node_ids"], user_id, character_id)]
     verbindungen = _count(await conn.fetchval(q["erase_verbindung"], user_id, character_id))
-    await conn.fetchval(q["erase_kanten_rang"], user_id, character_id)
-    edges = _count(await conn.fetchval(q["erase_kanten"], user_id, character_id))
+    edges = await _delete_edges_of(conn, ids)
     nodes = _count(await conn.fetchval(q["erase_knoten"], user_id, character_id))
     entities = _count(await conn.fetchval(q["erase_entitaet"], user_id, character_id))
     timelines = _count(await conn.fetchval(q["erase_timeline"], user_id, character_id))
@@ -254,7 +254,12 @@ async def forget_rows(conn: Any, user_id: str, character_id: str, ids: Sequence[
     """The nodes ``ids`` deleted with their provenance, rank rows and edges; the edges deleted."""
     q = RIGHTS_QUERIES
     await conn.execute(q["forget_verbindung"], user_id, character_id, ids)
-    await conn.execute(q["forget_kanten_rang"], ids)
-    edges = _count(await conn.fetchval(q["forget_kanten"], ids))
+    edges = await _delete_edges_of(conn, ids)
     await conn.execute(q["forget_knoten"], user_id, character_id, ids)
     return edges
+
+
+async def _delete_edges_of(conn: Any, ids: Sequence[int]) -> int:
+    """Every edge from or to the nodes ``ids`` with its rank row; the edges deleted."""
+    await conn.execute(RIGHTS_QUERIES["forget_kanten_rang"], list(ids))
+    return _count(await conn.fetchval(RIGHTS_QUERIES["forget_kanten"], list(ids)))

@@ -53,23 +53,9 @@ ORDER BY 1;
 WITH d AS (DELETE FROM verbindung WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2) RETURNING 1)
 SELECT count(*) FROM d;
 
--- name: erase_kanten_rang
-WITH d AS (
-    DELETE FROM lzg_kanten_rang
-    WHERE knoten_x_id IN (SELECT id FROM lzg_knoten WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2))
-       OR knoten_y_id IN (SELECT id FROM lzg_knoten WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2))
-    RETURNING 1
-)
-SELECT count(*) FROM d;
-
--- name: erase_kanten
-WITH d AS (
-    DELETE FROM lzg_kanten
-    WHERE knoten_a_id IN (SELECT id FROM lzg_knoten WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2))
-       OR knoten_b_id IN (SELECT id FROM lzg_knoten WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2))
-    RETURNING 1
-)
-SELECT count(*) FROM d;
+-- name: erase_node_ids
+-- The nodes an erasure deletes: their rank rows and edges go by forget_kanten_rang and forget_kanten.
+SELECT id FROM lzg_knoten WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2);
 
 -- name: erase_knoten
 WITH d AS (DELETE FROM lzg_knoten WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2) RETURNING 1)
@@ -140,6 +126,7 @@ ORDER BY k.id;
 DELETE FROM verbindung WHERE user_id = $1 AND character_id = $2 AND lzg_id = ANY($3::int[]);
 
 -- name: forget_kanten_rang
+-- The rank rows of the nodes $1 (a forget's, or an erasure's every node).
 DELETE FROM lzg_kanten_rang WHERE knoten_x_id = ANY($1::int[]) OR knoten_y_id = ANY($1::int[]);
 
 -- name: forget_kanten
