@@ -217,10 +217,7 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         self, request: lzg_pb2.ResolveEntitiesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ResolveEntitiesResponse:
         ids = await self.engine.resolve_entities(
-            *pair_of(request),
-            list(request.names),
-            request.create_missing,
-            request.typ_for_new,
+            *pair_of(request), list(request.names), request.create_missing, request.typ_for_new
         )
         return lzg_pb2.ResolveEntitiesResponse(entitaet_ids=ids)
 
