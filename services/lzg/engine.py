@@ -18,7 +18,6 @@ from services.lzg.app.read import Read
 from services.lzg.app.registry import Registry
 from services.lzg.app.usage import Usage
 from services.lzg.cache import PairCache
-from services.lzg.rights_store import CACHE_QUERY
 from services.lzg.store import LzgStore
 from services.lzg.types import PromotionInput
 
@@ -45,8 +44,8 @@ class LzgEngine:
         self.profile = profile
         self.clusters = clusters
         self.log = log
-        # The watermark read with the pair's generation (nodes can be deleted: services/lzg/rights.py).
-        self.cache = PairCache(store.dimension, CACHE_QUERY, cache_max_bytes)
+        # Read with the pair's generation (nodes can be deleted: services/lzg/rights.py).
+        self.cache = PairCache(store.dimension, cache_max_bytes)
         self.context = LzgContext(store, provider, profile, clusters, log, self.cache)
 
         self.promotion = Promotion(self.context)

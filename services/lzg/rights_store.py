@@ -22,7 +22,6 @@ from services.lzg.rows import NewNode
 from services.lzg.store import PairTx, timeline_ref
 
 __all__ = [
-    "CACHE_QUERY",
     "RIGHTS_QUERIES",
     "TOMBSTONE_WINDOW",
     "EraseCounts",
@@ -39,6 +38,7 @@ __all__ = [
     "import_timeline",
     "lift_tombstone",
     "move_generation",
+    "new_nodes",
     "node_for_correction",
     "node_importer",
     "pair_is_empty",
@@ -51,8 +51,6 @@ __all__ = [
 RIGHTS_QUERIES: Final = load_queries(Path(__file__).resolve().parent / "sql" / "rights.sql")
 """Named queries of the rights operations."""
 
-CACHE_QUERY: Final = RIGHTS_QUERIES["cache_new_nodes_generation"]
-"""The cache's watermark read with the pair's generation (services/lzg/cache.py)."""
 
 TOMBSTONE_WINDOW: Final = timedelta(minutes=10)
 """How long an erasure's tombstone refuses promotions of entries written before it. Far longer than
@@ -68,6 +66,13 @@ async def pair_key(conn: Any, user_id: str, character_id: str) -> str:
 async def user_key(conn: Any, user_id: str) -> str:
     """The user's one-way key (equals ``contract.user_token``)."""
     return str(await conn.fetchval("SELECT nutzer_schluessel($1)", user_id))
+
+
+def new_nodes(conn: Any, user_id: str, character_id: str, after_id: int) -> Awaitable[list[Any]]:
+    """The cache's watermark read (services/lzg/cache.py): the generation of the pair's node set,
+    then the pair's nodes with an id above ``after_id``, in one statement (a plain call: no frame
+    of its own on the read's path)."""
+    return conn.fetch(RIGHTS_QUERIES["cache_new_nodes_generation"], user_id, character_id, after_id)
 
 
 async def move_generation(conn: Any, keys: Sequence[str]) -> None:

@@ -45,9 +45,9 @@ _UNIT_DAYS = {
 _WINDOW_DAYS = {p: (LZG_TIMELINE_TOLERANZ[p] + 1) * _UNIT_DAYS[p] for p in Praezision}
 
 
-def _node_pairs(edges: Iterable[EdgeInsert]) -> set[tuple[int, int]]:
-    """The unordered node pairs (smaller id first) of directed edges."""
-    return {(min(e.knoten_a_id, e.knoten_b_id), max(e.knoten_a_id, e.knoten_b_id)) for e in edges}
+def _node_pairs(edges: Iterable[Sequence[Any]]) -> set[tuple[int, int]]:
+    """The unordered node pairs (smaller id first) of directed edges given as (a, b, …)."""
+    return {(min(e[0], e[1]), max(e[0], e[1])) for e in edges}
 
 
 def _rows(status: str) -> int:
@@ -178,7 +178,7 @@ class PairTx:
         await self.conn.copy_records_to_table(
             "lzg_kanten", schema_name=SCHEMA, columns=EDGE_COLUMNS, records=records
         )
-        await self.rank_rows("rank_rows_insert", {(min(r[0], r[1]), max(r[0], r[1])) for r in records})
+        await self._rank_rows("rank_rows_insert", _node_pairs(records))
         return len(records)
 
     async def insert_bridge(
@@ -205,11 +205,11 @@ class PairTx:
 
     # --- Trigger 3 ---------------------------------------------------------------------------
 
-    async def node_ids(self, query: str, *args: Any) -> list[int]:
+    async def _node_ids(self, query: str, *args: Any) -> list[int]:
         rows = await self.conn.fetch(self.q[query], *self.pair, *args)
         return [r["id"] for r in rows]
 
-    async def edge_pairs(self, query: str, *args: Any) -> set[tuple[int, int]]:
+    async def _edge_pairs(self, query: str, *args: Any) -> set[tuple[int, int]]:
         rows = await self.conn.fetch(self.q[query], *args)
         return {(r["x"], r["y"]) for r in rows}
 
@@ -260,21 +260,21 @@ class PairTx:
         await self.conn.execute(self.q["delete_timeline"], timeline_id, *self.pair)
 
     async def nodes_with_entity(self, entity_id: int) -> list[int]:
-        return await self.node_ids("nodes_with_entity", entity_id)
+        return await self._node_ids("nodes_with_entity", entity_id)
 
     async def nodes_with_timeline(self, timeline_id: int) -> list[int]:
-        return await self.node_ids("nodes_with_timeline", timeline_id)
+        return await self._node_ids("nodes_with_timeline", timeline_id)
 
     async def nodes_with_timeline_ids(self, timeline_ids: Sequence[int]) -> list[int]:
-        return await self.node_ids("nodes_with_timeline_ids", list(timeline_ids))
+        return await self._node_ids("nodes_with_timeline_ids", list(timeline_ids))
 
     async def edge_pairs_with_entity(self, entity_id: int) -> set[tuple[int, int]]:
         """Node pairs (x < y) whose edges carry ``entity_id`` as a shared entity."""
-        return await self.edge_pairs("edge_pairs_with_entity", *self.pair, entity_id)
+        return await self._edge_pairs("edge_pairs_with_entity", *self.pair, entity_id)
 
     async def edge_pairs_of_nodes(self, node_ids: Sequence[int]) -> set[tuple[int, int]]:
         """Node pairs (x < y) of every edge from or to ``node_ids``."""
-        return await self.edge_pairs("edge_pairs_of_nodes", list(node_ids))
+        return await self._edge_pairs("edge_pairs_of_nodes", list(node_ids))
 
     async def nodes_for_layers(self, node_ids: Iterable[int]) -> list[asyncpg.Record]:
         return list(await self.conn.fetch(self.q["nodes_for_layers"], list(node_ids), *self.pair))
@@ -286,36 +286,28 @@ class PairTx:
         """Insert or rewrite directed edges, all in one pipelined round trip; returns how many were new."""
         if not edges:
             return 0
-        pairs = _node_pairs(edges)
-        await self.rank_rows("rank_rows_delete", pairs)
-        rows = await self.conn.fetchmany(self.q["upsert_edge"], [edge.record() for edge in edges])
-        await self.rank_rows("rank_rows_insert", pairs)
+        records = [edge.record() for edge in edges]
+        pairs = _node_pairs(records)
+        await self._rank_rows("rank_rows_delete", pairs)
+        rows = await self.conn.fetchmany(self.q["upsert_edge"], records)
+        await self._rank_rows("rank_rows_insert", pairs)
         return sum(bool(row["inserted"]) for row in rows)
 
     async def delete_edges_between(self, pairs: Sequence[tuple[int, int]]) -> int:
         """Both directed edges of each node pair, with the pair's rank row."""
         if not pairs:
             return 0
-        await self.rank_rows("rank_rows_delete", {(min(p), max(p)) for p in pairs})
+        await self._rank_rows("rank_rows_delete", _node_pairs(pairs))
         status = await self.conn.execute(
             self.q["delete_edges_between"], [p[0] for p in pairs], [p[1] for p in pairs]
         )
         return int(status.split()[-1])
 
-    async def rank_rows(self, query: str, pairs: Iterable[tuple[int, int]]) -> None:
+    async def _rank_rows(self, query: str, pairs: Iterable[tuple[int, int]]) -> None:
         """Insert or delete the rank rows of node pairs (x < y) — derived from lzg_kanten (migration 003)."""
         ordered = sorted(pairs)
         if ordered:
             await self.conn.execute(self.q[query], [x for x, _ in ordered], [y for _, y in ordered])
-
-    async def execute(self, query: str, *args: Any) -> str:
-        return str(await self.conn.execute(self.q[query], *args))
-
-    async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(self.q[query], *args)
-
-    async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
-        return list(await self.conn.fetch(self.q[query], *args))
 
 
 class LzgStore:
@@ -384,46 +376,46 @@ class LzgStore:
         """The same reads, each on its own pool connection (no shared view)."""
         return PairReader(self.pool, self.q, user_id, character_id)
 
-    async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
+    async def _fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
         return list(await self.pool.fetch(self.q[query], *args))
 
-    async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
+    async def _fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
         return await self.pool.fetchrow(self.q[query], *args)
 
     # --- reads (SPEC §5.8, §5.9, the Get/List RPCs) ---------------------------------------------
 
     async def node(self, node_id: int, user_id: str, character_id: str) -> asyncpg.Record | None:
-        return await self.fetchrow("node", node_id, user_id, character_id)
+        return await self._fetchrow("node", node_id, user_id, character_id)
 
     async def nodes(
         self, user_id: str, character_id: str, include_inactive: bool, limit: int
     ) -> list[asyncpg.Record]:
-        return await self.fetch("nodes", user_id, character_id, include_inactive, limit)
+        return await self._fetch("nodes", user_id, character_id, include_inactive, limit)
 
     async def edges_of_node(self, node_id: int, limit: int) -> list[asyncpg.Record]:
-        return await self.fetch("edges_of_node", node_id, limit)
+        return await self._fetch("edges_of_node", node_id, limit)
 
     async def edges_of_pair(self, user_id: str, character_id: str, limit: int) -> list[asyncpg.Record]:
-        return await self.fetch("edges_of_pair", user_id, character_id, limit)
+        return await self._fetch("edges_of_pair", user_id, character_id, limit)
 
     async def pair_stats(self, user_id: str, character_id: str) -> asyncpg.Record:
-        row = await self.fetchrow("pair_stats", user_id, character_id)
+        row = await self._fetchrow("pair_stats", user_id, character_id)
         assert row is not None
         return row
 
     async def node_ids_of_pair(self, node_ids: Sequence[int], user_id: str, character_id: str) -> set[int]:
         """The ids among ``node_ids`` that are nodes of the pair."""
-        return {r["id"] for r in await self.fetch("node_ids_of_pair", list(node_ids), user_id, character_id)}
+        return {r["id"] for r in await self._fetch("node_ids_of_pair", list(node_ids), user_id, character_id)}
 
     async def served_nodes(
         self, node_ids: Sequence[int], user_id: str, character_id: str
     ) -> list[asyncpg.Record]:
         """The pair's nodes among ``node_ids`` with their vectors (SPEC §5.6)."""
-        return await self.fetch("served_nodes", list(node_ids), user_id, character_id)
+        return await self._fetch("served_nodes", list(node_ids), user_id, character_id)
 
     async def entities(self, user_id: str, character_id: str, ids: Sequence[int]) -> list[asyncpg.Record]:
         """The pair's entities, only ``ids`` unless empty."""
-        return await self.fetch("entities", user_id, character_id, list(ids))
+        return await self._fetch("entities", user_id, character_id, list(ids))
 
     async def timelines(
         self,
@@ -434,7 +426,7 @@ class LzgStore:
         praezision: str | None,
     ) -> list[asyncpg.Record]:
         """The pair's timelines, only ``ids`` unless empty, only those at ``zeitpunkt`` unless None."""
-        return await self.fetch("timelines", user_id, character_id, list(ids), zeitpunkt, praezision)
+        return await self._fetch("timelines", user_id, character_id, list(ids), zeitpunkt, praezision)
 
     async def insert_timeline(
         self,
@@ -445,7 +437,7 @@ class LzgStore:
         titel: str,
         themen: Sequence[str],
     ) -> asyncpg.Record:
-        row = await self.fetchrow(
+        row = await self._fetchrow(
             "insert_timeline", user_id, character_id, zeitpunkt, praezision, titel, list(themen)
         )
         assert row is not None

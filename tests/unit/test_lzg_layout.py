@@ -27,6 +27,7 @@ QUERY_CALLS = {
 QUERY_MAPS = {"q", "queries", "RIGHTS_QUERIES"}
 SQL_TEXT = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\s", re.ASCII)
 
+
 def _name(path: Path) -> str:
     return str(path.relative_to(LZG))
 
@@ -90,6 +91,33 @@ def test_only_the_store_modules_name_sql_queries(path: Path) -> None:
     """Use cases, the read, the rights, the servicers, the domain: none names a query or holds SQL;
     they call the store modules' named methods, which return domain types."""
     assert _query_names(path) == []
+
+
+SQL_RUNNERS = {
+    "fetch",
+    "fetchrow",
+    "fetchval",
+    "fetchmany",
+    "execute",
+    "executemany",
+    "prepare",
+    "copy_records_to_table",
+    "copy_to_table",
+}
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if p.name not in STORE_MODULES], ids=_name)
+def test_only_the_store_modules_run_sql(path: Path) -> None:
+    """Not even a query handed in from elsewhere: a connection's SQL methods are called by the
+    store modules alone (the cache reads through ``rights_store.new_nodes``)."""
+    found = [
+        f"line {node.lineno}: .{node.func.attr}()"
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in SQL_RUNNERS
+    ]
+    assert found == []
 
 
 def test_the_query_check_sees_what_it_forbids(tmp_path: Path) -> None:
