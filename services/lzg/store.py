@@ -23,7 +23,16 @@ from novaberg_core.migrations import apply_migrations, load_queries
 from novaberg_core.pg import create_pool
 from services.lzg.layers import LZG_TIMELINE_TOLERANZ, Praezision, TimelineRef, timeline_tiefe
 from services.lzg.read_store import PairReader
-from services.lzg.rows import EDGE_COLUMNS, EdgeInsert, NewNode, UsageWrite
+from services.lzg.rows import (
+    EDGE_COLUMNS,
+    EdgeInsert,
+    Entity,
+    NewNode,
+    Timeline,
+    UsageWrite,
+    entity_from_row,
+    timeline_from_row,
+)
 
 # The rows it writes (services/lzg/rows.py) are offered here too, for the store's callers.
 __all__ = ["EDGE_COLUMNS", "SCHEMA", "EdgeInsert", "LzgStore", "NewNode", "PairTx", "UsageWrite"]
@@ -216,22 +225,24 @@ class PairTx:
     async def node(self, node_id: int) -> asyncpg.Record | None:
         return await self.conn.fetchrow(self.q["node"], node_id, *self.pair)
 
-    async def entity(self, entity_id: int) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(self.q["entity"], entity_id, *self.pair)
+    async def _entity(self, query: str, *args: Any) -> Entity | None:
+        row = await self.conn.fetchrow(self.q[query], *args)
+        return None if row is None else entity_from_row(row)
 
-    async def entity_by_name(self, name: str) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(self.q["entity_by_name"], *self.pair, name)
+    async def entity(self, entity_id: int) -> Entity | None:
+        return await self._entity("entity", entity_id, *self.pair)
 
-    async def insert_entity(self, name: str, typ: str, aliases: Sequence[str]) -> asyncpg.Record | None:
+    async def entity_by_name(self, name: str) -> Entity | None:
+        return await self._entity("entity_by_name", *self.pair, name)
+
+    async def insert_entity(self, name: str, typ: str, aliases: Sequence[str]) -> Entity | None:
         """The new entity, or None when the pair already has one of that name."""
-        return await self.conn.fetchrow(self.q["insert_entity"], *self.pair, name, typ, list(aliases))
+        return await self._entity("insert_entity", *self.pair, name, typ, list(aliases))
 
     async def update_entity(
         self, entity_id: int, name: str, typ: str, aliases: Sequence[str]
-    ) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(
-            self.q["update_entity"], entity_id, *self.pair, name, typ, list(aliases)
-        )
+    ) -> Entity | None:
+        return await self._entity("update_entity", entity_id, *self.pair, name, typ, list(aliases))
 
     async def delete_entity(self, entity_id: int) -> None:
         await self.conn.execute(self.q["delete_entity"], entity_id, *self.pair)
@@ -246,15 +257,17 @@ class PairTx:
         """Nodes rewritten: ``entity_id`` removed from their entity ids."""
         return _rows(await self.conn.execute(self.q["remove_entity_from_nodes"], *self.pair, entity_id))
 
-    async def timeline(self, timeline_id: int) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(self.q["timeline"], timeline_id, *self.pair)
+    async def timeline(self, timeline_id: int) -> Timeline | None:
+        row = await self.conn.fetchrow(self.q["timeline"], timeline_id, *self.pair)
+        return None if row is None else timeline_from_row(row)
 
     async def update_timeline(
         self, timeline_id: int, zeitpunkt: datetime, praezision: str, titel: str, themen: Sequence[str]
-    ) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(
+    ) -> Timeline | None:
+        row = await self.conn.fetchrow(
             self.q["update_timeline"], timeline_id, *self.pair, zeitpunkt, praezision, titel, list(themen)
         )
+        return None if row is None else timeline_from_row(row)
 
     async def delete_timeline(self, timeline_id: int) -> None:
         await self.conn.execute(self.q["delete_timeline"], timeline_id, *self.pair)
@@ -413,9 +426,9 @@ class LzgStore:
         """The pair's nodes among ``node_ids`` with their vectors (SPEC §5.6)."""
         return await self._fetch("served_nodes", list(node_ids), user_id, character_id)
 
-    async def entities(self, user_id: str, character_id: str, ids: Sequence[int]) -> list[asyncpg.Record]:
+    async def entities(self, user_id: str, character_id: str, ids: Sequence[int]) -> list[Entity]:
         """The pair's entities, only ``ids`` unless empty."""
-        return await self._fetch("entities", user_id, character_id, list(ids))
+        return [entity_from_row(r) for r in await self._fetch("entities", user_id, character_id, list(ids))]
 
     async def timelines(
         self,
@@ -424,9 +437,10 @@ class LzgStore:
         ids: Sequence[int],
         zeitpunkt: datetime | None,
         praezision: str | None,
-    ) -> list[asyncpg.Record]:
+    ) -> list[Timeline]:
         """The pair's timelines, only ``ids`` unless empty, only those at ``zeitpunkt`` unless None."""
-        return await self._fetch("timelines", user_id, character_id, list(ids), zeitpunkt, praezision)
+        rows = await self._fetch("timelines", user_id, character_id, list(ids), zeitpunkt, praezision)
+        return [timeline_from_row(r) for r in rows]
 
     async def insert_timeline(
         self,
@@ -436,12 +450,12 @@ class LzgStore:
         praezision: str,
         titel: str,
         themen: Sequence[str],
-    ) -> asyncpg.Record:
+    ) -> Timeline:
         row = await self._fetchrow(
             "insert_timeline", user_id, character_id, zeitpunkt, praezision, titel, list(themen)
         )
         assert row is not None
-        return row
+        return timeline_from_row(row)
 
     async def reinforce_used(
         self,

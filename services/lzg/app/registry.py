@@ -26,8 +26,6 @@ from services.lzg.types import (
     Timeline,
     Trigger3Result,
     check_pair,
-    entity_from_row,
-    timeline_from_row,
 )
 
 __all__ = ["Registry"]
@@ -59,20 +57,20 @@ class Registry(UseCase):
         aliases = [a.strip() for a in entity.aliases if a.strip()]
         if entity.id == 0:
             async with self.store.pair_writer(user_id, character_id) as tx:
-                row = await tx.insert_entity(name, entity.typ, aliases)
-                if row is not None:
-                    return entity_from_row(row), True
+                created = await tx.insert_entity(name, entity.typ, aliases)
+                if created is not None:
+                    return created, True
                 existing = await tx.entity_by_name(name)
                 assert existing is not None
-                return entity_from_row(existing), False
+                return existing, False
         async with self.store.pair_writer(user_id, character_id) as tx:
             other = await tx.entity_by_name(name)
-            if other is not None and other["id"] != entity.id:
-                raise AlreadyExists(f"entity {other['id']} of this pair is already named {name!r}")
-            row = await tx.update_entity(entity.id, name, entity.typ, aliases)
-            if row is None:
+            if other is not None and other.id != entity.id:
+                raise AlreadyExists(f"entity {other.id} of this pair is already named {name!r}")
+            updated = await tx.update_entity(entity.id, name, entity.typ, aliases)
+            if updated is None:
                 raise NotFound(f"entity {entity.id} is not an entity of this pair")
-            return entity_from_row(row), False
+            return updated, False
 
     async def resolve_entities(
         self, user_id: str, character_id: str, names: Sequence[str], create_missing: bool, typ_for_new: str
@@ -82,13 +80,13 @@ class Registry(UseCase):
         blank = [index for index, raw in enumerate(names) if not raw.strip()]
         if blank:  # refused before anything is read or created
             raise InvalidArgument(f"names must not contain blank names (index {blank})")
-        rows = await self.store.entities(user_id, character_id, [])
+        known = await self.store.entities(user_id, character_id, [])
         by_key: dict[str, int] = {}
-        for row in rows:
-            for alias in row["aliases"] or ():
-                by_key.setdefault(alias.strip().casefold(), row["id"])
-        for row in rows:  # a name wins over another entity's alias
-            by_key[row["name"].strip().casefold()] = row["id"]
+        for each in known:
+            for alias in each.aliases:
+                by_key.setdefault(alias.strip().casefold(), each.id)
+        for each in known:  # a name wins over another entity's alias
+            by_key[each.name.strip().casefold()] = each.id
         result: list[int] = []
         for raw in names:
             key = raw.strip().casefold()
@@ -102,7 +100,7 @@ class Registry(UseCase):
 
     async def entities(self, user_id: str, character_id: str, ids: Sequence[int]) -> list[Entity]:
         check_pair(user_id, character_id)
-        return [entity_from_row(r) for r in await self.store.entities(user_id, character_id, ids)]
+        return await self.store.entities(user_id, character_id, ids)
 
     async def merge_entities(
         self, user_id: str, character_id: str, source_id: int, target_id: int, *, turn_id: str = ""
@@ -122,9 +120,9 @@ class Registry(UseCase):
             with_source = await tx.nodes_with_entity(source_id)
             with_target = await tx.nodes_with_entity(target_id)
             rewritten = await tx.replace_entity_in_nodes(source_id, target_id)
-            aliases = _merged_aliases(target["name"], target["aliases"], [source["name"], *source["aliases"]])
+            aliases = _merged_aliases(target.name, target.aliases, [source.name, *source.aliases])
             await tx.delete_entity(source_id)
-            await tx.update_entity(target_id, target["name"], target["typ"], aliases)
+            await tx.update_entity(target_id, target.name, target.typ, aliases)
             # Every pair whose shared entities can change: a node that had the source with a node
             # that has the target now (syn §7.9.2, Trigger 3).
             everyone = set(with_source) | set(with_target)
@@ -165,10 +163,10 @@ class Registry(UseCase):
         check_pair(user_id, character_id)
         zeitpunkt, praezision = self._timeline_fields(timeline.zeitpunkt, timeline.praezision)
         if timeline.id == 0:
-            row = await self.store.insert_timeline(
+            created = await self.store.insert_timeline(
                 user_id, character_id, zeitpunkt, praezision.value, timeline.titel, timeline.themen
             )
-            return timeline_from_row(row), True
+            return created, True
         updated, _ = await self.update_timeline(user_id, character_id, timeline)
         return updated, False
 
@@ -182,11 +180,11 @@ class Registry(UseCase):
             before = await tx.timeline(timeline.id)
             if before is None:
                 raise NotFound(f"timeline {timeline.id} is not a timeline of this pair")
-            row = await tx.update_timeline(
+            updated = await tx.update_timeline(
                 timeline.id, zeitpunkt, praezision.value, timeline.titel, timeline.themen
             )
-            assert row is not None
-            moved = before["zeitpunkt"] != zeitpunkt or before["praezision"] != praezision.value
+            assert updated is not None
+            moved = before.zeitpunkt != zeitpunkt or before.praezision != praezision.value
             result = Trigger3Result()
             if moved:
                 work = await self._timeline_pairs(tx, timeline.id, TimelineRef(zeitpunkt, praezision))
@@ -195,7 +193,7 @@ class Registry(UseCase):
             self._log_trigger3(
                 turn_id, "timeline_aendern", user_id, character_id, result, timeline_id=timeline.id
             )
-        return timeline_from_row(row), result
+        return updated, result
 
     async def delete_timeline(
         self, user_id: str, character_id: str, timeline_id: int, *, turn_id: str = ""
@@ -224,8 +222,7 @@ class Registry(UseCase):
         """The pair's timeline refs, optionally only ``ids`` and/or those at an instant with a precision."""
         check_pair(user_id, character_id)
         zeitpunkt, praezision = (at[0], parse_praezision(at[1], "praezision").value) if at else (None, None)
-        rows = await self.store.timelines(user_id, character_id, ids, zeitpunkt, praezision)
-        return [timeline_from_row(r) for r in rows]
+        return await self.store.timelines(user_id, character_id, ids, zeitpunkt, praezision)
 
     async def _timeline_pairs(self, tx: PairTx, timeline_id: int, ref: TimelineRef) -> _Recompute:
         """Pairs a moved timeline can change: its nodes' edges, and its nodes × nodes now within tolerance."""
