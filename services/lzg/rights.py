@@ -245,9 +245,10 @@ class LzgRights:
             insert_node = await node_importer(tx)
             for row, vector in zip(batch, vectors, strict=True):
                 timeline_id = row["timeline_id"]
-                if _target_key(row["kzg_quell_key"], *tx.pair) in result.quell_keys:
+                key = _target_key(row["kzg_quell_key"], *tx.pair)
+                if key in result.quell_keys:
                     raise InvalidArgument(f"node {row['id']}: its kzg_quell_key appears twice in the import")
-                result.quell_keys.add(_target_key(row["kzg_quell_key"], *tx.pair))
+                result.quell_keys.add(key)
                 columns = (
                     row["beobachter"],
                     row["inhalt"],
@@ -277,7 +278,6 @@ class LzgRights:
                     row.get("sprache", ""),
                     row.get("quell_turn_id", ""),
                 )
-                key = _target_key(row["kzg_quell_key"], *tx.pair)
                 result.node_ids[int(row["id"])] = await insert_node(key, vector, columns)
 
     def _check_node(self, row: Mapping[str, Any], result: ImportResult) -> None:
