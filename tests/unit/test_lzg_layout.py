@@ -12,7 +12,7 @@ import pytest
 LZG = Path(__file__).resolve().parents[2] / "services" / "lzg"
 MODULES = sorted(p for p in LZG.rglob("*.py") if "__pycache__" not in p.parts)
 STORE_MODULES = {"store.py", "rights_store.py", "read_store.py"}
-QUERY_CALLS = {
+SQL_RUNNERS = {
     "fetch",
     "fetchrow",
     "fetchval",
@@ -20,10 +20,12 @@ QUERY_CALLS = {
     "execute",
     "executemany",
     "prepare",
-    "node_ids",
-    "edge_pairs",
-    "rank_rows",
+    "copy_records_to_table",
+    "copy_to_table",
 }
+"""A connection's (or pool's) methods that run SQL."""
+QUERY_CALLS = SQL_RUNNERS | {"node_ids", "edge_pairs", "rank_rows"}
+"""Calls whose first argument, if a string, names a query (the store's own helpers included)."""
 QUERY_MAPS = {"q", "queries", "RIGHTS_QUERIES"}
 SQL_TEXT = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\s", re.ASCII)
 
@@ -91,19 +93,6 @@ def test_only_the_store_modules_name_sql_queries(path: Path) -> None:
     """Use cases, the read, the rights, the servicers, the domain: none names a query or holds SQL;
     they call the store modules' named methods, which return domain types."""
     assert _query_names(path) == []
-
-
-SQL_RUNNERS = {
-    "fetch",
-    "fetchrow",
-    "fetchval",
-    "fetchmany",
-    "execute",
-    "executemany",
-    "prepare",
-    "copy_records_to_table",
-    "copy_to_table",
-}
 
 
 @pytest.mark.parametrize("path", [p for p in MODULES if p.name not in STORE_MODULES], ids=_name)
