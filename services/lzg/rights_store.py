@@ -1,4 +1,5 @@
-"""The SQL of a person's rights in the LZG (migration 010, ``sql/rights.sql``): generations and tombstones.
+"""The SQL of a person's rights in the LZG (migration 010, ``sql/rights.sql``): generations and
+tombstones, and the reads and writes of erase, export, import, forget and correct.
 
 Kept apart from :mod:`services.lzg.rights` so that the promotion and the cache can use the
 tombstone and the generation without importing the rights operations, which use the engine. The
@@ -60,12 +61,12 @@ holds the pair and user locks during an erasure and drops older jobs, docs/decis
 
 async def pair_key(conn: Any, user_id: str, character_id: str) -> str:
     """The pair's one-way key as the database computes it (equals ``contract.pair_token``)."""
-    return str(await conn.fetchval("SELECT paar_schluessel($1, $2)", user_id, character_id))
+    return str(await conn.fetchval(RIGHTS_QUERIES["pair_key"], user_id, character_id))
 
 
 async def user_key(conn: Any, user_id: str) -> str:
     """The user's one-way key (equals ``contract.user_token``)."""
-    return str(await conn.fetchval("SELECT nutzer_schluessel($1)", user_id))
+    return str(await conn.fetchval(RIGHTS_QUERIES["user_key"], user_id))
 
 
 def new_nodes(conn: Any, user_id: str, character_id: str, after_id: int) -> Awaitable[list[Any]]:

@@ -16,6 +16,13 @@ LEFT JOIN LATERAL (
 ) AS k ON TRUE
 ORDER BY k.id NULLS FIRST;
 
+-- name: pair_key
+-- The pair's one-way key (equals contract.pair_token): what tombstones and generations hold.
+SELECT paar_schluessel($1, $2);
+
+-- name: user_key
+SELECT nutzer_schluessel($1);
+
 -- name: move_generation
 -- A new generation for each key in $1 (pair or user keys): every cache holding them starts afresh.
 INSERT INTO paar_generation (schluessel, generation)
