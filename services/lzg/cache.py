@@ -15,8 +15,8 @@ A re-embed rewrites vectors, which needs a restart anyway (model guard).
 
 Deletions: a person's erasure or forget deletes nodes, a correction rewrites a vector
 (services/lzg/rights.py). Those move the pair's *generation* (migration 010), which the watermark
-query returns in the same statement when the cache is built with it; a generation other than the
-one held drops the pair's arrays and reads them afresh. The read stays one statement.
+read returns in the same statement (``rights_store.new_nodes``); a generation other than the one
+held drops the pair's arrays and reads them afresh. The read stays one statement.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from novaberg_core.embedding import speaker_text
 from novaberg_core.lexical import LexicalIndex, QueryTerms, tokenize
+from services.lzg.rights_store import new_nodes
 
 __all__ = ["PairCache", "PairSnapshot"]
 
@@ -121,16 +122,17 @@ class _Entry:
 
     def snapshot(self) -> PairSnapshot:
         n = self.n
-        return PairSnapshot(ids=self.ids[:n], embeddings=self.embeddings[:n], times=self.times[:n], lexical=self.lexical)
+        return PairSnapshot(
+            ids=self.ids[:n], embeddings=self.embeddings[:n], times=self.times[:n], lexical=self.lexical
+        )
 
 
 class PairCache:
     """Per-pair node matrices, least recently used pairs evicted beyond ``max_bytes``."""
 
-    def __init__(self, dimension: int, new_nodes_query: str, max_bytes: int = 1 << 30) -> None:
+    def __init__(self, dimension: int, max_bytes: int = 1 << 30) -> None:
         self.dimension = dimension
         self.max_bytes = max_bytes
-        self._query = new_nodes_query
         self._entries: OrderedDict[Pair, _Entry] = OrderedDict()
 
     async def snapshot(self, conn: Any, user_id: str, character_id: str) -> PairSnapshot:
@@ -142,12 +144,12 @@ class PairCache:
         self._entries.move_to_end(pair)
         async with entry.lock:
             watermark = int(entry.ids[entry.n - 1]) if entry.n else 0
-            rows = await conn.fetch(self._query, user_id, character_id, watermark)
+            rows = await new_nodes(conn, user_id, character_id, watermark)
             generation = _generation(rows)
             if generation != entry.generation and entry.n and entry.generation is not None:
                 # Nodes were deleted or re-embedded meanwhile (services/lzg/rights.py): start afresh.
                 entry.reset(self.dimension)
-                rows = await conn.fetch(self._query, user_id, character_id, 0)
+                rows = await new_nodes(conn, user_id, character_id, 0)
                 generation = _generation(rows)
             entry.generation = generation
             rows = [row for row in rows if row["id"] is not None]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.reading import RecallCandidate
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
-from services.lzg.types import Entity, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
+from services.lzg.types import EI_FIELDS, Entity, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
 from services.lzg.usage import Ausgang, Verwendungsprotokoll
 
 __all__ = [
@@ -27,15 +28,18 @@ __all__ = [
     "entity_to_proto",
     "erinnerungen_from_proto",
     "node_to_proto",
+    "pair_of",
     "promotion_input",
     "protokoll_to_proto",
     "recall_to_proto",
     "request_as_of",
     "resonanz_to_proto",
+    "same_named",
     "span_of",
     "timeline_from_proto",
     "timeline_to_proto",
     "trigger3_to_proto",
+    "turn_of",
 ]
 
 _BEOBACHTER_NAME = {
@@ -71,6 +75,16 @@ def request_as_of(message: Any) -> datetime:
     return as_of_or_now(message.as_of if message.HasField("as_of") else None)
 
 
+def pair_of(request: Any) -> tuple[str, str]:
+    """The (user_id, character_id) a request names."""
+    return request.pair.user_id, request.pair.character_id
+
+
+def turn_of(request: Any) -> dict[str, Any]:
+    """The turn a request names, as the use cases log it: ``turn_id`` and ``span_id``."""
+    return {"turn_id": request.turn.turn_id, "span_id": span_of(request.turn)}
+
+
 def span_of(turn: common_pb2.TurnContext) -> str | None:
     return turn.span_id or None
 
@@ -80,38 +94,41 @@ def _pair(pair: common_pb2.Pair, user_id: str, character_id: str) -> None:
     pair.character_id = character_id
 
 
+_NODE_COLUMNS = (
+    *("id", "kzg_quell_key", "inhalt", "dimension", "gewicht_roh", "gewicht_absolut", "gewicht_decay"),
+    *("haeufigkeit", "aktiv", "sprecher", "sprache", "quell_turn_id"),
+)
+"""The node columns a Node message carries under their own name and type."""
+_NODE_TIMES = ("erstellt_am", "verstaerkt_am", "decay_am", "kzg_erstellt_am")
+_EDGE_COLUMNS = ("id", "knoten_a_id", "knoten_b_id", "gewicht_roh", "gewicht_absolut", "anzahl_schichten")
+_EDGE_LISTS = ("verbindungs_gruende", "geteilte_entitaet_ids", "geteilte_themen")
+_EDGE_OPTIONAL = ("timeline_naehe_tage", "embedding_cosine_initial")
+"""Edge columns that may be NULL: the message leaves them unset."""
+
+
+def same_named(result: Any, **given: Any) -> dict[str, Any]:
+    """A flat result's fields as the message fields of the same names; ``given`` replaces some."""
+    return {f.name: given[f.name] if f.name in given else getattr(result, f.name) for f in fields(result)}
+
+
+def _columns(row: Mapping[str, Any], columns: Sequence[str], as_field: Any = None) -> dict[str, Any]:
+    """The row's ``columns`` as message fields of the same names (each through ``as_field``)."""
+    if as_field is None:
+        return {column: row[column] for column in columns}
+    return {column: as_field(row[column]) for column in columns}
+
+
 def node_to_proto(row: Mapping[str, Any], include_embedding: bool = False) -> lzg_pb2.Node:
     """One ``lzg_knoten`` row as a Node message."""
     node = lzg_pb2.Node(
-        id=row["id"],
-        kzg_quell_key=row["kzg_quell_key"],
+        **_columns(row, _NODE_COLUMNS),
+        **_columns(row, _NODE_TIMES, _ts),
         beobachter=_BEOBACHTER_ENUM.get(row["beobachter"], common_pb2.BEOBACHTER_UNSPECIFIED),
-        inhalt=row["inhalt"],
-        dimension=row["dimension"],
-        gewicht_roh=row["gewicht_roh"],
-        gewicht_absolut=row["gewicht_absolut"],
-        gewicht_decay=row["gewicht_decay"],
-        haeufigkeit=row["haeufigkeit"],
-        aktiv=row["aktiv"],
-        erstellt_am=_ts(row["erstellt_am"]),
-        verstaerkt_am=_ts(row["verstaerkt_am"]),
-        decay_am=_ts(row["decay_am"]),
-        kzg_erstellt_am=_ts(row["kzg_erstellt_am"]),
         themen=list(row["themen"]),
         gedaechtnistyp=row["gedaechtnistyp"] or "",
-        ei=common_pb2.EiFields(
-            emotion=row["emotion"],
-            modus=row["modus"],
-            arousal=row["arousal"],
-            emotions_vektor=row["emotions_vektor"],
-            sprach_stil=row["sprach_stil"],
-            beziehungs_dynamik=row["beziehungs_dynamik"],
-            tone=row["tone"],
-            intentionen=_intentionen(row["intentionen"]),
-        ),
+        ei=common_pb2.EiFields(**_columns(row, EI_FIELDS), intentionen=_intentionen(row["intentionen"])),
     )
     _pair(node.pair, row["user_id"], row["character_id"])
-    node.sprecher, node.sprache, node.quell_turn_id = row["sprecher"], row["sprache"], row["quell_turn_id"]
     node.magnets.entitaet_ids.extend(row["entitaet_ids"])
     if row["timeline_id"] is not None:
         node.magnets.timeline_id = row["timeline_id"]
@@ -131,21 +148,13 @@ def _intentionen(raw: str) -> list[str]:
 def edge_to_proto(row: Mapping[str, Any]) -> lzg_pb2.Edge:
     """One ``lzg_kanten`` row as an Edge message."""
     edge = lzg_pb2.Edge(
-        id=row["id"],
-        knoten_a_id=row["knoten_a_id"],
-        knoten_b_id=row["knoten_b_id"],
-        gewicht_roh=row["gewicht_roh"],
-        gewicht_absolut=row["gewicht_absolut"],
+        **_columns(row, _EDGE_COLUMNS),
+        **_columns(row, _EDGE_LISTS, list),
         erstellt_am=_ts(row["erstellt_am"]),
-        verbindungs_gruende=list(row["verbindungs_gruende"]),
-        geteilte_entitaet_ids=list(row["geteilte_entitaet_ids"]),
-        geteilte_themen=list(row["geteilte_themen"]),
-        anzahl_schichten=row["anzahl_schichten"],
     )
-    if row["timeline_naehe_tage"] is not None:
-        edge.timeline_naehe_tage = row["timeline_naehe_tage"]
-    if row["embedding_cosine_initial"] is not None:
-        edge.embedding_cosine_initial = row["embedding_cosine_initial"]
+    for column in _EDGE_OPTIONAL:
+        if row[column] is not None:
+            setattr(edge, column, row[column])
     return edge
 
 
@@ -294,11 +303,7 @@ def timeline_from_proto(pair: common_pb2.Pair, message: lzg_pb2.Timeline) -> Tim
 
 
 def trigger3_to_proto(result: Trigger3Result) -> lzg_pb2.Trigger3Response:
-    return lzg_pb2.Trigger3Response(
-        nodes_rewritten=result.nodes_rewritten,
-        edges_recomputed=result.edges_recomputed,
-        edges_deleted=result.edges_deleted,
-    )
+    return lzg_pb2.Trigger3Response(**same_named(result))
 
 
 def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
@@ -315,13 +320,7 @@ def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
         haeufigkeit=entry.haeufigkeit,
         gedaechtnistyp=entry.gedaechtnistyp,
         dimension=entry.dimension,
-        emotion=entry.ei.emotion,
-        modus=entry.ei.modus,
-        arousal=entry.ei.arousal,
-        emotions_vektor=entry.ei.emotions_vektor,
-        sprach_stil=entry.ei.sprach_stil,
-        beziehungs_dynamik=entry.ei.beziehungs_dynamik,
-        tone=entry.ei.tone,
+        **{field: getattr(entry.ei, field) for field in EI_FIELDS},
         intentionen=list(entry.ei.intentionen),
         entitaet_ids=list(entry.magnets.entitaet_ids),
         timeline_id=entry.magnets.timeline_id if entry.magnets.HasField("timeline_id") else None,

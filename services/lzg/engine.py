@@ -2,7 +2,7 @@
 
 Each operation lives in its module under ``services/lzg/app/`` (promotion, read, usage, decay,
 browse, registry); this facade builds them once per process and offers their operations under
-one name. The domain types are in ``services/lzg/types.py`` (re-exported here for callers).
+one name. The domain types are in ``services/lzg/types.py``.
 """
 
 from __future__ import annotations
@@ -18,32 +18,10 @@ from services.lzg.app.read import Read
 from services.lzg.app.registry import Registry
 from services.lzg.app.usage import Usage
 from services.lzg.cache import PairCache
-from services.lzg.rights_store import CACHE_QUERY
 from services.lzg.store import LzgStore
-from services.lzg.types import (
-    BEOBACHTER,
-    Entity,
-    PromotionInput,
-    PromotionOutcome,
-    PromotionResult,
-    SpreadingResult,
-    Timeline,
-    Trigger3Result,
-    check_pair,
-)
+from services.lzg.types import PromotionInput
 
-__all__ = [
-    "BEOBACHTER",
-    "Entity",
-    "LzgEngine",
-    "PromotionInput",
-    "PromotionOutcome",
-    "PromotionResult",
-    "SpreadingResult",
-    "Timeline",
-    "Trigger3Result",
-    "check_pair",
-]
+__all__ = ["LzgEngine", "PromotionInput"]  # the input of ``promote``, for its callers
 
 
 class LzgEngine:
@@ -66,8 +44,8 @@ class LzgEngine:
         self.profile = profile
         self.clusters = clusters
         self.log = log
-        # The watermark read with the pair's generation (nodes can be deleted: services/lzg/rights.py).
-        self.cache = PairCache(store.dimension, CACHE_QUERY, cache_max_bytes)
+        # Read with the pair's generation (nodes can be deleted: services/lzg/rights.py).
+        self.cache = PairCache(store.dimension, cache_max_bytes)
         self.context = LzgContext(store, provider, profile, clusters, log, self.cache)
 
         self.promotion = Promotion(self.context)

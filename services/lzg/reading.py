@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import asyncpg
 import numpy as np
 import numpy.typing as npt
 
@@ -21,6 +20,7 @@ from novaberg_core.fusion import LEXICAL_GATE, Fused, fuse
 from novaberg_core.lexical import QueryTerms
 from services.lzg.cache import PairSnapshot
 from services.lzg.layers import LZG_TIMELINE_TOLERANZ, Praezision
+from services.lzg.read_store import PairReader
 from services.lzg.recall import CANDIDATES_PER_SOURCE, KONTEXT_SEEDS, context_rows, top_rows
 from services.lzg.spreading import ANKER_ANZAHL, NodeDetails, PfadSchritt, PoolItem
 from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
@@ -29,9 +29,7 @@ __all__ = [
     "Candidates",
     "RecallCandidate",
     "RecallQuery",
-    "node_details",
     "rank_candidates",
-    "read_details",
     "recall_list",
     "window",
 ]
@@ -46,7 +44,11 @@ _UNIT_SECONDS: Mapping[Praezision, float] = {
     Praezision.QUARTAL: 91.310625 * _DAY,
     Praezision.JAHR: 365.2425 * _DAY,
 }
-_TOLERANCE_UNIT: Mapping[Praezision, float] = {**_UNIT_SECONDS, Praezision.MINUTE: _DAY, Praezision.STUNDE: _DAY}
+_TOLERANCE_UNIT: Mapping[Praezision, float] = {
+    **_UNIT_SECONDS,
+    Praezision.MINUTE: _DAY,
+    Praezision.STUNDE: _DAY,
+}
 """SPEC §5.4 measures the sub-day tolerances in days."""
 
 
@@ -117,46 +119,12 @@ class Candidates:
         return 0.0, 0.0, 0.0
 
 
-def node_details(row: asyncpg.Record) -> NodeDetails:
-    """What a memory shows of a node row (``recall_details`` and ``shell`` queries)."""
-    return NodeDetails(
-        inhalt=row["inhalt"],
-        themen=tuple(row["themen"] or ()),
-        entitaet_ids=tuple(row["entitaet_ids"] or ()),
-        emotion=row["emotion"],
-        erstellt_am=row["erstellt_am"],
-        gewicht_decay=float(row["gewicht_decay"]),
-        beobachter=row["beobachter"],
-        sprecher=row["sprecher"],
-        quell_turn_id=row["quell_turn_id"],
-        kzg_quell_key=row["kzg_quell_key"],
-        kzg_erstellt_am=row["kzg_erstellt_am"],
-    )
-
-
-async def read_details(
-    conn: asyncpg.Connection, queries: Mapping[str, str], ids: Sequence[int], pair: tuple[str, str], as_of: datetime
-) -> dict[int, NodeDetails]:
-    """The memories among ``ids`` as of ``as_of`` (made by then, active with their weight then)."""
-    if not ids:
-        return {}
-    rows = await conn.fetch(
-        queries["recall_details"], list(ids), pair[0], pair[1], as_of, LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
-    )
-    return {int(row["id"]): node_details(row) for row in rows}
-
-
 def _rows_to_ids(snapshot: PairSnapshot, rows: npt.NDArray[np.int64] | Sequence[int]) -> list[int]:
     return [int(snapshot.ids[row]) for row in rows]
 
 
 async def rank_candidates(
-    conn: asyncpg.Connection,
-    queries: Mapping[str, str],
-    snapshot: PairSnapshot,
-    query: RecallQuery,
-    anchor_gate: float,
-    pair: tuple[str, str],
+    reader: PairReader, snapshot: PairSnapshot, query: RecallQuery, anchor_gate: float
 ) -> Candidates:
     """Every source ranked, gates applied, fused, the best read as of ``query.as_of``; anchors chosen."""
     n = len(snapshot)
@@ -173,30 +141,35 @@ async def rank_candidates(
         if cosines[row] >= anchor_gate or strength[row] >= LEXICAL_GATE:
             admitted.add(node_id)
     if query.entity_ids and n:
-        found = [int(r["id"]) for r in await conn.fetch(queries["entity_candidates"], pair[0], pair[1], list(query.entity_ids))]
+        found = await reader.entity_candidates(query.entity_ids)
         rows = snapshot.row_of(found) if found else np.zeros(0, dtype=np.int64)
-        rows = np.array([r for r, i in zip(rows, found, strict=True) if r < n and int(snapshot.ids[r]) == i], dtype=np.int64)
+        rows = np.array(
+            [r for r, i in zip(rows, found, strict=True) if r < n and int(snapshot.ids[r]) == i],
+            dtype=np.int64,
+        )
         mask = np.zeros(n, dtype=bool)
         mask[rows] = True
         lists["entity"] = _rows_to_ids(snapshot, top_rows(cosines, mask & visible, CANDIDATES_PER_SOURCE))
         admitted |= set(lists["entity"])
     if query.zeitfenster:
         centres, tolerances = zip(*(window(z, p) for z, p in query.zeitfenster), strict=True)
-        rows_found = await conn.fetch(
-            queries["timeline_candidates"], pair[0], pair[1], list(centres), list(tolerances), CANDIDATES_PER_SOURCE
-        )
-        lists["timeline"] = [int(r["id"]) for r in rows_found]
+        lists["timeline"] = await reader.timeline_candidates(centres, tolerances, CANDIDATES_PER_SOURCE)
         admitted |= set(lists["timeline"])
     candidates = Candidates(snapshot, query_terms, cosines, bm25, strength, visible, lists, admitted)
     candidates.fused = fuse(lists) if admitted else []
     gated = [item.key for item in candidates.fused if item.key in admitted][: 4 * ANKER_ANZAHL]
     # The recall list's best recall_k, and a few in reserve for memories inactive at as_of.
-    listed = [item.key for item in candidates.fused[: query.recall_k + 4 * ANKER_ANZAHL]] if query.recall_k else []
+    listed = (
+        [item.key for item in candidates.fused[: query.recall_k + 4 * ANKER_ANZAHL]] if query.recall_k else []
+    )
     seeds = [int(np.searchsorted(snapshot.ids, key)) for key in listed[:KONTEXT_SEEDS]]
     kontext = _rows_to_ids(snapshot, context_rows(snapshot.times, seeds, visible)) if query.recall_k else []
     lists["kontext"] = kontext
     wanted = list(dict.fromkeys(gated + listed + kontext))
-    candidates.details = await read_details(conn, queries, wanted, pair, query.as_of)
+    # The memories read as of the read's time (made by then, active with their weight then).
+    candidates.details = await reader.details(
+        wanted, query.as_of, LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
+    )
     anchors = [key for key in gated if key in candidates.details][:ANKER_ANZAHL]
     candidates.anchors = [PoolItem(key, 0, candidates.details[key]) for key in anchors]
     return candidates
@@ -211,7 +184,9 @@ def recall_list(candidates: Candidates, pool: Sequence[PoolItem], recall_k: int)
     """
     if recall_k <= 0 or not candidates.on_topic:
         return []
-    associations = sorted((p for p in pool if p.schale > 0), key=lambda p: (p.schale, -p.details.gewicht_decay))
+    associations = sorted(
+        (p for p in pool if p.schale > 0), key=lambda p: (p.schale, -p.details.gewicht_decay)
+    )
     reached: dict[int, PoolItem] = {}
     for reached_item in associations:
         reached.setdefault(reached_item.knoten_id, reached_item)

@@ -23,24 +23,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
-import numpy as np
-from pgvector import Vector
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
 from services.lzg.app.correction import Correction, CorrectResult
 from services.lzg.engine import LzgEngine
 from services.lzg.layers import parse_praezision
+from services.lzg.records import rights_write
 from services.lzg.rights_store import (
-    RIGHTS_LOG_NODE,
-    RIGHTS_QUERIES,
-    TOMBSTONE_WINDOW,
+    EraseCounts,
+    ForgottenNode,
+    characters_of_user,
+    erase_rows,
+    export_rows,
+    forget_rows,
+    forget_targets,
+    import_entity,
+    import_timeline,
+    lift_tombstone,
     move_generation,
+    node_importer,
+    pair_is_empty,
     pair_key,
+    record_tombstone,
     user_key,
 )
-from services.lzg.rows import EDGE_COLUMNS
-from services.lzg.store import SCHEMA, PairTx
+from services.lzg.store import PairTx
 from services.lzg.types import BEOBACHTER, check_pair
 
 __all__ = [
@@ -48,6 +56,7 @@ __all__ = [
     "EraseCounts",
     "ExportData",
     "ForgetResult",
+    "ForgottenNode",
     "ImportChunk",
     "ImportResult",
     "LzgRights",
@@ -57,50 +66,6 @@ _LOG = logging.getLogger(__name__)
 
 _EMBED_BATCH = 64
 _GEDAECHTNISTYP_MAX = 20
-
-_EXPORT_NODE_COLUMNS = (
-    "id",
-    "kzg_quell_key",
-    "user_id",
-    "character_id",
-    "beobachter",
-    "inhalt",
-    "dimension",
-    "gewicht_roh",
-    "gewicht_absolut",
-    "gewicht_decay",
-    "haeufigkeit",
-    "aktiv",
-    "erstellt_am",
-    "verstaerkt_am",
-    "decay_am",
-    "kzg_erstellt_am",
-    "themen",
-    "gedaechtnistyp",
-    "entitaet_ids",
-    "timeline_id",
-    "emotion",
-    "arousal",
-    "emotions_vektor",
-    "intentionen",
-    "modus",
-    "sprach_stil",
-    "beziehungs_dynamik",
-    "tone",
-    "sprecher",
-    "sprache",
-    "quell_turn_id",
-)
-
-
-@dataclass(frozen=True)
-class EraseCounts:
-    nodes: int = 0
-    edges: int = 0
-    entities: int = 0
-    timelines: int = 0
-    verbindungen: int = 0
-    characters: int = 0
 
 
 @dataclass(frozen=True)
@@ -134,14 +99,6 @@ class ImportResult:
 
 
 @dataclass(frozen=True)
-class ForgottenNode:
-    node_id: int
-    kzg_quell_key: str
-    kzg_keys: tuple[str, ...]
-    turn_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class ForgetResult:
     nodes: tuple[ForgottenNode, ...]
     edges: int
@@ -150,10 +107,6 @@ class ForgetResult:
 def _intentionen_json(value: Any) -> str:
     """The ``intentionen`` column (JSON text) from a list, or from the column's own text as exported."""
     return value if isinstance(value, str) else json.dumps(list(value), ensure_ascii=False)
-
-
-def _count(value: Any) -> int:
-    return int(value or 0)
 
 
 def _target_key(key: str, user_id: str, character_id: str) -> str:
@@ -170,7 +123,6 @@ class LzgRights:
     def __init__(self, engine: LzgEngine) -> None:
         self.engine = engine
         self.store = engine.store
-        self.q = RIGHTS_QUERIES
         self.correct = Correction(engine.context).correct  # SPEC §5.4, Trigger 1 as at promotion
 
     # ================================================================ erase
@@ -186,36 +138,26 @@ class LzgRights:
             check_pair(user_id, "-", "target")
             user, character = user_id, None
         async with self.store.pool.acquire() as conn, conn.transaction():
-            if character is not None:
-                characters = [character]
-            else:
-                characters = [r["character_id"] for r in await conn.fetch(self.q["characters_of_user"], user)]
+            characters = [character] if character is not None else await characters_of_user(conn, user)
             for each in sorted(characters):  # the pairs' write locks, in one order (no deadlock)
-                await conn.execute(self.store.q["lock_pair"], user, each)
-            verbindungen = _count(await conn.fetchval(self.q["erase_verbindung"], user, character))
-            await conn.fetchval(self.q["erase_kanten_rang"], user, character)
-            edges = _count(await conn.fetchval(self.q["erase_kanten"], user, character))
-            nodes = _count(await conn.fetchval(self.q["erase_knoten"], user, character))
-            entities = _count(await conn.fetchval(self.q["erase_entitaet"], user, character))
-            timelines = _count(await conn.fetchval(self.q["erase_timeline"], user, character))
+                await self.store.lock_pair(conn, user, each)
+            counts = await erase_rows(conn, user, character, len(characters))
             key = await (pair_key(conn, user, character) if character is not None else user_key(conn, user))
-            await conn.execute(self.q["expire_tombstones"], TOMBSTONE_WINDOW)
-            await conn.execute(self.q["record_tombstone"], key)
+            await record_tombstone(conn, key)
             await move_generation(conn, [key])
         for each in characters:
             self.engine.cache.forget(user, each)  # this replica at once; the others by the generation
-        counts = EraseCounts(nodes, edges, entities, timelines, verbindungen, len(characters))
-        self.engine.log.db_write(
+        rights_write(
+            self.engine.log,
             turn_id="loeschung",
-            node=RIGHTS_LOG_NODE,
-            tabelle="lzg",
             operation="erase",
+            tabelle="lzg",
             umfang="paar" if character is not None else "nutzer",
-            knoten=nodes,
-            kanten=edges,
-            entitaeten=entities,
-            timelines=timelines,
-            verbindungen=verbindungen,
+            knoten=counts.nodes,
+            kanten=counts.edges,
+            entitaeten=counts.entities,
+            timelines=counts.timelines,
+            verbindungen=counts.verbindungen,
         )
         return counts
 
@@ -224,19 +166,9 @@ class LzgRights:
     async def export(self, user_id: str, character_id: str) -> ExportData:
         """Entities, timelines, nodes (no vectors) and edges of the pair in one consistent view."""
         check_pair(user_id, character_id)
-        columns = ", ".join(_EXPORT_NODE_COLUMNS)
         async with self.store.reader() as conn:
-            entities = await conn.fetch(self.q["export_entities"], user_id, character_id)
-            timelines = await conn.fetch(self.q["export_timelines"], user_id, character_id)
-            nodes = await conn.fetch(
-                f"SELECT {columns} FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 ORDER BY id",
-                user_id,
-                character_id,
-            )
-            edges = await conn.fetch(self.q["export_edges"], user_id, character_id)
-        return ExportData(
-            await self.store.model_id(), list(entities), list(timelines), list(nodes), list(edges)
-        )
+            rows = await export_rows(conn, user_id, character_id)
+        return ExportData(await self.store.model_id(), rows.entities, rows.timelines, rows.nodes, rows.edges)
 
     async def import_pair(
         self, user_id: str, character_id: str, chunks: AsyncIterator[ImportChunk]
@@ -245,13 +177,13 @@ class LzgRights:
         check_pair(user_id, character_id)
         result = ImportResult()
         async with self.store.pair_writer(user_id, character_id) as tx:
-            if not await tx.conn.fetchval(self.q["pair_is_empty"], user_id, character_id):
+            if not await pair_is_empty(tx.conn, user_id, character_id):
                 raise FailedPrecondition(
                     f"pair {user_id} · {character_id} holds nodes, entities or timelines; "
                     "import into an empty pair"
                 )
             # The pair is re-created by the person's own data: its entries may be promoted again.
-            await tx.conn.execute(self.q["lift_tombstone"], user_id, character_id)
+            await lift_tombstone(tx.conn, user_id, character_id)
             async for chunk in chunks:
                 await self._import_entities(tx, chunk.entities, result)
                 await self._import_timelines(tx, chunk.timelines, result)
@@ -259,11 +191,11 @@ class LzgRights:
                 await self._import_edges(tx, chunk.edges, result)
             await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
         self.engine.cache.forget(user_id, character_id)
-        self.engine.log.db_write(
+        rights_write(
+            self.engine.log,
             turn_id="import",
-            node=RIGHTS_LOG_NODE,
-            tabelle="lzg",
             operation="import",
+            tabelle="lzg",
             entitaeten=len(result.entity_ids),
             timelines=len(result.timeline_ids),
             knoten=len(result.node_ids),
@@ -283,12 +215,10 @@ class LzgRights:
             if row["id"] in result.entity_ids:
                 raise InvalidArgument(f"entity {row['id']} appears twice")
             try:
-                new_id = await tx.conn.fetchval(
-                    self.q["import_entity"], *tx.pair, row["name"], row["typ"], list(row["aliases"])
-                )
+                new_id = await import_entity(tx.conn, tx.pair, row["name"], row["typ"], row["aliases"])
             except asyncpg.UniqueViolationError:
                 raise InvalidArgument(f"entity {row['id']}: the name {row['name']!r} appears twice") from None
-            result.entity_ids[int(row["id"])] = int(new_id)
+            result.entity_ids[int(row["id"])] = new_id
 
     async def _import_timelines(
         self, tx: PairTx, rows: Sequence[Mapping[str, Any]], result: ImportResult
@@ -297,15 +227,10 @@ class LzgRights:
             if row["zeitpunkt"] is None:
                 raise InvalidArgument(f"timeline {row['id']}: zeitpunkt must be set")
             praezision = parse_praezision(row["praezision"], f"timeline {row['id']}.praezision")
-            new_id = await tx.conn.fetchval(
-                self.q["import_timeline"],
-                *tx.pair,
-                row["zeitpunkt"],
-                praezision.value,
-                row["titel"],
-                list(row["themen"]),
+            new_id = await import_timeline(
+                tx.conn, tx.pair, row["zeitpunkt"], praezision.value, row["titel"], row["themen"]
             )
-            result.timeline_ids[int(row["id"])] = int(new_id)
+            result.timeline_ids[int(row["id"])] = new_id
 
     async def _import_nodes(
         self, tx: PairTx, rows: Sequence[Mapping[str, Any]], result: ImportResult
@@ -317,18 +242,16 @@ class LzgRights:
             vectors = await self.engine.provider.embed(
                 [lzg_embed_text(row["inhalt"], row.get("sprecher", "")) for row in batch]
             )
-            statement = await tx.conn.prepare(self.q["import_node"])
+            insert_node = await node_importer(tx)
             for row, vector in zip(batch, vectors, strict=True):
                 timeline_id = row["timeline_id"]
-                if _target_key(row["kzg_quell_key"], *tx.pair) in result.quell_keys:
+                key = _target_key(row["kzg_quell_key"], *tx.pair)
+                if key in result.quell_keys:
                     raise InvalidArgument(f"node {row['id']}: its kzg_quell_key appears twice in the import")
-                result.quell_keys.add(_target_key(row["kzg_quell_key"], *tx.pair))
-                new_id = await statement.fetchval(
-                    _target_key(row["kzg_quell_key"], *tx.pair),
-                    *tx.pair,
+                result.quell_keys.add(key)
+                columns = (
                     row["beobachter"],
                     row["inhalt"],
-                    Vector(np.asarray(vector, dtype=np.float32)),
                     row["dimension"],
                     row["gewicht_roh"],
                     row["gewicht_absolut"],
@@ -355,7 +278,7 @@ class LzgRights:
                     row.get("sprache", ""),
                     row.get("quell_turn_id", ""),
                 )
-                result.node_ids[int(row["id"])] = int(new_id)
+                result.node_ids[int(row["id"])] = await insert_node(key, vector, columns)
 
     def _check_node(self, row: Mapping[str, Any], result: ImportResult) -> None:
         name = f"node {row['id']}"
@@ -407,14 +330,10 @@ class LzgRights:
                 )
             )
         try:
-            await tx.conn.copy_records_to_table(
-                "lzg_kanten", schema_name=SCHEMA, columns=EDGE_COLUMNS, records=records
-            )
+            # With the rank rows of the pairs whose both edges exist now.
+            result.edges += await tx.insert_edge_records(records)
         except asyncpg.UniqueViolationError:
             raise InvalidArgument("an edge appears twice in the import") from None
-        pairs = {(min(r[0], r[1]), max(r[0], r[1])) for r in records}
-        await tx.rank_rows("rank_rows_insert", pairs)  # the rank rows of pairs whose both edges exist now
-        result.edges += len(records)
 
     # ================================================================ forget
 
@@ -435,27 +354,18 @@ class LzgRights:
         if any(i <= 0 for i in node_ids):
             raise InvalidArgument("node_ids must be positive node ids")
         async with self.store.pair_writer(user_id, character_id) as tx:
-            rows = await tx.conn.fetch(
-                self.q["forget_targets"], user_id, character_id, list(node_ids), source_turn_id
-            )
-            ids = [r["id"] for r in rows]
+            nodes = tuple(await forget_targets(tx.conn, user_id, character_id, node_ids, source_turn_id))
+            ids = [node.node_id for node in nodes]
             edges = 0
             if ids:
-                await tx.conn.execute(self.q["forget_verbindung"], user_id, character_id, ids)
-                await tx.conn.execute(self.q["forget_kanten_rang"], ids)
-                edges = _count(await tx.conn.fetchval(self.q["forget_kanten"], ids))
-                await tx.conn.execute(self.q["forget_knoten"], user_id, character_id, ids)
+                edges = await forget_rows(tx.conn, user_id, character_id, ids)
                 await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
-        nodes = tuple(
-            ForgottenNode(r["id"], r["kzg_quell_key"], tuple(r["kzg_keys"]), tuple(r["turn_ids"]))
-            for r in rows
-        )
         if ids:
-            self.engine.log.db_write(
+            rights_write(
+                self.engine.log,
                 turn_id=turn_id or "vergessen",
-                node=RIGHTS_LOG_NODE,
-                tabelle="lzg_knoten",
                 operation="forget",
+                tabelle="lzg_knoten",
                 knoten_ids=ids,
                 kanten=edges,
                 quell_turn_id=source_turn_id or None,

@@ -5,7 +5,7 @@ A mixin of :class:`~services.lzg.servicer.LzgServicer`; the behaviour is in :mod
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -15,7 +15,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
-from services.lzg.convert import edge_to_proto, node_to_proto
+from services.lzg.convert import edge_to_proto, node_to_proto, pair_of, same_named, turn_of
 from services.lzg.engine import LzgEngine
 from services.lzg.rights import ImportChunk, LzgRights
 
@@ -141,19 +141,12 @@ class LzgRightsServicer:
             (pair.user_id, pair.character_id) if which == "pair" else None,
             request.target.user_id if which == "user_id" else None,
         )
-        return lzg_pb2.EraseResponse(
-            nodes=counts.nodes,
-            edges=counts.edges,
-            entities=counts.entities,
-            timelines=counts.timelines,
-            verbindungen=counts.verbindungen,
-            characters=counts.characters,
-        )
+        return lzg_pb2.EraseResponse(**same_named(counts))
 
     async def ExportPair(
         self, request: lzg_pb2.ExportPairRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[lzg_pb2.ExportPairChunk]:
-        data = await self.rights.export(request.pair.user_id, request.pair.character_id)
+        data = await self.rights.export(*pair_of(request))
         yield lzg_pb2.ExportPairChunk(
             counts=lzg_pb2.ExportCounts(
                 entities=len(data.entities),
@@ -163,22 +156,17 @@ class LzgRightsServicer:
             ),
             model_id=data.model_id,
         )
-        for start in range(0, len(data.entities), EXPORT_CHUNK):
-            yield lzg_pb2.ExportPairChunk(
-                entities=[_entity_pb(r) for r in data.entities[start : start + EXPORT_CHUNK]]
-            )
-        for start in range(0, len(data.timelines), EXPORT_CHUNK):
-            yield lzg_pb2.ExportPairChunk(
-                timelines=[_timeline_pb(r) for r in data.timelines[start : start + EXPORT_CHUNK]]
-            )
-        for start in range(0, len(data.nodes), EXPORT_CHUNK):
-            yield lzg_pb2.ExportPairChunk(
-                nodes=[node_to_proto(r) for r in data.nodes[start : start + EXPORT_CHUNK]]
-            )
-        for start in range(0, len(data.edges), EXPORT_CHUNK):
-            yield lzg_pb2.ExportPairChunk(
-                edges=[edge_to_proto(r) for r in data.edges[start : start + EXPORT_CHUNK]]
-            )
+        kinds: tuple[tuple[str, Sequence[Mapping[str, Any]], Callable[[Mapping[str, Any]], Any]], ...] = (
+            ("entities", data.entities, _entity_pb),
+            ("timelines", data.timelines, _timeline_pb),
+            ("nodes", data.nodes, node_to_proto),
+            ("edges", data.edges, edge_to_proto),
+        )
+        for kind, rows, to_proto in kinds:  # each kind in chunks, in this order
+            for start in range(0, len(rows), EXPORT_CHUNK):
+                message = lzg_pb2.ExportPairChunk()
+                getattr(message, kind).extend(to_proto(r) for r in rows[start : start + EXPORT_CHUNK])
+                yield message
 
     async def ImportPair(
         self, request_iterator: AsyncIterator[lzg_pb2.ImportPairChunk], context: grpc.aio.ServicerContext
@@ -220,24 +208,10 @@ class LzgRightsServicer:
     async def ForgetNodes(
         self, request: lzg_pb2.ForgetNodesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ForgetNodesResponse:
-        result = await self.rights.forget(
-            request.pair.user_id,
-            request.pair.character_id,
-            list(request.node_ids),
-            request.source_turn_id,
-            turn_id=request.turn.turn_id,
-            span_id=request.turn.span_id or None,
-        )
+        forget = list(request.node_ids), request.source_turn_id
+        result = await self.rights.forget(*pair_of(request), *forget, **turn_of(request))
         return lzg_pb2.ForgetNodesResponse(
-            nodes=[
-                lzg_pb2.ForgottenNode(
-                    node_id=n.node_id,
-                    kzg_quell_key=n.kzg_quell_key,
-                    kzg_keys=list(n.kzg_keys),
-                    turn_ids=list(n.turn_ids),
-                )
-                for n in result.nodes
-            ],
+            nodes=[lzg_pb2.ForgottenNode(**same_named(n)) for n in result.nodes],
             edges=result.edges,
         )
 
@@ -248,18 +222,11 @@ class LzgRightsServicer:
         if which is None:
             raise InvalidArgument("name the node by node_id or kzg_quell_key")
         result = await self.rights.correct(
-            request.pair.user_id,
-            request.pair.character_id,
+            *pair_of(request),
             node_id=request.node_id if which == "node_id" else 0,
             kzg_quell_key=request.kzg_quell_key if which == "kzg_quell_key" else "",
             inhalt=request.inhalt,
             as_of=as_of_or_now(request.as_of if request.HasField("as_of") else None),
-            turn_id=request.turn.turn_id,
-            span_id=request.turn.span_id or None,
+            **turn_of(request),
         )
-        return lzg_pb2.CorrectNodeResponse(
-            node=node_to_proto(result.node),
-            previous_inhalt=result.previous_inhalt,
-            edges_removed=result.edges_removed,
-            edges_created=result.edges_created,
-        )
+        return lzg_pb2.CorrectNodeResponse(**same_named(result, node=node_to_proto(result.node)))

@@ -1,41 +1,57 @@
-"""The SQL of a person's rights in the LZG (migration 010, ``sql/rights.sql``): generations and tombstones.
+"""The SQL of a person's rights in the LZG (migration 010, ``sql/rights.sql``): generations and
+tombstones, and the reads and writes of erase, export, import, forget and correct.
 
 Kept apart from :mod:`services.lzg.rights` so that the promotion and the cache can use the
-tombstone and the generation without importing the rights operations, which use the engine.
+tombstone and the generation without importing the rights operations, which use the engine. The
+only code naming a rights query: :mod:`services.lzg.rights` decides, these functions read and write.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
+import numpy as np
 from pgvector import Vector
 
 from novaberg_core.migrations import load_queries
+from services.lzg.layers import TimelineRef
+from services.lzg.rows import NewNode
+from services.lzg.store import PairTx, timeline_ref
 
 __all__ = [
-    "CACHE_QUERY",
-    "RIGHTS_LOG_NODE",
     "RIGHTS_QUERIES",
     "TOMBSTONE_WINDOW",
+    "EraseCounts",
+    "ExportRows",
+    "ForgottenNode",
+    "StoredNode",
+    "characters_of_user",
     "correct_node",
+    "erase_rows",
+    "export_rows",
+    "forget_rows",
+    "forget_targets",
+    "import_entity",
+    "import_timeline",
+    "lift_tombstone",
     "move_generation",
+    "new_nodes",
     "node_for_correction",
+    "node_importer",
+    "pair_is_empty",
     "pair_key",
     "promotion_erased",
+    "record_tombstone",
     "user_key",
 ]
-
-RIGHTS_LOG_NODE: Final = "loeschung"
-"""Pipeline-log node of the rights operations."""
 
 RIGHTS_QUERIES: Final = load_queries(Path(__file__).resolve().parent / "sql" / "rights.sql")
 """Named queries of the rights operations."""
 
-CACHE_QUERY: Final = RIGHTS_QUERIES["cache_new_nodes_generation"]
-"""The cache's watermark read with the pair's generation (services/lzg/cache.py)."""
 
 TOMBSTONE_WINDOW: Final = timedelta(minutes=10)
 """How long an erasure's tombstone refuses promotions of entries written before it. Far longer than
@@ -45,12 +61,19 @@ holds the pair and user locks during an erasure and drops older jobs, docs/decis
 
 async def pair_key(conn: Any, user_id: str, character_id: str) -> str:
     """The pair's one-way key as the database computes it (equals ``contract.pair_token``)."""
-    return str(await conn.fetchval("SELECT paar_schluessel($1, $2)", user_id, character_id))
+    return str(await conn.fetchval(RIGHTS_QUERIES["pair_key"], user_id, character_id))
 
 
 async def user_key(conn: Any, user_id: str) -> str:
     """The user's one-way key (equals ``contract.user_token``)."""
-    return str(await conn.fetchval("SELECT nutzer_schluessel($1)", user_id))
+    return str(await conn.fetchval(RIGHTS_QUERIES["user_key"], user_id))
+
+
+def new_nodes(conn: Any, user_id: str, character_id: str, after_id: int) -> Awaitable[list[Any]]:
+    """The cache's watermark read (services/lzg/cache.py): the generation of the pair's node set,
+    then the pair's nodes with an id above ``after_id``, in one statement (a plain call: no frame
+    of its own on the read's path)."""
+    return conn.fetch(RIGHTS_QUERIES["cache_new_nodes_generation"], user_id, character_id, after_id)
 
 
 async def move_generation(conn: Any, keys: Sequence[str]) -> None:
@@ -67,9 +90,36 @@ async def promotion_erased(conn: Any, user_id: str, character_id: str, erstellt_
     )
 
 
-async def node_for_correction(conn: Any, user_id: str, character_id: str, node_id: int, kzg_key: str) -> Any:
+@dataclass(frozen=True)
+class StoredNode:
+    """A node as CorrectNode reads it: what it shows, its timeline, and every column for Trigger 1."""
+
+    id: int
+    inhalt: str
+    sprecher: str
+    timeline: TimelineRef | None
+    columns: Mapping[str, Any]
+
+    def as_new_node(self, inhalt: str, vector: Any, as_of: datetime) -> NewNode:
+        """Trigger 1's input: the stored weights and layers with the new content (edges dated ``as_of``)."""
+        stored = {name: self.columns[name] for name in _STORED_NODE_FIELDS}
+        return NewNode(**stored, inhalt=inhalt, embedding=vector, erstellt_am=as_of, intentionen=[])
+
+
+_STORED_NODE_FIELDS = tuple(
+    f.name for f in fields(NewNode) if f.name not in {"inhalt", "embedding", "erstellt_am", "intentionen"}
+)
+
+
+async def node_for_correction(
+    conn: Any, user_id: str, character_id: str, node_id: int, kzg_key: str
+) -> StoredNode | None:
     """The pair's node by id (> 0) or by its KZG key, with what Trigger 1 needs, or None."""
-    return await conn.fetchrow(RIGHTS_QUERIES["node_for_correction"], user_id, character_id, node_id, kzg_key)
+    row = await conn.fetchrow(RIGHTS_QUERIES["node_for_correction"], user_id, character_id, node_id, kzg_key)
+    if row is None:
+        return None
+    timeline = timeline_ref(row["zeitpunkt"], row["praezision"])
+    return StoredNode(int(row["id"]), str(row["inhalt"]), row["sprecher"], timeline, row)
 
 
 async def correct_node(
@@ -77,3 +127,145 @@ async def correct_node(
 ) -> None:
     """The node's new content and vector (CorrectNode)."""
     await conn.execute(RIGHTS_QUERIES["correct_node"], node_id, user_id, character_id, inhalt, Vector(vector))
+
+
+def _count(value: Any) -> int:
+    return int(value or 0)
+
+
+@dataclass(frozen=True)
+class EraseCounts:
+    nodes: int = 0
+    edges: int = 0
+    entities: int = 0
+    timelines: int = 0
+    verbindungen: int = 0
+    characters: int = 0
+
+
+@dataclass(frozen=True)
+class ExportRows:
+    """A pair's rows (column name → value): entities, timelines, nodes (no vectors), edges."""
+
+    entities: list[Mapping[str, Any]]
+    timelines: list[Mapping[str, Any]]
+    nodes: list[Mapping[str, Any]]
+    edges: list[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class ForgottenNode:
+    node_id: int
+    kzg_quell_key: str
+    kzg_keys: tuple[str, ...]
+    turn_ids: tuple[str, ...]
+
+
+# --- erase -------------------------------------------------------------------------------------
+
+
+async def characters_of_user(conn: Any, user_id: str) -> list[str]:
+    """Every character the user has anything with (the pairs a user's erasure locks)."""
+    return [r["character_id"] for r in await conn.fetch(RIGHTS_QUERIES["characters_of_user"], user_id)]
+
+
+async def erase_rows(conn: Any, user_id: str, character_id: str | None, characters: int) -> EraseCounts:
+    """Every row of the pair (or, ``character_id`` None, of all the user's pairs): one DELETE per table."""
+    q = RIGHTS_QUERIES
+    ids = [r["id"] for r in await conn.fetch(q["erase_node_ids"], user_id, character_id)]
+    verbindungen = _count(await conn.fetchval(q["erase_verbindung"], user_id, character_id))
+    edges = await _delete_edges_of(conn, ids)
+    nodes = _count(await conn.fetchval(q["erase_knoten"], user_id, character_id))
+    entities = _count(await conn.fetchval(q["erase_entitaet"], user_id, character_id))
+    timelines = _count(await conn.fetchval(q["erase_timeline"], user_id, character_id))
+    return EraseCounts(nodes, edges, entities, timelines, verbindungen, characters)
+
+
+async def record_tombstone(conn: Any, key: str) -> None:
+    """The erasure's tombstone under ``key`` (pair or user key); expired tombstones dropped."""
+    await conn.execute(RIGHTS_QUERIES["expire_tombstones"], TOMBSTONE_WINDOW)
+    await conn.execute(RIGHTS_QUERIES["record_tombstone"], key)
+
+
+# --- export / import ---------------------------------------------------------------------------
+
+
+async def export_rows(conn: Any, user_id: str, character_id: str) -> ExportRows:
+    """The pair's rows, read in ``conn`` (a reader: one consistent view)."""
+    q = RIGHTS_QUERIES
+    return ExportRows(
+        list(await conn.fetch(q["export_entities"], user_id, character_id)),
+        list(await conn.fetch(q["export_timelines"], user_id, character_id)),
+        list(await conn.fetch(q["export_nodes"], user_id, character_id)),
+        list(await conn.fetch(q["export_edges"], user_id, character_id)),
+    )
+
+
+async def pair_is_empty(conn: Any, user_id: str, character_id: str) -> bool:
+    """Whether the pair holds no node, entity or timeline."""
+    return bool(await conn.fetchval(RIGHTS_QUERIES["pair_is_empty"], user_id, character_id))
+
+
+async def lift_tombstone(conn: Any, user_id: str, character_id: str) -> None:
+    """Promotions of the pair's entries count again (an import re-creates the pair)."""
+    await conn.execute(RIGHTS_QUERIES["lift_tombstone"], user_id, character_id)
+
+
+async def import_entity(conn: Any, pair: tuple[str, str], name: str, typ: str, aliases: Sequence[str]) -> int:
+    """A new entity of the pair; its id."""
+    return int(await conn.fetchval(RIGHTS_QUERIES["import_entity"], *pair, name, typ, list(aliases)))
+
+
+async def import_timeline(
+    conn: Any, pair: tuple[str, str], zeitpunkt: datetime, praezision: str, titel: str, themen: Sequence[str]
+) -> int:
+    """A new timeline of the pair; its id."""
+    return int(
+        await conn.fetchval(
+            RIGHTS_QUERIES["import_timeline"], *pair, zeitpunkt, praezision, titel, list(themen)
+        )
+    )
+
+
+async def node_importer(tx: PairTx) -> Callable[[str, Any, Sequence[Any]], Awaitable[int]]:
+    """The insert of exported nodes into ``tx``'s pair, prepared once: ``insert(kzg_key, vector,
+    columns)`` → new id; ``columns`` are those of ``insert_node`` (sql/queries.sql) after the
+    vector, from dimension to quell_turn_id, with beobachter and inhalt first."""
+    statement = await tx.conn.prepare(tx.q["insert_node"])
+
+    async def insert(kzg_key: str, vector: Any, columns: Sequence[Any]) -> int:
+        beobachter, inhalt, *rest = columns
+        embedding = Vector(np.asarray(vector, dtype=np.float32))
+        return int(await statement.fetchval(kzg_key, *tx.pair, beobachter, inhalt, embedding, *rest))
+
+    return insert
+
+
+# --- forget ------------------------------------------------------------------------------------
+
+
+async def forget_targets(
+    conn: Any, user_id: str, character_id: str, node_ids: Sequence[int], source_turn_id: str
+) -> list[ForgottenNode]:
+    """The pair's nodes named by id or made from ``source_turn_id``'s entries, with their bridges."""
+    rows = await conn.fetch(
+        RIGHTS_QUERIES["forget_targets"], user_id, character_id, list(node_ids), source_turn_id
+    )
+    return [
+        ForgottenNode(r["id"], r["kzg_quell_key"], tuple(r["kzg_keys"]), tuple(r["turn_ids"])) for r in rows
+    ]
+
+
+async def forget_rows(conn: Any, user_id: str, character_id: str, ids: Sequence[int]) -> int:
+    """The nodes ``ids`` deleted with their provenance, rank rows and edges; the edges deleted."""
+    q = RIGHTS_QUERIES
+    await conn.execute(q["forget_verbindung"], user_id, character_id, ids)
+    edges = await _delete_edges_of(conn, ids)
+    await conn.execute(q["forget_knoten"], user_id, character_id, ids)
+    return edges
+
+
+async def _delete_edges_of(conn: Any, ids: Sequence[int]) -> int:
+    """Every edge from or to the nodes ``ids`` with its rank row; the edges deleted."""
+    await conn.execute(RIGHTS_QUERIES["forget_kanten_rang"], list(ids))
+    return _count(await conn.fetchval(RIGHTS_QUERIES["forget_kanten"], list(ids)))

@@ -1,8 +1,9 @@
-"""The rows the LZG store writes: a new node, a directed edge, what a usage reinforcement wrote."""
+"""The rows the LZG store reads and writes: a new node, a directed edge, what a usage reinforcement
+wrote, an entity and a timeline of the registry (each converted from its row here, once)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -12,7 +13,16 @@ import numpy.typing as npt
 
 from services.lzg.layers import EdgeLayers
 
-__all__ = ["EDGE_COLUMNS", "EdgeInsert", "NewNode", "UsageWrite"]
+__all__ = [
+    "EDGE_COLUMNS",
+    "EdgeInsert",
+    "Entity",
+    "NewNode",
+    "Timeline",
+    "UsageWrite",
+    "entity_from_row",
+    "timeline_from_row",
+]
 
 EDGE_COLUMNS = (  # the columns of an edge row, in EdgeInsert.record()'s order
     "knoten_a_id",
@@ -107,3 +117,46 @@ class UsageWrite:
     """Trigger 2's database error (rolled back alone; the reinforcement stays), or None."""
     edges_ms: float
     """Time Trigger 2 took inside the database."""
+
+
+@dataclass(frozen=True)
+class Entity:
+    """An entity of a pair's registry (SPEC §5.1): a name with its aliases that nodes refer to."""
+
+    id: int
+    user_id: str
+    character_id: str
+    name: str
+    typ: str
+    aliases: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A timeline of a pair's registry (SPEC §5.1): an instant with its precision that nodes refer to."""
+
+    id: int
+    user_id: str
+    character_id: str
+    zeitpunkt: datetime
+    praezision: str
+    titel: str
+    themen: tuple[str, ...]
+
+
+def entity_from_row(row: Mapping[str, Any]) -> Entity:
+    return Entity(
+        row["id"], row["user_id"], row["character_id"], row["name"], row["typ"], tuple(row["aliases"] or ())
+    )
+
+
+def timeline_from_row(row: Mapping[str, Any]) -> Timeline:
+    return Timeline(
+        row["id"],
+        row["user_id"],
+        row["character_id"],
+        row["zeitpunkt"],
+        row["praezision"],
+        row["titel"],
+        tuple(row["themen"] or ()),
+    )

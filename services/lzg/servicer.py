@@ -15,6 +15,8 @@ Two contract conveniences live here because they only combine engine calls:
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import grpc
 
@@ -31,15 +33,17 @@ from services.lzg.convert import (
     entity_to_proto,
     erinnerungen_from_proto,
     node_to_proto,
+    pair_of,
     promotion_input,
     protokoll_to_proto,
     recall_to_proto,
     request_as_of,
     resonanz_to_proto,
-    span_of,
+    same_named,
     timeline_from_proto,
     timeline_to_proto,
     trigger3_to_proto,
+    turn_of,
 )
 from services.lzg.engine import LzgEngine
 from services.lzg.rights_servicer import LzgRightsServicer
@@ -50,8 +54,27 @@ __all__ = ["LzgServicer"]
 _LOG = logging.getLogger(__name__)
 
 
+def _trigger3_rpc(operation: str, *ids: str) -> Callable[..., Awaitable[lzg_pb2.Trigger3Response]]:
+    """An RPC whose registry change ends in Trigger 3 (SPEC §5.5): the engine's ``operation`` with
+    the request's pair, its fields ``ids`` and its turn; the counts as the response."""
+
+    async def rpc(
+        self: LzgServicer, request: Any, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.Trigger3Response:
+        change = getattr(self.engine, operation)
+        values = [getattr(request, name) for name in ids]
+        return trigger3_to_proto(await change(*pair_of(request), *values, turn_id=request.turn.turn_id))
+
+    rpc.__name__ = rpc.__qualname__ = "".join(part.title() for part in operation.split("_"))
+    return rpc
+
+
 class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
     """Translates each RPC to one engine call (SpreadingRead with readers: the read and its renders)."""
+
+    MergeEntities = _trigger3_rpc("merge_entities", "source_id", "target_id")
+    DeleteEntity = _trigger3_rpc("delete_entity", "entity_id")
+    DeleteTimeline = _trigger3_rpc("delete_timeline", "timeline_id")
 
     def __init__(self, engine: LzgEngine) -> None:
         self.engine = engine
@@ -60,15 +83,7 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         self, request: lzg_pb2.PromoteRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.PromoteResponse:
         result = await self.engine.promote(promotion_input(request))
-        return lzg_pb2.PromoteResponse(
-            outcome=OUTCOME[result.outcome],
-            node_id=result.node_id,
-            best_cosine=result.best_cosine,
-            edges_created=result.edges_created,
-            kzg_delete_allowed=result.kzg_delete_allowed,
-            already_promoted=result.already_promoted,
-            candidates=result.candidates,
-        )
+        return lzg_pb2.PromoteResponse(**same_named(result, outcome=OUTCOME[result.outcome]))
 
     async def SpreadingRead(
         self, request: lzg_pb2.SpreadingReadRequest, context: grpc.aio.ServicerContext
@@ -77,14 +92,12 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         if which == "query_vector":
             check_vector_model("query_vector", request.query_vector.model_id, self.engine.provider.stamp)
         result = await self.engine.spreading_read(
-            request.pair.user_id,
-            request.pair.character_id,
+            *pair_of(request),
             query_values=list(request.query_vector.values) if which == "query_vector" else None,
             query_text=request.query_text if which == "query_text" else None,
             cluster=request.cluster,
             nova_emotion=request.nova_emotion,
-            turn_id=request.turn.turn_id,
-            span_id=span_of(request.turn),
+            **turn_of(request),
             readers=list(dict.fromkeys(request.readers)),
             user_name=request.user_name,
             character_name=request.character_name,
@@ -103,7 +116,8 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         )
         if result.query_terms is not None:
             response.query_terms.extend(
-                lzg_pb2.TermGewicht(term=t, idf=i) for t, i in zip(result.query_terms.terms, result.query_terms.idf, strict=True)
+                lzg_pb2.TermGewicht(term=t, idf=i)
+                for t, i in zip(result.query_terms.terms, result.query_terms.idf, strict=True)
             )
             response.mittlere_laenge = result.query_terms.average_length
         return response
@@ -112,8 +126,7 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         self, request: lzg_pb2.RenderMemoryBlockRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.RenderMemoryBlockResponse:
         text = await self.engine.render(
-            request.pair.user_id,
-            request.pair.character_id,
+            *pair_of(request),
             erinnerungen_from_proto(request.lzg_resonanz),
             request.reader,
             user_name=request.user_name,
@@ -124,9 +137,7 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
     async def CheckNodes(
         self, request: lzg_pb2.CheckNodesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.CheckNodesResponse:
-        missing = await self.engine.missing_nodes(
-            request.pair.user_id, request.pair.character_id, list(dict.fromkeys(request.node_ids))
-        )
+        missing = await self.engine.missing_nodes(*pair_of(request), list(dict.fromkeys(request.node_ids)))
         return lzg_pb2.CheckNodesResponse(missing=missing)
 
     async def GetModel(
@@ -148,13 +159,11 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
             else None
         )
         record = await self.engine.reinforce_used(
-            request.pair.user_id,
-            request.pair.character_id,
+            *pair_of(request),
             request.answer_text,
             list(request.served_node_ids),
             as_of=request_as_of(request),
-            turn_id=request.turn.turn_id,
-            span_id=span_of(request.turn),
+            **turn_of(request),
             answer_vector=given,
         )
         return lzg_pb2.ReinforceUsedResponse(protokoll=protokoll_to_proto(record))
@@ -163,9 +172,8 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         self, request: lzg_pb2.RunDecayRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.RunDecayResponse:
         decayed, deactivated, duration_ms = await self.engine.run_decay(
-            request_as_of(request), pairs=scope_pairs(request.pairs), turn_id=request.turn.turn_id,
-            span_id=span_of(request.turn),
-        )  # fmt: skip
+            request_as_of(request), pairs=scope_pairs(request.pairs), **turn_of(request)
+        )
         return lzg_pb2.RunDecayResponse(
             nodes_decayed=decayed, nodes_deactivated=deactivated, duration_ms=duration_ms
         )
@@ -173,37 +181,26 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
     async def GetNode(
         self, request: lzg_pb2.GetNodeRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.GetNodeResponse:
-        row = await self.engine.node(request.pair.user_id, request.pair.character_id, request.node_id)
+        row = await self.engine.node(*pair_of(request), request.node_id)
         return lzg_pb2.GetNodeResponse(node=node_to_proto(row, request.include_embedding))
 
     async def ListNodes(
         self, request: lzg_pb2.ListNodesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ListNodesResponse:
-        rows = await self.engine.nodes(
-            request.pair.user_id, request.pair.character_id, request.limit, request.include_inactive
-        )
+        rows = await self.engine.nodes(*pair_of(request), request.limit, request.include_inactive)
         return lzg_pb2.ListNodesResponse(nodes=[node_to_proto(r) for r in rows])
 
     async def ListEdges(
         self, request: lzg_pb2.ListEdgesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ListEdgesResponse:
-        rows = await self.engine.edges(
-            request.pair.user_id, request.pair.character_id, request.node_id, request.limit
-        )
+        rows = await self.engine.edges(*pair_of(request), request.node_id, request.limit)
         return lzg_pb2.ListEdgesResponse(edges=[edge_to_proto(r) for r in rows])
 
     async def GetPairStats(
         self, request: lzg_pb2.GetPairStatsRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.GetPairStatsResponse:
-        row, model_id = await self.engine.pair_stats(request.pair.user_id, request.pair.character_id)
-        return lzg_pb2.GetPairStatsResponse(
-            nodes_active=row["nodes_active"],
-            nodes_inactive=row["nodes_inactive"],
-            edges=row["edges"],
-            entities=row["entities"],
-            timelines=row["timelines"],
-            model_id=model_id,
-        )
+        row, model_id = await self.engine.pair_stats(*pair_of(request))
+        return lzg_pb2.GetPairStatsResponse(**dict(row), model_id=model_id)  # the counts by their names
 
     async def UpsertEntity(
         self, request: lzg_pb2.UpsertEntityRequest, context: grpc.aio.ServicerContext
@@ -220,68 +217,30 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         self, request: lzg_pb2.ResolveEntitiesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ResolveEntitiesResponse:
         ids = await self.engine.resolve_entities(
-            request.pair.user_id,
-            request.pair.character_id,
-            list(request.names),
-            request.create_missing,
-            request.typ_for_new,
+            *pair_of(request), list(request.names), request.create_missing, request.typ_for_new
         )
         return lzg_pb2.ResolveEntitiesResponse(entitaet_ids=ids)
 
     async def ListEntities(
         self, request: lzg_pb2.ListEntitiesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ListEntitiesResponse:
-        entities = await self.engine.entities(
-            request.pair.user_id, request.pair.character_id, list(request.ids)
-        )
+        entities = await self.engine.entities(*pair_of(request), list(request.ids))
         return lzg_pb2.ListEntitiesResponse(entities=[entity_to_proto(e) for e in entities])
-
-    async def MergeEntities(
-        self, request: lzg_pb2.MergeEntitiesRequest, context: grpc.aio.ServicerContext
-    ) -> lzg_pb2.Trigger3Response:
-        result = await self.engine.merge_entities(
-            request.pair.user_id,
-            request.pair.character_id,
-            request.source_id,
-            request.target_id,
-            turn_id=request.turn.turn_id,
-        )
-        return trigger3_to_proto(result)
-
-    async def DeleteEntity(
-        self, request: lzg_pb2.DeleteEntityRequest, context: grpc.aio.ServicerContext
-    ) -> lzg_pb2.Trigger3Response:
-        result = await self.engine.delete_entity(
-            request.pair.user_id, request.pair.character_id, request.entity_id, turn_id=request.turn.turn_id
-        )
-        return trigger3_to_proto(result)
 
     async def UpsertTimeline(
         self, request: lzg_pb2.UpsertTimelineRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.UpsertTimelineResponse:
         timeline, created = await self.engine.upsert_timeline(
-            request.pair.user_id,
-            request.pair.character_id,
-            timeline_from_proto(request.pair, request.timeline),
+            *pair_of(request), timeline_from_proto(request.pair, request.timeline)
         )
         return lzg_pb2.UpsertTimelineResponse(timeline=timeline_to_proto(timeline), created=created)
 
     async def UpdateTimeline(
         self, request: lzg_pb2.UpdateTimelineRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.Trigger3Response:
+        timeline = timeline_from_proto(request.pair, request.timeline)
         _, result = await self.engine.update_timeline(
-            request.pair.user_id,
-            request.pair.character_id,
-            timeline_from_proto(request.pair, request.timeline),
-            turn_id=request.turn.turn_id,
-        )
-        return trigger3_to_proto(result)
-
-    async def DeleteTimeline(
-        self, request: lzg_pb2.DeleteTimelineRequest, context: grpc.aio.ServicerContext
-    ) -> lzg_pb2.Trigger3Response:
-        result = await self.engine.delete_timeline(
-            request.pair.user_id, request.pair.character_id, request.timeline_id, turn_id=request.turn.turn_id
+            *pair_of(request), timeline, turn_id=request.turn.turn_id
         )
         return trigger3_to_proto(result)
 
@@ -290,15 +249,15 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
     ) -> lzg_pb2.ListTimelinesResponse:
         if request.HasField("zeitpunkt") != bool(request.praezision):
             raise InvalidArgument("zeitpunkt and praezision go together: set both, or neither")
-        at = (from_timestamp(request.zeitpunkt), request.praezision) if request.HasField("zeitpunkt") else None
-        timelines = await self.engine.timelines(
-            request.pair.user_id, request.pair.character_id, list(request.ids), at
+        at = (
+            (from_timestamp(request.zeitpunkt), request.praezision) if request.HasField("zeitpunkt") else None
         )
+        timelines = await self.engine.timelines(*pair_of(request), list(request.ids), at)
         listed = []
         for timeline in timelines:
             try:
                 listed.append(timeline_to_proto(timeline))
             except (ValueError, OverflowError) as error:  # stored before the contract bounded times
                 _LOG.error("timeline %d of %s:%s cannot be listed (%s); left out", timeline.id,
-                           request.pair.user_id, request.pair.character_id, error)  # fmt: skip
+                           *pair_of(request), error)  # fmt: skip
         return lzg_pb2.ListTimelinesResponse(timelines=listed)

@@ -22,7 +22,17 @@ from novaberg_core.embedding import ModelStamp, check_store_model
 from novaberg_core.migrations import apply_migrations, load_queries
 from novaberg_core.pg import create_pool
 from services.lzg.layers import LZG_TIMELINE_TOLERANZ, Praezision, TimelineRef, timeline_tiefe
-from services.lzg.rows import EDGE_COLUMNS, EdgeInsert, NewNode, UsageWrite
+from services.lzg.read_store import PairReader
+from services.lzg.rows import (
+    EDGE_COLUMNS,
+    EdgeInsert,
+    Entity,
+    NewNode,
+    Timeline,
+    UsageWrite,
+    entity_from_row,
+    timeline_from_row,
+)
 
 # The rows it writes (services/lzg/rows.py) are offered here too, for the store's callers.
 __all__ = ["EDGE_COLUMNS", "SCHEMA", "EdgeInsert", "LzgStore", "NewNode", "PairTx", "UsageWrite"]
@@ -44,9 +54,9 @@ _UNIT_DAYS = {
 _WINDOW_DAYS = {p: (LZG_TIMELINE_TOLERANZ[p] + 1) * _UNIT_DAYS[p] for p in Praezision}
 
 
-def _node_pairs(edges: Iterable[EdgeInsert]) -> set[tuple[int, int]]:
-    """The unordered node pairs (smaller id first) of directed edges."""
-    return {(min(e.knoten_a_id, e.knoten_b_id), max(e.knoten_a_id, e.knoten_b_id)) for e in edges}
+def _node_pairs(edges: Iterable[Sequence[Any]]) -> set[tuple[int, int]]:
+    """The unordered node pairs (smaller id first) of directed edges given as (a, b, …)."""
+    return {(min(e[0], e[1]), max(e[0], e[1])) for e in edges}
 
 
 def _rows(status: str) -> int:
@@ -143,6 +153,9 @@ class PairTx:
             node.gewicht_absolut,
             node.gewicht_decay,
             node.haeufigkeit,
+            True,  # aktiv
+            node.erstellt_am,  # erstellt_am, verstaerkt_am and decay_am: a new node starts at its creation
+            node.erstellt_am,
             node.erstellt_am,
             node.kzg_erstellt_am,
             list(node.themen),
@@ -165,13 +178,17 @@ class PairTx:
 
     async def insert_edges(self, edges: Sequence[EdgeInsert]) -> int:
         """Bulk insert with binary COPY (Trigger 1), then the pairs' rank rows (migration 003)."""
-        if not edges:
+        return await self.insert_edge_records([e.record() for e in edges])
+
+    async def insert_edge_records(self, records: Sequence[tuple[Any, ...]]) -> int:
+        """Bulk insert of edge rows in ``EDGE_COLUMNS`` order with binary COPY, then the pairs' rank rows."""
+        if not records:
             return 0
         await self.conn.copy_records_to_table(
-            "lzg_kanten", schema_name=SCHEMA, columns=EDGE_COLUMNS, records=[e.record() for e in edges]
+            "lzg_kanten", schema_name=SCHEMA, columns=EDGE_COLUMNS, records=records
         )
-        await self.rank_rows("rank_rows_insert", _node_pairs(edges))
-        return len(edges)
+        await self._rank_rows("rank_rows_insert", _node_pairs(records))
+        return len(records)
 
     async def insert_bridge(
         self,
@@ -197,33 +214,35 @@ class PairTx:
 
     # --- Trigger 3 ---------------------------------------------------------------------------
 
-    async def node_ids(self, query: str, *args: Any) -> list[int]:
+    async def _node_ids(self, query: str, *args: Any) -> list[int]:
         rows = await self.conn.fetch(self.q[query], *self.pair, *args)
         return [r["id"] for r in rows]
 
-    async def edge_pairs(self, query: str, *args: Any) -> set[tuple[int, int]]:
+    async def _edge_pairs(self, query: str, *args: Any) -> set[tuple[int, int]]:
         rows = await self.conn.fetch(self.q[query], *args)
         return {(r["x"], r["y"]) for r in rows}
 
     async def node(self, node_id: int) -> asyncpg.Record | None:
         return await self.conn.fetchrow(self.q["node"], node_id, *self.pair)
 
-    async def entity(self, entity_id: int) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(self.q["entity"], entity_id, *self.pair)
+    async def _entity(self, query: str, *args: Any) -> Entity | None:
+        row = await self.conn.fetchrow(self.q[query], *args)
+        return None if row is None else entity_from_row(row)
 
-    async def entity_by_name(self, name: str) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(self.q["entity_by_name"], *self.pair, name)
+    async def entity(self, entity_id: int) -> Entity | None:
+        return await self._entity("entity", entity_id, *self.pair)
 
-    async def insert_entity(self, name: str, typ: str, aliases: Sequence[str]) -> asyncpg.Record | None:
+    async def entity_by_name(self, name: str) -> Entity | None:
+        return await self._entity("entity_by_name", *self.pair, name)
+
+    async def insert_entity(self, name: str, typ: str, aliases: Sequence[str]) -> Entity | None:
         """The new entity, or None when the pair already has one of that name."""
-        return await self.conn.fetchrow(self.q["insert_entity"], *self.pair, name, typ, list(aliases))
+        return await self._entity("insert_entity", *self.pair, name, typ, list(aliases))
 
     async def update_entity(
         self, entity_id: int, name: str, typ: str, aliases: Sequence[str]
-    ) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(
-            self.q["update_entity"], entity_id, *self.pair, name, typ, list(aliases)
-        )
+    ) -> Entity | None:
+        return await self._entity("update_entity", entity_id, *self.pair, name, typ, list(aliases))
 
     async def delete_entity(self, entity_id: int) -> None:
         await self.conn.execute(self.q["delete_entity"], entity_id, *self.pair)
@@ -238,35 +257,37 @@ class PairTx:
         """Nodes rewritten: ``entity_id`` removed from their entity ids."""
         return _rows(await self.conn.execute(self.q["remove_entity_from_nodes"], *self.pair, entity_id))
 
-    async def timeline(self, timeline_id: int) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(self.q["timeline"], timeline_id, *self.pair)
+    async def timeline(self, timeline_id: int) -> Timeline | None:
+        row = await self.conn.fetchrow(self.q["timeline"], timeline_id, *self.pair)
+        return None if row is None else timeline_from_row(row)
 
     async def update_timeline(
         self, timeline_id: int, zeitpunkt: datetime, praezision: str, titel: str, themen: Sequence[str]
-    ) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(
+    ) -> Timeline | None:
+        row = await self.conn.fetchrow(
             self.q["update_timeline"], timeline_id, *self.pair, zeitpunkt, praezision, titel, list(themen)
         )
+        return None if row is None else timeline_from_row(row)
 
     async def delete_timeline(self, timeline_id: int) -> None:
         await self.conn.execute(self.q["delete_timeline"], timeline_id, *self.pair)
 
     async def nodes_with_entity(self, entity_id: int) -> list[int]:
-        return await self.node_ids("nodes_with_entity", entity_id)
+        return await self._node_ids("nodes_with_entity", entity_id)
 
     async def nodes_with_timeline(self, timeline_id: int) -> list[int]:
-        return await self.node_ids("nodes_with_timeline", timeline_id)
+        return await self._node_ids("nodes_with_timeline", timeline_id)
 
     async def nodes_with_timeline_ids(self, timeline_ids: Sequence[int]) -> list[int]:
-        return await self.node_ids("nodes_with_timeline_ids", list(timeline_ids))
+        return await self._node_ids("nodes_with_timeline_ids", list(timeline_ids))
 
     async def edge_pairs_with_entity(self, entity_id: int) -> set[tuple[int, int]]:
         """Node pairs (x < y) whose edges carry ``entity_id`` as a shared entity."""
-        return await self.edge_pairs("edge_pairs_with_entity", *self.pair, entity_id)
+        return await self._edge_pairs("edge_pairs_with_entity", *self.pair, entity_id)
 
     async def edge_pairs_of_nodes(self, node_ids: Sequence[int]) -> set[tuple[int, int]]:
         """Node pairs (x < y) of every edge from or to ``node_ids``."""
-        return await self.edge_pairs("edge_pairs_of_nodes", list(node_ids))
+        return await self._edge_pairs("edge_pairs_of_nodes", list(node_ids))
 
     async def nodes_for_layers(self, node_ids: Iterable[int]) -> list[asyncpg.Record]:
         return list(await self.conn.fetch(self.q["nodes_for_layers"], list(node_ids), *self.pair))
@@ -278,36 +299,28 @@ class PairTx:
         """Insert or rewrite directed edges, all in one pipelined round trip; returns how many were new."""
         if not edges:
             return 0
-        pairs = _node_pairs(edges)
-        await self.rank_rows("rank_rows_delete", pairs)
-        rows = await self.conn.fetchmany(self.q["upsert_edge"], [edge.record() for edge in edges])
-        await self.rank_rows("rank_rows_insert", pairs)
+        records = [edge.record() for edge in edges]
+        pairs = _node_pairs(records)
+        await self._rank_rows("rank_rows_delete", pairs)
+        rows = await self.conn.fetchmany(self.q["upsert_edge"], records)
+        await self._rank_rows("rank_rows_insert", pairs)
         return sum(bool(row["inserted"]) for row in rows)
 
     async def delete_edges_between(self, pairs: Sequence[tuple[int, int]]) -> int:
         """Both directed edges of each node pair, with the pair's rank row."""
         if not pairs:
             return 0
-        await self.rank_rows("rank_rows_delete", {(min(p), max(p)) for p in pairs})
+        await self._rank_rows("rank_rows_delete", _node_pairs(pairs))
         status = await self.conn.execute(
             self.q["delete_edges_between"], [p[0] for p in pairs], [p[1] for p in pairs]
         )
         return int(status.split()[-1])
 
-    async def rank_rows(self, query: str, pairs: Iterable[tuple[int, int]]) -> None:
+    async def _rank_rows(self, query: str, pairs: Iterable[tuple[int, int]]) -> None:
         """Insert or delete the rank rows of node pairs (x < y) — derived from lzg_kanten (migration 003)."""
         ordered = sorted(pairs)
         if ordered:
             await self.conn.execute(self.q[query], [x for x, _ in ordered], [y for _, y in ordered])
-
-    async def execute(self, query: str, *args: Any) -> str:
-        return str(await self.conn.execute(self.q[query], *args))
-
-    async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(self.q[query], *args)
-
-    async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
-        return list(await self.conn.fetch(self.q[query], *args))
 
 
 class LzgStore:
@@ -353,8 +366,12 @@ class LzgStore:
     async def pair_writer(self, user_id: str, character_id: str) -> AsyncIterator[PairTx]:
         """A transaction holding the pair's write lock until commit or rollback."""
         async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute(self.q["lock_pair"], user_id, character_id)
+            await self.lock_pair(conn, user_id, character_id)
             yield PairTx(conn, self.q, user_id, character_id)
+
+    async def lock_pair(self, conn: asyncpg.Connection, user_id: str, character_id: str) -> None:
+        """The pair's write lock, held by ``conn``'s transaction until it ends (SPEC §5.3)."""
+        await conn.execute(self.q["lock_pair"], user_id, character_id)
 
     @asynccontextmanager
     async def reader(self) -> AsyncIterator[asyncpg.Connection]:
@@ -362,46 +379,56 @@ class LzgStore:
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
             yield conn
 
-    async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
+    @asynccontextmanager
+    async def pair_reader(self, user_id: str, character_id: str) -> AsyncIterator[PairReader]:
+        """The queries of one spreading read of the pair, all in one :meth:`reader` transaction."""
+        async with self.reader() as conn:
+            yield PairReader(conn, self.q, user_id, character_id)
+
+    def pool_reader(self, user_id: str, character_id: str) -> PairReader:
+        """The same reads, each on its own pool connection (no shared view)."""
+        return PairReader(self.pool, self.q, user_id, character_id)
+
+    async def _fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
         return list(await self.pool.fetch(self.q[query], *args))
 
-    async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
+    async def _fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
         return await self.pool.fetchrow(self.q[query], *args)
 
     # --- reads (SPEC §5.8, §5.9, the Get/List RPCs) ---------------------------------------------
 
     async def node(self, node_id: int, user_id: str, character_id: str) -> asyncpg.Record | None:
-        return await self.fetchrow("node", node_id, user_id, character_id)
+        return await self._fetchrow("node", node_id, user_id, character_id)
 
     async def nodes(
         self, user_id: str, character_id: str, include_inactive: bool, limit: int
     ) -> list[asyncpg.Record]:
-        return await self.fetch("nodes", user_id, character_id, include_inactive, limit)
+        return await self._fetch("nodes", user_id, character_id, include_inactive, limit)
 
     async def edges_of_node(self, node_id: int, limit: int) -> list[asyncpg.Record]:
-        return await self.fetch("edges_of_node", node_id, limit)
+        return await self._fetch("edges_of_node", node_id, limit)
 
     async def edges_of_pair(self, user_id: str, character_id: str, limit: int) -> list[asyncpg.Record]:
-        return await self.fetch("edges_of_pair", user_id, character_id, limit)
+        return await self._fetch("edges_of_pair", user_id, character_id, limit)
 
     async def pair_stats(self, user_id: str, character_id: str) -> asyncpg.Record:
-        row = await self.fetchrow("pair_stats", user_id, character_id)
+        row = await self._fetchrow("pair_stats", user_id, character_id)
         assert row is not None
         return row
 
     async def node_ids_of_pair(self, node_ids: Sequence[int], user_id: str, character_id: str) -> set[int]:
         """The ids among ``node_ids`` that are nodes of the pair."""
-        return {r["id"] for r in await self.fetch("node_ids_of_pair", list(node_ids), user_id, character_id)}
+        return {r["id"] for r in await self._fetch("node_ids_of_pair", list(node_ids), user_id, character_id)}
 
     async def served_nodes(
         self, node_ids: Sequence[int], user_id: str, character_id: str
     ) -> list[asyncpg.Record]:
         """The pair's nodes among ``node_ids`` with their vectors (SPEC §5.6)."""
-        return await self.fetch("served_nodes", list(node_ids), user_id, character_id)
+        return await self._fetch("served_nodes", list(node_ids), user_id, character_id)
 
-    async def entities(self, user_id: str, character_id: str, ids: Sequence[int]) -> list[asyncpg.Record]:
+    async def entities(self, user_id: str, character_id: str, ids: Sequence[int]) -> list[Entity]:
         """The pair's entities, only ``ids`` unless empty."""
-        return await self.fetch("entities", user_id, character_id, list(ids))
+        return [entity_from_row(r) for r in await self._fetch("entities", user_id, character_id, list(ids))]
 
     async def timelines(
         self,
@@ -410,9 +437,10 @@ class LzgStore:
         ids: Sequence[int],
         zeitpunkt: datetime | None,
         praezision: str | None,
-    ) -> list[asyncpg.Record]:
+    ) -> list[Timeline]:
         """The pair's timelines, only ``ids`` unless empty, only those at ``zeitpunkt`` unless None."""
-        return await self.fetch("timelines", user_id, character_id, list(ids), zeitpunkt, praezision)
+        rows = await self._fetch("timelines", user_id, character_id, list(ids), zeitpunkt, praezision)
+        return [timeline_from_row(r) for r in rows]
 
     async def insert_timeline(
         self,
@@ -422,37 +450,12 @@ class LzgStore:
         praezision: str,
         titel: str,
         themen: Sequence[str],
-    ) -> asyncpg.Record:
-        row = await self.fetchrow(
+    ) -> Timeline:
+        row = await self._fetchrow(
             "insert_timeline", user_id, character_id, zeitpunkt, praezision, titel, list(themen)
         )
         assert row is not None
-        return row
-
-    async def shell(
-        self,
-        conn: asyncpg.Connection,
-        node_ids: Sequence[int],
-        predecessors: Sequence[int],
-        k: int,
-        user_id: str,
-        character_id: str,
-        as_of: datetime,
-        rate: float,
-        minimum: float,
-    ) -> list[asyncpg.Record]:
-        """One shell in ``conn`` (a reader): the top ``k`` active edges out of each of ``node_ids``,
-        the predecessor's excluded (syn §8.2.3); each row's ``ord`` is its source's index."""
-        ords = list(range(len(node_ids)))
-        args = (list(node_ids), list(predecessors), k, user_id, character_id, as_of, rate, minimum)
-        return list(await conn.fetch(self.q["shell"], ords, *args))
-
-    async def entity_names(
-        self, conn: asyncpg.Connection, user_id: str, character_id: str, ids: Sequence[int]
-    ) -> dict[int, str]:
-        """The names of the pair's entities ``ids``, read in ``conn`` (a reader)."""
-        rows = await conn.fetch(self.q["entity_names"], user_id, character_id, list(ids))
-        return {r["id"]: r["name"] for r in rows}
+        return timeline_from_row(row)
 
     async def reinforce_used(
         self,

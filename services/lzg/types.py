@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
 from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.lexical import QueryTerms
 from services.lzg.reading import RecallCandidate
+from services.lzg.rows import Entity, Timeline, entity_from_row, timeline_from_row
 from services.lzg.spreading import LzgResonanz
 
 __all__ = [
     "BEOBACHTER",
+    "EI_FIELDS",
     "ERASED",
     "Entity",
     "PromotionInput",
@@ -33,6 +34,8 @@ __all__ = [
 
 BEOBACHTER = ("user", "assistant")
 """Perspectives of an entry (SPEC §0)."""
+EI_FIELDS = ("emotion", "modus", "arousal", "emotions_vektor", "sprach_stil", "beziehungs_dynamik", "tone")
+"""The scalar EI fields an entry and a node carry (the eighth, ``intentionen``, is a list)."""
 
 
 def check_pair(user_id: str, character_id: str, field_name: str = "pair") -> tuple[str, str]:
@@ -132,42 +135,3 @@ class Trigger3Result:
     nodes_rewritten: int = 0
     edges_recomputed: int = 0
     edges_deleted: int = 0
-
-
-@dataclass(frozen=True)
-class Entity:
-    id: int
-    user_id: str
-    character_id: str
-    name: str
-    typ: str
-    aliases: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Timeline:
-    id: int
-    user_id: str
-    character_id: str
-    zeitpunkt: datetime
-    praezision: str
-    titel: str
-    themen: tuple[str, ...]
-
-
-def entity_from_row(row: Mapping[str, Any]) -> Entity:
-    return Entity(
-        row["id"], row["user_id"], row["character_id"], row["name"], row["typ"], tuple(row["aliases"] or ())
-    )
-
-
-def timeline_from_row(row: Mapping[str, Any]) -> Timeline:
-    return Timeline(
-        row["id"],
-        row["user_id"],
-        row["character_id"],
-        row["zeitpunkt"],
-        row["praezision"],
-        row["titel"],
-        tuple(row["themen"] or ()),
-    )

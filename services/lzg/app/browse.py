@@ -5,17 +5,14 @@ from __future__ import annotations
 import asyncpg
 
 from novaberg_core.errors import InvalidArgument, NotFound
-from services.lzg.app.context import LzgContext
+from services.lzg.app.context import UseCase
 from services.lzg.types import check_pair
 
 __all__ = ["Browse"]
 
 
-class Browse:
+class Browse(UseCase):
     """Node, nodes, edges and pair statistics of one pair; another pair's node is NotFound."""
-
-    def __init__(self, ctx: LzgContext) -> None:
-        self.store = ctx.store
 
     async def node(self, user_id: str, character_id: str, node_id: int) -> asyncpg.Record:
         """One node of the pair; another pair's node is NotFound."""

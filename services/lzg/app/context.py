@@ -10,7 +10,7 @@ from novaberg_core.pipeline_log import PipelineLog
 from services.lzg.cache import PairCache
 from services.lzg.store import LzgStore
 
-__all__ = ["LzgContext"]
+__all__ = ["LzgContext", "UseCase"]
 
 
 @dataclass(frozen=True)
@@ -25,3 +25,15 @@ class LzgContext:
     log: PipelineLog
     cache: PairCache
     """The pairs' node vectors, read with the pair's generation (nodes can be deleted: ``rights.py``)."""
+
+
+class UseCase:
+    """A use case over the shared context, whose parts it holds under their own names."""
+
+    def __init__(self, ctx: LzgContext) -> None:
+        self.store = ctx.store
+        self.provider = ctx.provider
+        self.profile = ctx.profile
+        self.clusters = ctx.clusters
+        self.log = ctx.log
+        self.cache = ctx.cache

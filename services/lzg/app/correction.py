@@ -8,26 +8,22 @@ the node itself left out of its candidates → one log row.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import asyncpg
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import InvalidArgument, NotFound
-from services.lzg.app.context import LzgContext
+from services.lzg.app.context import UseCase
 from services.lzg.app.promotion import trigger1_candidates, trigger1_edges
+from services.lzg.records import rights_write
 from services.lzg.rights_store import (
-    RIGHTS_LOG_NODE,
     correct_node,
     move_generation,
     node_for_correction,
     pair_key,
 )
-from services.lzg.rows import NewNode
-from services.lzg.store import timeline_ref
 from services.lzg.types import check_pair
 
 __all__ = ["CorrectResult", "Correction"]
@@ -41,15 +37,8 @@ class CorrectResult:
     edges_created: int
 
 
-class Correction:
+class Correction(UseCase):
     """CorrectNode over the shared context."""
-
-    def __init__(self, ctx: LzgContext) -> None:
-        self.store = ctx.store
-        self.provider = ctx.provider
-        self.profile = ctx.profile
-        self.log = ctx.log
-        self.cache = ctx.cache
 
     async def correct(
         self,
@@ -74,16 +63,16 @@ class Correction:
             if row is None:
                 what = f"node {node_id}" if node_id > 0 else f"the node of {kzg_quell_key}"
                 raise NotFound(f"{what} is not a node of this pair")
-            vector = await self.provider.embed_one(lzg_embed_text(inhalt, row["sprecher"]))
-            target = int(row["id"])
+            vector = await self.provider.embed_one(lzg_embed_text(inhalt, row.sprecher))
+            target = row.id
             await correct_node(tx.conn, target, user_id, character_id, inhalt, vector)
             removed = await tx.delete_edges_between(sorted(await tx.edge_pairs_of_nodes([target])))
             # The vector changed: every cache re-reads the pair (this one in this transaction).
             await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
             snapshot = await self.cache.snapshot(tx.conn, user_id, character_id)
             cosines = snapshot.cosines(vector)
-            node = _as_new_node(row, inhalt, vector, as_of)
-            timeline = timeline_ref(row["zeitpunkt"], row["praezision"])
+            node = row.as_new_node(inhalt, vector, as_of)
+            timeline = row.timeline
             # Trigger 1 exactly as at promotion, the node itself left out of its candidates.
             schwelle = self.profile.embedding_layer
             candidates, near = await trigger1_candidates(tx, snapshot, cosines, node, timeline, schwelle)
@@ -92,11 +81,11 @@ class Correction:
             created = await tx.insert_edges(edges)
             updated = await tx.node(target)
         assert updated is not None
-        self.log.db_write(
+        rights_write(
+            self.log,
             turn_id=turn_id or "korrektur",
-            node=RIGHTS_LOG_NODE,
-            tabelle="lzg_knoten",
             operation="correct",
+            tabelle="lzg_knoten",
             knoten_id=target,
             kanten_entfernt=removed,
             kanten_neu=created,
@@ -104,35 +93,4 @@ class Correction:
             user_id=user_id,
             character_id=character_id,
         )
-        return CorrectResult(updated, str(row["inhalt"]), removed, created)
-
-
-def _as_new_node(row: Mapping[str, Any], inhalt: str, vector: Any, as_of: datetime) -> NewNode:
-    """A stored node as Trigger 1's input: its weight, layers and the new content (edges dated ``as_of``)."""
-    return NewNode(
-        kzg_quell_key=row["kzg_quell_key"],
-        user_id=row["user_id"],
-        character_id=row["character_id"],
-        beobachter=row["beobachter"],
-        inhalt=inhalt,
-        embedding=vector,
-        dimension=row["dimension"],
-        gewicht_roh=row["gewicht_roh"],
-        gewicht_absolut=row["gewicht_absolut"],
-        gewicht_decay=row["gewicht_decay"],
-        haeufigkeit=row["haeufigkeit"],
-        erstellt_am=as_of,
-        kzg_erstellt_am=row["kzg_erstellt_am"],
-        themen=list(row["themen"]),
-        gedaechtnistyp=row["gedaechtnistyp"],
-        entitaet_ids=list(row["entitaet_ids"]),
-        timeline_id=row["timeline_id"],
-        emotion=row["emotion"],
-        arousal=row["arousal"],
-        emotions_vektor=row["emotions_vektor"],
-        intentionen=[],
-        modus=row["modus"],
-        sprach_stil=row["sprach_stil"],
-        beziehungs_dynamik=row["beziehungs_dynamik"],
-        tone=row["tone"],
-    )
+        return CorrectResult(updated, row.inhalt, removed, created)

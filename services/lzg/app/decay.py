@@ -9,18 +9,14 @@ from typing import Any
 
 from novaberg_core.maintenance import check_scope
 from novaberg_core.metrics import record_decay
-from services.lzg.app.context import LzgContext
+from services.lzg.app.context import UseCase
 from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 
 __all__ = ["Decay"]
 
 
-class Decay:
+class Decay(UseCase):
     """SPEC §5.7 over the shared context."""
-
-    def __init__(self, ctx: LzgContext) -> None:
-        self.store = ctx.store
-        self.log = ctx.log
 
     async def run_decay(
         self,

@@ -18,15 +18,17 @@ import numpy.typing as npt
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import InvalidArgument
-from services.lzg.app.context import LzgContext
+from services.lzg.app.context import UseCase
 from services.lzg.cache import PairSnapshot
 from services.lzg.edges import Connection, edge_rows
 from services.lzg.layers import TimelineRef, evaluate_layers
+from services.lzg.records import PromotionRecords, erased_promotion_dropped
 from services.lzg.rights_store import promotion_erased
 from services.lzg.rows import EdgeInsert, NewNode
 from services.lzg.store import PairTx
 from services.lzg.types import (
     BEOBACHTER,
+    EI_FIELDS,
     ERASED,
     PromotionInput,
     PromotionOutcome,
@@ -41,17 +43,15 @@ __all__ = ["Promotion", "trigger1_candidates", "trigger1_edges"]
 _LOG = logging.getLogger(__name__)
 
 _GEDAECHTNISTYP_MAX = 20  # VARCHAR(20)
+_FROM_ENTRY = (
+    *("user_id", "character_id", "beobachter", "inhalt", "dimension", "haeufigkeit", "sprecher", "sprache"),
+    *EI_FIELDS,
+)
+"""What a new node takes from its entry as it is (SPEC §5.3 step 5)."""
 
 
-class Promotion:
+class Promotion(UseCase):
     """SPEC §5.3 over the shared context: one per process."""
-
-    def __init__(self, ctx: LzgContext) -> None:
-        self.store = ctx.store
-        self.provider = ctx.provider
-        self.profile = ctx.profile
-        self.log = ctx.log
-        self.cache = ctx.cache
 
     def validate(self, entry: PromotionInput) -> None:
         """Everything a promotion refuses before touching the store (SPEC §10: nothing changed)."""
@@ -88,20 +88,8 @@ class Promotion:
         self.validate(entry)
         if await self._erased(self.store.pool, entry):  # before any log record names the pair
             return ERASED
-        log_kw: dict[str, Any] = {
-            "user_id": entry.user_id,
-            "character_id": entry.character_id,
-            "span_id": entry.span_id,
-            "erstellt_am": entry.as_of,
-        }
-        turn = entry.log_turn_id
-        self.log.write(
-            turn_id=turn,
-            node="promotion",
-            art="eingang",
-            inhalt={"kzg_key": entry.kzg_key, "ausloeser_turn_id": entry.ausloeser_turn_id},
-            **log_kw,
-        )
+        records = PromotionRecords.of(self.log, entry)
+        records.received(entry)
         vector = await self.provider.embed_one(lzg_embed_text(entry.inhalt, entry.sprecher))
         async with self.store.pair_writer(entry.user_id, entry.character_id) as tx:
             if await self._erased(tx.conn, entry):  # an erasure committed while this one waited
@@ -109,73 +97,37 @@ class Promotion:
             prior = await tx.node_by_quell_key(entry.kzg_key)
             if prior is not None:
                 # The same job ran before (at-least-once delivery): the entry has fully arrived.
-                self.log.decision(
-                    turn_id=turn,
-                    node="promotion",
-                    entscheidung="promotion.bereits_promotet",
-                    ausgang="neu",
-                    eingang={"kzg_key": entry.kzg_key, "knoten_id": prior["id"]},
-                    massstab={"eindeutig": "kzg_quell_key"},
-                    **log_kw,
-                )
+                records.already_promoted(entry.kzg_key, prior["id"])
                 return PromotionResult(PromotionOutcome.NEW_NODE, prior["id"], 0.0, 0, True, True, 0)
 
-            entitaet_ids = await self._known_entities(tx, entry, turn, log_kw)
-            timeline = await self._known_timeline(tx, entry, turn, log_kw)
+            entitaet_ids = await _known_entities(tx, entry, records)
+            timeline = await _known_timeline(tx, entry, records)
             snapshot = await self.cache.snapshot(tx.conn, entry.user_id, entry.character_id)
             cosines = snapshot.cosines(vector)
             best_row = int(np.argmax(cosines)) if len(snapshot) else -1
             best_cosine = float(cosines[best_row]) if best_row >= 0 else 0.0
-            self.log.db_read(
-                turn_id=turn,
-                node="promotion",
-                tabelle="lzg_knoten",
-                treffer=len(snapshot),
-                bester_cosine=round(best_cosine, 6),
-                **log_kw,
-            )
+            records.cache_read(len(snapshot), best_cosine)
             if best_row >= 0 and best_cosine >= self.profile.match:
                 return await self._promotion_hit(
-                    tx, entry, int(snapshot.ids[best_row]), best_cosine, len(snapshot), turn, log_kw
+                    tx, entry, int(snapshot.ids[best_row]), best_cosine, len(snapshot), records
                 )
-            self.log.decision(
-                turn_id=turn,
-                node="promotion",
-                entscheidung="promotion.treffer",
-                ausgang=PromotionOutcome.NEW_NODE.value,
-                eingang={"bester_cosine": round(best_cosine, 6), "kandidaten": len(snapshot)},
-                massstab={"match": self.profile.match},
-                **log_kw,
-            )
+            eingang = {"bester_cosine": round(best_cosine, 6), "kandidaten": len(snapshot)}
+            records.hit(PromotionOutcome.NEW_NODE, eingang, self.profile.match)
             weights = node_weights_at_creation(entry.salienz)
             new_node = NewNode(
+                **{name: getattr(entry, name) for name in _FROM_ENTRY},
                 kzg_quell_key=entry.kzg_key,
-                user_id=entry.user_id,
-                character_id=entry.character_id,
-                beobachter=entry.beobachter,
-                inhalt=entry.inhalt,
                 embedding=vector,
-                dimension=entry.dimension,
                 gewicht_roh=weights.gewicht_roh,
                 gewicht_absolut=weights.gewicht_absolut,
                 gewicht_decay=weights.gewicht_decay,
-                haeufigkeit=entry.haeufigkeit,
                 erstellt_am=entry.as_of,
                 kzg_erstellt_am=entry.erstellt_am or entry.as_of,
                 themen=list(entry.themen),
                 gedaechtnistyp=entry.gedaechtnistyp or None,
                 entitaet_ids=entitaet_ids,
                 timeline_id=entry.timeline_id if timeline is not None else None,
-                emotion=entry.emotion,
-                arousal=entry.arousal,
-                emotions_vektor=entry.emotions_vektor,
                 intentionen=list(entry.intentionen),
-                modus=entry.modus,
-                sprach_stil=entry.sprach_stil,
-                beziehungs_dynamik=entry.beziehungs_dynamik,
-                tone=entry.tone,
-                sprecher=entry.sprecher,
-                sprache=entry.sprache,
                 quell_turn_id=entry.entry_turn_id,
             )
             # Step 3: the candidates' fresh data are read before the insert.
@@ -183,16 +135,10 @@ class Promotion:
                 tx, snapshot, cosines, new_node, timeline, self.profile.embedding_layer
             )
             node_id = await tx.insert_node(new_node)
-            self.log.db_write(
-                turn_id=turn,
-                node="promotion",
-                tabelle="lzg_knoten",
-                operation="insert",
-                knoten_id=node_id,
-                gewicht_roh=weights.gewicht_roh,
-                gewicht_absolut=weights.gewicht_absolut,
-                **log_kw,
-            )
+            records.wrote(
+                "lzg_knoten", "insert", knoten_id=node_id,
+                gewicht_roh=weights.gewicht_roh, gewicht_absolut=weights.gewicht_absolut,
+            )  # fmt: skip
             edges_created = 0
             try:
                 async with tx.conn.transaction():  # savepoint: a failed edge leaves the node in place
@@ -203,20 +149,10 @@ class Promotion:
                     edges_created = await tx.insert_edges(edges)
             except (asyncpg.PostgresError, ValueError, ArithmeticError) as exc:
                 _LOG.error("promotion %s: edges of node %d failed: %s", entry.kzg_key, node_id, exc)
-                self.log.error(
-                    turn_id=turn, node="promotion", typ=type(exc).__name__, message=str(exc), **log_kw
-                )
+                records.error(type(exc).__name__, str(exc))
             else:
-                self.log.db_write(
-                    turn_id=turn,
-                    node="promotion",
-                    tabelle="lzg_kanten",
-                    operation="insert",
-                    knoten_id=node_id,
-                    kanten=edges_created,
-                    **log_kw,
-                )
-            await self._bridge(tx, entry, node_id, PromotionOutcome.NEW_NODE, turn, log_kw)
+                records.wrote("lzg_kanten", "insert", knoten_id=node_id, kanten=edges_created)
+            await _bridge(tx, entry, node_id, PromotionOutcome.NEW_NODE, records)
         return PromotionResult(
             PromotionOutcome.NEW_NODE, node_id, best_cosine, edges_created, True, False, len(snapshot)
         )
@@ -226,44 +162,9 @@ class Promotion:
         assert entry.erstellt_am is not None
         if await promotion_erased(conn, entry.user_id, entry.character_id, entry.erstellt_am):
             _LOG.warning("promotion of an entry of an erased pair dropped (docs/decisions.md 'Erasure')")
-            self.log.decision(
-                turn_id="loeschung", node="promotion", entscheidung="promotion.ausgang",
-                ausgang=PromotionOutcome.ERASED.value, massstab="Paar nach dem Schreiben des Eintrags geloescht",
-            )  # fmt: skip
+            erased_promotion_dropped(self.log)
             return True
         return False
-
-    async def _known_entities(
-        self, tx: PairTx, entry: PromotionInput, turn: str, log_kw: dict[str, Any]
-    ) -> list[int]:
-        """Entity ids of the pair, each once in first-mention order; unknown ones dropped with an ERROR."""
-        ordered = list(dict.fromkeys(entry.entitaet_ids))
-        known = await tx.known_entity_ids(ordered)
-        unknown = [i for i in ordered if i not in known]
-        if unknown:
-            message = (
-                f"entitaet_ids {unknown} are not entities of this pair (deleted or merged away); dropped"
-            )
-            _LOG.error("promotion %s: %s", entry.kzg_key, message)
-            self.log.error(
-                turn_id=turn, node="promotion", typ="UnbekannteEntitaet", message=message, **log_kw
-            )
-        return [i for i in ordered if i in known]
-
-    async def _known_timeline(
-        self, tx: PairTx, entry: PromotionInput, turn: str, log_kw: dict[str, Any]
-    ) -> TimelineRef | None:
-        """The entry's timeline reference if it belongs to the pair; otherwise dropped with an ERROR."""
-        if entry.timeline_id is None:
-            return None
-        ref = await tx.timeline_ref(entry.timeline_id)
-        if ref is None:
-            message = f"timeline_id {entry.timeline_id} is not a timeline of this pair (deleted?); dropped"
-            _LOG.error("promotion %s: %s", entry.kzg_key, message)
-            self.log.error(
-                turn_id=turn, node="promotion", typ="UnbekannteTimeline", message=message, **log_kw
-            )
-        return ref
 
     async def _promotion_hit(
         self,
@@ -272,63 +173,70 @@ class Promotion:
         node_id: int,
         best_cosine: float,
         candidates: int,
-        turn: str,
-        log_kw: dict[str, Any],
+        records: PromotionRecords,
     ) -> PromotionResult:
         """Step 4: an active hit is a duplicate (nothing changes); an inactive one is half-reactivated."""
         aktiv, gewicht_absolut = await tx.node_activity(node_id)
         outcome = PromotionOutcome.DUPLICATE if aktiv else PromotionOutcome.HALF_REACTIVATION
-        self.log.decision(
-            turn_id=turn,
-            node="promotion",
-            entscheidung="promotion.treffer",
-            ausgang=outcome.value,
-            eingang={"bester_cosine": round(best_cosine, 6), "knoten_id": node_id, "aktiv": aktiv},
-            massstab={"match": self.profile.match},
-            **log_kw,
-        )
+        eingang = {"bester_cosine": round(best_cosine, 6), "knoten_id": node_id, "aktiv": aktiv}
+        records.hit(outcome, eingang, self.profile.match)
         if not aktiv:
             half = half_reactivation_decay(gewicht_absolut)
             await tx.half_reactivate(node_id, half, entry.as_of)
-            self.log.db_write(
-                turn_id=turn,
-                node="promotion",
-                tabelle="lzg_knoten",
-                operation="update",
-                knoten_id=node_id,
-                gewicht_decay=half,
-                **log_kw,
-            )
-        await self._bridge(tx, entry, node_id, outcome, turn, log_kw)
+            records.wrote("lzg_knoten", "update", knoten_id=node_id, gewicht_decay=half)
+        await _bridge(tx, entry, node_id, outcome, records)
         return PromotionResult(outcome, node_id, best_cosine, 0, False, False, candidates)
 
-    async def _bridge(
-        self,
-        tx: PairTx,
-        entry: PromotionInput,
-        node_id: int,
-        outcome: PromotionOutcome,
-        turn: str,
-        log_kw: dict[str, Any],
-    ) -> None:
-        """Step 6: the bridge row turn → KZG key → node (syn §11.2)."""
-        await tx.insert_bridge(
-            turn_id=entry.entry_turn_id,
-            kzg_key=entry.kzg_key,
-            node_id=node_id,
-            ausgang=outcome.value,
-            ausloeser_turn_id=entry.ausloeser_turn_id,
-            as_of=entry.as_of,
+
+async def _known_entities(tx: PairTx, entry: PromotionInput, records: PromotionRecords) -> list[int]:
+    """Entity ids of the pair, each once in first-mention order; unknown ones dropped with an ERROR."""
+    ordered = list(dict.fromkeys(entry.entitaet_ids))
+    known = await tx.known_entity_ids(ordered)
+    unknown = [i for i in ordered if i not in known]
+    if unknown:
+        _dropped(
+            entry,
+            records,
+            "UnbekannteEntitaet",
+            f"entitaet_ids {unknown} are not entities of this pair (deleted or merged away); dropped",
         )
-        self.log.db_write(
-            turn_id=turn,
-            node="promotion",
-            tabelle="verbindung",
-            operation="insert",
-            knoten_id=node_id,
-            ausgang=outcome.value,
-            **log_kw,
+    return [i for i in ordered if i in known]
+
+
+async def _known_timeline(tx: PairTx, entry: PromotionInput, records: PromotionRecords) -> TimelineRef | None:
+    """The entry's timeline reference if it belongs to the pair; otherwise dropped with an ERROR."""
+    if entry.timeline_id is None:
+        return None
+    ref = await tx.timeline_ref(entry.timeline_id)
+    if ref is None:
+        _dropped(
+            entry,
+            records,
+            "UnbekannteTimeline",
+            f"timeline_id {entry.timeline_id} is not a timeline of this pair (deleted?); dropped",
         )
+    return ref
+
+
+def _dropped(entry: PromotionInput, records: PromotionRecords, typ: str, message: str) -> None:
+    """A reference of the entry the pair does not hold: left out of the node, logged as an error."""
+    _LOG.error("promotion %s: %s", entry.kzg_key, message)
+    records.error(typ, message)
+
+
+async def _bridge(
+    tx: PairTx, entry: PromotionInput, node_id: int, outcome: PromotionOutcome, records: PromotionRecords
+) -> None:
+    """Step 6: the bridge row turn → KZG key → node (syn §11.2)."""
+    await tx.insert_bridge(
+        turn_id=entry.entry_turn_id,
+        kzg_key=entry.kzg_key,
+        node_id=node_id,
+        ausgang=outcome.value,
+        ausloeser_turn_id=entry.ausloeser_turn_id,
+        as_of=entry.as_of,
+    )
+    records.wrote("verbindung", "insert", knoten_id=node_id, ausgang=outcome.value)
 
 
 async def trigger1_candidates(

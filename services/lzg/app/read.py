@@ -10,22 +10,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-import asyncpg
 import numpy as np
 import numpy.typing as npt
 
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import utc_now
-from services.lzg.app.context import LzgContext
+from services.lzg.app.context import UseCase
 from services.lzg.layers import parse_praezision
-from services.lzg.reading import RecallQuery, node_details, rank_candidates, recall_list
+from services.lzg.read_store import PairReader
+from services.lzg.reading import RecallQuery, rank_candidates, recall_list
 from services.lzg.render import reader_names, render_memory_block
 from services.lzg.spreading import (
     K_PRO_SCHALE,
     Erinnerung,
     LzgResonanz,
-    PfadSchritt,
     PoolItem,
     dedup_pool,
     sector_of,
@@ -37,16 +36,8 @@ from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 __all__ = ["Read"]
 
 
-class Read:
+class Read(UseCase):
     """Spreading read, memory block and the served-ids check over the shared context."""
-
-    def __init__(self, ctx: LzgContext) -> None:
-        self.store = ctx.store
-        self.provider = ctx.provider
-        self.profile = ctx.profile
-        self.clusters = ctx.clusters
-        self.log = ctx.log
-        self.cache = ctx.cache
 
     def query_vector(self, values: Sequence[float]) -> npt.NDArray[np.float32]:
         """A caller's query vector checked against the model and scaled to norm 1."""
@@ -110,21 +101,26 @@ class Read:
             entity_ids=tuple(dict.fromkeys(question_entity_ids)), zeitfenster=windows, recall_k=recall_k,
         )  # fmt: skip
 
-        async with self.store.reader() as conn:
-            snapshot = await self.cache.snapshot(conn, user_id, character_id)
-            candidates = await rank_candidates(
-                conn, self.store.q, snapshot, query, self.profile.anchor, (user_id, character_id)
-            )
+        async with self.store.pair_reader(user_id, character_id) as graph:
+            snapshot = await self.cache.snapshot(graph.conn, user_id, character_id)
+            candidates = await rank_candidates(graph, snapshot, query, self.profile.anchor)
             anchors = candidates.anchors
             pool: list[PoolItem] = list(anchors)
             frontier = anchors
             for schale in range(1, hops + 1):
                 if not frontier:
                     break
-                frontier = await self._shell(conn, frontier, schale, user_id, character_id, moment)
+                frontier = await graph.shell(
+                    frontier,
+                    schale,
+                    K_PRO_SCHALE[schale],
+                    moment,
+                    LZG_KNOTEN_DECAY_RATE,
+                    LZG_KNOTEN_MIN_GEWICHT,
+                )
                 pool.extend(frontier)
             top = select_top(pool, nova_emotion)
-            names = await self._entity_names(conn, user_id, character_id, top) if readers else {}
+            names = await _entity_names(graph, top) if readers else {}
         blocks = {
             reader: render_memory_block(
                 top, reader, names, user_name=user_name, character_name=character_name
@@ -161,48 +157,6 @@ class Read:
             )
         return SpreadingResult(resonanz, pool_size, blocks, recall, candidates.query_terms)
 
-    async def _shell(
-        self,
-        conn: asyncpg.Connection,
-        frontier: Sequence[PoolItem],
-        schale: int,
-        user_id: str,
-        character_id: str,
-        as_of: datetime,
-    ) -> list[PoolItem]:
-        """Shell ``schale``: top K outgoing edges of every frontier item, predecessor excluded (syn §8.2.3)."""
-        rows = await self.store.shell(
-            conn,
-            [item.knoten_id for item in frontier],
-            [item.predecessor or 0 for item in frontier],
-            K_PRO_SCHALE[schale],
-            user_id,
-            character_id,
-            as_of,
-            LZG_KNOTEN_DECAY_RATE,
-            LZG_KNOTEN_MIN_GEWICHT,
-        )
-        items: list[PoolItem] = []
-        for row in rows:
-            source = frontier[row["ord"]]
-            step = PfadSchritt(
-                von_knoten_id=source.knoten_id,
-                kante_id=row["kante_id"],
-                verbindungs_gruende=tuple(row["verbindungs_gruende"]),
-                geteilte_entitaet_ids=tuple(row["geteilte_entitaet_ids"]),
-                geteilte_themen=tuple(row["geteilte_themen"]),
-            )
-            items.append(
-                PoolItem(
-                    knoten_id=row["knoten_b_id"],
-                    schale=schale,
-                    details=node_details(row),
-                    predecessor=source.knoten_id,
-                    pfad=(*source.pfad, step),
-                )
-            )
-        return items
-
     # ================================================================ memory block (SPEC §5.9)
 
     async def render(
@@ -218,23 +172,21 @@ class Read:
         """The memory block for one reader, entity names looked up in the pair's registry."""
         check_pair(user_id, character_id)
         reader_names(reader)  # an unknown reader fails before any read
-        async with self.store.pool.acquire() as conn:
-            names = await self._entity_names(conn, user_id, character_id, erinnerungen)
+        names = await _entity_names(self.store.pool_reader(user_id, character_id), erinnerungen)
         return render_memory_block(
             erinnerungen, reader, names, user_name=user_name, character_name=character_name
         )
-
-    async def _entity_names(
-        self, conn: asyncpg.Connection, user_id: str, character_id: str, erinnerungen: Sequence[Erinnerung]
-    ) -> dict[int, str]:
-        """Names of the entities the paths of ``erinnerungen`` share, from the pair's registry."""
-        ids = sorted({i for e in erinnerungen for step in e.pfad for i in step.geteilte_entitaet_ids})
-        if not ids:
-            return {}
-        return await self.store.entity_names(conn, user_id, character_id, ids)
 
     async def missing_nodes(self, user_id: str, character_id: str, node_ids: Sequence[int]) -> list[int]:
         """The ids that are no node of the pair, in the given order (SPEC §10: served ids belong to the pair)."""
         check_pair(user_id, character_id)
         found = await self.store.node_ids_of_pair(node_ids, user_id, character_id)
         return [i for i in node_ids if i not in found]
+
+
+async def _entity_names(reader: PairReader, erinnerungen: Sequence[Erinnerung]) -> dict[int, str]:
+    """Names of the entities the paths of ``erinnerungen`` share, from the pair's registry."""
+    ids = sorted({i for e in erinnerungen for step in e.pfad for i in step.geteilte_entitaet_ids})
+    if not ids:
+        return {}
+    return await reader.entity_names(ids)

@@ -9,7 +9,7 @@ directions when no layer is left.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
-from services.lzg.app.context import LzgContext
+from services.lzg.app.context import UseCase
 from services.lzg.edges import Connection, edge_rows
 from services.lzg.layers import Praezision, TimelineRef, evaluate_layers, parse_praezision
 from services.lzg.store import PairTx, timeline_ref
@@ -26,8 +26,6 @@ from services.lzg.types import (
     Timeline,
     Trigger3Result,
     check_pair,
-    entity_from_row,
-    timeline_from_row,
 )
 
 __all__ = ["Registry"]
@@ -45,13 +43,8 @@ def _unordered(x: int, y: int) -> tuple[int, int]:
     return (x, y) if x < y else (y, x)
 
 
-class Registry:
+class Registry(UseCase):
     """Entities and timelines of a pair, and Trigger 3, over the shared context."""
-
-    def __init__(self, ctx: LzgContext) -> None:
-        self.store = ctx.store
-        self.profile = ctx.profile
-        self.log = ctx.log
 
     # ================================================================ entities (Trigger 3)
 
@@ -64,20 +57,20 @@ class Registry:
         aliases = [a.strip() for a in entity.aliases if a.strip()]
         if entity.id == 0:
             async with self.store.pair_writer(user_id, character_id) as tx:
-                row = await tx.insert_entity(name, entity.typ, aliases)
-                if row is not None:
-                    return entity_from_row(row), True
+                created = await tx.insert_entity(name, entity.typ, aliases)
+                if created is not None:
+                    return created, True
                 existing = await tx.entity_by_name(name)
                 assert existing is not None
-                return entity_from_row(existing), False
+                return existing, False
         async with self.store.pair_writer(user_id, character_id) as tx:
             other = await tx.entity_by_name(name)
-            if other is not None and other["id"] != entity.id:
-                raise AlreadyExists(f"entity {other['id']} of this pair is already named {name!r}")
-            row = await tx.update_entity(entity.id, name, entity.typ, aliases)
-            if row is None:
+            if other is not None and other.id != entity.id:
+                raise AlreadyExists(f"entity {other.id} of this pair is already named {name!r}")
+            updated = await tx.update_entity(entity.id, name, entity.typ, aliases)
+            if updated is None:
                 raise NotFound(f"entity {entity.id} is not an entity of this pair")
-            return entity_from_row(row), False
+            return updated, False
 
     async def resolve_entities(
         self, user_id: str, character_id: str, names: Sequence[str], create_missing: bool, typ_for_new: str
@@ -87,13 +80,13 @@ class Registry:
         blank = [index for index, raw in enumerate(names) if not raw.strip()]
         if blank:  # refused before anything is read or created
             raise InvalidArgument(f"names must not contain blank names (index {blank})")
-        rows = await self.store.entities(user_id, character_id, [])
+        known = await self.store.entities(user_id, character_id, [])
         by_key: dict[str, int] = {}
-        for row in rows:
-            for alias in row["aliases"] or ():
-                by_key.setdefault(alias.strip().casefold(), row["id"])
-        for row in rows:  # a name wins over another entity's alias
-            by_key[row["name"].strip().casefold()] = row["id"]
+        for each in known:
+            for alias in each.aliases:
+                by_key.setdefault(alias.strip().casefold(), each.id)
+        for each in known:  # a name wins over another entity's alias
+            by_key[each.name.strip().casefold()] = each.id
         result: list[int] = []
         for raw in names:
             key = raw.strip().casefold()
@@ -107,7 +100,7 @@ class Registry:
 
     async def entities(self, user_id: str, character_id: str, ids: Sequence[int]) -> list[Entity]:
         check_pair(user_id, character_id)
-        return [entity_from_row(r) for r in await self.store.entities(user_id, character_id, ids)]
+        return await self.store.entities(user_id, character_id, ids)
 
     async def merge_entities(
         self, user_id: str, character_id: str, source_id: int, target_id: int, *, turn_id: str = ""
@@ -116,7 +109,8 @@ class Registry:
         check_pair(user_id, character_id)
         if source_id == target_id:
             raise InvalidArgument("source_id and target_id must differ")
-        async with self.store.pair_writer(user_id, character_id) as tx:
+
+        async def merge(tx: PairTx) -> _Recompute:
             source = await tx.entity(source_id)
             target = await tx.entity(target_id)
             if source is None:
@@ -126,37 +120,34 @@ class Registry:
             with_source = await tx.nodes_with_entity(source_id)
             with_target = await tx.nodes_with_entity(target_id)
             rewritten = await tx.replace_entity_in_nodes(source_id, target_id)
-            aliases = _merged_aliases(target["name"], target["aliases"], [source["name"], *source["aliases"]])
+            aliases = _merged_aliases(target.name, target.aliases, [source.name, *source.aliases])
             await tx.delete_entity(source_id)
-            await tx.update_entity(target_id, target["name"], target["typ"], aliases)
+            await tx.update_entity(target_id, target.name, target.typ, aliases)
             # Every pair whose shared entities can change: a node that had the source with a node
             # that has the target now (syn §7.9.2, Trigger 3).
             everyone = set(with_source) | set(with_target)
-            work = _Recompute(
-                pairs={_unordered(x, y) for x in with_source for y in everyone if x != y},
-                nodes_rewritten=rewritten,
-            )
-            result = await self._reevaluate(tx, work, datetime.now(UTC))
-        self._log_trigger3(
-            turn_id, "entitaet_merge", user_id, character_id, result, source=source_id, target=target_id
-        )
-        return result
+            pairs = {_unordered(x, y) for x in with_source for y in everyone if x != y}
+            return _Recompute(pairs=pairs, nodes_rewritten=rewritten)
+
+        details = {"source": source_id, "target": target_id}
+        return await self._trigger3(user_id, character_id, merge, turn_id, "entitaet_merge", details)
 
     async def delete_entity(
         self, user_id: str, character_id: str, entity_id: int, *, turn_id: str = ""
     ) -> Trigger3Result:
         """Entity deleted: removed from every node, edges carrying it recomputed (or deleted)."""
         check_pair(user_id, character_id)
-        async with self.store.pair_writer(user_id, character_id) as tx:
+
+        async def delete(tx: PairTx) -> _Recompute:
             if await tx.entity(entity_id) is None:
                 raise NotFound(f"entity {entity_id} is not an entity of this pair")
             pairs = await tx.edge_pairs_with_entity(entity_id)
             rewritten = await tx.remove_entity_from_nodes(entity_id)
             await tx.delete_entity(entity_id)
-            work = _Recompute(pairs=pairs, nodes_rewritten=rewritten)
-            result = await self._reevaluate(tx, work, datetime.now(UTC))
-        self._log_trigger3(turn_id, "entitaet_loeschen", user_id, character_id, result, entitaet_id=entity_id)
-        return result
+            return _Recompute(pairs=pairs, nodes_rewritten=rewritten)
+
+        details = {"entitaet_id": entity_id}
+        return await self._trigger3(user_id, character_id, delete, turn_id, "entitaet_loeschen", details)
 
     # ================================================================ timeline (Trigger 3)
 
@@ -172,10 +163,10 @@ class Registry:
         check_pair(user_id, character_id)
         zeitpunkt, praezision = self._timeline_fields(timeline.zeitpunkt, timeline.praezision)
         if timeline.id == 0:
-            row = await self.store.insert_timeline(
+            created = await self.store.insert_timeline(
                 user_id, character_id, zeitpunkt, praezision.value, timeline.titel, timeline.themen
             )
-            return timeline_from_row(row), True
+            return created, True
         updated, _ = await self.update_timeline(user_id, character_id, timeline)
         return updated, False
 
@@ -189,11 +180,11 @@ class Registry:
             before = await tx.timeline(timeline.id)
             if before is None:
                 raise NotFound(f"timeline {timeline.id} is not a timeline of this pair")
-            row = await tx.update_timeline(
+            updated = await tx.update_timeline(
                 timeline.id, zeitpunkt, praezision.value, timeline.titel, timeline.themen
             )
-            assert row is not None
-            moved = before["zeitpunkt"] != zeitpunkt or before["praezision"] != praezision.value
+            assert updated is not None
+            moved = before.zeitpunkt != zeitpunkt or before.praezision != praezision.value
             result = Trigger3Result()
             if moved:
                 work = await self._timeline_pairs(tx, timeline.id, TimelineRef(zeitpunkt, praezision))
@@ -202,25 +193,24 @@ class Registry:
             self._log_trigger3(
                 turn_id, "timeline_aendern", user_id, character_id, result, timeline_id=timeline.id
             )
-        return timeline_from_row(row), result
+        return updated, result
 
     async def delete_timeline(
         self, user_id: str, character_id: str, timeline_id: int, *, turn_id: str = ""
     ) -> Trigger3Result:
         """Timeline deleted: nodes lose the reference (FK SET NULL), their timeline edges recomputed."""
         check_pair(user_id, character_id)
-        async with self.store.pair_writer(user_id, character_id) as tx:
+
+        async def delete(tx: PairTx) -> _Recompute:
             if await tx.timeline(timeline_id) is None:
                 raise NotFound(f"timeline {timeline_id} is not a timeline of this pair")
             referencing = await tx.nodes_with_timeline(timeline_id)
             pairs = await tx.edge_pairs_of_nodes(referencing) if referencing else set()
             await tx.delete_timeline(timeline_id)
-            work = _Recompute(pairs=pairs, nodes_rewritten=len(referencing))
-            result = await self._reevaluate(tx, work, datetime.now(UTC))
-        self._log_trigger3(
-            turn_id, "timeline_loeschen", user_id, character_id, result, timeline_id=timeline_id
-        )
-        return result
+            return _Recompute(pairs=pairs, nodes_rewritten=len(referencing))
+
+        details = {"timeline_id": timeline_id}
+        return await self._trigger3(user_id, character_id, delete, turn_id, "timeline_loeschen", details)
 
     async def timelines(
         self,
@@ -232,8 +222,7 @@ class Registry:
         """The pair's timeline refs, optionally only ``ids`` and/or those at an instant with a precision."""
         check_pair(user_id, character_id)
         zeitpunkt, praezision = (at[0], parse_praezision(at[1], "praezision").value) if at else (None, None)
-        rows = await self.store.timelines(user_id, character_id, ids, zeitpunkt, praezision)
-        return [timeline_from_row(r) for r in rows]
+        return await self.store.timelines(user_id, character_id, ids, zeitpunkt, praezision)
 
     async def _timeline_pairs(self, tx: PairTx, timeline_id: int, ref: TimelineRef) -> _Recompute:
         """Pairs a moved timeline can change: its nodes' edges, and its nodes × nodes now within tolerance."""
@@ -296,6 +285,22 @@ class Registry:
         return Trigger3Result(
             nodes_rewritten=work.nodes_rewritten, edges_recomputed=len(rows), edges_deleted=deleted
         )
+
+    async def _trigger3(
+        self,
+        user_id: str,
+        character_id: str,
+        change: Callable[[PairTx], Awaitable[_Recompute]],
+        turn_id: str,
+        art: str,
+        details: dict[str, Any],
+    ) -> Trigger3Result:
+        """One registry change under the pair's write lock, the pairs it names re-evaluated, one log record."""
+        async with self.store.pair_writer(user_id, character_id) as tx:
+            work = await change(tx)
+            result = await self._reevaluate(tx, work, datetime.now(UTC))
+        self._log_trigger3(turn_id, art, user_id, character_id, result, **details)
+        return result
 
     def _log_trigger3(
         self, turn_id: str, art: str, user_id: str, character_id: str, result: Trigger3Result, **details: Any

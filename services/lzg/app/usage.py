@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import InvalidArgument, NotFound
-from services.lzg.app.context import LzgContext
+from services.lzg.app.context import UseCase
 from services.lzg.store import PairTx
 from services.lzg.types import check_pair
 from services.lzg.usage import VERWENDUNG_MAX_JE_TURN, Ausgang, Verwendungsprotokoll, select_used
@@ -29,14 +29,8 @@ __all__ = ["Usage"]
 _LOG = logging.getLogger(__name__)
 
 
-class Usage:
+class Usage(UseCase):
     """SPEC §5.6 and Trigger 2 over the shared context."""
-
-    def __init__(self, ctx: LzgContext) -> None:
-        self.store = ctx.store
-        self.provider = ctx.provider
-        self.profile = ctx.profile
-        self.log = ctx.log
 
     async def reinforce_used(
         self,

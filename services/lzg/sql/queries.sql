@@ -48,6 +48,9 @@ WHERE user_id = $1 AND character_id = $2
   AND (id = ANY($3::int[]) OR themen && $4::text[] OR entitaet_ids && $5::int[] OR timeline_id = ANY($6::int[]));
 
 -- name: insert_node
+-- A node with every column: a promotion passes aktiv TRUE and its creation time as verstaerkt_am
+-- and decay_am (SPEC §5.3 step 5); an import passes them as exported (not a promotion: no formula
+-- runs, services/lzg/rights.py).
 INSERT INTO lzg_knoten (
     kzg_quell_key, user_id, character_id, beobachter, inhalt, embedding, dimension,
     gewicht_roh, gewicht_absolut, gewicht_decay, haeufigkeit, aktiv,
@@ -57,11 +60,11 @@ INSERT INTO lzg_knoten (
     sprecher, sprache, quell_turn_id
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7,
-    $8, $9, $10, $11, TRUE,
-    $12, $12, $12, $13,
-    $14, $15, $16, $17,
-    $18, $19, $20, $21, $22, $23, $24, $25,
-    $26, $27, $28
+    $8, $9, $10, $11, $12,
+    $13, $14, $15, $16,
+    $17, $18, $19, $20,
+    $21, $22, $23, $24, $25, $26, $27, $28,
+    $29, $30, $31
 ) RETURNING id;
 
 -- name: insert_bridge

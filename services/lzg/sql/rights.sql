@@ -16,6 +16,13 @@ LEFT JOIN LATERAL (
 ) AS k ON TRUE
 ORDER BY k.id NULLS FIRST;
 
+-- name: pair_key
+-- The pair's one-way key (equals contract.pair_token): what tombstones and generations hold.
+SELECT paar_schluessel($1, $2);
+
+-- name: user_key
+SELECT nutzer_schluessel($1);
+
 -- name: move_generation
 -- A new generation for each key in $1 (pair or user keys): every cache holding them starts afresh.
 INSERT INTO paar_generation (schluessel, generation)
@@ -53,23 +60,9 @@ ORDER BY 1;
 WITH d AS (DELETE FROM verbindung WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2) RETURNING 1)
 SELECT count(*) FROM d;
 
--- name: erase_kanten_rang
-WITH d AS (
-    DELETE FROM lzg_kanten_rang
-    WHERE knoten_x_id IN (SELECT id FROM lzg_knoten WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2))
-       OR knoten_y_id IN (SELECT id FROM lzg_knoten WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2))
-    RETURNING 1
-)
-SELECT count(*) FROM d;
-
--- name: erase_kanten
-WITH d AS (
-    DELETE FROM lzg_kanten
-    WHERE knoten_a_id IN (SELECT id FROM lzg_knoten WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2))
-       OR knoten_b_id IN (SELECT id FROM lzg_knoten WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2))
-    RETURNING 1
-)
-SELECT count(*) FROM d;
+-- name: erase_node_ids
+-- The nodes an erasure deletes: their rank rows and edges go by forget_kanten_rang and forget_kanten.
+SELECT id FROM lzg_knoten WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2);
 
 -- name: erase_knoten
 WITH d AS (DELETE FROM lzg_knoten WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2) RETURNING 1)
@@ -97,7 +90,14 @@ SELECT id, user_id, character_id, zeitpunkt, praezision, titel, themen FROM time
 WHERE user_id = $1 AND character_id = $2 ORDER BY id;
 
 -- name: export_nodes
-SELECT * FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 ORDER BY id;
+-- Every column but the vector: an import re-embeds the text.
+SELECT id, kzg_quell_key, user_id, character_id, beobachter, inhalt, dimension,
+       gewicht_roh, gewicht_absolut, gewicht_decay, haeufigkeit, aktiv,
+       erstellt_am, verstaerkt_am, decay_am, kzg_erstellt_am,
+       themen, gedaechtnistyp, entitaet_ids, timeline_id,
+       emotion, arousal, emotions_vektor, intentionen, modus, sprach_stil, beziehungs_dynamik, tone,
+       sprecher, sprache, quell_turn_id
+FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 ORDER BY id;
 
 -- name: export_edges
 SELECT e.* FROM lzg_kanten e JOIN lzg_knoten a ON a.id = e.knoten_a_id
@@ -112,24 +112,6 @@ RETURNING id;
 INSERT INTO timeline (user_id, character_id, zeitpunkt, praezision, titel, themen)
 VALUES ($1, $2, $3, $4, $5, $6)
 RETURNING id;
-
--- name: import_node
--- A node as exported: weights, activity and times as they were (not a promotion: no formula runs).
-INSERT INTO lzg_knoten (
-    kzg_quell_key, user_id, character_id, beobachter, inhalt, embedding, dimension,
-    gewicht_roh, gewicht_absolut, gewicht_decay, haeufigkeit, aktiv,
-    erstellt_am, verstaerkt_am, decay_am, kzg_erstellt_am,
-    themen, gedaechtnistyp, entitaet_ids, timeline_id,
-    emotion, arousal, emotions_vektor, intentionen, modus, sprach_stil, beziehungs_dynamik, tone,
-    sprecher, sprache, quell_turn_id
-) VALUES (
-    $1, $2, $3, $4, $5, $6, $7,
-    $8, $9, $10, $11, $12,
-    $13, $14, $15, $16,
-    $17, $18, $19, $20,
-    $21, $22, $23, $24, $25, $26, $27, $28,
-    $29, $30, $31
-) RETURNING id;
 
 -- name: forget_targets
 -- The pair's nodes named by id ($3) or made from a source turn's entries ($4), with every KZG key
@@ -151,6 +133,7 @@ ORDER BY k.id;
 DELETE FROM verbindung WHERE user_id = $1 AND character_id = $2 AND lzg_id = ANY($3::int[]);
 
 -- name: forget_kanten_rang
+-- The rank rows of the nodes $1 (a forget's, or an erasure's every node).
 DELETE FROM lzg_kanten_rang WHERE knoten_x_id = ANY($1::int[]) OR knoten_y_id = ANY($1::int[]);
 
 -- name: forget_kanten

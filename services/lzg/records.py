@@ -1,0 +1,108 @@
+"""The LZG's pipeline-log records (SPEC §8) as named functions: each names what happened, once.
+
+A use case calls these where the event happens; the field names and their order are the
+records' contract with the log service and its readers, so they are written out here only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from novaberg_core.pipeline_log import PipelineLog
+from services.lzg.types import PromotionInput, PromotionOutcome
+
+__all__ = ["RIGHTS_LOG_NODE", "PromotionRecords", "rights_write"]
+
+RIGHTS_LOG_NODE: Final = "loeschung"
+"""Pipeline-log node of the rights operations."""
+
+_PROMOTION: Final = "promotion"
+
+
+def rights_write(log: PipelineLog, *, turn_id: str, operation: str, tabelle: str, **details: Any) -> None:
+    """The one ``db_write`` record of a rights operation (erase, import, forget, correct)."""
+    log.db_write(turn_id=turn_id, node=RIGHTS_LOG_NODE, tabelle=tabelle, operation=operation, **details)
+
+
+def erased_promotion_dropped(log: PipelineLog) -> None:
+    """A promotion of an entry whose pair was erased after it was written: nothing written; the
+    record names no pair (docs/decisions.md "Erasure")."""
+    log.decision(
+        turn_id="loeschung", node=_PROMOTION, entscheidung="promotion.ausgang",
+        ausgang=PromotionOutcome.ERASED.value, massstab="Paar nach dem Schreiben des Eintrags geloescht",
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class PromotionRecords:
+    """The records of one promotion (SPEC §5.3), each with its turn, pair, span and time."""
+
+    log: PipelineLog
+    turn_id: str
+    pair: dict[str, Any]
+
+    @classmethod
+    def of(cls, log: PipelineLog, entry: PromotionInput) -> PromotionRecords:
+        pair = {
+            "user_id": entry.user_id,
+            "character_id": entry.character_id,
+            "span_id": entry.span_id,
+            "erstellt_am": entry.as_of,
+        }
+        return cls(log, entry.log_turn_id, pair)
+
+    def received(self, entry: PromotionInput) -> None:
+        """The entry arrived (step 1)."""
+        inhalt = {"kzg_key": entry.kzg_key, "ausloeser_turn_id": entry.ausloeser_turn_id}
+        self.log.write(turn_id=self.turn_id, node=_PROMOTION, art="eingang", inhalt=inhalt, **self.pair)
+
+    def already_promoted(self, kzg_key: str, node_id: int) -> None:
+        """The same job ran before (at-least-once delivery): the entry's node exists."""
+        self.log.decision(
+            turn_id=self.turn_id,
+            node=_PROMOTION,
+            entscheidung="promotion.bereits_promotet",
+            ausgang="neu",
+            eingang={"kzg_key": kzg_key, "knoten_id": node_id},
+            massstab={"eindeutig": "kzg_quell_key"},
+            **self.pair,
+        )
+
+    def cache_read(self, nodes: int, best_cosine: float) -> None:
+        """The pair's nodes compared with the entry (step 2)."""
+        self.log.db_read(
+            turn_id=self.turn_id,
+            node=_PROMOTION,
+            tabelle="lzg_knoten",
+            treffer=nodes,
+            bester_cosine=round(best_cosine, 6),
+            **self.pair,
+        )
+
+    def hit(self, outcome: PromotionOutcome, eingang: dict[str, Any], match: float) -> None:
+        """Step 4's decision: a new node, a duplicate or a half-reactivation."""
+        self.log.decision(
+            turn_id=self.turn_id,
+            node=_PROMOTION,
+            entscheidung="promotion.treffer",
+            ausgang=outcome.value,
+            eingang=eingang,
+            massstab={"match": match},
+            **self.pair,
+        )
+
+    def wrote(self, tabelle: str, operation: str, **details: Any) -> None:
+        """A row written (node, edges, bridge)."""
+        self.log.db_write(
+            turn_id=self.turn_id,
+            node=_PROMOTION,
+            tabelle=tabelle,
+            operation=operation,
+            **details,
+            **self.pair,
+        )
+
+    def error(self, typ: str, message: str) -> None:
+        """What the promotion dropped or could not write, and went on."""
+        self.log.error(turn_id=self.turn_id, node=_PROMOTION, typ=typ, message=message, **self.pair)
