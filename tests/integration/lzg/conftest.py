@@ -8,7 +8,7 @@ nomic-v2 profile's, the seeds' measured values (SPEC §2). PostgreSQL is real.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -89,6 +89,16 @@ def provider() -> TableProvider:
 @pytest.fixture
 def log_sink() -> InMemorySink:
     return InMemorySink()
+
+
+@pytest.fixture(scope="session")
+async def pg_url_template(migrated_template: Callable[[str, Any], Awaitable[str]]) -> str:
+    """Each test's database is a copy of the LZG schema (8-d vectors) migrated once per session."""
+
+    async def migrate(url: str) -> None:
+        await (await LzgStore.open(url, dimension=DIM, max_size=1)).close()
+
+    return await migrated_template(f"lzg_{DIM}", migrate)
 
 
 @pytest.fixture

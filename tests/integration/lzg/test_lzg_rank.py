@@ -140,11 +140,11 @@ async def test_trigger2_rewrites_the_edges_as_hot_updates_and_one_rank_row_per_n
 
 
 async def test_migration_003_derives_the_rank_rows_of_an_existing_store(
-    pg_url: str, tmp_path: Path, provider: TableProvider
+    empty_pg_url: str, tmp_path: Path, provider: TableProvider
 ) -> None:
     for name in ("001_schema.sql", "002_kanten_formel.sql"):
         shutil.copy(MIGRATIONS / name, tmp_path / name)
-    pool = await create_pool(pg_url, SCHEMA, max_size=2)
+    pool = await create_pool(empty_pg_url, SCHEMA, max_size=2)
     try:
         assert await apply_migrations(pool, SCHEMA, tmp_path, {"dimension": DIM}) == [1, 2]
         async with pool.acquire() as conn:
@@ -157,7 +157,7 @@ async def test_migration_003_derives_the_rank_rows_of_an_existing_store(
                 )  # fmt: skip
     finally:
         await pool.close()
-    store = await LzgStore.open(pg_url, dimension=DIM, max_size=2)
+    store = await LzgStore.open(empty_pg_url, dimension=DIM, max_size=2)
     try:
         rows = await store.pool.fetch(
             "SELECT knoten_x_id, knoten_y_id, gewicht_xy, gewicht_yx FROM lzg_kanten_rang ORDER BY 1, 2"
