@@ -12,6 +12,7 @@ import grpc
 
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.rights import StreamPair, erasure_target_of
 from services.kzg.convert import (
     entry_from_pb,
     entry_pb,
@@ -22,7 +23,7 @@ from services.kzg.convert import (
     session_turn_pb,
 )
 from services.kzg.memory import KzgMemory
-from services.kzg.models import ExportedEntryData, Pair, SessionTurnRecord
+from services.kzg.models import ExportedEntryData, SessionTurnRecord
 from services.kzg.rights import KzgRights
 
 __all__ = ["KzgRightsServicer"]
@@ -40,13 +41,7 @@ class KzgRightsServicer:
     async def Erase(
         self, request: kzg_pb2.EraseRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.EraseResponse:
-        which = request.target.WhichOneof("target")
-        if which is None:
-            raise InvalidArgument("target must name a pair or a user_id")
-        counts = await self.rights.erase(
-            pair_from_pb(request.target.pair) if which == "pair" else None,
-            request.target.user_id if which == "user_id" else None,
-        )
+        counts = await self.rights.erase(*erasure_target_of(request.target, pair_from_pb))
         return erase_pb(counts)
 
     async def ExportPair(
@@ -68,26 +63,22 @@ class KzgRightsServicer:
     async def ImportPair(
         self, request_iterator: AsyncIterator[kzg_pb2.ImportPairRequest], context: grpc.aio.ServicerContext
     ) -> kzg_pb2.ImportPairResponse:
-        pair: Pair | None = None
+        stream = StreamPair()
         entries: list[ExportedEntryData] = []
         turns: list[SessionTurnRecord] = []
         summary = ""
         validate_only = False
         async for request in request_iterator:
             validate_only = validate_only or request.validate_only
-            if pair is None:
-                if not request.HasField("pair"):
-                    raise InvalidArgument("the first message of ImportPair must name the pair")
-                pair = pair_from_pb(request.pair)
-            elif request.HasField("pair") and pair_from_pb(request.pair) != pair:
-                raise InvalidArgument("every message of one ImportPair must name the same pair")
+            stream.check(request)
             entries += [
                 ExportedEntryData(entry_from_pb(e.entry), e.promotion_queued) for e in request.entries
             ]
             turns += [session_turn_from_pb(t) for t in request.session_turns]
             summary = request.session_summary or summary
-        if pair is None:
+        if stream.pair is None:
             raise InvalidArgument("ImportPair needs at least one message naming the pair")
+        pair = pair_from_pb(stream.pair)
         return import_pb(await self.rights.import_pair(pair, entries, turns, summary, validate_only=validate_only))
 
     async def ForgetEntries(

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
-from novaberg_core.contract import check_pair, pair_token, user_token
-from novaberg_core.errors import InvalidArgument
+from novaberg_core.contract import pair_token, user_token
+from novaberg_core.rights import check_erasure_target, kzg_key_prefix
 from services.log.domain import NewRow
 
 if TYPE_CHECKING:
@@ -47,8 +47,7 @@ class EraseCounts:
 
 def key_prefix_in_json(user_id: str, character_id: str | None) -> str:
     """The target's KZG key prefix as it appears inside JSON text (``kzg:<u>:<c>:`` or ``kzg:<u>:``)."""
-    prefix = f"kzg:{user_id}:" if character_id is None else f"kzg:{user_id}:{character_id}:"
-    return json.dumps(prefix, ensure_ascii=False)[1:-1]
+    return json.dumps(kzg_key_prefix(user_id, character_id), ensure_ascii=False)[1:-1]
 
 
 class IngestGuard:
@@ -83,14 +82,8 @@ class IngestGuard:
 def erasure_target(pair: tuple[str, str] | None, user_id: str | None) -> tuple[str, str | None, str]:
     """The checked target of an erasure: its user, its character (None: every character) and its
     one-way key (the tombstone)."""
-    if (pair is None) == (user_id is None):
-        raise InvalidArgument("target must name either a pair or a user_id")
-    if pair is not None:
-        check_pair(*pair, "target.pair")
-        return pair[0], pair[1], pair_token(pair[0], pair[1])
-    assert user_id is not None
-    check_pair(user_id, "-", "target")
-    return user_id, None, user_token(user_id)
+    user, character = check_erasure_target(pair, user_id)
+    return user, character, user_token(user) if character is None else pair_token(user, character)
 
 
 class LogRights:

@@ -7,7 +7,7 @@ from functools import cached_property
 import grpc.aio
 
 from novaberg.log.v1 import log_pb2
-from novaberg_core.errors import InvalidArgument
+from novaberg_core.rights import erasure_target_of, pair_ids
 from services.log.rights import LogRights
 from services.log.store import LogStore
 
@@ -26,14 +26,7 @@ class LogRightsServicer:
     async def Erase(
         self, request: log_pb2.EraseRequest, context: grpc.aio.ServicerContext
     ) -> log_pb2.EraseResponse:
-        which = request.target.WhichOneof("target")
-        if which is None:
-            raise InvalidArgument("target must name a pair or a user_id")
-        pair = request.target.pair
-        counts = await self.rights.erase(
-            (pair.user_id, pair.character_id) if which == "pair" else None,
-            request.target.user_id if which == "user_id" else None,
-        )
+        counts = await self.rights.erase(*erasure_target_of(request.target, pair_ids))
         return log_pb2.EraseResponse(
             rows=counts.rows, turn_roh=counts.turn_roh, unpaired_rows=counts.unpaired_rows
         )

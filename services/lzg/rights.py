@@ -26,10 +26,10 @@ import asyncpg
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
+from novaberg_core.rights import check_erasure_target, erasure_scope, kzg_key, rights_write
 from services.lzg.app.correction import Correction, CorrectResult
 from services.lzg.engine import LzgEngine
 from services.lzg.layers import parse_praezision
-from services.lzg.records import rights_write
 from services.lzg.rights_store import (
     EraseCounts,
     ForgottenNode,
@@ -114,7 +114,7 @@ def _target_key(key: str, user_id: str, character_id: str) -> str:
     entry_id = key.rsplit(":", 1)[-1] if key else ""
     if not entry_id:
         raise InvalidArgument(f"node kzg_quell_key {key!r} names no entry")
-    return f"kzg:{user_id}:{character_id}:{entry_id}"
+    return kzg_key(user_id, character_id, entry_id)
 
 
 class LzgRights:
@@ -129,14 +129,7 @@ class LzgRights:
 
     async def erase(self, pair: tuple[str, str] | None, user_id: str | None) -> EraseCounts:
         """Every row of ``pair`` or of every pair of ``user_id``, one DELETE per table; idempotent."""
-        if (pair is None) == (user_id is None):
-            raise InvalidArgument("target must name either a pair or a user_id")
-        if pair is not None:
-            user, character = check_pair(*pair, "target.pair")
-        else:
-            assert user_id is not None
-            check_pair(user_id, "-", "target")
-            user, character = user_id, None
+        user, character = check_erasure_target(pair, user_id)
         async with self.store.pool.acquire() as conn, conn.transaction():
             characters = [character] if character is not None else await characters_of_user(conn, user)
             for each in sorted(characters):  # the pairs' write locks, in one order (no deadlock)
@@ -152,7 +145,7 @@ class LzgRights:
             turn_id="loeschung",
             operation="erase",
             tabelle="lzg",
-            umfang="paar" if character is not None else "nutzer",
+            umfang=erasure_scope(character),
             knoten=counts.nodes,
             kanten=counts.edges,
             entitaeten=counts.entities,

@@ -13,7 +13,7 @@ import grpc
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
-from novaberg_core.errors import InvalidArgument
+from novaberg_core.rights import StreamPair, chunks, erasure_target_of, named_target, pair_ids
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.convert import edge_to_proto, node_to_proto, pair_of, same_named, turn_of
 from services.lzg.engine import LzgEngine
@@ -133,14 +133,7 @@ class LzgRightsServicer:
     async def Erase(
         self, request: lzg_pb2.EraseRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.EraseResponse:
-        which = request.target.WhichOneof("target")
-        if which is None:
-            raise InvalidArgument("target must name a pair or a user_id")
-        pair = request.target.pair
-        counts = await self.rights.erase(
-            (pair.user_id, pair.character_id) if which == "pair" else None,
-            request.target.user_id if which == "user_id" else None,
-        )
+        counts = await self.rights.erase(*erasure_target_of(request.target, pair_ids))
         return lzg_pb2.EraseResponse(**same_named(counts))
 
     async def ExportPair(
@@ -163,9 +156,9 @@ class LzgRightsServicer:
             ("edges", data.edges, edge_to_proto),
         )
         for kind, rows, to_proto in kinds:  # each kind in chunks, in this order
-            for start in range(0, len(rows), EXPORT_CHUNK):
+            for part in chunks(rows, EXPORT_CHUNK):
                 message = lzg_pb2.ExportPairChunk()
-                getattr(message, kind).extend(to_proto(r) for r in rows[start : start + EXPORT_CHUNK])
+                getattr(message, kind).extend(to_proto(r) for r in part)
                 yield message
 
     async def ImportPair(
@@ -173,18 +166,13 @@ class LzgRightsServicer:
     ) -> lzg_pb2.ImportPairResponse:
         messages = aiter(request_iterator)
         first = await anext(messages, None)
-        if first is None or not first.HasField("pair"):
-            raise InvalidArgument("the first message of ImportPair must name the pair")
-        pair = first.pair
+        stream = StreamPair()
+        pair = stream.check(first if first is not None else lzg_pb2.ImportPairChunk())
 
-        async def chunks() -> AsyncIterator[ImportChunk]:
+        async def import_chunks() -> AsyncIterator[ImportChunk]:
             message: lzg_pb2.ImportPairChunk | None = first
             while message is not None:
-                if message.HasField("pair") and (message.pair.user_id, message.pair.character_id) != (
-                    pair.user_id,
-                    pair.character_id,
-                ):
-                    raise InvalidArgument("every message of one ImportPair must name the same pair")
+                stream.check(message)
                 yield ImportChunk(
                     entities=[_entity_row(m) for m in message.entities],
                     timelines=[_timeline_row(m) for m in message.timelines],
@@ -193,7 +181,7 @@ class LzgRightsServicer:
                 )
                 message = await anext(messages, None)
 
-        result = await self.rights.import_pair(pair.user_id, pair.character_id, chunks())
+        result = await self.rights.import_pair(*pair_ids(pair), import_chunks())
 
         def mapped(ids: Mapping[int, int]) -> list[lzg_pb2.IdMapping]:
             return [lzg_pb2.IdMapping(old_id=old, new_id=new) for old, new in ids.items()]
@@ -218,13 +206,11 @@ class LzgRightsServicer:
     async def CorrectNode(
         self, request: lzg_pb2.CorrectNodeRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.CorrectNodeResponse:
-        which = request.WhichOneof("target")
-        if which is None:
-            raise InvalidArgument("name the node by node_id or kzg_quell_key")
+        target = named_target(request, "name the node by node_id or kzg_quell_key")
         result = await self.rights.correct(
             *pair_of(request),
-            node_id=request.node_id if which == "node_id" else 0,
-            kzg_quell_key=request.kzg_quell_key if which == "kzg_quell_key" else "",
+            node_id=target.get("node_id", 0),
+            kzg_quell_key=target.get("kzg_quell_key", ""),
             inhalt=request.inhalt,
             as_of=as_of_or_now(request.as_of if request.HasField("as_of") else None),
             **turn_of(request),

@@ -10,11 +10,11 @@ from functools import cached_property
 from typing import Any
 
 import grpc.aio
-from google.protobuf.message import Message
 
 from novaberg.common.v1 import common_pb2
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.rights import chunks, named_target
 from services.pixie.convert import to_message
 from services.pixie.erasure import Erasures
 from services.pixie.export_format import LINES_PER_CHUNK
@@ -48,15 +48,6 @@ def rights_of(scheduler: Scheduler) -> PixieRights:
 
 def receipt_to_proto(record: ErasureRecord) -> pixie_pb2.ErasureReceipt:
     return to_message(pixie_pb2.ErasureReceipt, record)
-
-
-def _named_target(request: Message, missing: str) -> dict[str, Any]:
-    """The memory a request names by its ``target`` oneof, as {field: value}; none named is
-    InvalidArgument(``missing``)."""
-    which = request.WhichOneof("target")
-    if which is None:
-        raise InvalidArgument(missing)
-    return {which: getattr(request, which)}
 
 
 class PixieRightsServicer:
@@ -97,9 +88,9 @@ class PixieRightsServicer:
         self, request: pixie_pb2.ExportPairRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pixie_pb2.ExportChunk]:
         lines = await self.rights.export(request.pair)
-        for start in range(0, len(lines), LINES_PER_CHUNK):
-            chunk = pixie_pb2.ExportChunk(lines=lines[start : start + LINES_PER_CHUNK])
-            if start == 0:
+        for index, part in enumerate(chunks(lines, LINES_PER_CHUNK)):
+            chunk = pixie_pb2.ExportChunk(lines=part)
+            if index == 0:
                 chunk.total_lines = len(lines)
             yield chunk
 
@@ -122,7 +113,7 @@ class PixieRightsServicer:
     async def ForgetMemory(
         self, request: pixie_pb2.ForgetMemoryRequest, context: grpc.aio.ServicerContext
     ) -> pixie_pb2.ForgetMemoryResponse:
-        target = _named_target(request, "name the memory by node_id or source_turn_id")
+        target = named_target(request, "name the memory by node_id or source_turn_id")
         outcome = await self.rights.forget(
             request.pair, target.get("node_id", 0), target.get("source_turn_id", ""), request.reason
         )
@@ -131,7 +122,7 @@ class PixieRightsServicer:
     async def CorrectMemory(
         self, request: pixie_pb2.CorrectMemoryRequest, context: grpc.aio.ServicerContext
     ) -> pixie_pb2.CorrectMemoryResponse:
-        target = _named_target(request, "name the memory by node_id or kzg_key")
+        target = named_target(request, "name the memory by node_id or kzg_key")
         outcome = await self.rights.correct(
             request.pair,
             node_id=target.get("node_id", 0),

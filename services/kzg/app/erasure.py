@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import uuid
 
-from novaberg_core.errors import InvalidArgument
-from services.kzg.app.context import RIGHTS_NODE, KzgContext
-from services.kzg.domain import check_pair
+from novaberg_core.rights import check_erasure_target, erasure_scope, rights_write
+from services.kzg.app.context import KzgContext
 from services.kzg.models import EraseCounts, Pair
 
 __all__ = ["Erasure"]
@@ -25,15 +24,12 @@ class Erasure:
 
     async def erase(self, pair: Pair | None, user_id: str | None) -> EraseCounts:
         """Every key of a pair (``pair``) or of every pair of ``user_id``; idempotent."""
-        if (pair is None) == (user_id is None):
-            raise InvalidArgument("target must name either a pair or a user_id")
-        if pair is not None:
-            check_pair(pair.user_id, pair.character_id)
-            user = pair.user_id
-        else:
-            assert user_id is not None
-            check_pair(user_id, "-")
-            user = user_id
+        user, _ = check_erasure_target(
+            (pair.user_id, pair.character_id) if pair is not None else None,
+            user_id,
+            pair_field="pair",
+            user_field="pair",
+        )
         counts = EraseCounts(stream_cutoff=await self.store.stream_cutoff())
         if pair is not None:
             await self.store.erase_pair_keys(pair, counts)
@@ -44,12 +40,12 @@ class Erasure:
         counts.queue_jobs = await self.store.erase_jobs(
             user, pair.character_id if pair is not None else None, counts.characters
         )
-        self.ctx.log.db_write(
+        rights_write(
+            self.ctx.log,
             turn_id=f"loeschung-{uuid.uuid4()}",
-            node=RIGHTS_NODE,
-            tabelle="kzg",
             operation="erase",
-            umfang="paar" if pair is not None else "nutzer",
+            tabelle="kzg",
+            umfang=erasure_scope(pair.character_id if pair is not None else None),
             eintraege=counts.entries,
             session_schluessel=counts.session_keys,
             hash_dirty=counts.hash_dirty,

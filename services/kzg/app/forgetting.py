@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import InvalidArgument, NotFound
+from novaberg_core.rights import rights_write
 from services.kzg.app.checks import check_key
-from services.kzg.app.context import RIGHTS_NODE, KzgContext, log_span, log_turn
+from services.kzg.app.context import KzgContext, log_span, log_turn
 from services.kzg.domain import check_pair
 from services.kzg.models import Pair
 
@@ -22,11 +23,11 @@ class Forgetting:
         self.store = ctx.store
 
     def _log(self, operation: str, pair: Pair, turn_id: str, span_id: str, **fields: object) -> None:
-        self.ctx.log.db_write(
+        rights_write(
+            self.ctx.log,
             turn_id=log_turn(turn_id),
-            node=RIGHTS_NODE,
-            tabelle="kzg",
             operation=operation,
+            tabelle="kzg",
             **fields,
             span_id=log_span(span_id),
             user_id=pair.user_id,

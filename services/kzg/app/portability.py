@@ -10,7 +10,8 @@ import numpy as np
 
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
-from services.kzg.app.context import RIGHTS_NODE, KzgContext
+from novaberg_core.rights import rights_write
+from services.kzg.app.context import KzgContext
 from services.kzg.domain import (
     KZG_TTL_HIGH_SEKUNDEN,
     SESSION_TTL,
@@ -152,11 +153,11 @@ class Portability:
         counts.entries = len(prepared)
         counts.queued = sum(1 for p in prepared if p[3])
         counts.session_turns = len(session_turns)
-        self.ctx.log.db_write(
+        rights_write(
+            self.ctx.log,
             turn_id=f"import-{uuid.uuid4()}",
-            node=RIGHTS_NODE,
-            tabelle="kzg",
             operation="import",
+            tabelle="kzg",
             eintraege=counts.entries,
             queue=counts.queued,
             session_turns=counts.session_turns,
