@@ -1,5 +1,6 @@
 """Pure parts of a person's rights: the export format (novaberg.export/1), the log's ingest guard,
-SCAN pattern escaping, the KZG key prefix as JSON text."""
+SCAN pattern escaping, the KZG key prefix as JSON text, and what every service's rights RPCs share
+(``novaberg_core.rights``: the erasure target, a oneof target, the ImportPair stream's pair, chunks)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,18 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.contract import pair_token, user_token
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.rights import (
+    StreamPair,
+    check_erasure_target,
+    chunks,
+    erasure_scope,
+    erasure_target_of,
+    kzg_key,
+    kzg_key_prefix,
+    named_target,
+    pair_ids,
+    rights_write,
+)
 from services.kzg.rights import glob_escape
 from services.log.rights import IngestGuard, key_prefix_in_json
 from services.pixie.export_format import EXPORT_SCHEMA, export_lines, parse_lines
@@ -105,3 +118,68 @@ def test_the_ingest_guard_drops_records_of_an_erased_pair_dated_up_to_the_erasur
 def test_ids_are_literal_inside_scan_patterns_and_json_text() -> None:
     assert glob_escape("u*[x]?\\") == "u\\*\\[x\\]\\?\\\\"
     assert key_prefix_in_json('a"b', "c") == 'kzg:a\\"b:c:' and key_prefix_in_json("ä", None) == "kzg:ä:"
+
+
+def test_an_erasure_target_names_a_pair_or_a_user() -> None:
+    by_pair = common_pb2.ErasureTarget(pair=PAIR)
+    assert erasure_target_of(by_pair, pair_ids) == (("meister", "nova"), None)
+    assert erasure_target_of(common_pb2.ErasureTarget(user_id=""), pair_ids) == (None, "")
+    assert erasure_target_of(by_pair, lambda p: p.character_id) == ("nova", None)
+    with pytest.raises(InvalidArgument, match=r"^target must name a pair or a user_id$"):
+        erasure_target_of(common_pb2.ErasureTarget(), pair_ids)
+
+
+def test_the_checked_erasure_target_is_one_pair_or_every_pair_of_a_user() -> None:
+    assert check_erasure_target(("meister", "nova"), None) == ("meister", "nova")
+    assert check_erasure_target(None, "meister") == ("meister", None)
+    assert (erasure_scope("nova"), erasure_scope(None)) == ("paar", "nutzer")
+    for pair, user in ((None, None), (("meister", "nova"), "meister")):
+        with pytest.raises(InvalidArgument, match=r"^target must name either a pair or a user_id$"):
+            check_erasure_target(pair, user)
+    with pytest.raises(InvalidArgument, match=r"^target\.pair\.character_id must not be empty"):
+        check_erasure_target(("meister", ""), None)
+    with pytest.raises(InvalidArgument, match=r"^target\.user_id must not be empty"):
+        check_erasure_target(None, " ")
+    with pytest.raises(InvalidArgument, match=r"^pair\.user_id must not be empty"):
+        check_erasure_target(None, "", pair_field="pair", user_field="pair")
+
+
+def test_a_oneof_target_is_read_as_its_field_and_value() -> None:
+    request = lzg_pb2.CorrectNodeRequest(node_id=7)
+    assert named_target(request, "name it") == {"node_id": 7}
+    with pytest.raises(InvalidArgument, match=r"^name it$"):
+        named_target(lzg_pb2.CorrectNodeRequest(), "name it")
+
+
+def test_the_kzg_key_prefix_of_a_pair_and_of_a_user() -> None:
+    assert kzg_key_prefix("meister", "nova") == "kzg:meister:nova:"
+    assert kzg_key_prefix("meister", None) == "kzg:meister:"
+    assert kzg_key("meister", "nova", "e1") == "kzg:meister:nova:e1"
+
+
+def test_an_import_stream_names_its_pair_first_and_no_other_later() -> None:
+    stream = StreamPair()
+    with pytest.raises(InvalidArgument, match=r"^the first message of ImportPair must name the pair$"):
+        StreamPair().check(lzg_pb2.ImportPairChunk())
+    assert pair_ids(stream.check(lzg_pb2.ImportPairChunk(pair=PAIR))) == ("meister", "nova")
+    assert pair_ids(stream.check(lzg_pb2.ImportPairChunk())) == ("meister", "nova")
+    assert pair_ids(stream.check(lzg_pb2.ImportPairChunk(pair=PAIR))) == ("meister", "nova")
+    other = common_pb2.Pair(user_id="meister", character_id="lyra")
+    with pytest.raises(InvalidArgument, match=r"^every message of one ImportPair must name the same pair$"):
+        stream.check(lzg_pb2.ImportPairChunk(pair=other))
+
+
+def test_a_streamed_export_comes_in_chunks_of_at_most_the_size() -> None:
+    assert [list(c) for c in chunks([1, 2, 3, 4, 5], 2)] == [[1, 2], [3, 4], [5]]
+    assert list(chunks([], 2)) == []
+
+
+def test_a_rights_operation_writes_one_record_at_the_rights_node() -> None:
+    written: list[dict[str, object]] = []
+
+    class Log:
+        def db_write(self, **record: object) -> None:
+            written.append(record)
+
+    rights_write(Log(), turn_id="t", operation="erase", tabelle="kzg", umfang="paar")
+    assert written == [{"turn_id": "t", "node": "loeschung", "tabelle": "kzg", "operation": "erase", "umfang": "paar"}]
