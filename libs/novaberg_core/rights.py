@@ -25,6 +25,7 @@ __all__ = [
     "chunks",
     "erasure_scope",
     "erasure_target_of",
+    "erasure_written",
     "kzg_key",
     "kzg_key_prefix",
     "named_target",
@@ -106,6 +107,16 @@ def kzg_key(user_id: str, character_id: str, entry_id: str) -> str:
 def rights_write(log: _DbWriter, *, turn_id: str, operation: str, tabelle: str, **details: Any) -> None:
     """The one ``db_write`` record of a rights operation (erase, import, forget, correct)."""
     log.db_write(turn_id=turn_id, node=RIGHTS_NODE, tabelle=tabelle, operation=operation, **details)
+
+
+def erasure_written(
+    log: _DbWriter, *, turn_id: str, tabelle: str, character_id: str | None, **counts: int
+) -> None:
+    """The record of one erasure: what it removed (``counts``) and its ``umfang``; it names no
+    pair (docs/decisions.md "Erasure")."""
+    rights_write(
+        log, turn_id=turn_id, operation="erase", tabelle=tabelle, umfang=erasure_scope(character_id), **counts
+    )
 
 
 class StreamPair:

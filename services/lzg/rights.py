@@ -26,7 +26,7 @@ import asyncpg
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
-from novaberg_core.rights import check_erasure_target, erasure_scope, kzg_key, rights_write
+from novaberg_core.rights import check_erasure_target, erasure_written, kzg_key, rights_write
 from services.lzg.app.correction import Correction, CorrectResult
 from services.lzg.engine import LzgEngine
 from services.lzg.layers import parse_praezision
@@ -140,12 +140,11 @@ class LzgRights:
             await move_generation(conn, [key])
         for each in characters:
             self.engine.cache.forget(user, each)  # this replica at once; the others by the generation
-        rights_write(
+        erasure_written(
             self.engine.log,
             turn_id="loeschung",
-            operation="erase",
             tabelle="lzg",
-            umfang=erasure_scope(character),
+            character_id=character,
             knoten=counts.nodes,
             kanten=counts.edges,
             entitaeten=counts.entities,

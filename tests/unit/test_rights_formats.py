@@ -20,6 +20,7 @@ from novaberg_core.rights import (
     chunks,
     erasure_scope,
     erasure_target_of,
+    erasure_written,
     kzg_key,
     kzg_key_prefix,
     named_target,
@@ -182,4 +183,8 @@ def test_a_rights_operation_writes_one_record_at_the_rights_node() -> None:
             written.append(record)
 
     rights_write(Log(), turn_id="t", operation="erase", tabelle="kzg", umfang="paar")
-    assert written == [{"turn_id": "t", "node": "loeschung", "tabelle": "kzg", "operation": "erase", "umfang": "paar"}]
+    erasure_written(Log(), turn_id="t", tabelle="lzg", character_id=None, knoten=2)
+    assert written == [
+        {"turn_id": "t", "node": "loeschung", "tabelle": "kzg", "operation": "erase", "umfang": "paar"},
+        {"turn_id": "t", "node": "loeschung", "tabelle": "lzg", "operation": "erase", "umfang": "nutzer", "knoten": 2},
+    ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 
-from novaberg_core.rights import check_erasure_target, erasure_scope, rights_write
+from novaberg_core.rights import check_erasure_target, erasure_written
 from services.kzg.app.context import KzgContext
 from services.kzg.models import EraseCounts, Pair
 
@@ -40,12 +40,11 @@ class Erasure:
         counts.queue_jobs = await self.store.erase_jobs(
             user, pair.character_id if pair is not None else None, counts.characters
         )
-        rights_write(
+        erasure_written(
             self.ctx.log,
             turn_id=f"loeschung-{uuid.uuid4()}",
-            operation="erase",
             tabelle="kzg",
-            umfang=erasure_scope(pair.character_id if pair is not None else None),
+            character_id=pair.character_id if pair is not None else None,
             eintraege=counts.entries,
             session_schluessel=counts.session_keys,
             hash_dirty=counts.hash_dirty,
