@@ -5,7 +5,9 @@ LZG call for the ids this process did not serve itself); log the input and the c
 then, independent of each other, the usage reinforcement with the answer embedded here (SPEC §5.6),
 the character's own session turn and KZG entry, and this turn's cluster. Whatever part fails, the
 turn is recorded: its usage record, ``turn_roh``, and an error record per failed part, named in
-the response.
+the response. Each event is logged once, where it happens: the LZG logs the usage protocol, the KZG
+the entry's write; the pipeline logs its own decisions (the cluster), the answer, ``turn_roh``, and
+the usage record only when the LZG gave no answer (and so logged none).
 """
 
 from __future__ import annotations
@@ -150,14 +152,18 @@ class Dispatch:
             else:
                 unexpected = None
             reinforced, stored = outcomes[0], outcomes[1]
-            protokoll = reinforced.protokoll if isinstance(reinforced, lzg_pb2.ReinforceUsedResponse) else (
-                lzg_pb2.VerwendungsProtokoll(ausgang=lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER, error=failed[-1])
-            )  # fmt: skip
-            ctx.log.write(
-                turn_id=request.turn_id, node=NODE_VERWENDUNG, art="berechnung", span_id=span_id,
-                inhalt=MessageToDict(protokoll, preserving_proto_field_name=True, always_print_fields_with_no_presence=True),
-                erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
+            if isinstance(reinforced, lzg_pb2.ReinforceUsedResponse):
+                protokoll = reinforced.protokoll  # the LZG logged it (``verwendung.verstaerken``)
+            else:
+                # No answer from the LZG, so no record of its own: the turn's usage record is this one.
+                protokoll = lzg_pb2.VerwendungsProtokoll(ausgang=lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER, error=failed[-1])
+                ctx.log.write(
+                    turn_id=request.turn_id, node=NODE_VERWENDUNG, art="berechnung", span_id=span_id,
+                    inhalt=MessageToDict(
+                        protokoll, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+                    ),
+                    erstellt_am=as_of, **pair_kwargs,
+                )  # fmt: skip
             ctx.log.turn_roh(
                 turn_id=request.turn_id, node=NODE_DISPATCHER,
                 inhalt={

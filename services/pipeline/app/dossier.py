@@ -4,7 +4,8 @@ The steps: check the whole request and the models; read the previous turn's clus
 profile, embed the question and resolve the names it mentions, all at once; shift the query by
 gravitation (SPEC §6); then ask the KZG (``Retrieve``) and the LZG (``SpreadingRead``, which also
 renders the memory blocks) at once with the shifted vector; weigh the KZG hits by perspective,
-merge both into the recall list, remember the served node ids for Dispatch, and log what was read.
+merge both into the recall list, remember the served node ids for Dispatch, and log what it chose (the
+reads themselves are logged by the KZG and the LZG, where they happen).
 The dossier is on the answer's critical path: one round trip per peer, no copy of a vector more
 than the protos need.
 """
@@ -141,16 +142,9 @@ class Dossier:
                 [e.knoten_id for e in resonanz.erinnerungen] + [r.knoten_id for r in recall if r.knoten_id]
             ))[:MAX_SERVED]  # fmt: skip
             ctx.known_nodes.add(pair, served)
-            ctx.log.db_read(
-                turn_id=request.turn_id, node=NODE_ENRICHER, tabelle="kzg", treffer=len(kzg_hits),
-                schwelle=retrieved.threshold, unter_schwelle=retrieved.dropped_below_threshold,
-                kzg_keys=[h.hit.entry.kzg_key for h in kzg_hits], span_id=span_id, erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
-            ctx.log.db_read(
-                turn_id=request.turn_id, node=NODE_ENRICHER, tabelle="lzg_knoten", treffer=len(served),
-                pool=spread.pool_size, anker=resonanz.anker_anzahl, sprung_tiefe=resonanz.sprung_tiefe,
-                span_id=span_id, erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
+            # The reads themselves are logged where they happen: the KZG's retrieval (node ``kzg``: hits,
+            # threshold, sources) and the LZG's spreading read (``enricher`` ``db_read``: anchors, pool,
+            # hops); the pipeline logs what it chose from both answers.
             ctx.log.write(
                 turn_id=request.turn_id, node=NODE_ENRICHER, art="ausgabe", span_id=span_id,
                 inhalt={"lzg_resonanz_ids": served, "kzg_keys": [h.hit.entry.kzg_key for h in kzg_hits],

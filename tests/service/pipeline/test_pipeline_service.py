@@ -75,7 +75,7 @@ async def test_observe_writes_session_and_kzg_and_logs_one_turn(
     records = await service.records("turn-1")
     arts = [(r.node, r.art) for r in records]
     assert arts[0] == ("observe", "span_start") and arts[-1] == ("observe", "span_end")
-    assert ("observe", "eingang") in arts and ("salience", "berechnung") in arts and ("observe", "db_write") in arts
+    assert ("observe", "eingang") in arts and ("salience", "berechnung") in arts
     assert len({r.span_id for r in records}) == 1
     eingang = next(r for r in records if r.art == "eingang")
     assert eingang.quelle == "meister" and eingang.inhalt["text"] == HIGH_TEXT
@@ -84,9 +84,16 @@ async def test_observe_writes_session_and_kzg_and_logs_one_turn(
     assert berechnung.inhalt["cues"] == {
         "personal": True, "emotional": False, "entity": True, "dated": True, "importance": False
     }  # fmt: skip
-    db_write = next(r for r in records if r.art == "db_write")
-    assert db_write.inhalt["kzg_key"] == response.kzg.kzg_key and db_write.inhalt["stufe"] == "TIER_HIGH"
-    assert all(r.erstellt_am == AS_OF for r in records)
+    # The session append and the KZG write are logged once, by the KZG, under the turn's id and span.
+    assert not any(r.art == "db_write" for r in records)
+    kzg_records = await service.peers.records("turn-1")
+    written = {(r.node, r.art, r.inhalt["tabelle"]) for r in kzg_records if r.art == "db_write"}
+    assert {("kzg_speicher", "db_write", "kzg"), ("session", "db_write", "session")} <= written
+    db_write = next(r for r in kzg_records if r.node == "kzg_speicher" and r.art == "db_write")
+    assert db_write.inhalt["kzg_key"] == response.kzg.kzg_key and db_write.span_id == records[0].span_id
+    gate = next(r for r in kzg_records if r.art == "switch")
+    assert (gate.inhalt["entscheidung"], gate.inhalt["ausgang"]) == ("kzg_speicher.salienz_tor", "HIGH")
+    assert all(r.erstellt_am == AS_OF for r in records + kzg_records)
     trailing = dict(await grpc_call.trailing_metadata())
     assert float(trailing[MODEL_MS_KEY]) > 0 and float(trailing[MEMORY_MS_KEY]) > 0
 
@@ -186,8 +193,11 @@ async def test_dispatch_records_protocol_cluster_and_turn_roh(service: PipelineU
         await client.aclose()
     assert stored == {"cluster": "kissenschlacht", "turn_id": "turn-6", "gesetzt_am": AS_OF.isoformat()}
     records = await service.records("turn-6")
-    protokoll = next(r for r in records if r.node == "verwendung" and r.art == "berechnung")
-    assert protokoll.inhalt["ausgang"] == "VERWENDUNG_AUSGANG_OHNE_KANDIDAT"
+    # The usage protocol is logged once, by the LZG, where it is computed (the pipeline does not repeat it).
+    assert not any(r.node == "verwendung" for r in records)
+    protokoll = next(r for r in await service.peers.records("turn-6") if r.node == "verwendung")
+    assert protokoll.art == "switch" and protokoll.inhalt["entscheidung"] == "verwendung.verstaerken"
+    assert protokoll.inhalt["ausgang"] == "ohne_kandidat" == protokoll.inhalt["eingang"]["ausgang"]
     decision = next(r for r in records if r.art == "switch")
     assert decision.inhalt["entscheidung"] == "dispatcher.cluster" and decision.inhalt["ausgang"] == "kissenschlacht"
     answer = next(r for r in records if r.art == "ausgabe")
