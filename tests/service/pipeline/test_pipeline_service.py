@@ -290,3 +290,58 @@ async def test_ollama_analyzer_in_the_running_service(peers: Peers, provider: Em
     failed = [r for r in records if r.turn_id == "turn-10"]
     assert [r.art for r in failed if r.art == "fehler"] == ["fehler"]
     assert not any(r.art == "db_write" for r in failed)
+
+
+class LzgWithoutReinforcement(lzg_pb2_grpc.LzgServiceServicer):
+    """The real LZG's model, but every ``ReinforceUsed`` fails as an unreachable LZG does."""
+
+    def __init__(self, lzg: lzg_pb2_grpc.LzgServiceStub) -> None:
+        self.lzg = lzg
+
+    async def GetModel(self, request: common_pb2.Empty, context: grpc.aio.ServicerContext) -> common_pb2.ModelInfo:  # type: ignore[override]
+        return await self.lzg.GetModel(request)
+
+    async def ReinforceUsed(  # type: ignore[override]
+        self, request: lzg_pb2.ReinforceUsedRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.ReinforceUsedResponse:
+        await context.abort(grpc.StatusCode.UNAVAILABLE, "the LZG is down")
+        raise AssertionError("abort returns no answer")
+
+
+async def test_dispatch_logs_the_usage_record_itself_when_the_lzg_gives_no_answer(
+    peers: Peers, provider: EmbeddingProvider
+) -> None:
+    """The LZG logs the usage protocol; when it gave no answer it logged none, so the pipeline records it."""
+    lzg_server = grpc.aio.server()
+    async with grpc.aio.insecure_channel(peers.lzg.target) as real_lzg:
+        lzg_pb2_grpc.add_LzgServiceServicer_to_server(
+            LzgWithoutReinforcement(lzg_pb2_grpc.LzgServiceStub(real_lzg)), lzg_server
+        )
+        port = lzg_server.add_insecure_port("localhost:0")
+        await lzg_server.start()
+        sink = InMemorySink()
+        log = PipelineLog(sink)
+        cfg = PipelineConfig(
+            common=CommonConfig("pipeline"), kzg_addr=peers.kzg.target, lzg_addr=f"localhost:{port}",
+            redis_url=peers.redis_url,
+        )  # fmt: skip
+        server = await create_pipeline_server(cfg, provider=provider, log=log)
+        try:
+            async with grpc.aio.insecure_channel(server.target) as channel:
+                response = await pipeline_pb2_grpc.PipelineServiceStub(channel).Dispatch(
+                    pipeline_pb2.DispatchRequest(
+                        pair=PAIR, turn_id="turn-10", user_prompt="Und?", answer_text="Nichts Neues.",
+                        cluster="bier", as_of=to_timestamp(AS_OF), answer_analysis=given(0.6, ["neuigkeiten"]),
+                    )
+                )  # fmt: skip
+            await log.flush()
+        finally:
+            await server.stop(None)
+            await lzg_server.stop(None)
+    assert response.protokoll.ausgang == lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER
+    assert [f for f in response.fehler if f.startswith("usage reinforcement:")], list(response.fehler)
+    records = [r for r in sink.records if r.turn_id == "turn-10"]
+    usage = [r for r in records if r.node == "verwendung"]
+    assert [(r.art, r.inhalt["ausgang"]) for r in usage] == [("berechnung", "VERWENDUNG_AUSGANG_DB_FEHLER")]
+    assert "the LZG is down" in usage[0].inhalt["error"]
+    assert not any(r.node == "verwendung" for r in await peers.records("turn-10"))
