@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import grpc
 import numpy as np
 from google.protobuf.json_format import MessageToDict
-from opentelemetry import trace
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
@@ -27,9 +25,8 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import NovabergError
-from novaberg_core.telemetry import set_turn_attributes
-from novaberg_core.timeutil import as_of_or_now, to_timestamp
-from services.pipeline.app.context import NODE_DISPATCHER, NODE_VERWENDUNG, PipelineContext, Timing
+from novaberg_core.timeutil import to_timestamp
+from services.pipeline.app.context import NODE_DISPATCHER, NODE_VERWENDUNG, PipelineContext, Timing, turn_time
 from services.pipeline.app.turn_writer import TurnWriter, given_analysis, kzg_entry_text
 from services.pipeline.validation import check_dispatch
 
@@ -48,11 +45,9 @@ class Dispatch:
         ctx = self.ctx
         timing = Timing()
         cluster = check_dispatch(request, ctx.cluster_table)
-        await ctx.models.check()
         pair = request.pair
-        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
-        set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
-        as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
+        pair_kwargs = await ctx.begin(request.turn_id, pair)
+        as_of = turn_time(request)
         if request.HasField("answer_analysis"):
             await ctx.check_magnets(pair, request.answer_analysis.magnets, "answer_analysis")
         served = list(dict.fromkeys(request.served_node_ids))

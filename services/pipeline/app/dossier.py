@@ -13,11 +13,9 @@ than the protos need.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import grpc
 import numpy as np
-from opentelemetry import trace
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
@@ -27,9 +25,8 @@ from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import Unavailable
 from novaberg_core.fusion import RECALL_DEPTH
 from novaberg_core.peers import peer_error
-from novaberg_core.telemetry import set_turn_attributes
-from novaberg_core.timeutil import as_of_or_now, to_timestamp
-from services.pipeline.app.context import NODE_ENRICHER, TRACER, PipelineContext, Timing
+from novaberg_core.timeutil import to_timestamp
+from services.pipeline.app.context import NODE_ENRICHER, TRACER, PipelineContext, Timing, turn_time
 from services.pipeline.dates import find_dated_mention
 from services.pipeline.dossier import weigh_hits
 from services.pipeline.gravitation import Goal, gravitation_factor, shift_query
@@ -56,11 +53,9 @@ class Dossier:
         ctx = self.ctx
         timing = Timing()
         readers = check_build_dossier(request, ctx.provider.dimension)
-        await ctx.models.check()
         pair = request.pair
-        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
-        set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
-        as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
+        pair_kwargs = await ctx.begin(request.turn_id, pair)
+        as_of = turn_time(request)
         recall_k = request.recall_k or ctx.recall_k
         # The previous-turn cluster and the profile (Redis) and the names the question mentions (the
         # LZG registry, mostly remembered) are read while the model embeds the query.
