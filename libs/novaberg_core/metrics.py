@@ -45,6 +45,7 @@ from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, Perio
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 
 from novaberg_core.store_errors import is_postgres_outage, is_redis_outage
+from novaberg_core.telemetry import flush_provider
 
 __all__ = [
     "METRIC_NAMES",
@@ -459,7 +460,4 @@ def meter_provider() -> MeterProvider | None:
 
 def flush_metrics(timeout_s: float = 5.0) -> bool:
     """Push buffered metrics now (blocking; from async code via ``asyncio.to_thread``)."""
-    provider = _provider
-    if provider is None:
-        return True
-    return provider.force_flush(timeout_millis=int(timeout_s * 1000))
+    return flush_provider(_provider, timeout_s)

@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 from datetime import UTC, datetime
+from typing import Protocol
 
 from opentelemetry import trace
 from opentelemetry.sdk._configuration import (
@@ -46,10 +47,12 @@ __all__ = [
     "ATTR_CHARACTER_ID",
     "ATTR_TURN_ID",
     "ATTR_USER_ID",
+    "Flushable",
     "configure_logging",
     "current_trace_id_hex",
     "current_traceparent",
     "exporter_classes",
+    "flush_provider",
     "flush_telemetry",
     "install_in_memory_exporter",
     "link_to",
@@ -159,12 +162,20 @@ def tracer_provider() -> TracerProvider | None:
     return _provider
 
 
+class Flushable(Protocol):
+    """An OpenTelemetry SDK provider (traces or metrics): it can export what it buffered."""
+
+    def force_flush(self, timeout_millis: int = ...) -> bool: ...
+
+
+def flush_provider(provider: Flushable | None, timeout_s: float) -> bool:
+    """Export what ``provider`` buffered now, blocking up to ``timeout_s``; True without a provider."""
+    return True if provider is None else provider.force_flush(timeout_millis=int(timeout_s * 1000))
+
+
 def flush_telemetry(timeout_s: float = 5.0) -> bool:
     """Export buffered spans now (blocking; call via ``asyncio.to_thread`` from async code)."""
-    provider = _provider
-    if provider is None:
-        return True
-    return provider.force_flush(timeout_millis=int(timeout_s * 1000))
+    return flush_provider(_provider, timeout_s)
 
 
 def tracer(name: str) -> trace.Tracer:

@@ -12,16 +12,21 @@ import asyncio
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 import numpy as np
+from opentelemetry import trace
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
+from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.clusters import ClusterTable
 from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.errors import InvalidArgument, NotFound
 from novaberg_core.pipeline_log import PipelineLog
-from novaberg_core.telemetry import tracer
+from novaberg_core.telemetry import set_turn_attributes, tracer
+from novaberg_core.timeutil import as_of_or_now
 from services.pipeline.analyzer import Analyzer, EntityRegistry
 from services.pipeline.dossier import PerspectiveWeights
 from services.pipeline.model_guard import ModelGuard
@@ -40,6 +45,7 @@ __all__ = [
     "PipelineContext",
     "Timing",
     "peer_models",
+    "turn_time",
 ]
 
 TRACER = tracer("services.pipeline")
@@ -52,6 +58,20 @@ NODE_VERWENDUNG = "verwendung"
 
 ROLE = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
 """A turn's ``beobachter`` as the session and the pipeline log name it."""
+
+
+Dated = (
+    pipeline_pb2.ObserveTurnRequest
+    | pipeline_pb2.ObservedTurn
+    | pipeline_pb2.BuildDossierRequest
+    | pipeline_pb2.DispatchRequest
+)
+"""A request (or a batch's turn) with an optional ``as_of``."""
+
+
+def turn_time(dated: Dated) -> datetime:
+    """The turn's time: the caller's ``as_of`` (a replay's simulated time), else now."""
+    return as_of_or_now(dated.as_of if dated.HasField("as_of") else None)
 
 
 @dataclass(slots=True)
@@ -119,6 +139,13 @@ class PipelineContext:
     registry: EntityRegistry | None
     """Resolves the names a question mentions (SPEC §11: entity candidates); None → no entity source."""
     known_nodes: PairNodeCache = field(default_factory=PairNodeCache)
+
+    async def begin(self, turn_id: str, pair: common_pb2.Pair) -> dict[str, Any]:
+        """What every step does once its request is checked: the peers' models are the pipeline's
+        (SPEC §2) and the call's span names the turn. Returns the pair as the log's keywords."""
+        await self.models.check()
+        set_turn_attributes(trace.get_current_span(), turn_id, pair.user_id, pair.character_id)
+        return {"user_id": pair.user_id, "character_id": pair.character_id}
 
     async def embed_texts(self, texts: list[str], timing: Timing) -> np.ndarray:
         """One batch through the model, counted as model time."""

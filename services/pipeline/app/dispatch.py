@@ -5,19 +5,19 @@ LZG call for the ids this process did not serve itself); log the input and the c
 then, independent of each other, the usage reinforcement with the answer embedded here (SPEC §5.6),
 the character's own session turn and KZG entry, and this turn's cluster. Whatever part fails, the
 turn is recorded: its usage record, ``turn_roh``, and an error record per failed part, named in
-the response.
+the response. Each event is logged once, where it happens: the LZG logs the usage protocol, the KZG
+the entry's write; the pipeline logs its own decisions (the cluster), the answer, ``turn_roh``, and
+the usage record only when the LZG gave no answer (and so logged none).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import grpc
 import numpy as np
 from google.protobuf.json_format import MessageToDict
-from opentelemetry import trace
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
@@ -25,9 +25,8 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import NovabergError
-from novaberg_core.telemetry import set_turn_attributes
-from novaberg_core.timeutil import as_of_or_now, to_timestamp
-from services.pipeline.app.context import NODE_DISPATCHER, NODE_VERWENDUNG, PipelineContext, Timing
+from novaberg_core.timeutil import to_timestamp
+from services.pipeline.app.context import NODE_DISPATCHER, NODE_VERWENDUNG, PipelineContext, Timing, turn_time
 from services.pipeline.app.turn_writer import TurnWriter, given_analysis, kzg_entry_text
 from services.pipeline.validation import check_dispatch
 
@@ -46,11 +45,9 @@ class Dispatch:
         ctx = self.ctx
         timing = Timing()
         cluster = check_dispatch(request, ctx.cluster_table)
-        await ctx.models.check()
         pair = request.pair
-        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
-        set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
-        as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
+        pair_kwargs = await ctx.begin(request.turn_id, pair)
+        as_of = turn_time(request)
         if request.HasField("answer_analysis"):
             await ctx.check_magnets(pair, request.answer_analysis.magnets, "answer_analysis")
         served = list(dict.fromkeys(request.served_node_ids))
@@ -150,14 +147,18 @@ class Dispatch:
             else:
                 unexpected = None
             reinforced, stored = outcomes[0], outcomes[1]
-            protokoll = reinforced.protokoll if isinstance(reinforced, lzg_pb2.ReinforceUsedResponse) else (
-                lzg_pb2.VerwendungsProtokoll(ausgang=lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER, error=failed[-1])
-            )  # fmt: skip
-            ctx.log.write(
-                turn_id=request.turn_id, node=NODE_VERWENDUNG, art="berechnung", span_id=span_id,
-                inhalt=MessageToDict(protokoll, preserving_proto_field_name=True, always_print_fields_with_no_presence=True),
-                erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
+            if isinstance(reinforced, lzg_pb2.ReinforceUsedResponse):
+                protokoll = reinforced.protokoll  # the LZG logged it (``verwendung.verstaerken``)
+            else:
+                # No answer from the LZG, so no record of its own: the turn's usage record is this one.
+                protokoll = lzg_pb2.VerwendungsProtokoll(ausgang=lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER, error=failed[-1])
+                ctx.log.write(
+                    turn_id=request.turn_id, node=NODE_VERWENDUNG, art="berechnung", span_id=span_id,
+                    inhalt=MessageToDict(
+                        protokoll, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+                    ),
+                    erstellt_am=as_of, **pair_kwargs,
+                )  # fmt: skip
             ctx.log.turn_roh(
                 turn_id=request.turn_id, node=NODE_DISPATCHER,
                 inhalt={

@@ -4,7 +4,8 @@ The steps: check the whole request and the models; read the previous turn's clus
 profile, embed the question and resolve the names it mentions, all at once; shift the query by
 gravitation (SPEC §6); then ask the KZG (``Retrieve``) and the LZG (``SpreadingRead``, which also
 renders the memory blocks) at once with the shifted vector; weigh the KZG hits by perspective,
-merge both into the recall list, remember the served node ids for Dispatch, and log what was read.
+merge both into the recall list, remember the served node ids for Dispatch, and log what it chose (the
+reads themselves are logged by the KZG and the LZG, where they happen).
 The dossier is on the answer's critical path: one round trip per peer, no copy of a vector more
 than the protos need.
 """
@@ -12,11 +13,9 @@ than the protos need.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import grpc
 import numpy as np
-from opentelemetry import trace
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
@@ -26,9 +25,8 @@ from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import Unavailable
 from novaberg_core.fusion import RECALL_DEPTH
 from novaberg_core.peers import peer_error
-from novaberg_core.telemetry import set_turn_attributes
-from novaberg_core.timeutil import as_of_or_now, to_timestamp
-from services.pipeline.app.context import NODE_ENRICHER, TRACER, PipelineContext, Timing
+from novaberg_core.timeutil import to_timestamp
+from services.pipeline.app.context import NODE_ENRICHER, TRACER, PipelineContext, Timing, turn_time
 from services.pipeline.dates import find_dated_mention
 from services.pipeline.dossier import weigh_hits
 from services.pipeline.gravitation import Goal, gravitation_factor, shift_query
@@ -55,11 +53,9 @@ class Dossier:
         ctx = self.ctx
         timing = Timing()
         readers = check_build_dossier(request, ctx.provider.dimension)
-        await ctx.models.check()
         pair = request.pair
-        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
-        set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
-        as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
+        pair_kwargs = await ctx.begin(request.turn_id, pair)
+        as_of = turn_time(request)
         recall_k = request.recall_k or ctx.recall_k
         # The previous-turn cluster and the profile (Redis) and the names the question mentions (the
         # LZG registry, mostly remembered) are read while the model embeds the query.
@@ -141,16 +137,9 @@ class Dossier:
                 [e.knoten_id for e in resonanz.erinnerungen] + [r.knoten_id for r in recall if r.knoten_id]
             ))[:MAX_SERVED]  # fmt: skip
             ctx.known_nodes.add(pair, served)
-            ctx.log.db_read(
-                turn_id=request.turn_id, node=NODE_ENRICHER, tabelle="kzg", treffer=len(kzg_hits),
-                schwelle=retrieved.threshold, unter_schwelle=retrieved.dropped_below_threshold,
-                kzg_keys=[h.hit.entry.kzg_key for h in kzg_hits], span_id=span_id, erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
-            ctx.log.db_read(
-                turn_id=request.turn_id, node=NODE_ENRICHER, tabelle="lzg_knoten", treffer=len(served),
-                pool=spread.pool_size, anker=resonanz.anker_anzahl, sprung_tiefe=resonanz.sprung_tiefe,
-                span_id=span_id, erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
+            # The reads themselves are logged where they happen: the KZG's retrieval (node ``kzg``: hits,
+            # threshold, sources) and the LZG's spreading read (``enricher`` ``db_read``: anchors, pool,
+            # hops); the pipeline logs what it chose from both answers.
             ctx.log.write(
                 turn_id=request.turn_id, node=NODE_ENRICHER, art="ausgabe", span_id=span_id,
                 inhalt={"lzg_resonanz_ids": served, "kzg_keys": [h.hit.entry.kzg_key for h in kzg_hits],

@@ -11,15 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from datetime import datetime
-from typing import Any
 
 from opentelemetry import trace
 
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
-from novaberg_core.telemetry import set_turn_attributes
-from novaberg_core.timeutil import as_of_or_now
-from services.pipeline.app.context import NODE_OBSERVE, ROLE, PipelineContext, Timing
+from services.pipeline.app.context import NODE_OBSERVE, ROLE, PipelineContext, Timing, turn_time
 from services.pipeline.app.turn_writer import TurnWriter, Written, given_analysis
 from services.pipeline.store import Profile
 from services.pipeline.validation import check_observe, check_observe_batch
@@ -46,14 +43,12 @@ class Observe:
         ctx = self.ctx
         timing = Timing()
         check_observe(request)
-        await ctx.models.check()
         pair = request.pair
-        as_of = as_of_or_now(request.as_of if request.HasField("as_of") else None)
-        set_turn_attributes(trace.get_current_span(), request.turn_id, pair.user_id, pair.character_id)
+        pair_kwargs = await ctx.begin(request.turn_id, pair)
+        as_of = turn_time(request)
         if request.HasField("analysis"):
             await ctx.check_magnets(pair, request.analysis.magnets, "analysis")
         profile = await self._profile(pair, request.profile if request.HasField("profile") else None)
-        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
         async with ctx.log.span(turn_id=request.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs) as span_id:
             turn, analysis = await self._take_in(pair, request, as_of, span_id)
             appended, stored = await self.writer.write_turn(
@@ -80,17 +75,15 @@ class Observe:
         ctx = self.ctx
         timing = Timing()
         check_observe_batch(request)
-        await ctx.models.check()
         pair = request.pair
         turns = list(request.turns)
+        pair_kwargs = await ctx.begin(turns[0].turn_id, pair)
+        trace.get_current_span().set_attribute("novaberg.turns", len(turns))
         for index, observed in enumerate(turns):
             if observed.HasField("analysis"):
                 await ctx.check_magnets(pair, observed.analysis.magnets, f"turns[{index}].analysis")
-        as_ofs = [as_of_or_now(t.as_of if t.HasField("as_of") else None) for t in turns]
-        set_turn_attributes(trace.get_current_span(), turns[0].turn_id, pair.user_id, pair.character_id)
-        trace.get_current_span().set_attribute("novaberg.turns", len(turns))
+        as_ofs = [turn_time(t) for t in turns]
         profile = await self._profile(pair, request.profile if request.HasField("profile") else None)
-        pair_kwargs: dict[str, Any] = {"user_id": pair.user_id, "character_id": pair.character_id}
         results: list[pipeline_pb2.ObserveTurnResponse] = []
         async with contextlib.AsyncExitStack() as spans:
             contexts: list[common_pb2.TurnContext] = []

@@ -2,7 +2,9 @@
 
 A turn's analysis comes from the caller or the analyzer (SPEC §7); the turn is appended to the
 session (SPEC §3) and written to the KZG with the embedding of its KZG embed text, computed here so
-the KZG's write stays a pure store operation (SPEC §2, §4, §11). Each write is logged once.
+the KZG's write stays a pure store operation (SPEC §2, §4, §11). Each write is logged once, where
+it happens: the KZG records the session append (``session``) and the entry's gate, canon and write
+(``kzg_speicher``) under the turn's id; the pipeline logs only the analysis it ran (``salience``).
 """
 
 from __future__ import annotations
@@ -158,9 +160,7 @@ class TurnWriter:
         append = kzg_pb2.AppendSessionTurnRequest(
             pair=pair, turn=session_turn(beobachter, text, analysis, turn, as_of), as_of=to_timestamp(as_of)
         )
-        appended, stored = await asyncio.gather(ctx.kzg.append_session_turn(append), store())
-        self.log_written(pair, beobachter, turn, as_of, writer, appended, stored)
-        return appended, stored
+        return await asyncio.gather(ctx.kzg.append_session_turn(append), store())
 
     async def write_turns(
         self,
@@ -202,10 +202,7 @@ class TurnWriter:
         appended, stored = await asyncio.gather(
             ctx.kzg.append_session_turns(appends, timeout_s), ctx.kzg.store_entries(entries, timeout_s)
         )
-        written = list(zip(appended.results, stored.results, strict=True))
-        for t, c, as_of, (one_appended, one_stored) in zip(turns, contexts, as_ofs, written, strict=True):
-            self.log_written(pair, t.beobachter, c, as_of, writer, one_appended, one_stored)
-        return written
+        return list(zip(appended.results, stored.results, strict=True))
 
     def store_request(
         self,
@@ -224,24 +221,4 @@ class TurnWriter:
             magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
             sprecher=profile.speaker(beobachter), sprache=profile.sprache,
             embedding_model_id=self.ctx.provider.model_id if embedding else "",
-        )  # fmt: skip
-
-    def log_written(
-        self,
-        pair: common_pb2.Pair,
-        beobachter: common_pb2.Beobachter,
-        turn: common_pb2.TurnContext,
-        as_of: datetime,
-        writer: str,
-        appended: kzg_pb2.AppendSessionTurnResponse,
-        stored: kzg_pb2.StoreEntryResponse,
-    ) -> None:
-        """The pipeline's record of one turn's session append and KZG write."""
-        self.ctx.log.db_write(
-            turn_id=turn.turn_id, node=writer.split(".")[-1], tabelle="kzg", operation="store_entry",
-            beobachter=ROLE[beobachter], ergebnis=kzg_pb2.StoreOutcome.Name(stored.outcome),
-            kzg_key=stored.kzg_key, stufe=kzg_pb2.Tier.Name(stored.tier), salienz=stored.salienz,
-            ttl=stored.ttl_seconds, promotion_queue=stored.queued_for_promotion,
-            kanon_verworfen=list(stored.canon_rejections), session_laenge=appended.turn_count,
-            span_id=turn.span_id, user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
         )  # fmt: skip

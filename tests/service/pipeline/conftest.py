@@ -1,12 +1,14 @@
 """Pipeline service tests: the real KZG and LZG servers on port 0 over real stores, the pipeline on port 0.
 
-The pipeline's own log goes to an in-memory sink so its records can be read back directly.
+The pipeline's own log goes to an in-memory sink so its records can be read back directly; the KZG and
+the LZG share another, so a test sees the records a callee writes for the pipeline's calls (each event is
+logged once, where it happens).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc.aio
 import pytest
@@ -38,18 +40,28 @@ class Peers:
     kzg: RunningServer
     lzg: RunningServer
     redis_url: str
+    sink: InMemorySink = field(default_factory=InMemorySink)
+    """Where the KZG's and the LZG's records go (when the fixture built their log)."""
+    log: PipelineLog = field(default_factory=PipelineLog)
+
+    async def records(self, turn_id: str) -> list[PendingRecord]:
+        """The records the KZG and the LZG wrote under ``turn_id``."""
+        await self.log.flush()
+        return [r for r in self.sink.records if r.turn_id == turn_id]
 
 
 @pytest.fixture
 async def peers(redis_url: str, pg_url: str, provider: EmbeddingProvider) -> AsyncIterator[Peers]:
+    sink = InMemorySink()
+    log = PipelineLog(sink)
     kzg = await create_kzg_server(
-        KzgConfig(common=CommonConfig("kzg"), redis_url=redis_url), provider=provider, log=PipelineLog()
+        KzgConfig(common=CommonConfig("kzg"), redis_url=redis_url), provider=provider, log=log
     )
     lzg = await create_lzg_server(
-        LzgConfig(common=CommonConfig("lzg"), postgres_url=pg_url), provider=provider, log=PipelineLog()
+        LzgConfig(common=CommonConfig("lzg"), postgres_url=pg_url), provider=provider, log=log
     )
     try:
-        yield Peers(kzg, lzg, redis_url)
+        yield Peers(kzg, lzg, redis_url, sink, log)
     finally:
         await lzg.stop(None)
         await kzg.stop(None)
@@ -63,8 +75,10 @@ class PipelineUnderTest:
     pipeline: pipeline_pb2_grpc.PipelineServiceStub
     kzg: kzg_pb2_grpc.KzgServiceStub
     lzg: lzg_pb2_grpc.LzgServiceStub
+    peers: Peers
 
     async def records(self, turn_id: str) -> list[PendingRecord]:
+        """The records the pipeline itself wrote under ``turn_id``."""
         await self.log.flush()
         return [r for r in self.sink.records if r.turn_id == turn_id]
 
@@ -96,6 +110,7 @@ async def service(peers: Peers, provider: EmbeddingProvider) -> AsyncIterator[Pi
             pipeline=pipeline_pb2_grpc.PipelineServiceStub(channels[0]),
             kzg=kzg_pb2_grpc.KzgServiceStub(channels[1]),
             lzg=lzg_pb2_grpc.LzgServiceStub(channels[2]),
+            peers=peers,
         )
     finally:
         for channel in channels:

@@ -75,7 +75,7 @@ async def test_observe_writes_session_and_kzg_and_logs_one_turn(
     records = await service.records("turn-1")
     arts = [(r.node, r.art) for r in records]
     assert arts[0] == ("observe", "span_start") and arts[-1] == ("observe", "span_end")
-    assert ("observe", "eingang") in arts and ("salience", "berechnung") in arts and ("observe", "db_write") in arts
+    assert ("observe", "eingang") in arts and ("salience", "berechnung") in arts
     assert len({r.span_id for r in records}) == 1
     eingang = next(r for r in records if r.art == "eingang")
     assert eingang.quelle == "meister" and eingang.inhalt["text"] == HIGH_TEXT
@@ -84,9 +84,16 @@ async def test_observe_writes_session_and_kzg_and_logs_one_turn(
     assert berechnung.inhalt["cues"] == {
         "personal": True, "emotional": False, "entity": True, "dated": True, "importance": False
     }  # fmt: skip
-    db_write = next(r for r in records if r.art == "db_write")
-    assert db_write.inhalt["kzg_key"] == response.kzg.kzg_key and db_write.inhalt["stufe"] == "TIER_HIGH"
-    assert all(r.erstellt_am == AS_OF for r in records)
+    # The session append and the KZG write are logged once, by the KZG, under the turn's id and span.
+    assert not any(r.art == "db_write" for r in records)
+    kzg_records = await service.peers.records("turn-1")
+    written = {(r.node, r.art, r.inhalt["tabelle"]) for r in kzg_records if r.art == "db_write"}
+    assert {("kzg_speicher", "db_write", "kzg"), ("session", "db_write", "session")} <= written
+    db_write = next(r for r in kzg_records if r.node == "kzg_speicher" and r.art == "db_write")
+    assert db_write.inhalt["kzg_key"] == response.kzg.kzg_key and db_write.span_id == records[0].span_id
+    gate = next(r for r in kzg_records if r.art == "switch")
+    assert (gate.inhalt["entscheidung"], gate.inhalt["ausgang"]) == ("kzg_speicher.salienz_tor", "HIGH")
+    assert all(r.erstellt_am == AS_OF for r in records + kzg_records)
     trailing = dict(await grpc_call.trailing_metadata())
     assert float(trailing[MODEL_MS_KEY]) > 0 and float(trailing[MEMORY_MS_KEY]) > 0
 
@@ -186,8 +193,11 @@ async def test_dispatch_records_protocol_cluster_and_turn_roh(service: PipelineU
         await client.aclose()
     assert stored == {"cluster": "kissenschlacht", "turn_id": "turn-6", "gesetzt_am": AS_OF.isoformat()}
     records = await service.records("turn-6")
-    protokoll = next(r for r in records if r.node == "verwendung" and r.art == "berechnung")
-    assert protokoll.inhalt["ausgang"] == "VERWENDUNG_AUSGANG_OHNE_KANDIDAT"
+    # The usage protocol is logged once, by the LZG, where it is computed (the pipeline does not repeat it).
+    assert not any(r.node == "verwendung" for r in records)
+    protokoll = next(r for r in await service.peers.records("turn-6") if r.node == "verwendung")
+    assert protokoll.art == "switch" and protokoll.inhalt["entscheidung"] == "verwendung.verstaerken"
+    assert protokoll.inhalt["ausgang"] == "ohne_kandidat" == protokoll.inhalt["eingang"]["ausgang"]
     decision = next(r for r in records if r.art == "switch")
     assert decision.inhalt["entscheidung"] == "dispatcher.cluster" and decision.inhalt["ausgang"] == "kissenschlacht"
     answer = next(r for r in records if r.art == "ausgabe")
@@ -280,3 +290,58 @@ async def test_ollama_analyzer_in_the_running_service(peers: Peers, provider: Em
     failed = [r for r in records if r.turn_id == "turn-10"]
     assert [r.art for r in failed if r.art == "fehler"] == ["fehler"]
     assert not any(r.art == "db_write" for r in failed)
+
+
+class LzgWithoutReinforcement(lzg_pb2_grpc.LzgServiceServicer):
+    """The real LZG's model, but every ``ReinforceUsed`` fails as an unreachable LZG does."""
+
+    def __init__(self, lzg: lzg_pb2_grpc.LzgServiceStub) -> None:
+        self.lzg = lzg
+
+    async def GetModel(self, request: common_pb2.Empty, context: grpc.aio.ServicerContext) -> common_pb2.ModelInfo:  # type: ignore[override]
+        return await self.lzg.GetModel(request)
+
+    async def ReinforceUsed(  # type: ignore[override]
+        self, request: lzg_pb2.ReinforceUsedRequest, context: grpc.aio.ServicerContext
+    ) -> lzg_pb2.ReinforceUsedResponse:
+        await context.abort(grpc.StatusCode.UNAVAILABLE, "the LZG is down")
+        raise AssertionError("abort returns no answer")
+
+
+async def test_dispatch_logs_the_usage_record_itself_when_the_lzg_gives_no_answer(
+    peers: Peers, provider: EmbeddingProvider
+) -> None:
+    """The LZG logs the usage protocol; when it gave no answer it logged none, so the pipeline records it."""
+    lzg_server = grpc.aio.server()
+    async with grpc.aio.insecure_channel(peers.lzg.target) as real_lzg:
+        lzg_pb2_grpc.add_LzgServiceServicer_to_server(
+            LzgWithoutReinforcement(lzg_pb2_grpc.LzgServiceStub(real_lzg)), lzg_server
+        )
+        port = lzg_server.add_insecure_port("localhost:0")
+        await lzg_server.start()
+        sink = InMemorySink()
+        log = PipelineLog(sink)
+        cfg = PipelineConfig(
+            common=CommonConfig("pipeline"), kzg_addr=peers.kzg.target, lzg_addr=f"localhost:{port}",
+            redis_url=peers.redis_url,
+        )  # fmt: skip
+        server = await create_pipeline_server(cfg, provider=provider, log=log)
+        try:
+            async with grpc.aio.insecure_channel(server.target) as channel:
+                response = await pipeline_pb2_grpc.PipelineServiceStub(channel).Dispatch(
+                    pipeline_pb2.DispatchRequest(
+                        pair=PAIR, turn_id="turn-10", user_prompt="Und?", answer_text="Nichts Neues.",
+                        cluster="bier", as_of=to_timestamp(AS_OF), answer_analysis=given(0.6, ["neuigkeiten"]),
+                    )
+                )  # fmt: skip
+            await log.flush()
+        finally:
+            await server.stop(None)
+            await lzg_server.stop(None)
+    assert response.protokoll.ausgang == lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER
+    assert [f for f in response.fehler if f.startswith("usage reinforcement:")], list(response.fehler)
+    records = [r for r in sink.records if r.turn_id == "turn-10"]
+    usage = [r for r in records if r.node == "verwendung"]
+    assert [(r.art, r.inhalt["ausgang"]) for r in usage] == [("berechnung", "VERWENDUNG_AUSGANG_DB_FEHLER")]
+    assert "the LZG is down" in usage[0].inhalt["error"]
+    assert not any(r.node == "verwendung" for r in await peers.records("turn-10"))
