@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 import grpc.aio
 
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
+from novaberg_core.bootstrap import serve_from_env
 from novaberg_core.metrics import StoreSampler
 from novaberg_core.pipeline_log import PipelineLog
-from novaberg_core.server import RunningServer, serve
+from novaberg_core.server import RunningServer
 from novaberg_core.server import create_server as create_grpc_server
-from novaberg_core.telemetry import configure_logging
 from services.pixie.clients import ServiceClients
 from services.pixie.config import PixieConfig
 from services.pixie.erasure import Erasures
@@ -113,10 +113,8 @@ async def create_server(
 
 
 async def main() -> None:
-    cfg = PixieConfig.from_env()
-    configure_logging(cfg.common.log_level)
-    running = await create_server(cfg)
-    await serve(running, cfg.common.grace_seconds)
+    """Serves PixieService until SIGTERM (``python -m services.pixie`` runs it under ``run_service``)."""
+    await serve_from_env(PixieConfig.from_env, create_server)
 
 
 __all__ = ["SERVICE_NAME", "PixieApp", "create_server", "main"]
