@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg_core.bootstrap import run_from_env
+from novaberg_core.channels import Peers
 from novaberg_core.clusters import ClusterTable, default_clusters
 from novaberg_core.embedding import EmbeddingProvider, provider_from_env
 from novaberg_core.pipeline_log import PipelineLog
@@ -12,7 +13,7 @@ from novaberg_core.server import create_server as create_grpc_server
 from services.pipeline.analyzer import Analyzer, EntityRegistry, OfflineAnalyzer, OllamaChatAnalyzer
 from services.pipeline.config import PipelineConfig
 from services.pipeline.dossier import PerspectiveWeights
-from services.pipeline.peers import LzgRegistry, Peers
+from services.pipeline.peers import LzgRegistry
 from services.pipeline.registry_cache import RegistryCache
 from services.pipeline.servicer import PipelineServicer
 from services.pipeline.store import ClusterStore
