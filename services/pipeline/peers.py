@@ -25,6 +25,7 @@ from services.pipeline.registry_cache import RegistryCache
 
 __all__ = ["KzgPeer", "LzgPeer", "LzgRegistry"]
 
+
 class LzgRegistry:
     """The analyzers' :class:`~services.pipeline.analyzer.EntityRegistry` over the LZG service.
 
