@@ -18,16 +18,20 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Final
 
 import grpc
 import grpc.aio
 
+from novaberg.kzg.v1 import kzg_pb2_grpc
+from novaberg.log.v1 import log_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg_core.server import client_channel_arguments, insecure_channel
-from novaberg_core.tls import CertificateFiles, TlsConfig, channel_credentials
+from novaberg_core.tls import PLAINTEXT, CertificateFiles, TlsConfig, channel_credentials
 
-__all__ = ["ReloadingChannel", "peer_channel"]
+__all__ = ["Peers", "ReloadingChannel", "peer_channel"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -162,6 +166,33 @@ class ReloadingChannel(grpc.aio.Channel):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+@dataclass(eq=False)
+class Peers:
+    """Channels and stubs to the peers a service calls: the KZG and the LZG, and the log service
+    when its address is given (else ``log`` is None). The typed calls: :mod:`novaberg_core.peers`."""
+
+    kzg: kzg_pb2_grpc.KzgServiceStub
+    lzg: lzg_pb2_grpc.LzgServiceStub
+    log: log_pb2_grpc.LogServiceStub | None = None
+    channels: list[grpc.aio.Channel] = field(default_factory=list)
+
+    @classmethod
+    def connect(cls, kzg_addr: str, lzg_addr: str, tls: TlsConfig = PLAINTEXT, *, log_addr: str = "") -> Peers:
+        """Channels connect lazily: a service that is down fails the first call, not start-up."""
+        kzg_channel, lzg_channel = peer_channel(kzg_addr, tls), peer_channel(lzg_addr, tls)
+        peers = cls(kzg_pb2_grpc.KzgServiceStub(kzg_channel), lzg_pb2_grpc.LzgServiceStub(lzg_channel))
+        peers.channels += [kzg_channel, lzg_channel]
+        if log_addr:
+            log_channel = peer_channel(log_addr, tls)
+            peers.channels.append(log_channel)
+            peers.log = log_pb2_grpc.LogServiceStub(log_channel)
+        return peers
+
+    async def close(self) -> None:
+        for channel in self.channels:
+            await channel.close()
 
 
 def _positional(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:

@@ -1,5 +1,12 @@
-"""How one service calls another: the retry policy of idempotent calls and one mapping of a peer's
-status to a domain error (STYLE rules 5 and 9).
+"""How one service calls another: typed clients of the peers (:class:`KzgPeer`, :class:`LzgPeer`,
+:class:`LogPeer`) with deadline and wait-for-ready, the retry policy of idempotent calls, and one
+mapping of a peer's status to a domain error (STYLE rules 5 and 9).
+
+Every call a client makes goes through :func:`call_peer`: a refusal becomes the domain error
+naming the peer and the method (:func:`peer_error`); a status the mapping leaves alone (a bug:
+INTERNAL, UNKNOWN…) surfaces as it came. What the peer answered stays readable behind either
+(:func:`peer_status`), so "is the peer down" (:func:`peer_is_down`) and how a refusal reads in a
+record (:func:`describe`) are decided here and nowhere else.
 
 Retries are gRPC's own (``grpc.service_config`` with a ``retryPolicy`` per method): on
 UNAVAILABLE only, with exponential backoff and jitter, never past the call's deadline, and only
@@ -11,13 +18,18 @@ reinforcement, a log batch) are never retried here; their callers decide.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar, overload
 
 import grpc
 import grpc.aio
 
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2
+from novaberg.log.v1 import log_pb2
+from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.errors import (
     DeadlineExceeded,
     FailedPrecondition,
@@ -30,9 +42,18 @@ from novaberg_core.errors import (
 __all__ = [
     "CHANNEL_OPTIONS",
     "IDEMPOTENT_METHODS",
+    "PEER_FAILURES",
     "RETRY_POLICY",
+    "KzgPeer",
+    "LogPeer",
+    "LzgPeer",
+    "PeerClient",
+    "Rpc",
     "call_peer",
+    "describe",
     "peer_error",
+    "peer_is_down",
+    "peer_status",
     "service_config",
 ]
 
@@ -115,3 +136,126 @@ async def call_peer(peer: str, method: str, call: Awaitable[_T]) -> _T:
         if mapped is None:
             raise
         raise mapped from error
+
+
+PEER_FAILURES: Final = (NovabergError, grpc.aio.AioRpcError)
+"""What a call through :func:`call_peer` raises when the peer refuses: the mapped domain error, or
+the status the mapping leaves alone."""
+
+
+def peer_status(error: BaseException | None) -> grpc.aio.AioRpcError | None:
+    """The peer's own status behind ``error`` (as raised, or the one :func:`call_peer` mapped), else None."""
+    if isinstance(error, grpc.aio.AioRpcError):
+        return error
+    if isinstance(error, NovabergError) and isinstance(error.__cause__, grpc.aio.AioRpcError):
+        return error.__cause__
+    return None
+
+
+def peer_is_down(error: BaseException | None) -> bool:
+    """Whether ``error`` says the peer is unreachable (UNAVAILABLE): an outage, not the request's fault."""
+    status = peer_status(error)
+    return status is not None and status.code() == grpc.StatusCode.UNAVAILABLE
+
+
+def describe(error: BaseException) -> str:
+    """An error as a record reports it: a peer's status code and details, else the error's text."""
+    status = peer_status(error)
+    if status is not None:
+        return f"{status.code().name}: {status.details()}"
+    return str(error) or type(error).__name__
+
+
+_GET_MODEL = common_pb2.GetModelRequest()
+_Req = TypeVar("_Req", contravariant=True)
+_Resp = TypeVar("_Resp", covariant=True)
+
+
+class BoundRpc(Protocol[_Req, _Resp]):
+    """One RPC of a client: ``request`` with the client's deadline, or ``timeout_s`` when given."""
+
+    def __call__(self, request: _Req, timeout_s: float | None = None) -> Awaitable[_Resp]: ...
+
+
+class Rpc(Generic[_Req, _Resp]):
+    """A typed client's RPC, declared once as data (``get_entry = Rpc[Request, Response]("GetEntry")``);
+    on a client it is the call through :meth:`PeerClient.call`."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+
+    @overload
+    def __get__(self, client: None, owner: type) -> Rpc[_Req, _Resp]: ...
+
+    @overload
+    def __get__(self, client: PeerClient, owner: type) -> BoundRpc[_Req, _Resp]: ...
+
+    def __get__(self, client: PeerClient | None, owner: type) -> Rpc[_Req, _Resp] | BoundRpc[_Req, _Resp]:
+        if client is None:
+            return self
+        return functools.partial(client.call, self.method)
+
+
+class PeerClient:
+    """A peer's stub and the deadline of its calls; each call goes through :func:`call_peer`.
+
+    ``wait_for_ready`` makes a call wait (within its deadline) for a peer that is not reachable yet;
+    None (gRPC's default) lets an unreachable peer fail the call at once with UNAVAILABLE. An RPC
+    hands back the call itself (no coroutine of its own), so the client costs its caller nothing.
+    """
+
+    peer: ClassVar[str]
+    """The peer's name in the domain errors (``KZG``, ``LZG``, ``log``)."""
+
+    def __init__(self, stub: Any, timeout_s: float, *, wait_for_ready: bool | None = True) -> None:
+        self.stub = stub
+        self.timeout_s = timeout_s
+        self.wait_for_ready = wait_for_ready
+
+    def call(self, method: str, request: Any, timeout_s: float | None = None) -> Awaitable[Any]:
+        """``method(request)`` with ``timeout_s`` (the client's deadline unless given)."""
+        rpc = getattr(self.stub, method)
+        deadline = self.timeout_s if timeout_s is None else timeout_s
+        return call_peer(self.peer, method, rpc(request, timeout=deadline, wait_for_ready=self.wait_for_ready))
+
+    def get_model(self) -> Awaitable[common_pb2.ModelInfo]:
+        """The embedding model the peer's store was filled with (SPEC §2)."""
+        return self.call("GetModel", _GET_MODEL)
+
+
+class KzgPeer(PeerClient):
+    """The KZG service's calls its peers make (SPEC §3, §4, §5.3, §7)."""
+
+    peer = "KZG"
+    append_session_turn = Rpc[kzg_pb2.AppendSessionTurnRequest, kzg_pb2.AppendSessionTurnResponse]("AppendSessionTurn")
+    append_session_turns = Rpc[kzg_pb2.AppendSessionTurnsRequest, kzg_pb2.AppendSessionTurnsResponse]("AppendSessionTurns")
+    store_entry = Rpc[kzg_pb2.StoreEntryRequest, kzg_pb2.StoreEntryResponse]("StoreEntry")
+    store_entries = Rpc[kzg_pb2.StoreEntriesRequest, kzg_pb2.StoreEntriesResponse]("StoreEntries")
+    retrieve = Rpc[kzg_pb2.RetrieveRequest, kzg_pb2.RetrieveResponse]("Retrieve")
+    get_entry = Rpc[kzg_pb2.GetEntryRequest, kzg_pb2.GetEntryResponse]("GetEntry")
+    mark_hash_dirty = Rpc[kzg_pb2.MarkHashDirtyRequest, kzg_pb2.MarkHashDirtyResponse]("MarkHashDirty")
+    delete_entry = Rpc[kzg_pb2.DeleteEntryRequest, kzg_pb2.DeleteEntryResponse]("DeleteEntry")
+    ack_promotion_jobs = Rpc[kzg_pb2.AckPromotionJobsRequest, kzg_pb2.AckPromotionJobsResponse]("AckPromotionJobs")
+    erase = Rpc[kzg_pb2.EraseRequest, kzg_pb2.EraseResponse]("Erase")
+
+
+class LzgPeer(PeerClient):
+    """The LZG service's calls its peers make (SPEC §5.3, §5.6, §5.8, §7, §10)."""
+
+    peer = "LZG"
+    list_entities = Rpc[lzg_pb2.ListEntitiesRequest, lzg_pb2.ListEntitiesResponse]("ListEntities")
+    list_timelines = Rpc[lzg_pb2.ListTimelinesRequest, lzg_pb2.ListTimelinesResponse]("ListTimelines")
+    check_nodes = Rpc[lzg_pb2.CheckNodesRequest, lzg_pb2.CheckNodesResponse]("CheckNodes")
+    spreading_read = Rpc[lzg_pb2.SpreadingReadRequest, lzg_pb2.SpreadingReadResponse]("SpreadingRead")
+    reinforce_used = Rpc[lzg_pb2.ReinforceUsedRequest, lzg_pb2.ReinforceUsedResponse]("ReinforceUsed")
+    promote = Rpc[lzg_pb2.PromoteRequest, lzg_pb2.PromoteResponse]("Promote")
+    run_decay = Rpc[lzg_pb2.RunDecayRequest, lzg_pb2.RunDecayResponse]("RunDecay")
+    erase = Rpc[lzg_pb2.EraseRequest, lzg_pb2.EraseResponse]("Erase")
+
+
+class LogPeer(PeerClient):
+    """The log service's calls its peers make (SPEC §10.4; erasure)."""
+
+    peer = "log"
+    purge = Rpc[log_pb2.PurgeRequest, log_pb2.PurgeResponse]("Purge")
+    erase = Rpc[log_pb2.EraseRequest, log_pb2.EraseResponse]("Erase")

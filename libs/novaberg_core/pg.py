@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 from pgvector.asyncpg import register_vector
 
 from novaberg_core.errors import Unavailable
+from novaberg_core.migrations import apply_migrations
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
@@ -58,6 +61,29 @@ async def create_pool(
     except (OSError, asyncpg.PostgresError) as exc:
         raise Unavailable(f"PostgreSQL at {_redact(url)} is not reachable: {exc}") from exc
     assert pool is not None
+    return pool
+
+
+async def open_migrated_pool(
+    url: str,
+    schema: str,
+    migrations_dir: Path,
+    params: Mapping[str, str | int] | None = None,
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    vector: bool = True,
+) -> asyncpg.Pool:
+    """A store's pool (:func:`create_pool`) with its pending migrations applied; closed again if they fail.
+
+    Every store that owns tables opens this way at start-up (idempotent, safe with several replicas).
+    """
+    pool = await create_pool(url, schema, min_size=min_size, max_size=max_size, vector=vector)
+    try:
+        await apply_migrations(pool, schema, migrations_dir, params)
+    except BaseException:
+        await pool.close()
+        raise
     return pool
 
 

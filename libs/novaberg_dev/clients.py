@@ -3,7 +3,7 @@
 One channel per service, opened on first use; every call names its service and RPC so a
 failure reads as one line (``pipeline.BuildDossier: INVALID_ARGUMENT: unknown cluster …``).
 
-    async with ServiceClients(addresses) as clients:
+    async with DevClients(addresses) as clients:
         reply = await clients.call("pipeline", "BuildDossier", request)
 """
 
@@ -24,7 +24,7 @@ from novaberg.pixie.v1 import pixie_pb2_grpc
 from novaberg_core.channels import peer_channel
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 
-__all__ = ["MAX_RECEIVE_BYTES", "STUBS", "ServiceCallError", "ServiceClients"]
+__all__ = ["MAX_RECEIVE_BYTES", "STUBS", "DevClients", "ServiceCallError", "ServiceClients"]
 
 MAX_RECEIVE_BYTES = 512 * 1024 * 1024
 """Largest reply a tool accepts (gRPC's default is 4 MiB): a pair's whole graph, e.g. ListEdges of
@@ -51,9 +51,12 @@ class ServiceCallError(Exception):
         super().__init__(f"{service}.{rpc}: {code}: {details}")
 
 
-class ServiceClients:
+class DevClients:
     """Lazily opened channels to the services at ``addresses`` (service name → ``host:port``),
-    with the caller's certificate under mTLS (``tls``; the CLI's is the ``operator`` identity)."""
+    with the caller's certificate under mTLS (``tls``; the CLI's is the ``operator`` identity).
+
+    Generic by service and RPC name, for tools; the services call each other through the typed
+    clients of :mod:`novaberg_core.peers` instead."""
 
     def __init__(self, addresses: Mapping[str, str], *, timeout: float = 60.0, tls: TlsConfig = PLAINTEXT) -> None:
         self.addresses = dict(addresses)
@@ -92,10 +95,14 @@ class ServiceClients:
         self._channels.clear()
         self._stubs.clear()
 
-    async def __aenter__(self) -> ServiceClients:
+    async def __aenter__(self) -> DevClients:
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+ServiceClients = DevClients
+"""The former name, still imported by ``tests/e2e/test_demo.py``; new code says :class:`DevClients`."""

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg_core.bootstrap import run_from_env
 from novaberg_core.embedding import EmbeddingProvider, profile_for, provider_from_env
 from novaberg_core.metrics import StoreSampler
 from novaberg_core.pipeline_log import PipelineLog
-from novaberg_core.server import RunningServer, run_service, serve
+from novaberg_core.server import RunningServer
 from novaberg_core.server import create_server as create_grpc_server
-from novaberg_core.telemetry import configure_logging
 from services.kzg.config import KzgConfig
 from services.kzg.memory import KzgMemory
 from services.kzg.servicer import KzgServicer
@@ -65,13 +65,6 @@ async def create_server(
     )
 
 
-async def _main() -> None:
-    cfg = KzgConfig.from_env()
-    configure_logging(cfg.common.log_level)
-    running = await create_server(cfg)
-    await serve(running, cfg.common.grace_seconds)
-
-
 def main() -> None:
     """``python -m services.kzg``."""
-    run_service(_main)
+    run_from_env(KzgConfig.from_env, create_server)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
-from novaberg_core import server as bootstrap
+from novaberg_core.bootstrap import run_from_env
 from novaberg_core.server import RunningServer
+from novaberg_core.server import create_server as create_grpc_server
 from services.log.config import LogConfig
 from services.log.servicer import LogServicer
 from services.log.store import LogStore
@@ -19,7 +20,7 @@ async def create_server(cfg: LogConfig, *, store: LogStore | None = None) -> Run
         store = await LogStore.open(cfg.postgres_url, max_size=cfg.pool_max_size)
     servicer = LogServicer(store, retention_days=cfg.retention_days)
     try:
-        return await bootstrap.create_server(
+        return await create_grpc_server(
             cfg.common,
             lambda server: log_pb2_grpc.add_LogServiceServicer_to_server(servicer, server),
             [FULL_SERVICE_NAME],
@@ -31,13 +32,6 @@ async def create_server(cfg: LogConfig, *, store: LogStore | None = None) -> Run
         raise
 
 
-async def _serve() -> None:
-    cfg = LogConfig.from_env()
-    bootstrap.configure_logging(cfg.common.log_level)
-    running = await create_server(cfg)
-    await bootstrap.serve(running, cfg.common.grace_seconds)
-
-
 def main() -> None:
     """Entry point of ``python -m services.log``."""
-    bootstrap.run_service(_serve)
+    run_from_env(LogConfig.from_env, create_server)

@@ -13,8 +13,8 @@ from typing import Any, Final
 import asyncpg
 
 from novaberg_core.errors import InvalidArgument, Unavailable
-from novaberg_core.migrations import apply_migrations, load_queries, render
-from novaberg_core.pg import create_pool
+from novaberg_core.migrations import load_queries, render
+from novaberg_core.pg import open_migrated_pool
 from services.log.domain import COPY_COLUMNS, LogQuery, NewRow
 from services.log.rights import TOMBSTONE_WINDOW, EraseCounts, IngestGuard
 
@@ -82,12 +82,7 @@ class LogStore:
     @classmethod
     async def open(cls, postgres_url: str, *, max_size: int = 8) -> LogStore:
         """Connect (schema ``log``), apply pending migrations, load the named queries."""
-        pool = await create_pool(postgres_url, SCHEMA, min_size=1, max_size=max_size, vector=False)
-        try:
-            await apply_migrations(pool, SCHEMA, SQL_DIR / "migrations")
-        except BaseException:
-            await pool.close()
-            raise
+        pool = await open_migrated_pool(postgres_url, SCHEMA, SQL_DIR / "migrations", max_size=max_size, vector=False)
         return cls(pool, named_queries())
 
     async def close(self) -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.bootstrap import run_from_env
 from novaberg_core.clusters import default_clusters
 from novaberg_core.embedding import EmbeddingProvider, ModelProfile, profile_for, provider_from_env
 from novaberg_core.metrics import StoreSampler
 from novaberg_core.pipeline_log import PipelineLog
-from novaberg_core.server import RunningServer, run_service, serve
+from novaberg_core.server import RunningServer
 from novaberg_core.server import create_server as create_grpc_server
-from novaberg_core.telemetry import configure_logging
 from services.lzg.config import LzgConfig
 from services.lzg.engine import LzgEngine
 from services.lzg.servicer import LzgServicer
@@ -62,13 +62,6 @@ async def create_server(
         raise
 
 
-async def _main() -> None:
-    cfg = LzgConfig.from_env()
-    configure_logging(cfg.common.log_level)
-    running = await create_server(cfg)
-    await serve(running, cfg.common.grace_seconds)
-
-
 def main() -> None:
     """``python -m services.lzg``."""
-    run_service(_main)
+    run_from_env(LzgConfig.from_env, create_server)

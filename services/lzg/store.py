@@ -19,8 +19,8 @@ import asyncpg
 from pgvector import Vector
 
 from novaberg_core.embedding import ModelStamp, check_store_model
-from novaberg_core.migrations import apply_migrations, load_queries
-from novaberg_core.pg import create_pool
+from novaberg_core.migrations import load_queries
+from novaberg_core.pg import open_migrated_pool
 from services.lzg.layers import LZG_TIMELINE_TOLERANZ, Praezision, TimelineRef, timeline_tiefe
 from services.lzg.read_store import PairReader
 from services.lzg.rows import (
@@ -334,12 +334,8 @@ class LzgStore:
     @classmethod
     async def open(cls, url: str, *, dimension: int, min_size: int = 1, max_size: int = 10) -> LzgStore:
         """Pool on schema ``lzg``, migrations applied (vector column of ``dimension``), queries loaded."""
-        pool = await create_pool(url, SCHEMA, min_size=min_size, max_size=max_size)
-        try:
-            await apply_migrations(pool, SCHEMA, _SQL_DIR / "migrations", {"dimension": dimension})
-        except BaseException:
-            await pool.close()
-            raise
+        migrations = _SQL_DIR / "migrations"
+        pool = await open_migrated_pool(url, SCHEMA, migrations, {"dimension": dimension}, min_size=min_size, max_size=max_size)
         return cls(pool, load_queries(_SQL_DIR / "queries.sql"), dimension)
 
     async def close(self) -> None:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
+from novaberg_core.bootstrap import run_from_env
+from novaberg_core.channels import Peers
 from novaberg_core.clusters import ClusterTable, default_clusters
 from novaberg_core.embedding import EmbeddingProvider, provider_from_env
 from novaberg_core.pipeline_log import PipelineLog
-from novaberg_core.server import RunningServer, run_service, serve
+from novaberg_core.server import RunningServer
 from novaberg_core.server import create_server as create_grpc_server
-from novaberg_core.telemetry import configure_logging
 from services.pipeline.analyzer import Analyzer, EntityRegistry, OfflineAnalyzer, OllamaChatAnalyzer
 from services.pipeline.config import PipelineConfig
 from services.pipeline.dossier import PerspectiveWeights
-from services.pipeline.peers import LzgRegistry, Peers
+from services.pipeline.peers import LzgRegistry
 from services.pipeline.registry_cache import RegistryCache
 from services.pipeline.servicer import PipelineServicer
 from services.pipeline.store import ClusterStore
@@ -80,13 +81,6 @@ async def create_server(
     )
 
 
-async def _main() -> None:
-    cfg = PipelineConfig.from_env()
-    configure_logging(cfg.common.log_level)
-    running = await create_server(cfg)
-    await serve(running, cfg.common.grace_seconds)
-
-
 def main() -> None:
     """``python -m services.pipeline``."""
-    run_service(_main)
+    run_from_env(PipelineConfig.from_env, create_server)

@@ -33,10 +33,10 @@ from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.contract import check_pair, pair_token, user_token
 from novaberg_core.errors import NotFound, Unavailable
+from novaberg_core.peers import KzgPeer, LogPeer, LzgPeer, describe
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.timeutil import utc_now
 from services.pixie.background import every
-from services.pixie.promotion_types import describe
 from services.pixie.store import ErasureHeldElsewhere, ErasureRecord, PixieStore
 
 __all__ = [
@@ -149,10 +149,12 @@ class Erasures:
         else:
             target.pair.user_id, target.pair.character_id = user, character
         timeout = self.rpc_timeout_s
+        # An unreachable service fails its step at once (no waiting): the erasure is resumed later.
+        kzg_peer, lzg_peer = KzgPeer(self.kzg, timeout, wait_for_ready=None), LzgPeer(self.lzg, timeout, wait_for_ready=None)
         if "kzg" not in record.steps_done or "lzg" not in record.steps_done:
             async with self._promotions_stopped(user, character):
                 if "kzg" not in record.steps_done:
-                    kzg = await self.kzg.Erase(kzg_pb2.EraseRequest(target=target), timeout=timeout)
+                    kzg = await kzg_peer.erase(kzg_pb2.EraseRequest(target=target))
                     record = await self._done(
                         record,
                         "kzg",
@@ -166,7 +168,7 @@ class Erasures:
                         cutoff=kzg.stream_cutoff,
                     )
                 if "lzg" not in record.steps_done:
-                    lzg = await self.lzg.Erase(lzg_pb2.EraseRequest(target=target), timeout=timeout * 4)
+                    lzg = await lzg_peer.erase(lzg_pb2.EraseRequest(target=target), timeout * 4)
                     record = await self._done(
                         record,
                         "lzg",
@@ -185,7 +187,8 @@ class Erasures:
                 # Without a log service every writer discards its records: the log holds nothing.
                 counts = {"log.rows": 0, "log.turn_roh": 0, "log.unpaired_rows": 0}
             else:
-                log = await self.log.Erase(log_pb2.EraseRequest(target=target), timeout=timeout * 4)
+                log_peer = LogPeer(self.log, timeout, wait_for_ready=None)
+                log = await log_peer.erase(log_pb2.EraseRequest(target=target), timeout * 4)
                 counts = {
                     "log.rows": log.rows,
                     "log.turn_roh": log.turn_roh,

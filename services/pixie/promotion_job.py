@@ -11,24 +11,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import grpc
-import grpc.aio
-
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.errors import NotFound
+from novaberg_core.peers import PEER_FAILURES, KzgPeer, LzgPeer, describe, peer_is_down
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import link_to, tracer
 from novaberg_core.timeutil import from_timestamp, to_timestamp, utc_now
 from services.pixie.config import PixieConfig
-from services.pixie.promotion_types import (
-    NODE,
-    JobFailed,
-    StepHook,
-    Tally,
-    describe,
-    is_outage,
-)
+from services.pixie.promotion_types import NODE, JobFailed, StepHook, Tally
 from services.pixie.store import JobRef, PixieStore
 from services.pixie.tasks import next_attempt_at, should_park
 
@@ -68,10 +60,18 @@ class PromotionSteps:
     clock: Callable[[], datetime] = utc_now
     step_hook: StepHook | None = None
 
+    @property
+    def kzg_peer(self) -> KzgPeer:
+        """The KZG's calls with the worker's deadline; an unreachable KZG fails a call at once (an outage)."""
+        return KzgPeer(self.kzg, self.settings.rpc_timeout_s, wait_for_ready=None)
+
+    @property
+    def lzg_peer(self) -> LzgPeer:
+        """The LZG's calls with the worker's deadline; an unreachable LZG fails a call at once (an outage)."""
+        return LzgPeer(self.lzg, self.settings.rpc_timeout_s, wait_for_ready=None)
+
     async def _ack(self, job_ids: list[str], tally: Tally) -> None:
-        response = await self.kzg.AckPromotionJobs(
-            kzg_pb2.AckPromotionJobsRequest(job_ids=job_ids), timeout=self.settings.rpc_timeout_s
-        )
+        response = await self.kzg_peer.ack_promotion_jobs(kzg_pb2.AckPromotionJobsRequest(job_ids=job_ids))
         tally["acked"] += response.acked
 
     # --- one job ------------------------------------------------------------------------
@@ -85,7 +85,6 @@ class PromotionSteps:
             as_of = from_timestamp(job.ausgeloest_am)  # SPEC §11: promoted in the entry's own time
         if as_of is not None:
             where["erstellt_am"] = as_of  # the log rows of a replay sit at its simulated time
-        timeout = self.settings.rpc_timeout_s
         async with self.plog.span(turn_id=turn_id, node=NODE, **where) as span_id:
             logged = {"span_id": span_id, **where}
             job_info = {"job_id": job.job_id, "kzg_key": job.kzg_key, "delivery_count": job.delivery_count}
@@ -102,16 +101,15 @@ class PromotionSteps:
             # The promotion joins the trace of the turn that wrote the entry (a span link).
             with _TRACER.start_as_current_span("pixie.promote", links=link_to(entry.traceparent)):
                 try:
-                    promoted = await self.lzg.Promote(
+                    promoted = await self.lzg_peer.promote(
                         lzg_pb2.PromoteRequest(
                             entry=entry,
                             turn=common_pb2.TurnContext(turn_id=turn_id, span_id=span_id),
                             ausloeser_turn_id=job.ausloeser_turn_id,
                             as_of=None if as_of is None else to_timestamp(as_of),
-                        ),
-                        timeout=timeout,
+                        )
                     )
-                except grpc.aio.AioRpcError as error:
+                except PEER_FAILURES as error:
                     raise JobFailed(f"LZG Promote: {describe(error)}") from error
             if self.step_hook is not None:
                 await self.step_hook("promoted", job)
@@ -144,25 +142,21 @@ class PromotionSteps:
     ) -> None:
         """The pair's hash_dirty marker after a duplicate or half-reactivation (the entry stays in the KZG)."""
         try:
-            await self.kzg.MarkHashDirty(
+            await self.kzg_peer.mark_hash_dirty(
                 kzg_pb2.MarkHashDirtyRequest(
                     pair=job.pair, reason=f"promotion {job.kzg_key} -> {ausgang} node {node_id}",
                     as_of=None if as_of is None else to_timestamp(as_of),
-                ),
-                timeout=self.settings.rpc_timeout_s,
+                )
             )
-        except grpc.aio.AioRpcError as error:
+        except PEER_FAILURES as error:
             raise JobFailed(f"KZG MarkHashDirty after {ausgang} of node {node_id}: {describe(error)}") from error
 
     async def _read_entry(self, job: kzg_pb2.PromotionJob) -> common_pb2.KzgEntry | None:
         try:
-            response = await self.kzg.GetEntry(
-                kzg_pb2.GetEntryRequest(pair=job.pair, kzg_key=job.kzg_key),
-                timeout=self.settings.rpc_timeout_s,
-            )
-        except grpc.aio.AioRpcError as error:
-            if error.code() == grpc.StatusCode.NOT_FOUND:
-                return None
+            response = await self.kzg_peer.get_entry(kzg_pb2.GetEntryRequest(pair=job.pair, kzg_key=job.kzg_key))
+        except NotFound:
+            return None
+        except PEER_FAILURES as error:
             raise JobFailed(f"KZG GetEntry: {describe(error)}") from error
         return response.entry
 
@@ -175,23 +169,21 @@ class PromotionSteps:
         A failing or unverified DEL is logged loudly and counted (``kzg_delete_failed``), not
         raised: the job is still acked. Only an unreachable KZG keeps the job pending (outage).
         """
-        timeout = self.settings.rpc_timeout_s
         turn = common_pb2.TurnContext(turn_id=turn_id, span_id=span_id)
         logged: dict[str, Any] = {"span_id": span_id, "user_id": job.pair.user_id, "character_id": job.pair.character_id}
         if as_of is not None:
             logged["erstellt_am"] = as_of
         failure = ""
         try:
-            deleted = await self.kzg.DeleteEntry(
+            deleted = await self.kzg_peer.delete_entry(
                 kzg_pb2.DeleteEntryRequest(
                     pair=job.pair, kzg_key=job.kzg_key, turn=turn,
                     hash_dirty_reason=f"promotion {job.kzg_key} -> node {node_id}",
                     as_of=None if as_of is None else to_timestamp(as_of),
-                ),
-                timeout=timeout,
+                )
             )
-        except grpc.aio.AioRpcError as error:
-            if is_outage(error):
+        except PEER_FAILURES as error:
+            if peer_is_down(error):
                 # The KZG is unreachable (its ack would fail too): an outage, the job stays pending
                 # and its replay (already_promoted) marks and deletes again.
                 raise JobFailed(f"KZG DeleteEntry after new node {node_id}: {describe(error)}") from error

@@ -1,15 +1,14 @@
 """The promotion worker's vocabulary (SPEC §5.3, §9): a run's counts, the step hook,
-the two ways a job stops short (a job failure, an outage), and how an error is described."""
+the two ways a job stops short (a job failure, an outage). How a peer's error reads and whether it
+is an outage: :mod:`novaberg_core.peers` (re-exported here for the worker's modules)."""
 
 from __future__ import annotations
 
 import collections
 from collections.abc import Awaitable, Callable
 
-import grpc
-import grpc.aio
-
 from novaberg.kzg.v1 import kzg_pb2
+from novaberg_core.peers import describe, peer_is_down
 
 NODE = "promotion"
 """pipeline_log node name of every promotion record (SPEC §5.3)."""
@@ -44,15 +43,14 @@ class DependencyDown(Exception):
     (an outage must not park healthy jobs); the jobs stay pending and the worker backs off."""
 
 
-def is_outage(error: BaseException | None) -> bool:
-    return isinstance(error, grpc.aio.AioRpcError) and error.code() == grpc.StatusCode.UNAVAILABLE
+is_outage = peer_is_down
+"""Whether a peer call's error is an outage (the peer unreachable): decided in ``novaberg_core.peers``."""
 
 
 def new_tally() -> Tally:
     return Tally(dict.fromkeys(COUNT_KEYS, 0))
 
-def describe(error: BaseException) -> str:
-    """An error as a run, an erasure or a log record reports it (a peer's status code and details)."""
-    if isinstance(error, grpc.aio.AioRpcError):
-        return f"{error.code().name}: {error.details()}"
-    return str(error) or type(error).__name__
+
+__all__ = [
+    "COUNT_KEYS", "NODE", "DependencyDown", "JobFailed", "StepHook", "Tally", "describe", "is_outage", "new_tally",
+]  # fmt: skip

@@ -22,18 +22,17 @@ from datetime import date, datetime, timedelta
 from typing import Any, TypeVar
 
 import asyncpg
-import grpc.aio
 
 from novaberg.common.v1 import common_pb2
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.maintenance import PairKey, check_scope
+from novaberg_core.peers import PEER_FAILURES, LogPeer, LzgPeer, describe
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.timeutil import to_timestamp, utc_now
 from services.pixie.background import every
 from services.pixie.config import PixieConfig
 from services.pixie.promotion import PromotionWorker
-from services.pixie.promotion_types import describe
 from services.pixie.runlog import RunSpan, log_single_run, new_turn_id, pair_fields
 from services.pixie.store import PixieStore, RunRecord
 from services.pixie.tasks import (
@@ -175,11 +174,10 @@ class Scheduler:
                     span_id=span.span_id, **details, **pair,
                 )  # fmt: skip
 
+        lzg_peer = LzgPeer(self.lzg, timeout, wait_for_ready=None)  # an unreachable LZG fails at once
         try:
             decayed = await _answer(
-                self.lzg.RunDecay(
-                    lzg_pb2.RunDecayRequest(as_of=to_timestamp(as_of), turn=turn, pairs=scope), timeout=timeout
-                ),
+                lzg_peer.run_decay(lzg_pb2.RunDecayRequest(as_of=to_timestamp(as_of), turn=turn, pairs=scope)),
                 "LZG RunDecay failed", errors,
             )  # fmt: skip
             if decayed is not None:
@@ -195,7 +193,8 @@ class Scheduler:
                 request = log_pb2.PurgeRequest(
                     as_of=to_timestamp(as_of), retention_days=self.settings.log_retention_days, pairs=scope
                 )
-                purged = await _answer(self.log.Purge(request, timeout=timeout), "log Purge failed", errors)
+                log_peer = LogPeer(self.log, timeout, wait_for_ready=None)
+                purged = await _answer(log_peer.purge(request), "log Purge failed", errors)
                 if purged is not None:
                     counts["log_rows_deleted"] = purged.deleted
                     counts["kept_turn_roh"] = purged.kept_turn_roh
@@ -313,6 +312,6 @@ async def _answer(call: Awaitable[_T], failure: str, errors: list[str]) -> _T | 
     """A peer's answer, or None with ``failure`` and the peer's status noted in ``errors``."""
     try:
         return await call
-    except grpc.aio.AioRpcError as error:
+    except PEER_FAILURES as error:
         errors.append(f"{failure}: {describe(error)}")
         return None

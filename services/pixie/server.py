@@ -1,4 +1,4 @@
-"""Pixie server: the app (store, clients, worker, scheduler) behind PixieService (SPEC §9)."""
+"""Pixie server: the app (store, peers, worker, scheduler) behind PixieService (SPEC §9)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 import grpc.aio
 
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
+from novaberg_core.bootstrap import serve_from_env
+from novaberg_core.channels import Peers
 from novaberg_core.metrics import StoreSampler
 from novaberg_core.pipeline_log import PipelineLog
-from novaberg_core.server import RunningServer, serve
+from novaberg_core.server import RunningServer
 from novaberg_core.server import create_server as create_grpc_server
-from novaberg_core.telemetry import configure_logging
-from services.pixie.clients import ServiceClients
 from services.pixie.config import PixieConfig
 from services.pixie.erasure import Erasures
 from services.pixie.promotion import PromotionWorker
@@ -31,7 +31,7 @@ class PixieApp:
 
     cfg: PixieConfig
     store: PixieStore
-    clients: ServiceClients
+    peers: Peers
     plog: PipelineLog
     worker: PromotionWorker
     scheduler: Scheduler
@@ -54,20 +54,20 @@ class PixieApp:
         pipeline_log: PipelineLog | None = None,
         step_hook: StepHook | None = None,
     ) -> PixieApp:
-        """Connects the store (migrations applied) and the service clients; starts no background work."""
+        """Connects the store (migrations applied) and the peers' channels; starts no background work."""
         store = await PixieStore.open(cfg.postgres_url, max_size=cfg.concurrency + 4)
-        clients = ServiceClients.connect(cfg.kzg_addr, cfg.lzg_addr, cfg.log_addr, cfg.common.tls)
+        peers = Peers.connect(cfg.kzg_addr, cfg.lzg_addr, cfg.common.tls, log_addr=cfg.log_addr)
         plog = pipeline_log if pipeline_log is not None else PipelineLog.from_env("Pixie", tls=cfg.common.tls)
         await plog.start()
         worker = PromotionWorker(
-            kzg=clients.kzg, lzg=clients.lzg, store=store, plog=plog, replica_id=cfg.replica_id,
+            kzg=peers.kzg, lzg=peers.lzg, store=store, plog=plog, replica_id=cfg.replica_id,
             settings=cfg, step_hook=step_hook,
         )
         scheduler = Scheduler(
-            store=store, worker=worker, lzg=clients.lzg, log=clients.log, plog=plog,
+            store=store, worker=worker, lzg=peers.lzg, log=peers.log, plog=plog,
             replica_id=cfg.replica_id, settings=cfg,
         )
-        return cls(cfg, store, clients, plog, worker, scheduler, owns_plog=pipeline_log is None)
+        return cls(cfg, store, peers, plog, worker, scheduler, owns_plog=pipeline_log is None)
 
     def start_background(self) -> None:
         """The promotion worker, the daily loop and the resumption of unfinished erasures."""
@@ -81,7 +81,7 @@ class PixieApp:
         await self.scheduler.stop()
         if self.owns_plog:
             await self.plog.close()
-        await self.clients.close()
+        await self.peers.close()
         await self.store.close()
 
 
@@ -113,10 +113,8 @@ async def create_server(
 
 
 async def main() -> None:
-    cfg = PixieConfig.from_env()
-    configure_logging(cfg.common.log_level)
-    running = await create_server(cfg)
-    await serve(running, cfg.common.grace_seconds)
+    """Serves PixieService until SIGTERM (``python -m services.pixie`` runs it under ``run_service``)."""
+    await serve_from_env(PixieConfig.from_env, create_server)
 
 
 __all__ = ["SERVICE_NAME", "PixieApp", "create_server", "main"]

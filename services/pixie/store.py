@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from novaberg_core.migrations import apply_migrations, load_queries
-from novaberg_core.pg import create_pool
+from novaberg_core.migrations import load_queries
+from novaberg_core.pg import open_migrated_pool
 from services.pixie.tasks import OUTCOMES, pair_lock_key, user_lock_key
 
 SCHEMA = "pixie"
@@ -157,13 +157,7 @@ class PixieStore:
     @classmethod
     async def open(cls, url: str, *, max_size: int = 10) -> PixieStore:
         """Pool on schema ``pixie`` with migrations applied (idempotent, safe with several replicas)."""
-        pool = await create_pool(url, SCHEMA, min_size=1, max_size=max_size, vector=False)
-        try:
-            await apply_migrations(pool, SCHEMA, _SQL_DIR / "migrations")
-        except BaseException:
-            await pool.close()
-            raise
-        return cls(pool)
+        return cls(await open_migrated_pool(url, SCHEMA, _SQL_DIR / "migrations", max_size=max_size, vector=False))
 
     async def close(self) -> None:
         await self.pool.close()

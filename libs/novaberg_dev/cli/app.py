@@ -28,7 +28,7 @@ from novaberg_dev.cli.log import cmd_log
 from novaberg_dev.cli.maintenance import cmd_pixie, cmd_reembed
 from novaberg_dev.cli.rights import RIGHTS_COMMANDS, RightsCliError, add_pixie_commands, add_rights_commands
 from novaberg_dev.cli.up import cmd_demo, run_up
-from novaberg_dev.clients import ServiceCallError, ServiceClients
+from novaberg_dev.clients import DevClients, ServiceCallError
 
 __all__ = ["COMMANDS", "build_parser", "main", "run_command"]
 
@@ -57,7 +57,7 @@ async def run_command(
     """Runs one client command against ``addresses`` (connecting per ``tls``)."""
     handler, needed = COMMANDS[args.command]
     require_services(addresses, *needed)
-    async with ServiceClients(addresses, tls=tls) as clients:
+    async with DevClients(addresses, tls=tls) as clients:
         result: int = await handler(clients, args, out)
         return result
 

@@ -20,7 +20,7 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.config import ConfigError
 from novaberg_core.timeutil import utc_now
 from novaberg_core.tls import PLAINTEXT, TlsConfig
-from novaberg_dev.clients import ServiceClients
+from novaberg_dev.clients import DevClients
 
 __all__ = [
     "DEFAULT_CHARACTER",
@@ -175,12 +175,12 @@ def beobachter_name(value: int) -> str:
     return _BEOBACHTER_NAMES.get(value, "?")
 
 
-async def entity_names(clients: ServiceClients, pair: common_pb2.Pair) -> dict[int, str]:
+async def entity_names(clients: DevClients, pair: common_pb2.Pair) -> dict[int, str]:
     listed = await clients.call("lzg", "ListEntities", lzg_pb2.ListEntitiesRequest(pair=pair))
     return {e.id: e.name for e in listed.entities}
 
 
-async def node_texts(clients: ServiceClients, pair: common_pb2.Pair) -> dict[int, str]:
+async def node_texts(clients: DevClients, pair: common_pb2.Pair) -> dict[int, str]:
     listed = await clients.call(
         "lzg", "ListNodes", lzg_pb2.ListNodesRequest(pair=pair, limit=1000, include_inactive=True)
     )

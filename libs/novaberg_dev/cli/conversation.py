@@ -34,7 +34,7 @@ from novaberg_dev.cli.common import (
     parse_as_of,
 )
 from novaberg_dev.cli.maintenance import print_run
-from novaberg_dev.clients import ServiceCallError, ServiceClients
+from novaberg_dev.clients import DevClients, ServiceCallError
 
 __all__ = [
     "IMPORT_BATCH",
@@ -162,7 +162,7 @@ def parse_turn_file(
 # --------------------------------------------------------------------------- commands
 
 
-async def cmd_observe(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def cmd_observe(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     pair = pair_of(args)
     request = pipeline_pb2.ObserveTurnRequest(
         pair=pair, turn_id=args.turn_id or str(uuid.uuid4()), text=args.text,
@@ -212,7 +212,7 @@ async def cmd_observe(clients: ServiceClients, args: argparse.Namespace, out: Ca
     return 0
 
 
-async def cmd_recall(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def cmd_recall(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     from novaberg_dev.demo import format_dossier
 
     pair = pair_of(args)
@@ -267,7 +267,7 @@ def observe_batches(
     return batches
 
 
-async def cmd_import(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def cmd_import(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     path = Path(args.file)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -13,12 +13,12 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.timeutil import from_timestamp
 from novaberg_dev.cli.common import CliError, beobachter_name, entity_names, node_texts, pair_of, shorten
-from novaberg_dev.clients import ServiceClients
+from novaberg_dev.clients import DevClients
 
 __all__ = ["check_graph_output", "cmd_graph", "cmd_inspect", "write_graph"]
 
 
-async def cmd_inspect(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def cmd_inspect(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     pair = pair_of(args)
     # The node first: an unknown one is an error before anything is printed.
     node = (await clients.call("lzg", "GetNode", lzg_pb2.GetNodeRequest(pair=pair, node_id=args.node))).node \
@@ -48,7 +48,7 @@ async def cmd_inspect(clients: ServiceClients, args: argparse.Namespace, out: Ca
 
 
 async def _inspect_node(
-    clients: ServiceClients, pair: common_pb2.Pair, node: lzg_pb2.Node, names: Mapping[int, str],
+    clients: DevClients, pair: common_pb2.Pair, node: lzg_pb2.Node, names: Mapping[int, str],
     out: Callable[[str], None],
 ) -> int:
     node_id = node.id
@@ -83,7 +83,7 @@ async def _inspect_node(
     return 0
 
 
-async def cmd_graph(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def cmd_graph(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     pair = pair_of(args)
     path = await write_graph(clients, pair, args.output, limit=args.limit, include_inactive=args.include_inactive)
     out(f"wrote {path}")
@@ -101,7 +101,7 @@ def check_graph_output(output: Path) -> None:
 
 
 async def write_graph(
-    clients: ServiceClients, pair: common_pb2.Pair, output: Path, *, limit: int = 5000, include_inactive: bool = False
+    clients: DevClients, pair: common_pb2.Pair, output: Path, *, limit: int = 5000, include_inactive: bool = False
 ) -> Path:
     """Renders the pair's graph to ``output`` (``.html`` explorer, ``.png``/``.svg`` picture): the
     ``limit`` strongest active nodes and, with ``include_inactive``, up to ``limit`` inactive ones.

@@ -12,7 +12,7 @@ from google.protobuf.json_format import MessageToDict
 from novaberg.log.v1 import log_pb2
 from novaberg_core.timeutil import from_timestamp
 from novaberg_dev.cli.common import pair_of, shorten
-from novaberg_dev.clients import ServiceClients
+from novaberg_dev.clients import DevClients
 
 __all__ = ["cmd_log"]
 
@@ -46,7 +46,7 @@ def _turn_text(record: log_pb2.LogRecord) -> str:
     return inhalt if isinstance(inhalt, str) and record.art == "eingang" else ""
 
 
-async def _list_turns(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def _list_turns(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     """The pair's most recent turns (rows of any art, or of ``--art``/``--node``), newest first."""
     pair = pair_of(args)
     wanted = args.limit or _LIST_TURNS_DEFAULT
@@ -73,7 +73,7 @@ async def _list_turns(clients: ServiceClients, args: argparse.Namespace, out: Ca
     return 0
 
 
-async def cmd_log(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def cmd_log(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     if not args.turn_id:
         return await _list_turns(clients, args, out)
     query = log_pb2.QueryRequest(

@@ -14,7 +14,7 @@ from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.timeutil import from_timestamp, to_timestamp
 from novaberg_dev.cli.common import CliError, ProgressBar, parse_as_of
 from novaberg_dev.cli.rights import PIXIE_ACTIONS
-from novaberg_dev.clients import ServiceClients
+from novaberg_dev.clients import DevClients
 
 __all__ = ["COUNT_WORDS", "cmd_pixie", "cmd_reembed", "describe_counts", "print_run"]
 
@@ -80,7 +80,7 @@ def _parse_pair(text: str) -> common_pb2.Pair:
     return common_pb2.Pair(user_id=user, character_id=character)
 
 
-async def cmd_pixie(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def cmd_pixie(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     action = args.pixie_command
     if action == "tasks":
         for task in (await clients.call("pixie", "ListTasks", pixie_pb2.ListTasksRequest())).tasks:

@@ -27,7 +27,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.timeutil import from_timestamp
 from novaberg_dev.cli.common import ProgressBar
-from novaberg_dev.clients import ServiceCallError, ServiceClients
+from novaberg_dev.clients import DevClients, ServiceCallError
 
 __all__ = ["PIXIE_ACTIONS", "RIGHTS_COMMANDS", "add_pixie_commands", "add_rights_commands", "ask"]
 
@@ -61,7 +61,7 @@ def _receipt_lines(receipt: pixie_pb2.ErasureReceipt) -> list[str]:
     return lines
 
 
-async def cmd_erase(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def cmd_erase(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     if args.all_characters == bool(args.character):
         raise RightsCliError("name --character C, or --all-characters to erase every pair of the user")
     expected = args.user if args.all_characters else f"{args.user} {args.character}"
@@ -100,7 +100,7 @@ async def cmd_erase(clients: ServiceClients, args: argparse.Namespace, out: Call
     return 0
 
 
-async def _stream(clients: ServiceClients, rpc: str, request: Any) -> AsyncIterator[Any]:
+async def _stream(clients: DevClients, rpc: str, request: Any) -> AsyncIterator[Any]:
     """A server-streaming Pixie call; a failure becomes one line (ServiceCallError)."""
     try:
         async for message in getattr(clients.stub("pixie"), rpc)(request, timeout=_LONG):
@@ -111,7 +111,7 @@ async def _stream(clients: ServiceClients, rpc: str, request: Any) -> AsyncItera
         ) from None
 
 
-async def cmd_export(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def cmd_export(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     pair = _pair(args)
     path = Path(args.output or f"export-{pair.user_id}-{pair.character_id}.jsonl")
     bar: ProgressBar | None = None
@@ -134,7 +134,7 @@ async def cmd_export(clients: ServiceClients, args: argparse.Namespace, out: Cal
 
 
 async def cmd_import_export(
-    clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]
+    clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]
 ) -> int:
     path = Path(args.file)
     try:
@@ -170,7 +170,7 @@ async def cmd_import_export(
     return 0
 
 
-async def cmd_forget(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def cmd_forget(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     request = pixie_pb2.ForgetMemoryRequest(pair=_pair(args), reason=args.reason)
     if args.node:
         request.node_id = args.node
@@ -185,7 +185,7 @@ async def cmd_forget(clients: ServiceClients, args: argparse.Namespace, out: Cal
     return 0
 
 
-async def cmd_correct(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def cmd_correct(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     request = pixie_pb2.CorrectMemoryRequest(pair=_pair(args), inhalt=args.text, reason=args.reason)
     if args.node:
         request.node_id = args.node
@@ -203,7 +203,7 @@ async def cmd_correct(clients: ServiceClients, args: argparse.Namespace, out: Ca
 
 
 async def cmd_pixie_requeue(
-    clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]
+    clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]
 ) -> int:
     if args.all == bool(args.job_ids):
         raise RightsCliError("name JOB_IDs or --all")
@@ -218,7 +218,7 @@ async def cmd_pixie_requeue(
 
 
 async def cmd_pixie_erasures(
-    clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]
+    clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]
 ) -> int:
     receipts = (
         await clients.call("pixie", "ListErasures", pixie_pb2.ListErasuresRequest(limit=args.limit))

@@ -23,12 +23,12 @@ from novaberg_dev.cli.common import (
     write_stack_file,
 )
 from novaberg_dev.cli.graph import write_graph
-from novaberg_dev.clients import ServiceClients
+from novaberg_dev.clients import DevClients
 
 __all__ = ["cli_command", "cmd_demo", "run_up"]
 
 
-async def cmd_demo(clients: ServiceClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
+async def cmd_demo(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     from novaberg_dev.demo import load_script, run_demo
 
     script = load_script(args.demo_file) if args.demo_file else load_script()
@@ -134,7 +134,7 @@ async def run_up(data_dir: Path, once: bool, demo: bool = True, demo_file: Path 
         demo_user: str | None = None
         if script is not None:
             say("")
-            async with ServiceClients(stack.addresses, tls=stack.client_tls) as clients:
+            async with DevClients(stack.addresses, tls=stack.client_tls) as clients:
                 result = await run_demo(clients, script, out=say)
                 graph = await write_graph(
                     clients, result.pair, data_dir / f"graph-{result.pair.user_id}-{result.pair.character_id}.html",

@@ -16,7 +16,7 @@ clock runs months ahead, and another pair in the same stores must not age with i
 rows. Pausing the worker delays other pairs' promotions for the demo's duration, no more.
 
     script = load_script()
-    async with ServiceClients(stack.addresses) as clients:
+    async with DevClients(stack.addresses) as clients:
         result = await run_demo(clients, script)
 
 :mod:`~novaberg_dev.demo.script` reads the conversation, :mod:`~novaberg_dev.demo.runner` replays it,

@@ -17,7 +17,7 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.timeutil import to_timestamp
-from novaberg_dev.clients import ServiceClients
+from novaberg_dev.clients import DevClients
 from novaberg_dev.demo.report import describe_path, format_dossier, format_protokoll, quote, run_counts
 from novaberg_dev.demo.script import AnalysisSpec, DemoScript, TurnSpec, load_script, simulated_start
 
@@ -93,7 +93,7 @@ class DemoRunner:
 
     def __init__(
         self,
-        clients: ServiceClients,
+        clients: DevClients,
         script: DemoScript,
         *,
         out: Out = print,
@@ -412,7 +412,7 @@ class DemoRunner:
 
 
 async def run_demo(
-    clients: ServiceClients,
+    clients: DevClients,
     script: DemoScript | None = None,
     *,
     out: Out = print,
