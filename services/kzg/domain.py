@@ -15,6 +15,7 @@ from decimal import ROUND_FLOOR, Decimal
 from novaberg_core.canon import Canon
 from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.limits import STORE_GATE_RAW
 
 # --------------------------------------------------------------------------- salience (SPEC §4.2)
 
@@ -39,7 +40,7 @@ def salienz_berechnen(salienz_eingang: float, haeufigkeit: int) -> float:
 
 # --------------------------------------------------------------------------- gates and TTL (SPEC §4.3)
 
-RAW_GATE_MINIMUM = 0.3
+RAW_GATE_MINIMUM = STORE_GATE_RAW
 RAW_GATE_MID = 0.5
 RAW_GATE_HIGH = 0.7
 
