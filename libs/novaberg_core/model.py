@@ -13,11 +13,14 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from novaberg.common.v1 import common_pb2
 from novaberg_core.contract import check_pair
 from novaberg_core.errors import InvalidArgument
 
-__all__ = ["EI_FIELDS", "Beobachter", "Ei", "Magnets", "Pair"]
+__all__ = ["EI_FIELDS", "EI_SCALARS", "Beobachter", "Ei", "Magnets", "Pair", "check_vector"]
 
 
 class Beobachter(StrEnum):
@@ -125,6 +128,8 @@ class Ei:
 
 EI_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Ei))
 """The eight field names, in the proto's order."""
+EI_SCALARS: tuple[str, ...] = tuple(name for name in EI_FIELDS if name != "intentionen")
+"""The seven single-valued fields (a store keeps each in its own column; ``intentionen`` is a list)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,3 +153,20 @@ class Magnets:
         if self.timeline_id is not None:
             message.timeline_id = self.timeline_id
         return message
+
+
+def check_vector(
+    values: Sequence[float] | npt.NDArray[np.floating[Any]], dimension: int, field: str, model_id: str = ""
+) -> npt.NDArray[np.float32]:
+    """A caller's vector as float32: exactly the model's ``dimension`` values, all finite (SPEC §2).
+
+    The one vector rule of every service; a refusal is InvalidArgument naming ``field`` (and the
+    model, where the caller knows it). The proto carries floats, so float32 loses nothing.
+    """
+    if len(values) != dimension:
+        model = f"the embedding model {model_id}" if model_id else "the embedding model"
+        raise InvalidArgument(f"{field} has {len(values)} values; {model} needs {dimension}")
+    vector = np.asarray(values, dtype=np.float32)
+    if not np.all(np.isfinite(vector)):
+        raise InvalidArgument(f"{field} holds a value that is not finite")
+    return vector

@@ -14,7 +14,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.embedding.base import Vectors
-from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import check_vector
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.reading import RecallCandidate
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
@@ -346,13 +346,7 @@ def answer_vector(values: Sequence[float], dimension: int, model_id: str) -> Vec
     embedding of the answer gives the same nearness values as the service's own. An all-zero
     vector passes: ``app/usage.py`` records it as ``vektor_leer`` like an empty vector of its model.
     """
-    if len(values) != dimension:
-        raise InvalidArgument(
-            f"answer_vector has {len(values)} values; the embedding model {model_id} needs {dimension}"
-        )
-    vector = np.asarray(values, dtype=np.float32)
-    if not np.all(np.isfinite(vector)):
-        raise InvalidArgument("answer_vector holds a value that is not finite")
+    vector = check_vector(values, dimension, "answer_vector", model_id)
     norm = float(np.linalg.norm(vector.astype(np.float64)))
     if norm == 0.0 or abs(norm - 1.0) <= _UNIT_NORM_TOLERANCE:
         return vector

@@ -22,6 +22,7 @@ from novaberg_core.contract import (  # re-exported for callers
 )
 from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import check_vector
 from services.pipeline.dossier import READERS
 
 __all__ = [
@@ -128,12 +129,7 @@ def check_build_dossier(request: pipeline_pb2.BuildDossierRequest, dimension: in
     if not request.query_text.strip():
         raise InvalidArgument("query_text must not be empty")
     for index, goal in enumerate(request.goals):
-        if len(goal.embedding) != dimension:
-            raise InvalidArgument(
-                f"goals[{index}].embedding has {len(goal.embedding)} values, the embedding model has {dimension}"
-            )
-        if not all(math.isfinite(v) for v in goal.embedding):
-            raise InvalidArgument(f"goals[{index}].embedding contains NaN or infinite values")
+        check_vector(goal.embedding, dimension, f"goals[{index}].embedding")
         strength = goal.aktivierungs_staerke
         if not math.isfinite(strength) or strength < 0.0:
             raise InvalidArgument(f"goals[{index}].aktivierungs_staerke must be a finite number >= 0, got {strength!r}")

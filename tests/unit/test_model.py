@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from novaberg.common.v1 import common_pb2
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.model import EI_FIELDS, Beobachter, Ei, Magnets, Pair
+from novaberg_core.model import EI_FIELDS, EI_SCALARS, Beobachter, Ei, Magnets, Pair, check_vector
 
 
 def test_a_perspective_round_trips_and_unspecified_is_refused_for_writes() -> None:
@@ -56,3 +57,20 @@ def test_magnets_keep_an_absent_timeline_apart_from_timeline_zero() -> None:
     assert none == Magnets((3, 1), None) and not none.to_proto().HasField("timeline_id")
     zero = Magnets.of([3], 0)
     assert zero.to_proto().HasField("timeline_id") and Magnets.from_proto(zero.to_proto()) == zero
+
+
+def test_a_vector_has_the_models_dimension_and_finite_values_in_one_wording() -> None:
+    vector = check_vector([1.0, 0.5, 0.0], 3, "query_vector", "m-3")
+    assert vector.dtype == np.float32 and vector.tolist() == [1.0, 0.5, 0.0]
+    with pytest.raises(InvalidArgument, match=r"^query_vector has 2 values; the embedding model m-3 needs 3$"):
+        check_vector([1.0, 0.5], 3, "query_vector", "m-3")
+    with pytest.raises(InvalidArgument, match=r"^goals\[0\]\.embedding has 2 values; the embedding model needs 3$"):
+        check_vector([1.0, 0.5], 3, "goals[0].embedding")
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(InvalidArgument, match=r"^embedding holds a value that is not finite$"):
+            check_vector(np.array([1.0, bad, 0.0], dtype=np.float32), 3, "embedding")
+
+
+def test_the_scalar_ei_fields_are_the_eight_but_the_list() -> None:
+    assert EI_SCALARS == tuple(name for name in EI_FIELDS if name != "intentionen")
+    assert len(EI_SCALARS) == 7

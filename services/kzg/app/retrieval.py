@@ -12,7 +12,8 @@ import numpy as np
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.lexical import LANGUAGES, language_of, lexical_words
-from services.kzg.app.checks import check_beobachter, check_vector
+from novaberg_core.model import check_vector
+from services.kzg.app.checks import check_beobachter
 from services.kzg.app.context import READ_NODE, KzgContext, log_span, log_time, log_turn
 from services.kzg.domain import check_pair, themen_norm
 from services.kzg.models import Hit, RetrieveQuery, RetrieveResult, Vector
@@ -38,7 +39,7 @@ class Retrieval:
     async def _query_vector(self, query: RetrieveQuery) -> Vector:
         """The given vector (checked), else the embedded question."""
         if query.query_vector is not None:
-            check_vector("query_vector", query.query_vector, self.ctx.provider)
+            check_vector(query.query_vector, self.ctx.provider.dimension, "query_vector", self.ctx.provider.model_id)
             return query.query_vector
         if query.query_text and query.query_text.strip():
             return await self.ctx.provider.embed_one(query_embed_text(query.query_text))

@@ -14,7 +14,8 @@ from typing import Any
 
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument
-from services.kzg.app.checks import batch_item, check_batch, check_beobachter, check_vector
+from novaberg_core.model import check_vector
+from services.kzg.app.checks import batch_item, check_batch, check_beobachter
 from services.kzg.app.context import WRITE_NODE, KzgContext, log_span, log_time, log_turn
 from services.kzg.domain import (
     KZG_SALIENZ_HIGH,
@@ -90,7 +91,7 @@ class Storing:
         if entry.entry_id:
             check_entry_id(entry.entry_id)
         if entry.embedding is not None:
-            check_vector("embedding", entry.embedding, self.ctx.provider)
+            check_vector(entry.embedding, self.ctx.provider.dimension, "embedding", self.ctx.provider.model_id)
         return clean_themen(entry.themen)
 
     async def store_entry(self, entry: EntryInput) -> StoreResult:
