@@ -52,6 +52,20 @@ class Beobachter(StrEnum):
         except ValueError:
             raise InvalidArgument(f"{field} must be one of {', '.join(cls)}, got {name!r}") from None
 
+    @classmethod
+    def name_of_proto(cls, value: int, unknown: str = "") -> str:
+        """The stored name of a proto value, ``unknown`` for any other number.
+
+        For a conversion that does not check: the use case behind it refuses ``unknown`` with its own field name.
+        """
+        member = _BEOBACHTER_OF_PROTO.get(value)
+        return unknown if member is None else member.value
+
+    @staticmethod
+    def proto_of_name(name: str) -> common_pb2.Beobachter:
+        """The proto value of a stored name; UNSPECIFIED for any other (an answer is never refused for it)."""
+        return _PROTO_OF_NAME.get(name, common_pb2.BEOBACHTER_UNSPECIFIED)
+
     def to_proto(self) -> common_pb2.Beobachter:
         return _PROTO_OF_BEOBACHTER[self]
 
@@ -61,6 +75,7 @@ _PROTO_OF_BEOBACHTER: Mapping[Beobachter, common_pb2.Beobachter] = {
     Beobachter.ASSISTANT: common_pb2.BEOBACHTER_ASSISTANT,
 }
 _BEOBACHTER_OF_PROTO: Mapping[int, Beobachter] = {int(value): name for name, value in _PROTO_OF_BEOBACHTER.items()}
+_PROTO_OF_NAME: Mapping[str, common_pb2.Beobachter] = {name.value: value for name, value in _PROTO_OF_BEOBACHTER.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +93,12 @@ class Pair:
     @classmethod
     def from_proto(cls, message: common_pb2.Pair, field: str = "pair") -> Pair:
         """The checked pair of a request."""
-        return cls(message.user_id, message.character_id).check(field)
+        return cls.of_proto(message).check(field)
+
+    @classmethod
+    def of_proto(cls, message: common_pb2.Pair) -> Pair:
+        """The pair a message names, unchecked (for a use case whose rule differs, e.g. a user-only target)."""
+        return cls(message.user_id, message.character_id)
 
     def to_proto(self) -> common_pb2.Pair:
         return common_pb2.Pair(user_id=self.user_id, character_id=self.character_id)

@@ -11,7 +11,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
-from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import Beobachter, Magnets
 from novaberg_core.telemetry import current_traceparent
 from services.kzg.models import (
     AppendResult,
@@ -32,7 +32,6 @@ from services.kzg.models import (
 __all__ = [
     "append_pb",
     "as_of",
-    "beobachter_for_read",
     "entry_from_pb",
     "entry_input",
     "entry_pb",
@@ -40,7 +39,6 @@ __all__ = [
     "import_pb",
     "job_pb",
     "pair_from_pb",
-    "pair_pb",
     "retrieve_pb",
     "retrieve_query",
     "session_turn_from_pb",
@@ -49,19 +47,8 @@ __all__ = [
     "timestamp",
 ]
 
-_BEOBACHTER_NAMES = {
-    common_pb2.BEOBACHTER_USER: "user",
-    common_pb2.BEOBACHTER_ASSISTANT: "assistant",
-}
-_BEOBACHTER_ENUM = {name: value for value, name in _BEOBACHTER_NAMES.items()}
-
-
-def pair_from_pb(message: common_pb2.Pair) -> Pair:
-    return Pair(user_id=message.user_id, character_id=message.character_id)
-
-
-def pair_pb(pair: Pair) -> common_pb2.Pair:
-    return common_pb2.Pair(user_id=pair.user_id, character_id=pair.character_id)
+pair_from_pb = Pair.of_proto
+"""The pair a request names, unchecked: each use case checks it by its own rule (an erasure may name a user only)."""
 
 
 def _seconds(ts: Timestamp) -> float:
@@ -82,26 +69,13 @@ def timestamp(seconds: float) -> Timestamp:
     return ts
 
 
-def _beobachter_name(value: int, unknown: str) -> str:
-    return _BEOBACHTER_NAMES.get(value, unknown)  # type: ignore[call-overload]
-
-
-def beobachter_for_read(value: int) -> str | None:
-    if value == common_pb2.BEOBACHTER_UNSPECIFIED:
-        return None
-    name = _BEOBACHTER_NAMES.get(value)  # type: ignore[call-overload]
-    if name is None:
-        raise InvalidArgument(f"beobachter {value} is not a known perspective")
-    return name
-
-
 def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
     """A domain entry as the shared proto message (SPEC §4.1)."""
     message = common_pb2.KzgEntry(
         kzg_key=entry.kzg_key,
         entry_id=entry.entry_id,
-        pair=pair_pb(entry.pair),
-        beobachter=_BEOBACHTER_ENUM.get(entry.beobachter, common_pb2.BEOBACHTER_UNSPECIFIED),
+        pair=entry.pair.to_proto(),
+        beobachter=Beobachter.proto_of_name(entry.beobachter),
         inhalt=entry.inhalt,
         themen=list(entry.themen),
         salienz=entry.salienz,
@@ -111,7 +85,7 @@ def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
         gedaechtnistyp=entry.gedaechtnistyp,
         dimension=entry.dimension,
         ei=common_pb2.EiFields(**ei_values(entry)),
-        magnets=common_pb2.Magnets(entitaet_ids=list(entry.entitaet_ids)),
+        magnets=Magnets.of(entry.entitaet_ids, entry.timeline_id).to_proto(),
         erstellt_am=timestamp(entry.erstellt_am),
         turn_id=entry.turn_id,
         ttl_seconds=entry.ttl_seconds,
@@ -121,8 +95,6 @@ def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
     )
     if entry.ablauf_am is not None:
         message.ablauf_am.CopyFrom(timestamp(entry.ablauf_am))
-    if entry.timeline_id is not None:
-        message.magnets.timeline_id = entry.timeline_id
     if entry.embedding is not None:
         message.embedding.extend(entry.embedding.tolist())
     return message
@@ -130,12 +102,12 @@ def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
 
 def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
     """An exported entry message as domain data (the inverse of :func:`entry_pb`, no vector)."""
-    magnets = message.magnets
+    magnets = Magnets.from_proto(message.magnets)
     return KzgEntryData(
         kzg_key=message.kzg_key,
         entry_id=message.entry_id or message.kzg_key.rsplit(":", 1)[-1],
         pair=pair_from_pb(message.pair),
-        beobachter=_beobachter_name(message.beobachter, ""),
+        beobachter=Beobachter.name_of_proto(message.beobachter),
         inhalt=message.inhalt,
         themen=tuple(message.themen),
         salienz=message.salienz,
@@ -144,8 +116,8 @@ def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
         haeufigkeit=message.haeufigkeit or 1,
         gedaechtnistyp=message.gedaechtnistyp,
         dimension=message.dimension,
-        entitaet_ids=tuple(magnets.entitaet_ids),
-        timeline_id=magnets.timeline_id if magnets.HasField("timeline_id") else None,
+        entitaet_ids=magnets.entitaet_ids,
+        timeline_id=magnets.timeline_id,
         erstellt_am=_seconds(message.erstellt_am),
         turn_id=message.turn_id,
         ttl_seconds=message.ttl_seconds,
@@ -160,7 +132,7 @@ def job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
         job_id=job.job_id,
         kzg_key=job.kzg_key,
         ausloeser_turn_id=job.ausloeser_turn_id,
-        pair=pair_pb(job.pair),
+        pair=job.pair.to_proto(),
         delivery_count=job.delivery_count,
         ausgeloest_am=timestamp(job.ausgeloest_am) if job.ausgeloest_am else None,
     )
@@ -191,17 +163,17 @@ def append_pb(result: AppendResult) -> kzg_pb2.AppendSessionTurnResponse:
 
 def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
     """A write request as domain input; an unknown perspective is refused by the write path, named."""
-    salience, magnets = request.salience, request.magnets
+    salience, magnets = request.salience, Magnets.from_proto(request.magnets)
     return EntryInput(
         pair=pair_from_pb(request.pair),
-        beobachter=_beobachter_name(request.beobachter, f"<{request.beobachter}>"),
+        beobachter=Beobachter.name_of_proto(request.beobachter, f"<{request.beobachter}>"),
         inhalt=request.inhalt,
         salienz=salience.salienz,
         themen=tuple(salience.themen),
         gedaechtnistyp=salience.gedaechtnistyp,
         dimension=salience.dimension,
-        entitaet_ids=tuple(magnets.entitaet_ids),
-        timeline_id=magnets.timeline_id if magnets.HasField("timeline_id") else None,
+        entitaet_ids=magnets.entitaet_ids,
+        timeline_id=magnets.timeline_id,
         turn_id=request.turn.turn_id,
         span_id=request.turn.span_id,
         embedding=np.asarray(request.embedding, dtype=np.float32) if len(request.embedding) else None,
@@ -238,7 +210,7 @@ def retrieve_query(request: kzg_pb2.RetrieveRequest) -> RetrieveQuery:
         query_vector=(
             np.asarray(request.query_vector.values, dtype=np.float32) if which == "query_vector" else None
         ),
-        beobachter=beobachter_for_read(request.beobachter),
+        beobachter=Beobachter.filter_from_proto(request.beobachter),
         filters=RetrieveFilters(
             emotion=tuple(f.emotion),
             modus=tuple(f.modus),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 
 from novaberg_core.canon import Canon
-from novaberg_core.contract import check_pair as check_pair_ids
+from novaberg_core.contract import check_pair as check_pair  # re-exported: the shared pair rule
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.limits import STORE_GATE_RAW
 
@@ -147,15 +147,8 @@ SESSION_ROLES = ("user", "assistant")
 THEMEN_SEPARATOR = "|"
 """Separator of the ``themen`` / ``themen_norm`` TAG fields."""
 
-BEOBACHTER = ("user", "assistant")
-
 REINFORCEMENT_MODES = ("thema", "aus")
 """SPEC §4.4: ``thema`` (default) reinforces neighbours sharing a theme, ``aus`` disables it."""
-
-
-def check_pair(user_id: str, character_id: str) -> None:
-    """The shared pair rule (no ``:`` — it would make the key scheme ambiguous)."""
-    check_pair_ids(user_id, character_id)
 
 
 def check_entry_id(entry_id: str) -> None:

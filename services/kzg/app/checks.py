@@ -7,25 +7,18 @@ from collections.abc import Iterator, Sequence
 
 from novaberg_core.contract import BATCH_MAX_TURNS
 from novaberg_core.errors import InvalidArgument
-from services.kzg.domain import BEOBACHTER, check_pair
 from services.kzg.models import Pair
 from services.kzg.store import pair_prefix
 
-__all__ = ["batch_item", "check_batch", "check_beobachter", "check_key"]
+__all__ = ["batch_item", "check_batch", "check_key"]
 
 
 def check_key(pair: Pair, key: str) -> None:
     """``key`` is ``kzg:{user}:{character}:{entry_id}`` of a valid ``pair``."""
-    check_pair(pair.user_id, pair.character_id)
+    pair.check()
     prefix = pair_prefix(pair)
     if not key.startswith(prefix) or ":" in key[len(prefix) :] or len(key) == len(prefix):
         raise InvalidArgument(f"kzg_key {key!r} is not a KZG key of the pair (expected {prefix}<entry_id>)")
-
-
-def check_beobachter(beobachter: str) -> None:
-    """``user`` or ``assistant`` (SPEC §4.1)."""
-    if beobachter not in BEOBACHTER:
-        raise InvalidArgument(f"beobachter must be one of {', '.join(BEOBACHTER)}, got {beobachter!r}")
 
 
 def check_batch(field: str, pairs: Sequence[Pair]) -> None:

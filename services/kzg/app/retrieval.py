@@ -12,10 +12,9 @@ import numpy as np
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.lexical import LANGUAGES, language_of, lexical_words
-from novaberg_core.model import check_vector
-from services.kzg.app.checks import check_beobachter
+from novaberg_core.model import Beobachter, check_vector
 from services.kzg.app.context import READ_NODE, KzgContext, log_span, log_time, log_turn
-from services.kzg.domain import check_pair, themen_norm
+from services.kzg.domain import themen_norm
 from services.kzg.models import Hit, RetrieveQuery, RetrieveResult, Vector
 
 __all__ = ["DEFAULT_TOP_K", "MAX_TOP_K", "Retrieval"]
@@ -48,9 +47,9 @@ class Retrieval:
     async def retrieve(self, query: RetrieveQuery) -> RetrieveResult:
         """KNN within the pair; hits below the model's ``kzg_retrieval`` dropped; empty is valid."""
         pair, threshold = query.pair, self.ctx.retrieval_threshold
-        check_pair(pair.user_id, pair.character_id)
+        pair.check()
         if query.beobachter is not None:
-            check_beobachter(query.beobachter)
+            Beobachter.of_name(query.beobachter)
         top_k = query.top_k or DEFAULT_TOP_K
         if not 0 < top_k <= MAX_TOP_K:
             raise InvalidArgument(f"top_k must be within 1..{MAX_TOP_K} (0 = {DEFAULT_TOP_K}), got {query.top_k}")
