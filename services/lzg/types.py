@@ -11,6 +11,7 @@ from enum import StrEnum
 from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.lexical import QueryTerms
+from novaberg_core.model import EI_SCALARS, Beobachter
 from services.lzg.reading import RecallCandidate
 from services.lzg.rows import Entity, Timeline, entity_from_row, timeline_from_row
 from services.lzg.spreading import LzgResonanz
@@ -32,9 +33,9 @@ __all__ = [
     "timeline_from_row",
 ]
 
-BEOBACHTER = ("user", "assistant")
-"""Perspectives of an entry (SPEC §0)."""
-EI_FIELDS = ("emotion", "modus", "arousal", "emotions_vektor", "sprach_stil", "beziehungs_dynamik", "tone")
+BEOBACHTER: tuple[Beobachter, ...] = tuple(Beobachter)
+"""Perspectives of an entry (SPEC §0): the shared model's names."""
+EI_FIELDS = EI_SCALARS
 """The scalar EI fields an entry and a node carry (the eighth, ``intentionen``, is a list)."""
 
 

@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.clusters import ClusterTable
-from novaberg_core.contract import (  # re-exported for callers
+from novaberg_core.errors import InvalidArgument
+from novaberg_core.limits import (  # re-exported for callers
     BATCH_MAX_TURNS,
     PAIR_ID_MAX_LEN,
     TURN_ID_MAX_LEN,
 )
-from novaberg_core.contract import check_pair as check_pair_ids
-from novaberg_core.errors import InvalidArgument
-from novaberg_core.model import check_vector
+from novaberg_core.model import Beobachter, Pair, check_vector
 from services.pipeline.dossier import READERS
 
 __all__ = [
@@ -37,14 +36,11 @@ __all__ = [
 ]
 
 
-_BEOBACHTER = (common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT)
-
-
 def check_pair(pair: common_pb2.Pair, has_pair: bool) -> None:
     """A pair is required and follows the shared pair rule (novaberg_core.contract)."""
     if not has_pair:
         raise InvalidArgument("pair is required")
-    check_pair_ids(pair.user_id, pair.character_id)
+    Pair.from_proto(pair)
 
 
 def check_turn_id(turn_id: str) -> None:
@@ -83,10 +79,7 @@ def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
 def _check_observed(turn: pipeline_pb2.ObserveTurnRequest | pipeline_pb2.ObservedTurn, prefix: str) -> None:
     if not turn.turn_id.strip():
         raise InvalidArgument(f"{prefix}turn_id must not be empty")
-    if turn.beobachter not in _BEOBACHTER:
-        raise InvalidArgument(
-            f"{prefix}beobachter must be BEOBACHTER_USER or BEOBACHTER_ASSISTANT, got {turn.beobachter}"
-        )
+    Beobachter.from_proto(turn.beobachter, f"{prefix}beobachter")
     if not turn.text.strip():
         raise InvalidArgument(f"{prefix}text must not be empty")
     if turn.HasField("analysis"):
