@@ -18,9 +18,10 @@ import numpy.typing as npt
 
 from novaberg.common.v1 import common_pb2
 from novaberg_core.contract import check_pair
+from novaberg_core.embedding.guard import ModelStamp
 from novaberg_core.errors import InvalidArgument
 
-__all__ = ["EI_FIELDS", "EI_SCALARS", "Beobachter", "Ei", "Magnets", "Pair", "check_vector"]
+__all__ = ["EI_FIELDS", "EI_SCALARS", "Beobachter", "Ei", "Magnets", "Pair", "check_vector", "model_info", "model_stamp"]
 
 
 class Beobachter(StrEnum):
@@ -190,3 +191,13 @@ def check_vector(
     if not np.all(np.isfinite(vector)):
         raise InvalidArgument(f"{field} holds a value that is not finite")
     return vector
+
+
+def model_info(stamp: ModelStamp) -> common_pb2.ModelInfo:
+    """A service's embedding model as its ``GetModel`` answer (SPEC §2)."""
+    return common_pb2.ModelInfo(model_id=stamp.model_id, dimension=stamp.dimension, recipe=stamp.recipe)
+
+
+def model_stamp(info: common_pb2.ModelInfo) -> ModelStamp:
+    """A peer's ``GetModel`` answer as the stamp its vectors are compared by (the inverse of :func:`model_info`)."""
+    return ModelStamp(info.model_id, info.dimension, info.recipe)

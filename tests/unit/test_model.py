@@ -6,8 +6,19 @@ import numpy as np
 import pytest
 
 from novaberg.common.v1 import common_pb2
+from novaberg_core.embedding.guard import ModelStamp
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.model import EI_FIELDS, EI_SCALARS, Beobachter, Ei, Magnets, Pair, check_vector
+from novaberg_core.model import (
+    EI_FIELDS,
+    EI_SCALARS,
+    Beobachter,
+    Ei,
+    Magnets,
+    Pair,
+    check_vector,
+    model_info,
+    model_stamp,
+)
 
 
 def test_a_perspective_round_trips_and_unspecified_is_refused_for_writes() -> None:
@@ -74,3 +85,25 @@ def test_a_vector_has_the_models_dimension_and_finite_values_in_one_wording() ->
 def test_the_scalar_ei_fields_are_the_eight_but_the_list() -> None:
     assert EI_SCALARS == tuple(name for name in EI_FIELDS if name != "intentionen")
     assert len(EI_SCALARS) == 7
+
+
+def test_a_model_stamp_round_trips_through_its_get_model_answer() -> None:
+    stamp = ModelStamp("m-8", 8, "texts-v2")
+    info = model_info(stamp)
+    assert (info.model_id, info.dimension, info.recipe) == ("m-8", 8, "texts-v2")
+    assert model_stamp(info) == stamp
+
+
+def test_lenient_perspective_conversions_leave_the_refusal_to_the_use_case() -> None:
+    assert Beobachter.name_of_proto(common_pb2.BEOBACHTER_USER) == "user"
+    assert Beobachter.name_of_proto(common_pb2.BEOBACHTER_UNSPECIFIED) == ""
+    assert Beobachter.name_of_proto(7, "<7>") == "<7>"
+    assert Beobachter.proto_of_name("assistant") == common_pb2.BEOBACHTER_ASSISTANT
+    assert Beobachter.proto_of_name("nova") == common_pb2.BEOBACHTER_UNSPECIFIED
+
+
+def test_a_pair_of_a_message_is_unchecked_until_asked() -> None:
+    message = common_pb2.Pair(user_id="anna", character_id="")
+    assert Pair.of_proto(message) == Pair("anna", "")
+    with pytest.raises(InvalidArgument):
+        Pair.from_proto(message)
