@@ -10,6 +10,8 @@ __all__ = [
     "BATCH_MAX_TURNS",
     "IDENT_MAX_LEN",
     "JSON_MAX_CHARS",
+    "KZG_TOP_K_DEFAULT",
+    "KZG_TOP_K_MAX",
     "LABEL_MAX_LEN",
     "NAME_MAX_LEN",
     "PAIR_ID_MAX_LEN",
@@ -37,6 +39,11 @@ TEXT_MAX_CHARS = 16_000
 """Free text of a turn, a query, an answer, a memory (~4,000 tokens; longer is refused)."""
 JSON_MAX_CHARS = 1_000_000
 """A JSON document carried as a string (a pipeline-log record's ``inhalt``, emotion objects)."""
+
+KZG_TOP_K_DEFAULT = 10
+"""Hits of a KZG retrieval that names no ``top_k`` (SPEC §4.5), and the pipeline's default ``KZG_TOP_K``."""
+KZG_TOP_K_MAX = 1_000
+"""Most hits one KZG retrieval may ask for."""
 
 BATCH_MAX_TURNS = 256
 """Turns of one bulk write (``ObserveTurns``, ``StoreEntries``, ``AppendSessionTurns``): a bounded batch."""

@@ -12,15 +12,14 @@ import numpy as np
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.lexical import LANGUAGES, language_of, lexical_words
+from novaberg_core.limits import KZG_TOP_K_DEFAULT as DEFAULT_TOP_K  # re-exported by kzg.memory
+from novaberg_core.limits import KZG_TOP_K_MAX as MAX_TOP_K
 from novaberg_core.model import Beobachter, check_vector
 from services.kzg.app.context import READ_NODE, KzgContext, log_span, log_time, log_turn
 from services.kzg.domain import themen_norm
 from services.kzg.models import Hit, RetrieveQuery, RetrieveResult, Vector
 
 __all__ = ["DEFAULT_TOP_K", "MAX_TOP_K", "Retrieval"]
-
-DEFAULT_TOP_K = 10
-MAX_TOP_K = 1_000
 
 
 async def _nothing() -> list[Any]:
