@@ -8,6 +8,7 @@ perspective) and SPEC §4.1 (the emotional-intelligence fields copied unchanged 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from enum import StrEnum
@@ -21,7 +22,7 @@ from novaberg_core.contract import check_pair
 from novaberg_core.embedding.guard import ModelStamp
 from novaberg_core.errors import InvalidArgument
 
-__all__ = ["EI_FIELDS", "EI_SCALARS", "Beobachter", "Ei", "Magnets", "Pair", "check_vector", "model_info", "model_stamp"]
+__all__ = ["EI_FIELDS", "EI_SCALARS", "Beobachter", "Ei", "Magnets", "Pair", "check_unit_interval", "check_vector", "model_info", "model_stamp"]
 
 
 class Beobachter(StrEnum):
@@ -174,6 +175,12 @@ class Magnets:
         if self.timeline_id is not None:
             message.timeline_id = self.timeline_id
         return message
+
+
+def check_unit_interval(name: str, value: float) -> None:
+    """A score of the analysis (salience, arousal): a finite number within 0..1 (SPEC §4.1)."""
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise InvalidArgument(f"{name} must be a number within 0..1, got {value!r}")
 
 
 def check_vector(

@@ -16,6 +16,7 @@ from novaberg_core.canon import Canon
 from novaberg_core.contract import check_pair as check_pair  # re-exported: the shared pair rule
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.limits import STORE_GATE_RAW
+from novaberg_core.model import check_unit_interval as check_unit_interval  # re-exported for portability
 
 # --------------------------------------------------------------------------- salience (SPEC §4.2)
 
@@ -155,12 +156,6 @@ def check_entry_id(entry_id: str) -> None:
     """An explicit entry id: non-empty, no ``:``, no whitespace."""
     if not entry_id or ":" in entry_id or any(ch.isspace() for ch in entry_id):
         raise InvalidArgument(f"entry_id must be non-empty without ':' or whitespace, got {entry_id!r}")
-
-
-def check_unit_interval(name: str, value: float) -> None:
-    """A finite number within 0..1."""
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise InvalidArgument(f"{name} must be a number within 0..1, got {value!r}")
 
 
 def normalise_theme(theme: str) -> str:

@@ -21,7 +21,7 @@ from novaberg_core.limits import (  # re-exported for callers
     PAIR_ID_MAX_LEN,
     TURN_ID_MAX_LEN,
 )
-from novaberg_core.model import Beobachter, Pair, check_vector
+from novaberg_core.model import Beobachter, Pair, check_unit_interval, check_vector
 from services.pipeline.dossier import READERS
 
 __all__ = [
@@ -48,11 +48,6 @@ def check_turn_id(turn_id: str) -> None:
         raise InvalidArgument("turn_id must not be empty")
 
 
-def _check_unit(name: str, value: float) -> None:
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise InvalidArgument(f"{name} must be a number within 0..1, got {value!r}")
-
-
 def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
     """A caller's analysis: salienz in 0..1, clean themes, a dimension, arousal in 0..1, magnet ids > 0.
 
@@ -63,12 +58,12 @@ def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
         raise InvalidArgument(f"{field}.inhalt must not be blank (leave it empty to use the turn text)")
     if not analysis.HasField("salience"):
         raise InvalidArgument(f"{field}.salience is required when {field} is given")
-    _check_unit(f"{field}.salience.salienz", analysis.salience.salienz)
+    check_unit_interval(f"{field}.salience.salienz", analysis.salience.salienz)
     if not analysis.salience.dimension.strip():
         raise InvalidArgument(
             f"{field}.salience.dimension must not be empty (salience dimension 5; the offline analyzer uses 'allgemein')"
         )
-    _check_unit(f"{field}.ei.arousal", analysis.ei.arousal)
+    check_unit_interval(f"{field}.ei.arousal", analysis.ei.arousal)
     ids = list(analysis.magnets.entitaet_ids)
     if any(i <= 0 for i in ids):
         raise InvalidArgument(f"{field}.magnets.entitaet_ids must be positive ids, got {ids}")

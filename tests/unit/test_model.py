@@ -15,6 +15,7 @@ from novaberg_core.model import (
     Ei,
     Magnets,
     Pair,
+    check_unit_interval,
     check_vector,
     model_info,
     model_stamp,
@@ -107,3 +108,11 @@ def test_a_pair_of_a_message_is_unchecked_until_asked() -> None:
     assert Pair.of_proto(message) == Pair("anna", "")
     with pytest.raises(InvalidArgument):
         Pair.from_proto(message)
+
+
+def test_a_score_is_a_finite_number_within_0_to_1() -> None:
+    for good in (0.0, 0.5, 1.0):
+        check_unit_interval("ei.arousal", good)
+    for bad in (-0.1, 1.5, float("nan"), float("inf")):
+        with pytest.raises(InvalidArgument, match=r"^ei\.arousal must be a number within 0\.\.1, got "):
+            check_unit_interval("ei.arousal", bad)

@@ -14,7 +14,7 @@ from typing import Any
 
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument
-from novaberg_core.model import Beobachter, check_vector
+from novaberg_core.model import Beobachter, check_unit_interval, check_vector
 from services.kzg.app.checks import batch_item, check_batch
 from services.kzg.app.context import WRITE_NODE, KzgContext, log_span, log_time, log_turn
 from services.kzg.domain import (
@@ -24,7 +24,6 @@ from services.kzg.domain import (
     Tier,
     check_canon,
     check_entry_id,
-    check_unit_interval,
     clean_themen,
     dedupe_entitaet_ids,
     reinforce,
