@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -69,28 +70,36 @@ def timestamp(seconds: float) -> Timestamp:
     return ts
 
 
+_ENTRY_AS_IS = (
+    *("kzg_key", "inhalt", "salienz", "salienz_eingang_herkunft", "gedaechtnistyp", "dimension", "turn_id"),
+    *("ttl_seconds", "sprecher", "sprache"),
+)
+"""The fields an entry and its KzgEntry message share by name and type, copied as they are both ways."""
+
+
+def _as_is(source: Any) -> dict[str, Any]:
+    return {name: getattr(source, name) for name in _ENTRY_AS_IS}
+
+
+def _attachments(ei: common_pb2.EiFields, magnets: common_pb2.Magnets) -> dict[str, Any]:
+    """An entry's flat EI and magnet fields from their messages (through the shared model's Magnets)."""
+    attached = Magnets.from_proto(magnets)
+    return {**ei_values(ei), "entitaet_ids": attached.entitaet_ids, "timeline_id": attached.timeline_id}
+
+
 def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
     """A domain entry as the shared proto message (SPEC §4.1)."""
     message = common_pb2.KzgEntry(
-        kzg_key=entry.kzg_key,
+        **_as_is(entry),
         entry_id=entry.entry_id,
         pair=entry.pair.to_proto(),
         beobachter=Beobachter.proto_of_name(entry.beobachter),
-        inhalt=entry.inhalt,
         themen=list(entry.themen),
-        salienz=entry.salienz,
         salienz_eingang=entry.salienz_eingang if entry.salienz_eingang is not None else 0.0,
-        salienz_eingang_herkunft=entry.salienz_eingang_herkunft,
         haeufigkeit=entry.haeufigkeit,
-        gedaechtnistyp=entry.gedaechtnistyp,
-        dimension=entry.dimension,
         ei=common_pb2.EiFields(**ei_values(entry)),
         magnets=Magnets.of(entry.entitaet_ids, entry.timeline_id).to_proto(),
         erstellt_am=timestamp(entry.erstellt_am),
-        turn_id=entry.turn_id,
-        ttl_seconds=entry.ttl_seconds,
-        sprecher=entry.sprecher,
-        sprache=entry.sprache,
         traceparent=entry.traceparent,
     )
     if entry.ablauf_am is not None:
@@ -102,28 +111,16 @@ def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
 
 def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
     """An exported entry message as domain data (the inverse of :func:`entry_pb`, no vector)."""
-    magnets = Magnets.from_proto(message.magnets)
     return KzgEntryData(
-        kzg_key=message.kzg_key,
+        **_as_is(message),
         entry_id=message.entry_id or message.kzg_key.rsplit(":", 1)[-1],
         pair=pair_from_pb(message.pair),
         beobachter=Beobachter.name_of_proto(message.beobachter),
-        inhalt=message.inhalt,
         themen=tuple(message.themen),
-        salienz=message.salienz,
         salienz_eingang=message.salienz_eingang,
-        salienz_eingang_herkunft=message.salienz_eingang_herkunft,
         haeufigkeit=message.haeufigkeit or 1,
-        gedaechtnistyp=message.gedaechtnistyp,
-        dimension=message.dimension,
-        entitaet_ids=magnets.entitaet_ids,
-        timeline_id=magnets.timeline_id,
         erstellt_am=_seconds(message.erstellt_am),
-        turn_id=message.turn_id,
-        ttl_seconds=message.ttl_seconds,
-        sprecher=message.sprecher,
-        sprache=message.sprache,
-        **ei_values(message.ei),
+        **_attachments(message.ei, message.magnets),
     )
 
 
@@ -163,7 +160,7 @@ def append_pb(result: AppendResult) -> kzg_pb2.AppendSessionTurnResponse:
 
 def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
     """A write request as domain input; an unknown perspective is refused by the write path, named."""
-    salience, magnets = request.salience, Magnets.from_proto(request.magnets)
+    salience = request.salience
     return EntryInput(
         pair=pair_from_pb(request.pair),
         beobachter=Beobachter.name_of_proto(request.beobachter, f"<{request.beobachter}>"),
@@ -172,8 +169,6 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
         themen=tuple(salience.themen),
         gedaechtnistyp=salience.gedaechtnistyp,
         dimension=salience.dimension,
-        entitaet_ids=magnets.entitaet_ids,
-        timeline_id=magnets.timeline_id,
         turn_id=request.turn.turn_id,
         span_id=request.turn.span_id,
         embedding=np.asarray(request.embedding, dtype=np.float32) if len(request.embedding) else None,
@@ -183,7 +178,7 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
         sprecher=request.sprecher,
         sprache=request.sprache,
         traceparent=current_traceparent(),
-        **ei_values(request.ei),
+        **_attachments(request.ei, request.magnets),
     )
 
 
