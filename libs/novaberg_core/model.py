@@ -22,7 +22,7 @@ from novaberg_core.contract import check_pair
 from novaberg_core.embedding.guard import ModelStamp
 from novaberg_core.errors import InvalidArgument
 
-__all__ = ["EI_FIELDS", "EI_SCALARS", "Beobachter", "Ei", "Magnets", "Pair", "check_unit_interval", "check_vector", "model_info", "model_stamp"]
+__all__ = ["EI_FIELDS", "EI_SCALARS", "Beobachter", "Ei", "Magnets", "Pair", "PromotionOutcome", "check_unit_interval", "check_vector", "model_info", "model_stamp"]
 
 
 class Beobachter(StrEnum):
@@ -175,6 +175,36 @@ class Magnets:
         if self.timeline_id is not None:
             message.timeline_id = self.timeline_id
         return message
+
+
+class PromotionOutcome(StrEnum):
+    """SPEC §5.3: what a promotion did; the value is what ``verbindung.ausgang`` stores and the LZG and Pixie log."""
+
+    NEW_NODE = "neu"
+    DUPLICATE = "dublette"
+    HALF_REACTIVATION = "halbreaktivierung"
+    ERASED = "geloescht"
+    """The pair was erased after the entry was written: nothing written (docs/decisions.md "Erasure")."""
+
+    @classmethod
+    def from_proto(cls, value: int) -> PromotionOutcome:
+        """The outcome a PromoteResponse names; UNSPECIFIED or an unknown number is refused."""
+        try:
+            return _OUTCOME_OF_PROTO[value]
+        except KeyError:
+            raise InvalidArgument(f"outcome {value} is not a promotion outcome") from None
+
+    def to_proto(self) -> common_pb2.PromotionOutcome:
+        return _PROTO_OF_OUTCOME[self]
+
+
+_PROTO_OF_OUTCOME: Mapping[PromotionOutcome, common_pb2.PromotionOutcome] = {
+    PromotionOutcome.NEW_NODE: common_pb2.PROMOTION_OUTCOME_NEW_NODE,
+    PromotionOutcome.DUPLICATE: common_pb2.PROMOTION_OUTCOME_DUPLICATE,
+    PromotionOutcome.HALF_REACTIVATION: common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION,
+    PromotionOutcome.ERASED: common_pb2.PROMOTION_OUTCOME_ERASED,
+}
+_OUTCOME_OF_PROTO: Mapping[int, PromotionOutcome] = {int(value): name for name, value in _PROTO_OF_OUTCOME.items()}
 
 
 def check_unit_interval(name: str, value: float) -> None:

@@ -18,11 +18,10 @@ from novaberg_core.model import EI_SCALARS, Beobachter, Magnets, Pair, check_vec
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.reading import RecallCandidate
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
-from services.lzg.types import Entity, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
+from services.lzg.types import Entity, PromotionInput, Timeline, Trigger3Result
 from services.lzg.usage import Ausgang, Verwendungsprotokoll
 
 __all__ = [
-    "OUTCOME",
     "answer_vector",
     "edge_to_proto",
     "entity_to_proto",
@@ -42,12 +41,6 @@ __all__ = [
     "turn_of",
 ]
 
-OUTCOME = {
-    PromotionOutcome.NEW_NODE: common_pb2.PROMOTION_OUTCOME_NEW_NODE,
-    PromotionOutcome.DUPLICATE: common_pb2.PROMOTION_OUTCOME_DUPLICATE,
-    PromotionOutcome.HALF_REACTIVATION: common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION,
-    PromotionOutcome.ERASED: common_pb2.PROMOTION_OUTCOME_ERASED,
-}
 _AUSGANG = {
     Ausgang.GERECHNET: lzg_pb2.VERWENDUNG_AUSGANG_GERECHNET,
     Ausgang.ANTWORT_LEER: lzg_pb2.VERWENDUNG_AUSGANG_ANTWORT_LEER,

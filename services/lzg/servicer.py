@@ -28,7 +28,6 @@ from novaberg_core.maintenance import scope_pairs
 from novaberg_core.model import model_info
 from novaberg_core.timeutil import from_timestamp
 from services.lzg.convert import (
-    OUTCOME,
     answer_vector,
     edge_to_proto,
     entity_to_proto,
@@ -84,7 +83,7 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         self, request: lzg_pb2.PromoteRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.PromoteResponse:
         result = await self.engine.promote(promotion_input(request))
-        return lzg_pb2.PromoteResponse(**same_named(result, outcome=OUTCOME[result.outcome]))
+        return lzg_pb2.PromoteResponse(**same_named(result, outcome=result.outcome.to_proto()))
 
     async def SpreadingRead(
         self, request: lzg_pb2.SpreadingReadRequest, context: grpc.aio.ServicerContext

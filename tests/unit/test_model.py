@@ -15,6 +15,7 @@ from novaberg_core.model import (
     Ei,
     Magnets,
     Pair,
+    PromotionOutcome,
     check_unit_interval,
     check_vector,
     model_info,
@@ -116,3 +117,11 @@ def test_a_score_is_a_finite_number_within_0_to_1() -> None:
     for bad in (-0.1, 1.5, float("nan"), float("inf")):
         with pytest.raises(InvalidArgument, match=r"^ei\.arousal must be a number within 0\.\.1, got "):
             check_unit_interval("ei.arousal", bad)
+
+
+def test_a_promotion_outcome_round_trips_and_keeps_its_stored_name() -> None:
+    for outcome in PromotionOutcome:
+        assert PromotionOutcome.from_proto(outcome.to_proto()) is outcome
+    assert PromotionOutcome.from_proto(common_pb2.PROMOTION_OUTCOME_DUPLICATE) == "dublette"
+    with pytest.raises(InvalidArgument, match="outcome 0 is not a promotion outcome"):
+        PromotionOutcome.from_proto(common_pb2.PROMOTION_OUTCOME_UNSPECIFIED)
