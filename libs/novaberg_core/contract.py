@@ -61,21 +61,17 @@ __all__ = [
     "user_token",
 ]
 
-PAIR_ID_MAX_LEN = 50
-"""Width of ``character_id`` in ``lzg_knoten`` and of both ids in ``pipeline_log`` (syn §4.1, §10.1)."""
-TURN_ID_MAX_LEN = 100
-"""Width of ``turn_id`` in ``pipeline_log`` (syn §10.1)."""
-IDENT_MAX_LEN = 200
-"""Any other identifier: entry ids, job ids, task, reader and cluster names, trace and span ids."""
-NAME_MAX_LEN = 200
-"""Entity names and aliases, display names, timeline titles (the entity name index holds it easily)."""
-THEME_MAX_LEN = 100
-LABEL_MAX_LEN = 200
-"""Emotion, modus, intention and style labels (``gedaechtnistyp``: 20, its column width)."""
-TEXT_MAX_CHARS = 16_000
-"""Free text of a turn, a query, an answer, a memory (~4,000 tokens; longer is refused)."""
-JSON_MAX_CHARS = 1_000_000
-"""A JSON document carried as a string (a pipeline-log record's ``inhalt``, emotion objects)."""
+from novaberg_core.limits import (  # re-exported: the contract checks every request against them
+    BATCH_MAX_TURNS,
+    IDENT_MAX_LEN,
+    JSON_MAX_CHARS,
+    LABEL_MAX_LEN,
+    NAME_MAX_LEN,
+    PAIR_ID_MAX_LEN,
+    TEXT_MAX_CHARS,
+    THEME_MAX_LEN,
+    TURN_ID_MAX_LEN,
+)
 
 TIME_MIN = datetime(1970, 1, 1, tzinfo=UTC)
 """Earliest instant the system records (``as_of``, creation times): the stores' epoch arithmetic."""
@@ -149,9 +145,6 @@ _STRING_MAX: Mapping[Kind, int] = {
 _FIELD_MAX_LEN: Mapping[str, int] = {"turn_id": TURN_ID_MAX_LEN, "ausloeser_turn_id": TURN_ID_MAX_LEN,
                                      "source_turn_id": TURN_ID_MAX_LEN, "gedaechtnistyp": 20}  # fmt: skip
 _NORMALISED = frozenset({Kind.PAIR_ID, Kind.IDENT, Kind.NAME, Kind.THEME, Kind.LABEL})
-
-BATCH_MAX_TURNS = 256
-"""Turns of one bulk write (``ObserveTurns``, ``StoreEntries``, ``AppendSessionTurns``): a bounded batch."""
 
 REPEATED_MAXIMA: Mapping[str, int] = {
     "turns": BATCH_MAX_TURNS, "appends": BATCH_MAX_TURNS,

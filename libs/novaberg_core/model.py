@@ -8,16 +8,21 @@ perspective) and SPEC §4.1 (the emotional-intelligence fields copied unchanged 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from novaberg.common.v1 import common_pb2
 from novaberg_core.contract import check_pair
+from novaberg_core.embedding.guard import ModelStamp
 from novaberg_core.errors import InvalidArgument
 
-__all__ = ["EI_FIELDS", "Beobachter", "Ei", "Magnets", "Pair"]
+__all__ = ["EI_FIELDS", "EI_SCALARS", "Beobachter", "Ei", "Magnets", "Pair", "PromotionOutcome", "check_unit_interval", "check_vector", "model_info", "model_stamp"]
 
 
 class Beobachter(StrEnum):
@@ -49,6 +54,20 @@ class Beobachter(StrEnum):
         except ValueError:
             raise InvalidArgument(f"{field} must be one of {', '.join(cls)}, got {name!r}") from None
 
+    @classmethod
+    def name_of_proto(cls, value: int, unknown: str = "") -> str:
+        """The stored name of a proto value, ``unknown`` for any other number.
+
+        For a conversion that does not check: the use case behind it refuses ``unknown`` with its own field name.
+        """
+        member = _BEOBACHTER_OF_PROTO.get(value)
+        return unknown if member is None else member.value
+
+    @staticmethod
+    def proto_of_name(name: str) -> common_pb2.Beobachter:
+        """The proto value of a stored name; UNSPECIFIED for any other (an answer is never refused for it)."""
+        return _PROTO_OF_NAME.get(name, common_pb2.BEOBACHTER_UNSPECIFIED)
+
     def to_proto(self) -> common_pb2.Beobachter:
         return _PROTO_OF_BEOBACHTER[self]
 
@@ -58,6 +77,7 @@ _PROTO_OF_BEOBACHTER: Mapping[Beobachter, common_pb2.Beobachter] = {
     Beobachter.ASSISTANT: common_pb2.BEOBACHTER_ASSISTANT,
 }
 _BEOBACHTER_OF_PROTO: Mapping[int, Beobachter] = {int(value): name for name, value in _PROTO_OF_BEOBACHTER.items()}
+_PROTO_OF_NAME: Mapping[str, common_pb2.Beobachter] = {name.value: value for name, value in _PROTO_OF_BEOBACHTER.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +95,12 @@ class Pair:
     @classmethod
     def from_proto(cls, message: common_pb2.Pair, field: str = "pair") -> Pair:
         """The checked pair of a request."""
-        return cls(message.user_id, message.character_id).check(field)
+        return cls.of_proto(message).check(field)
+
+    @classmethod
+    def of_proto(cls, message: common_pb2.Pair) -> Pair:
+        """The pair a message names, unchecked (for a use case whose rule differs, e.g. a user-only target)."""
+        return cls(message.user_id, message.character_id)
 
     def to_proto(self) -> common_pb2.Pair:
         return common_pb2.Pair(user_id=self.user_id, character_id=self.character_id)
@@ -125,6 +150,8 @@ class Ei:
 
 EI_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Ei))
 """The eight field names, in the proto's order."""
+EI_SCALARS: tuple[str, ...] = tuple(name for name in EI_FIELDS if name != "intentionen")
+"""The seven single-valued fields (a store keeps each in its own column; ``intentionen`` is a list)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,3 +175,66 @@ class Magnets:
         if self.timeline_id is not None:
             message.timeline_id = self.timeline_id
         return message
+
+
+class PromotionOutcome(StrEnum):
+    """SPEC §5.3: what a promotion did; the value is what ``verbindung.ausgang`` stores and the LZG and Pixie log."""
+
+    NEW_NODE = "neu"
+    DUPLICATE = "dublette"
+    HALF_REACTIVATION = "halbreaktivierung"
+    ERASED = "geloescht"
+    """The pair was erased after the entry was written: nothing written (docs/decisions.md "Erasure")."""
+
+    @classmethod
+    def from_proto(cls, value: int) -> PromotionOutcome:
+        """The outcome a PromoteResponse names; UNSPECIFIED or an unknown number is refused."""
+        try:
+            return _OUTCOME_OF_PROTO[value]
+        except KeyError:
+            raise InvalidArgument(f"outcome {value} is not a promotion outcome") from None
+
+    def to_proto(self) -> common_pb2.PromotionOutcome:
+        return _PROTO_OF_OUTCOME[self]
+
+
+_PROTO_OF_OUTCOME: Mapping[PromotionOutcome, common_pb2.PromotionOutcome] = {
+    PromotionOutcome.NEW_NODE: common_pb2.PROMOTION_OUTCOME_NEW_NODE,
+    PromotionOutcome.DUPLICATE: common_pb2.PROMOTION_OUTCOME_DUPLICATE,
+    PromotionOutcome.HALF_REACTIVATION: common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION,
+    PromotionOutcome.ERASED: common_pb2.PROMOTION_OUTCOME_ERASED,
+}
+_OUTCOME_OF_PROTO: Mapping[int, PromotionOutcome] = {int(value): name for name, value in _PROTO_OF_OUTCOME.items()}
+
+
+def check_unit_interval(name: str, value: float) -> None:
+    """A score of the analysis (salience, arousal): a finite number within 0..1 (SPEC §4.1)."""
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise InvalidArgument(f"{name} must be a number within 0..1, got {value!r}")
+
+
+def check_vector(
+    values: Sequence[float] | npt.NDArray[np.floating[Any]], dimension: int, field: str, model_id: str = ""
+) -> npt.NDArray[np.float32]:
+    """A caller's vector as float32: exactly the model's ``dimension`` values, all finite (SPEC §2).
+
+    The one vector rule of every service; a refusal is InvalidArgument naming ``field`` (and the
+    model, where the caller knows it). The proto carries floats, so float32 loses nothing.
+    """
+    if len(values) != dimension:
+        model = f"the embedding model {model_id}" if model_id else "the embedding model"
+        raise InvalidArgument(f"{field} has {len(values)} values; {model} needs {dimension}")
+    vector = np.asarray(values, dtype=np.float32)
+    if not np.all(np.isfinite(vector)):
+        raise InvalidArgument(f"{field} holds a value that is not finite")
+    return vector
+
+
+def model_info(stamp: ModelStamp) -> common_pb2.ModelInfo:
+    """A service's embedding model as its ``GetModel`` answer (SPEC §2)."""
+    return common_pb2.ModelInfo(model_id=stamp.model_id, dimension=stamp.dimension, recipe=stamp.recipe)
+
+
+def model_stamp(info: common_pb2.ModelInfo) -> ModelStamp:
+    """A peer's ``GetModel`` answer as the stamp its vectors are compared by (the inverse of :func:`model_info`)."""
+    return ModelStamp(info.model_id, info.dimension, info.recipe)

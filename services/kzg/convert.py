@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
-from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import Beobachter, Magnets
 from novaberg_core.telemetry import current_traceparent
 from services.kzg.models import (
     AppendResult,
@@ -32,7 +33,6 @@ from services.kzg.models import (
 __all__ = [
     "append_pb",
     "as_of",
-    "beobachter_for_read",
     "entry_from_pb",
     "entry_input",
     "entry_pb",
@@ -40,7 +40,6 @@ __all__ = [
     "import_pb",
     "job_pb",
     "pair_from_pb",
-    "pair_pb",
     "retrieve_pb",
     "retrieve_query",
     "session_turn_from_pb",
@@ -49,19 +48,8 @@ __all__ = [
     "timestamp",
 ]
 
-_BEOBACHTER_NAMES = {
-    common_pb2.BEOBACHTER_USER: "user",
-    common_pb2.BEOBACHTER_ASSISTANT: "assistant",
-}
-_BEOBACHTER_ENUM = {name: value for value, name in _BEOBACHTER_NAMES.items()}
-
-
-def pair_from_pb(message: common_pb2.Pair) -> Pair:
-    return Pair(user_id=message.user_id, character_id=message.character_id)
-
-
-def pair_pb(pair: Pair) -> common_pb2.Pair:
-    return common_pb2.Pair(user_id=pair.user_id, character_id=pair.character_id)
+pair_from_pb = Pair.of_proto
+"""The pair a request names, unchecked: each use case checks it by its own rule (an erasure may name a user only)."""
 
 
 def _seconds(ts: Timestamp) -> float:
@@ -82,47 +70,40 @@ def timestamp(seconds: float) -> Timestamp:
     return ts
 
 
-def _beobachter_name(value: int, unknown: str) -> str:
-    return _BEOBACHTER_NAMES.get(value, unknown)  # type: ignore[call-overload]
+_ENTRY_AS_IS = (
+    *("kzg_key", "inhalt", "salienz", "salienz_eingang_herkunft", "gedaechtnistyp", "dimension", "turn_id"),
+    *("ttl_seconds", "sprecher", "sprache"),
+)
+"""The fields an entry and its KzgEntry message share by name and type, copied as they are both ways."""
 
 
-def beobachter_for_read(value: int) -> str | None:
-    if value == common_pb2.BEOBACHTER_UNSPECIFIED:
-        return None
-    name = _BEOBACHTER_NAMES.get(value)  # type: ignore[call-overload]
-    if name is None:
-        raise InvalidArgument(f"beobachter {value} is not a known perspective")
-    return name
+def _as_is(source: Any) -> dict[str, Any]:
+    return {name: getattr(source, name) for name in _ENTRY_AS_IS}
+
+
+def _attachments(ei: common_pb2.EiFields, magnets: common_pb2.Magnets) -> dict[str, Any]:
+    """An entry's flat EI and magnet fields from their messages (through the shared model's Magnets)."""
+    attached = Magnets.from_proto(magnets)
+    return {**ei_values(ei), "entitaet_ids": attached.entitaet_ids, "timeline_id": attached.timeline_id}
 
 
 def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
     """A domain entry as the shared proto message (SPEC §4.1)."""
     message = common_pb2.KzgEntry(
-        kzg_key=entry.kzg_key,
+        **_as_is(entry),
         entry_id=entry.entry_id,
-        pair=pair_pb(entry.pair),
-        beobachter=_BEOBACHTER_ENUM.get(entry.beobachter, common_pb2.BEOBACHTER_UNSPECIFIED),
-        inhalt=entry.inhalt,
+        pair=entry.pair.to_proto(),
+        beobachter=Beobachter.proto_of_name(entry.beobachter),
         themen=list(entry.themen),
-        salienz=entry.salienz,
         salienz_eingang=entry.salienz_eingang if entry.salienz_eingang is not None else 0.0,
-        salienz_eingang_herkunft=entry.salienz_eingang_herkunft,
         haeufigkeit=entry.haeufigkeit,
-        gedaechtnistyp=entry.gedaechtnistyp,
-        dimension=entry.dimension,
         ei=common_pb2.EiFields(**ei_values(entry)),
-        magnets=common_pb2.Magnets(entitaet_ids=list(entry.entitaet_ids)),
+        magnets=Magnets.of(entry.entitaet_ids, entry.timeline_id).to_proto(),
         erstellt_am=timestamp(entry.erstellt_am),
-        turn_id=entry.turn_id,
-        ttl_seconds=entry.ttl_seconds,
-        sprecher=entry.sprecher,
-        sprache=entry.sprache,
         traceparent=entry.traceparent,
     )
     if entry.ablauf_am is not None:
         message.ablauf_am.CopyFrom(timestamp(entry.ablauf_am))
-    if entry.timeline_id is not None:
-        message.magnets.timeline_id = entry.timeline_id
     if entry.embedding is not None:
         message.embedding.extend(entry.embedding.tolist())
     return message
@@ -130,28 +111,16 @@ def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
 
 def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
     """An exported entry message as domain data (the inverse of :func:`entry_pb`, no vector)."""
-    magnets = message.magnets
     return KzgEntryData(
-        kzg_key=message.kzg_key,
+        **_as_is(message),
         entry_id=message.entry_id or message.kzg_key.rsplit(":", 1)[-1],
         pair=pair_from_pb(message.pair),
-        beobachter=_beobachter_name(message.beobachter, ""),
-        inhalt=message.inhalt,
+        beobachter=Beobachter.name_of_proto(message.beobachter),
         themen=tuple(message.themen),
-        salienz=message.salienz,
         salienz_eingang=message.salienz_eingang,
-        salienz_eingang_herkunft=message.salienz_eingang_herkunft,
         haeufigkeit=message.haeufigkeit or 1,
-        gedaechtnistyp=message.gedaechtnistyp,
-        dimension=message.dimension,
-        entitaet_ids=tuple(magnets.entitaet_ids),
-        timeline_id=magnets.timeline_id if magnets.HasField("timeline_id") else None,
         erstellt_am=_seconds(message.erstellt_am),
-        turn_id=message.turn_id,
-        ttl_seconds=message.ttl_seconds,
-        sprecher=message.sprecher,
-        sprache=message.sprache,
-        **ei_values(message.ei),
+        **_attachments(message.ei, message.magnets),
     )
 
 
@@ -160,7 +129,7 @@ def job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
         job_id=job.job_id,
         kzg_key=job.kzg_key,
         ausloeser_turn_id=job.ausloeser_turn_id,
-        pair=pair_pb(job.pair),
+        pair=job.pair.to_proto(),
         delivery_count=job.delivery_count,
         ausgeloest_am=timestamp(job.ausgeloest_am) if job.ausgeloest_am else None,
     )
@@ -191,17 +160,15 @@ def append_pb(result: AppendResult) -> kzg_pb2.AppendSessionTurnResponse:
 
 def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
     """A write request as domain input; an unknown perspective is refused by the write path, named."""
-    salience, magnets = request.salience, request.magnets
+    salience = request.salience
     return EntryInput(
         pair=pair_from_pb(request.pair),
-        beobachter=_beobachter_name(request.beobachter, f"<{request.beobachter}>"),
+        beobachter=Beobachter.name_of_proto(request.beobachter, f"<{request.beobachter}>"),
         inhalt=request.inhalt,
         salienz=salience.salienz,
         themen=tuple(salience.themen),
         gedaechtnistyp=salience.gedaechtnistyp,
         dimension=salience.dimension,
-        entitaet_ids=tuple(magnets.entitaet_ids),
-        timeline_id=magnets.timeline_id if magnets.HasField("timeline_id") else None,
         turn_id=request.turn.turn_id,
         span_id=request.turn.span_id,
         embedding=np.asarray(request.embedding, dtype=np.float32) if len(request.embedding) else None,
@@ -211,7 +178,7 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
         sprecher=request.sprecher,
         sprache=request.sprache,
         traceparent=current_traceparent(),
-        **ei_values(request.ei),
+        **_attachments(request.ei, request.magnets),
     )
 
 
@@ -238,7 +205,7 @@ def retrieve_query(request: kzg_pb2.RetrieveRequest) -> RetrieveQuery:
         query_vector=(
             np.asarray(request.query_vector.values, dtype=np.float32) if which == "query_vector" else None
         ),
-        beobachter=beobachter_for_read(request.beobachter),
+        beobachter=Beobachter.filter_from_proto(request.beobachter),
         filters=RetrieveFilters(
             emotion=tuple(f.emotion),
             modus=tuple(f.modus),

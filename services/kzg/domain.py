@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 
 from novaberg_core.canon import Canon
-from novaberg_core.contract import check_pair as check_pair_ids
+from novaberg_core.contract import check_pair as check_pair  # re-exported: the shared pair rule
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.limits import STORE_GATE_RAW
+from novaberg_core.model import check_unit_interval as check_unit_interval  # re-exported for portability
 
 # --------------------------------------------------------------------------- salience (SPEC §4.2)
 
@@ -39,7 +41,7 @@ def salienz_berechnen(salienz_eingang: float, haeufigkeit: int) -> float:
 
 # --------------------------------------------------------------------------- gates and TTL (SPEC §4.3)
 
-RAW_GATE_MINIMUM = 0.3
+RAW_GATE_MINIMUM = STORE_GATE_RAW
 RAW_GATE_MID = 0.5
 RAW_GATE_HIGH = 0.7
 
@@ -146,27 +148,14 @@ SESSION_ROLES = ("user", "assistant")
 THEMEN_SEPARATOR = "|"
 """Separator of the ``themen`` / ``themen_norm`` TAG fields."""
 
-BEOBACHTER = ("user", "assistant")
-
 REINFORCEMENT_MODES = ("thema", "aus")
 """SPEC §4.4: ``thema`` (default) reinforces neighbours sharing a theme, ``aus`` disables it."""
-
-
-def check_pair(user_id: str, character_id: str) -> None:
-    """The shared pair rule (no ``:`` — it would make the key scheme ambiguous)."""
-    check_pair_ids(user_id, character_id)
 
 
 def check_entry_id(entry_id: str) -> None:
     """An explicit entry id: non-empty, no ``:``, no whitespace."""
     if not entry_id or ":" in entry_id or any(ch.isspace() for ch in entry_id):
         raise InvalidArgument(f"entry_id must be non-empty without ':' or whitespace, got {entry_id!r}")
-
-
-def check_unit_interval(name: str, value: float) -> None:
-    """A finite number within 0..1."""
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise InvalidArgument(f"{name} must be a number within 0..1, got {value!r}")
 
 
 def normalise_theme(theme: str) -> str:

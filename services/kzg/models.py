@@ -8,29 +8,42 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from novaberg_core.model import EI_FIELDS, Pair
 from services.kzg.domain import Tier
+
+__all__ = [
+    "EI_FIELDS",
+    "AppendResult",
+    "EntryInput",
+    "EraseCounts",
+    "ExportedEntryData",
+    "Hit",
+    "ImportCounts",
+    "KzgEntryData",
+    "Pair",
+    "PromotionJobData",
+    "QueueState",
+    "RetrieveFilters",
+    "RetrieveQuery",
+    "RetrieveResult",
+    "SessionState",
+    "SessionTurnRecord",
+    "StoreResult",
+    "Vector",
+    "ei_values",
+]  # EI_FIELDS and Pair are the shared model's, re-exported for the KZG's modules
 
 Vector = npt.NDArray[np.float32]
 
-EI_FIELDS = (
-    "emotion", "modus", "arousal", "emotions_vektor", "sprach_stil", "beziehungs_dynamik", "tone", "intentionen",
-)
-"""The eight EI fields of an entry (SPEC §4.1), named once for every conversion."""
-
 
 def ei_values(source: Any) -> dict[str, Any]:
-    """The EI fields of anything that carries them (a request, an entry, a proto ``EiFields``)."""
+    """The EI fields of anything that carries them flat (a request, an entry, a proto ``EiFields``).
+
+    The field list is the shared model's (:data:`novaberg_core.model.EI_FIELDS`).
+    """
     values = {name: getattr(source, name) for name in EI_FIELDS}
     values["intentionen"] = tuple(values["intentionen"])
     return values
-
-
-@dataclass(frozen=True)
-class Pair:
-    """A conversation pair (SPEC §0)."""
-
-    user_id: str
-    character_id: str
 
 
 @dataclass(frozen=True)

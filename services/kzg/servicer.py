@@ -12,6 +12,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg_core.embedding import check_vector_model
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import model_info
 from services.kzg.convert import (
     append_pb,
     as_of,
@@ -64,8 +65,7 @@ class KzgServicer(KzgRightsServicer, kzg_pb2_grpc.KzgServiceServicer):
     async def GetModel(
         self, request: common_pb2.GetModelRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.ModelInfo:
-        stamp = self.memory.provider.stamp
-        return common_pb2.ModelInfo(model_id=stamp.model_id, dimension=stamp.dimension, recipe=stamp.recipe)
+        return model_info(self.memory.provider.stamp)
 
     async def StoreEntry(
         self, request: kzg_pb2.StoreEntryRequest, context: grpc.aio.ServicerContext

@@ -14,15 +14,14 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.embedding.base import Vectors
-from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import EI_SCALARS, Beobachter, Magnets, Pair, check_vector
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.reading import RecallCandidate
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
-from services.lzg.types import EI_FIELDS, Entity, PromotionInput, PromotionOutcome, Timeline, Trigger3Result
+from services.lzg.types import Entity, PromotionInput, Timeline, Trigger3Result
 from services.lzg.usage import Ausgang, Verwendungsprotokoll
 
 __all__ = [
-    "OUTCOME",
     "answer_vector",
     "edge_to_proto",
     "entity_to_proto",
@@ -42,17 +41,6 @@ __all__ = [
     "turn_of",
 ]
 
-_BEOBACHTER_NAME = {
-    common_pb2.BEOBACHTER_USER: "user",
-    common_pb2.BEOBACHTER_ASSISTANT: "assistant",
-}
-_BEOBACHTER_ENUM = {name: value for value, name in _BEOBACHTER_NAME.items()}
-OUTCOME = {
-    PromotionOutcome.NEW_NODE: common_pb2.PROMOTION_OUTCOME_NEW_NODE,
-    PromotionOutcome.DUPLICATE: common_pb2.PROMOTION_OUTCOME_DUPLICATE,
-    PromotionOutcome.HALF_REACTIVATION: common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION,
-    PromotionOutcome.ERASED: common_pb2.PROMOTION_OUTCOME_ERASED,
-}
 _AUSGANG = {
     Ausgang.GERECHNET: lzg_pb2.VERWENDUNG_AUSGANG_GERECHNET,
     Ausgang.ANTWORT_LEER: lzg_pb2.VERWENDUNG_AUSGANG_ANTWORT_LEER,
@@ -89,11 +77,6 @@ def span_of(turn: common_pb2.TurnContext) -> str | None:
     return turn.span_id or None
 
 
-def _pair(pair: common_pb2.Pair, user_id: str, character_id: str) -> None:
-    pair.user_id = user_id
-    pair.character_id = character_id
-
-
 _NODE_COLUMNS = (
     *("id", "kzg_quell_key", "inhalt", "dimension", "gewicht_roh", "gewicht_absolut", "gewicht_decay"),
     *("haeufigkeit", "aktiv", "sprecher", "sprache", "quell_turn_id"),
@@ -123,15 +106,13 @@ def node_to_proto(row: Mapping[str, Any], include_embedding: bool = False) -> lz
     node = lzg_pb2.Node(
         **_columns(row, _NODE_COLUMNS),
         **_columns(row, _NODE_TIMES, _ts),
-        beobachter=_BEOBACHTER_ENUM.get(row["beobachter"], common_pb2.BEOBACHTER_UNSPECIFIED),
+        pair=Pair(row["user_id"], row["character_id"]).to_proto(),
+        beobachter=Beobachter.proto_of_name(row["beobachter"]),
         themen=list(row["themen"]),
         gedaechtnistyp=row["gedaechtnistyp"] or "",
-        ei=common_pb2.EiFields(**_columns(row, EI_FIELDS), intentionen=_intentionen(row["intentionen"])),
+        ei=common_pb2.EiFields(**_columns(row, EI_SCALARS), intentionen=_intentionen(row["intentionen"])),
+        magnets=Magnets.of(row["entitaet_ids"], row["timeline_id"]).to_proto(),
     )
-    _pair(node.pair, row["user_id"], row["character_id"])
-    node.magnets.entitaet_ids.extend(row["entitaet_ids"])
-    if row["timeline_id"] is not None:
-        node.magnets.timeline_id = row["timeline_id"]
     if include_embedding and row["embedding"] is not None:
         node.embedding.extend(row["embedding"].to_numpy().tolist())
     return node
@@ -179,7 +160,7 @@ def resonanz_to_proto(resonanz: LzgResonanz) -> lzg_pb2.LzgResonanz:
                 gewicht_decay=e.details.gewicht_decay,
                 schale=e.schale,
                 sortier_gewicht=e.sortier_gewicht,
-                beobachter=_BEOBACHTER_ENUM.get(e.details.beobachter, common_pb2.BEOBACHTER_UNSPECIFIED),
+                beobachter=Beobachter.proto_of_name(e.details.beobachter),
                 pfad=_pfad_to_proto(e.pfad),
             )
         )
@@ -205,7 +186,7 @@ def recall_to_proto(candidate: RecallCandidate) -> lzg_pb2.RecallKandidat:
     return lzg_pb2.RecallKandidat(
         knoten_id=candidate.knoten_id,
         inhalt=details.inhalt,
-        beobachter=_BEOBACHTER_ENUM.get(details.beobachter, common_pb2.BEOBACHTER_UNSPECIFIED),
+        beobachter=Beobachter.proto_of_name(details.beobachter),
         sprecher=details.sprecher,
         zeitpunkt=_ts(details.kzg_erstellt_am or details.erstellt_am),
         turn_id=details.quell_turn_id,
@@ -235,7 +216,7 @@ def erinnerungen_from_proto(message: lzg_pb2.LzgResonanz) -> list[Erinnerung]:
                 emotion=e.emotion,
                 erstellt_am=from_timestamp(e.erstellt_am),
                 gewicht_decay=e.gewicht_decay,
-                beobachter=_BEOBACHTER_NAME.get(e.beobachter, ""),
+                beobachter=Beobachter.name_of_proto(e.beobachter),
             ),
             pfad=tuple(
                 PfadSchritt(
@@ -273,21 +254,24 @@ def protokoll_to_proto(record: Verwendungsprotokoll) -> lzg_pb2.VerwendungsProto
 
 
 def entity_to_proto(entity: Entity) -> lzg_pb2.Entity:
-    message = lzg_pb2.Entity(id=entity.id, name=entity.name, typ=entity.typ, aliases=list(entity.aliases))
-    _pair(message.pair, entity.user_id, entity.character_id)
-    return message
+    return lzg_pb2.Entity(
+        id=entity.id,
+        pair=Pair(entity.user_id, entity.character_id).to_proto(),
+        name=entity.name,
+        typ=entity.typ,
+        aliases=list(entity.aliases),
+    )
 
 
 def timeline_to_proto(timeline: Timeline) -> lzg_pb2.Timeline:
-    message = lzg_pb2.Timeline(
+    return lzg_pb2.Timeline(
         id=timeline.id,
+        pair=Pair(timeline.user_id, timeline.character_id).to_proto(),
         zeitpunkt=to_timestamp(timeline.zeitpunkt),
         praezision=timeline.praezision,
         titel=timeline.titel,
         themen=list(timeline.themen),
     )
-    _pair(message.pair, timeline.user_id, timeline.character_id)
-    return message
 
 
 def timeline_from_proto(pair: common_pb2.Pair, message: lzg_pb2.Timeline) -> Timeline:
@@ -309,21 +293,22 @@ def trigger3_to_proto(result: Trigger3Result) -> lzg_pb2.Trigger3Response:
 def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
     """A PromoteRequest as the promotion's input (validation happens in ``app/promotion.py``)."""
     entry = request.entry
+    magnets = Magnets.from_proto(entry.magnets)
     return PromotionInput(
         kzg_key=entry.kzg_key,
         user_id=entry.pair.user_id,
         character_id=entry.pair.character_id,
-        beobachter=_BEOBACHTER_NAME.get(entry.beobachter, ""),
+        beobachter=Beobachter.name_of_proto(entry.beobachter),
         inhalt=entry.inhalt,
         themen=list(entry.themen),
         salienz=entry.salienz,
         haeufigkeit=entry.haeufigkeit,
         gedaechtnistyp=entry.gedaechtnistyp,
         dimension=entry.dimension,
-        **{field: getattr(entry.ei, field) for field in EI_FIELDS},
+        **{field: getattr(entry.ei, field) for field in EI_SCALARS},
         intentionen=list(entry.ei.intentionen),
-        entitaet_ids=list(entry.magnets.entitaet_ids),
-        timeline_id=entry.magnets.timeline_id if entry.magnets.HasField("timeline_id") else None,
+        entitaet_ids=list(magnets.entitaet_ids),
+        timeline_id=magnets.timeline_id,
         erstellt_am=_optional_ts(entry, "erstellt_am"),
         sprecher=entry.sprecher,
         sprache=entry.sprache,
@@ -346,13 +331,7 @@ def answer_vector(values: Sequence[float], dimension: int, model_id: str) -> Vec
     embedding of the answer gives the same nearness values as the service's own. An all-zero
     vector passes: ``app/usage.py`` records it as ``vektor_leer`` like an empty vector of its model.
     """
-    if len(values) != dimension:
-        raise InvalidArgument(
-            f"answer_vector has {len(values)} values; the embedding model {model_id} needs {dimension}"
-        )
-    vector = np.asarray(values, dtype=np.float32)
-    if not np.all(np.isfinite(vector)):
-        raise InvalidArgument("answer_vector holds a value that is not finite")
+    vector = check_vector(values, dimension, "answer_vector", model_id)
     norm = float(np.linalg.norm(vector.astype(np.float64)))
     if norm == 0.0 or abs(norm - 1.0) <= _UNIT_NORM_TOLERANCE:
         return vector

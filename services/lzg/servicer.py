@@ -25,9 +25,9 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.embedding import check_vector_model
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.maintenance import scope_pairs
+from novaberg_core.model import model_info
 from novaberg_core.timeutil import from_timestamp
 from services.lzg.convert import (
-    OUTCOME,
     answer_vector,
     edge_to_proto,
     entity_to_proto,
@@ -83,7 +83,7 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         self, request: lzg_pb2.PromoteRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.PromoteResponse:
         result = await self.engine.promote(promotion_input(request))
-        return lzg_pb2.PromoteResponse(**same_named(result, outcome=OUTCOME[result.outcome]))
+        return lzg_pb2.PromoteResponse(**same_named(result, outcome=result.outcome.to_proto()))
 
     async def SpreadingRead(
         self, request: lzg_pb2.SpreadingReadRequest, context: grpc.aio.ServicerContext
@@ -143,8 +143,7 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
     async def GetModel(
         self, request: common_pb2.GetModelRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.ModelInfo:
-        stamp = self.engine.provider.stamp
-        return common_pb2.ModelInfo(model_id=stamp.model_id, dimension=stamp.dimension, recipe=stamp.recipe)
+        return model_info(self.engine.provider.stamp)
 
     async def ReinforceUsed(
         self, request: lzg_pb2.ReinforceUsedRequest, context: grpc.aio.ServicerContext

@@ -6,11 +6,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
 
 from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.lexical import QueryTerms
+from novaberg_core.model import EI_SCALARS, Beobachter, PromotionOutcome
 from services.lzg.reading import RecallCandidate
 from services.lzg.rows import Entity, Timeline, entity_from_row, timeline_from_row
 from services.lzg.spreading import LzgResonanz
@@ -32,9 +32,9 @@ __all__ = [
     "timeline_from_row",
 ]
 
-BEOBACHTER = ("user", "assistant")
-"""Perspectives of an entry (SPEC §0)."""
-EI_FIELDS = ("emotion", "modus", "arousal", "emotions_vektor", "sprach_stil", "beziehungs_dynamik", "tone")
+BEOBACHTER: tuple[Beobachter, ...] = tuple(Beobachter)
+"""Perspectives of an entry (SPEC §0): the shared model's names."""
+EI_FIELDS = EI_SCALARS
 """The scalar EI fields an entry and a node carry (the eighth, ``intentionen``, is a list)."""
 
 
@@ -49,16 +49,6 @@ def check_finite(value: float, name: str) -> float:
     if not math.isfinite(value):
         raise InvalidArgument(f"{name} must be a finite number, got {value}")
     return value
-
-
-class PromotionOutcome(StrEnum):
-    """SPEC §5.3: what a promotion did (the value is what ``verbindung.ausgang`` stores)."""
-
-    NEW_NODE = "neu"
-    DUPLICATE = "dublette"
-    HALF_REACTIVATION = "halbreaktivierung"
-    ERASED = "geloescht"
-    """The pair was erased after the entry was written: nothing written (docs/decisions.md "Erasure")."""
 
 
 @dataclass(frozen=True)

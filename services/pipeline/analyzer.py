@@ -31,6 +31,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.canon import Canon, default_canon
 from novaberg_core.errors import Unavailable
+from novaberg_core.limits import STORE_GATE_RAW  # re-exported: below it no entity or timeline is created
 from services.pipeline import text_rules
 from services.pipeline.dates import PRAEZISIONEN, DatedMention
 
@@ -45,9 +46,6 @@ __all__ = [
     "OllamaChatAnalyzer",
     "normalise_instant",
 ]
-
-STORE_GATE_RAW = 0.3
-"""Raw salience below which the KZG stores nothing (SPEC §4.3); no entity or timeline is created then."""
 
 GEDAECHTNISTYPEN = ("episodisch", "semantisch", "prozedural")
 """Allowed ``gedaechtnistyp`` values (kzg §2)."""

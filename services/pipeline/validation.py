@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.clusters import ClusterTable
-from novaberg_core.contract import (  # re-exported for callers
+from novaberg_core.errors import InvalidArgument
+from novaberg_core.limits import (  # re-exported for callers
     BATCH_MAX_TURNS,
     PAIR_ID_MAX_LEN,
     TURN_ID_MAX_LEN,
 )
-from novaberg_core.contract import check_pair as check_pair_ids
-from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import Beobachter, Pair, check_unit_interval, check_vector
 from services.pipeline.dossier import READERS
 
 __all__ = [
@@ -36,24 +36,16 @@ __all__ = [
 ]
 
 
-_BEOBACHTER = (common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT)
-
-
 def check_pair(pair: common_pb2.Pair, has_pair: bool) -> None:
     """A pair is required and follows the shared pair rule (novaberg_core.contract)."""
     if not has_pair:
         raise InvalidArgument("pair is required")
-    check_pair_ids(pair.user_id, pair.character_id)
+    Pair.from_proto(pair)
 
 
 def check_turn_id(turn_id: str) -> None:
     if not turn_id.strip():
         raise InvalidArgument("turn_id must not be empty")
-
-
-def _check_unit(name: str, value: float) -> None:
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise InvalidArgument(f"{name} must be a number within 0..1, got {value!r}")
 
 
 def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
@@ -66,12 +58,12 @@ def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
         raise InvalidArgument(f"{field}.inhalt must not be blank (leave it empty to use the turn text)")
     if not analysis.HasField("salience"):
         raise InvalidArgument(f"{field}.salience is required when {field} is given")
-    _check_unit(f"{field}.salience.salienz", analysis.salience.salienz)
+    check_unit_interval(f"{field}.salience.salienz", analysis.salience.salienz)
     if not analysis.salience.dimension.strip():
         raise InvalidArgument(
             f"{field}.salience.dimension must not be empty (salience dimension 5; the offline analyzer uses 'allgemein')"
         )
-    _check_unit(f"{field}.ei.arousal", analysis.ei.arousal)
+    check_unit_interval(f"{field}.ei.arousal", analysis.ei.arousal)
     ids = list(analysis.magnets.entitaet_ids)
     if any(i <= 0 for i in ids):
         raise InvalidArgument(f"{field}.magnets.entitaet_ids must be positive ids, got {ids}")
@@ -82,10 +74,7 @@ def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
 def _check_observed(turn: pipeline_pb2.ObserveTurnRequest | pipeline_pb2.ObservedTurn, prefix: str) -> None:
     if not turn.turn_id.strip():
         raise InvalidArgument(f"{prefix}turn_id must not be empty")
-    if turn.beobachter not in _BEOBACHTER:
-        raise InvalidArgument(
-            f"{prefix}beobachter must be BEOBACHTER_USER or BEOBACHTER_ASSISTANT, got {turn.beobachter}"
-        )
+    Beobachter.from_proto(turn.beobachter, f"{prefix}beobachter")
     if not turn.text.strip():
         raise InvalidArgument(f"{prefix}text must not be empty")
     if turn.HasField("analysis"):
@@ -128,12 +117,7 @@ def check_build_dossier(request: pipeline_pb2.BuildDossierRequest, dimension: in
     if not request.query_text.strip():
         raise InvalidArgument("query_text must not be empty")
     for index, goal in enumerate(request.goals):
-        if len(goal.embedding) != dimension:
-            raise InvalidArgument(
-                f"goals[{index}].embedding has {len(goal.embedding)} values, the embedding model has {dimension}"
-            )
-        if not all(math.isfinite(v) for v in goal.embedding):
-            raise InvalidArgument(f"goals[{index}].embedding contains NaN or infinite values")
+        check_vector(goal.embedding, dimension, f"goals[{index}].embedding")
         strength = goal.aktivierungs_staerke
         if not math.isfinite(strength) or strength < 0.0:
             raise InvalidArgument(f"goals[{index}].aktivierungs_staerke must be a finite number >= 0, got {strength!r}")

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from novaberg.common.v1 import common_pb2
+from novaberg_core.embedding.guard import ModelStamp
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.model import EI_FIELDS, Beobachter, Ei, Magnets, Pair
+from novaberg_core.model import (
+    EI_FIELDS,
+    EI_SCALARS,
+    Beobachter,
+    Ei,
+    Magnets,
+    Pair,
+    PromotionOutcome,
+    check_unit_interval,
+    check_vector,
+    model_info,
+    model_stamp,
+)
 
 
 def test_a_perspective_round_trips_and_unspecified_is_refused_for_writes() -> None:
@@ -56,3 +70,58 @@ def test_magnets_keep_an_absent_timeline_apart_from_timeline_zero() -> None:
     assert none == Magnets((3, 1), None) and not none.to_proto().HasField("timeline_id")
     zero = Magnets.of([3], 0)
     assert zero.to_proto().HasField("timeline_id") and Magnets.from_proto(zero.to_proto()) == zero
+
+
+def test_a_vector_has_the_models_dimension_and_finite_values_in_one_wording() -> None:
+    vector = check_vector([1.0, 0.5, 0.0], 3, "query_vector", "m-3")
+    assert vector.dtype == np.float32 and vector.tolist() == [1.0, 0.5, 0.0]
+    with pytest.raises(InvalidArgument, match=r"^query_vector has 2 values; the embedding model m-3 needs 3$"):
+        check_vector([1.0, 0.5], 3, "query_vector", "m-3")
+    with pytest.raises(InvalidArgument, match=r"^goals\[0\]\.embedding has 2 values; the embedding model needs 3$"):
+        check_vector([1.0, 0.5], 3, "goals[0].embedding")
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(InvalidArgument, match=r"^embedding holds a value that is not finite$"):
+            check_vector(np.array([1.0, bad, 0.0], dtype=np.float32), 3, "embedding")
+
+
+def test_the_scalar_ei_fields_are_the_eight_but_the_list() -> None:
+    assert EI_SCALARS == tuple(name for name in EI_FIELDS if name != "intentionen")
+    assert len(EI_SCALARS) == 7
+
+
+def test_a_model_stamp_round_trips_through_its_get_model_answer() -> None:
+    stamp = ModelStamp("m-8", 8, "texts-v2")
+    info = model_info(stamp)
+    assert (info.model_id, info.dimension, info.recipe) == ("m-8", 8, "texts-v2")
+    assert model_stamp(info) == stamp
+
+
+def test_lenient_perspective_conversions_leave_the_refusal_to_the_use_case() -> None:
+    assert Beobachter.name_of_proto(common_pb2.BEOBACHTER_USER) == "user"
+    assert Beobachter.name_of_proto(common_pb2.BEOBACHTER_UNSPECIFIED) == ""
+    assert Beobachter.name_of_proto(7, "<7>") == "<7>"
+    assert Beobachter.proto_of_name("assistant") == common_pb2.BEOBACHTER_ASSISTANT
+    assert Beobachter.proto_of_name("nova") == common_pb2.BEOBACHTER_UNSPECIFIED
+
+
+def test_a_pair_of_a_message_is_unchecked_until_asked() -> None:
+    message = common_pb2.Pair(user_id="anna", character_id="")
+    assert Pair.of_proto(message) == Pair("anna", "")
+    with pytest.raises(InvalidArgument):
+        Pair.from_proto(message)
+
+
+def test_a_score_is_a_finite_number_within_0_to_1() -> None:
+    for good in (0.0, 0.5, 1.0):
+        check_unit_interval("ei.arousal", good)
+    for bad in (-0.1, 1.5, float("nan"), float("inf")):
+        with pytest.raises(InvalidArgument, match=r"^ei\.arousal must be a number within 0\.\.1, got "):
+            check_unit_interval("ei.arousal", bad)
+
+
+def test_a_promotion_outcome_round_trips_and_keeps_its_stored_name() -> None:
+    for outcome in PromotionOutcome:
+        assert PromotionOutcome.from_proto(outcome.to_proto()) is outcome
+    assert PromotionOutcome.from_proto(common_pb2.PROMOTION_OUTCOME_DUPLICATE) == "dublette"
+    with pytest.raises(InvalidArgument, match="outcome 0 is not a promotion outcome"):
+        PromotionOutcome.from_proto(common_pb2.PROMOTION_OUTCOME_UNSPECIFIED)

@@ -1,44 +1,24 @@
-"""Request checks the KZG's use cases share: a KZG key of a pair, a vector, a batch of one pair."""
+"""Request checks the KZG's use cases share: a KZG key of a pair, a batch of one pair (vectors: ``novaberg_core.model``)."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
 
-import numpy as np
-
 from novaberg_core.contract import BATCH_MAX_TURNS
-from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.errors import InvalidArgument
-from services.kzg.domain import BEOBACHTER, check_pair
-from services.kzg.models import Pair, Vector
+from services.kzg.models import Pair
 from services.kzg.store import pair_prefix
 
-__all__ = ["batch_item", "check_batch", "check_beobachter", "check_key", "check_vector"]
+__all__ = ["batch_item", "check_batch", "check_key"]
 
 
 def check_key(pair: Pair, key: str) -> None:
     """``key`` is ``kzg:{user}:{character}:{entry_id}`` of a valid ``pair``."""
-    check_pair(pair.user_id, pair.character_id)
+    pair.check()
     prefix = pair_prefix(pair)
     if not key.startswith(prefix) or ":" in key[len(prefix) :] or len(key) == len(prefix):
         raise InvalidArgument(f"kzg_key {key!r} is not a KZG key of the pair (expected {prefix}<entry_id>)")
-
-
-def check_beobachter(beobachter: str) -> None:
-    """``user`` or ``assistant`` (SPEC §4.1)."""
-    if beobachter not in BEOBACHTER:
-        raise InvalidArgument(f"beobachter must be one of {', '.join(BEOBACHTER)}, got {beobachter!r}")
-
-
-def check_vector(name: str, vector: Vector, provider: EmbeddingProvider) -> None:
-    """A vector of the provider's dimension with finite values."""
-    if vector.shape != (provider.dimension,):
-        raise InvalidArgument(
-            f"{name} has {vector.size} values, the model {provider.model_id} has {provider.dimension}"
-        )
-    if not np.all(np.isfinite(vector)):
-        raise InvalidArgument(f"{name} contains NaN or infinite values")
 
 
 def check_batch(field: str, pairs: Sequence[Pair]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from novaberg_core.errors import NotFound
 from services.kzg.app.checks import check_key
 from services.kzg.app.context import READ_NODE, WRITE_NODE, KzgContext, log_span, log_turn
-from services.kzg.domain import check_pair
 from services.kzg.models import KzgEntryData, Pair
 
 __all__ = ["Entries"]
@@ -56,7 +55,7 @@ class Entries:
         return deleted, gone
 
     async def mark_hash_dirty(self, pair: Pair, reason: str, *, as_of: float | None = None) -> None:
-        check_pair(pair.user_id, pair.character_id)
+        pair.check()
         await self.store.mark_hash_dirty(pair, reason or "unbenannt", self.ctx.now(as_of))
         self.ctx.log.db_write(
             turn_id=log_turn(""), node=WRITE_NODE, tabelle="hash_dirty", operation="hset", grund=reason,

@@ -12,15 +12,14 @@ import numpy as np
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.lexical import LANGUAGES, language_of, lexical_words
-from services.kzg.app.checks import check_beobachter, check_vector
+from novaberg_core.limits import KZG_TOP_K_DEFAULT as DEFAULT_TOP_K  # re-exported by kzg.memory
+from novaberg_core.limits import KZG_TOP_K_MAX as MAX_TOP_K
+from novaberg_core.model import Beobachter, check_vector
 from services.kzg.app.context import READ_NODE, KzgContext, log_span, log_time, log_turn
-from services.kzg.domain import check_pair, themen_norm
+from services.kzg.domain import themen_norm
 from services.kzg.models import Hit, RetrieveQuery, RetrieveResult, Vector
 
 __all__ = ["DEFAULT_TOP_K", "MAX_TOP_K", "Retrieval"]
-
-DEFAULT_TOP_K = 10
-MAX_TOP_K = 1_000
 
 
 async def _nothing() -> list[Any]:
@@ -38,7 +37,7 @@ class Retrieval:
     async def _query_vector(self, query: RetrieveQuery) -> Vector:
         """The given vector (checked), else the embedded question."""
         if query.query_vector is not None:
-            check_vector("query_vector", query.query_vector, self.ctx.provider)
+            check_vector(query.query_vector, self.ctx.provider.dimension, "query_vector", self.ctx.provider.model_id)
             return query.query_vector
         if query.query_text and query.query_text.strip():
             return await self.ctx.provider.embed_one(query_embed_text(query.query_text))
@@ -47,9 +46,9 @@ class Retrieval:
     async def retrieve(self, query: RetrieveQuery) -> RetrieveResult:
         """KNN within the pair; hits below the model's ``kzg_retrieval`` dropped; empty is valid."""
         pair, threshold = query.pair, self.ctx.retrieval_threshold
-        check_pair(pair.user_id, pair.character_id)
+        pair.check()
         if query.beobachter is not None:
-            check_beobachter(query.beobachter)
+            Beobachter.of_name(query.beobachter)
         top_k = query.top_k or DEFAULT_TOP_K
         if not 0 < top_k <= MAX_TOP_K:
             raise InvalidArgument(f"top_k must be within 1..{MAX_TOP_K} (0 = {DEFAULT_TOP_K}), got {query.top_k}")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from novaberg_core.errors import InvalidArgument
 from services.kzg.app.checks import batch_item, check_batch
 from services.kzg.app.context import KzgContext, log_time, log_turn
-from services.kzg.domain import SESSION_ROLES, SESSION_SUMMARIZE_AT, SESSION_TTL, check_pair
+from services.kzg.domain import SESSION_ROLES, SESSION_SUMMARIZE_AT, SESSION_TTL
 from services.kzg.models import AppendResult, Pair, SessionState, SessionTurnRecord
 
 __all__ = ["Session", "session_as_of"]
@@ -27,7 +27,7 @@ def session_as_of(state: SessionState, as_of: float) -> SessionState:
 
 
 def _check_session_turn(pair: Pair, turn: SessionTurnRecord) -> None:
-    check_pair(pair.user_id, pair.character_id)
+    pair.check()
     if turn.role not in SESSION_ROLES:
         raise InvalidArgument(f"turn.role must be one of {', '.join(SESSION_ROLES)}, got {turn.role!r}")
     if not turn.text.strip():
@@ -110,7 +110,7 @@ class Session:
         A session expires SESSION_TTL after its last turn; read at a later ``as_of`` (a replay's
         time) it is empty, as it would have been live. Unset = now (Redis's own TTL applies).
         """
-        check_pair(pair.user_id, pair.character_id)
+        pair.check()
         state = await self.store.session_read(pair)
         if as_of is not None:
             state = session_as_of(state, as_of)

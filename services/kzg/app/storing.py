@@ -14,7 +14,8 @@ from typing import Any
 
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument
-from services.kzg.app.checks import batch_item, check_batch, check_beobachter, check_vector
+from novaberg_core.model import Beobachter, check_unit_interval, check_vector
+from services.kzg.app.checks import batch_item, check_batch
 from services.kzg.app.context import WRITE_NODE, KzgContext, log_span, log_time, log_turn
 from services.kzg.domain import (
     KZG_SALIENZ_HIGH,
@@ -23,8 +24,6 @@ from services.kzg.domain import (
     Tier,
     check_canon,
     check_entry_id,
-    check_pair,
-    check_unit_interval,
     clean_themen,
     dedupe_entitaet_ids,
     reinforce,
@@ -81,8 +80,8 @@ class Storing:
 
     def validate_entry(self, entry: EntryInput) -> list[str]:
         """Every check of a write request; returns its cleaned themes."""
-        check_pair(entry.pair.user_id, entry.pair.character_id)
-        check_beobachter(entry.beobachter)
+        entry.pair.check()
+        Beobachter.of_name(entry.beobachter)
         if not entry.inhalt.strip():
             raise InvalidArgument("inhalt must not be empty")
         check_unit_interval("salience.salienz", entry.salienz)
@@ -90,7 +89,7 @@ class Storing:
         if entry.entry_id:
             check_entry_id(entry.entry_id)
         if entry.embedding is not None:
-            check_vector("embedding", entry.embedding, self.ctx.provider)
+            check_vector(entry.embedding, self.ctx.provider.dimension, "embedding", self.ctx.provider.model_id)
         return clean_themen(entry.themen)
 
     async def store_entry(self, entry: EntryInput) -> StoreResult:

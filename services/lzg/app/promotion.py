@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import EI_SCALARS, Beobachter
 from services.lzg.app.context import UseCase
 from services.lzg.cache import PairSnapshot
 from services.lzg.edges import Connection, edge_rows
@@ -27,8 +28,6 @@ from services.lzg.rights_store import promotion_erased
 from services.lzg.rows import EdgeInsert, NewNode
 from services.lzg.store import PairTx
 from services.lzg.types import (
-    BEOBACHTER,
-    EI_FIELDS,
     ERASED,
     PromotionInput,
     PromotionOutcome,
@@ -45,7 +44,7 @@ _LOG = logging.getLogger(__name__)
 _GEDAECHTNISTYP_MAX = 20  # VARCHAR(20)
 _FROM_ENTRY = (
     *("user_id", "character_id", "beobachter", "inhalt", "dimension", "haeufigkeit", "sprecher", "sprache"),
-    *EI_FIELDS,
+    *EI_SCALARS,
 )
 """What a new node takes from its entry as it is (SPEC §5.3 step 5)."""
 
@@ -63,8 +62,7 @@ class Promotion(UseCase):
             raise InvalidArgument(
                 f"entry.kzg_key {entry.kzg_key!r} is not a key of the entry's pair (expected '{prefix}<entry_id>')"
             )
-        if entry.beobachter not in BEOBACHTER:
-            raise InvalidArgument(f"entry.beobachter must be one of {', '.join(BEOBACHTER)}")
+        Beobachter.of_name(entry.beobachter, "entry.beobachter")
         if not entry.inhalt.strip():
             raise InvalidArgument("entry.inhalt must not be empty")
         if not (math.isfinite(entry.salienz) and 0.0 <= entry.salienz <= 1.0):

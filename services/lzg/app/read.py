@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import check_vector
 from novaberg_core.timeutil import utc_now
 from services.lzg.app.context import UseCase
 from services.lzg.layers import parse_praezision
@@ -41,14 +42,7 @@ class Read(UseCase):
 
     def query_vector(self, values: Sequence[float]) -> npt.NDArray[np.float32]:
         """A caller's query vector checked against the model and scaled to norm 1."""
-        if len(values) != self.provider.dimension:
-            raise InvalidArgument(
-                f"query_vector has {len(values)} values; the embedding model {self.provider.model_id} "
-                f"needs {self.provider.dimension}"
-            )
-        vector = np.asarray(values, dtype=np.float64)
-        if not np.all(np.isfinite(vector)):
-            raise InvalidArgument("query_vector holds a value that is not finite")
+        vector = check_vector(values, self.provider.dimension, "query_vector", self.provider.model_id).astype(np.float64)
         norm = float(np.linalg.norm(vector))
         if norm == 0.0:
             raise InvalidArgument("query_vector is all zeros")
