@@ -24,7 +24,7 @@ from novaberg.pixie.v1 import pixie_pb2_grpc
 from novaberg_core.channels import peer_channel
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 
-__all__ = ["MAX_RECEIVE_BYTES", "STUBS", "DevClients", "ServiceCallError", "ServiceClients"]
+__all__ = ["MAX_RECEIVE_BYTES", "STUBS", "DevClients", "ServiceCallError"]
 
 MAX_RECEIVE_BYTES = 512 * 1024 * 1024
 """Largest reply a tool accepts (gRPC's default is 4 MiB): a pair's whole graph, e.g. ListEdges of
@@ -102,7 +102,3 @@ class DevClients:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
-
-
-ServiceClients = DevClients
-"""The former name, still imported by ``tests/e2e/test_demo.py``; new code says :class:`DevClients`."""

@@ -17,13 +17,12 @@ from collections.abc import Sequence
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.errors import Unavailable
-from novaberg_core.peers import KzgPeer, LzgPeer
 from novaberg_core.timeutil import to_timestamp
 from services.pipeline.analyzer import NEW_ENTITY_TYP
 from services.pipeline.dates import DatedMention
 from services.pipeline.registry_cache import RegistryCache
 
-__all__ = ["KzgPeer", "LzgPeer", "LzgRegistry"]
+__all__ = ["LzgRegistry"]
 
 
 class LzgRegistry:

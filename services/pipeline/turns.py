@@ -20,6 +20,7 @@ from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg_core.clusters import ClusterTable
 from novaberg_core.embedding import EmbeddingProvider
+from novaberg_core.peers import KzgPeer, LzgPeer
 from novaberg_core.pipeline_log import PipelineLog
 from services.pipeline.analyzer import Analyzer, EntityRegistry
 from services.pipeline.app.context import PipelineContext, Timing, peer_models
@@ -28,7 +29,6 @@ from services.pipeline.app.dossier import Dossier
 from services.pipeline.app.observe import Observe
 from services.pipeline.app.turn_writer import TurnWriter
 from services.pipeline.dossier import PerspectiveWeights
-from services.pipeline.peers import KzgPeer, LzgPeer
 from services.pipeline.store import ClusterStore
 
 __all__ = ["Timing", "TurnPipeline"]

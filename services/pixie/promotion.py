@@ -24,6 +24,7 @@ from datetime import datetime
 
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.metrics import record_promotion
+from novaberg_core.peers import describe, peer_is_down
 from novaberg_core.server import UNTRACED_CALL
 from novaberg_core.telemetry import tracer
 from services.pixie.background import wait_or_stop
@@ -34,8 +35,6 @@ from services.pixie.promotion_types import (
     DependencyDown,
     JobFailed,
     Tally,
-    describe,
-    is_outage,
     new_tally,
 )
 from services.pixie.runlog import RunSpan, log_single_run, new_turn_id
@@ -174,7 +173,7 @@ class PromotionWorker(PromotionSteps):
                     if self.step_hook is not None:
                         await self.step_hook("finished", job)
                 except Exception as error:
-                    if is_outage(error) or (isinstance(error, JobFailed) and is_outage(error.__cause__)):
+                    if peer_is_down(error) or (isinstance(error, JobFailed) and peer_is_down(error.__cause__)):
                         outage = error
                         break
                     await self._on_failure(job, error, tally)

@@ -8,7 +8,6 @@ import collections
 from collections.abc import Awaitable, Callable
 
 from novaberg.kzg.v1 import kzg_pb2
-from novaberg_core.peers import describe, peer_is_down
 
 NODE = "promotion"
 """pipeline_log node name of every promotion record (SPEC §5.3)."""
@@ -43,14 +42,10 @@ class DependencyDown(Exception):
     (an outage must not park healthy jobs); the jobs stay pending and the worker backs off."""
 
 
-is_outage = peer_is_down
-"""Whether a peer call's error is an outage (the peer unreachable): decided in ``novaberg_core.peers``."""
-
-
 def new_tally() -> Tally:
     return Tally(dict.fromkeys(COUNT_KEYS, 0))
 
 
 __all__ = [
-    "COUNT_KEYS", "NODE", "DependencyDown", "JobFailed", "StepHook", "Tally", "describe", "is_outage", "new_tally",
+    "COUNT_KEYS", "NODE", "DependencyDown", "JobFailed", "StepHook", "Tally", "new_tally",
 ]  # fmt: skip

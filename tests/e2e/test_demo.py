@@ -27,7 +27,7 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.timeutil import days_between, from_timestamp
-from novaberg_dev.clients import ServiceClients
+from novaberg_dev.clients import DevClients
 from novaberg_dev.demo import DemoResult, load_script, run_demo
 from novaberg_dev.embedded import start_stores, stop_stores
 from novaberg_dev.graph_explorer import payload_from_html
@@ -70,7 +70,7 @@ class DemoRun:
     imported: PairPrints
 
 
-async def _import_another_pair(clients: ServiceClients) -> int:
+async def _import_another_pair(clients: DevClients) -> int:
     """A few HIGH turns of another pair, observed and promoted on the real clock; returns its node count."""
     for i, text in enumerate(IMPORTED_TURNS):
         request = pipeline_pb2.ObserveTurnRequest(
@@ -117,7 +117,7 @@ async def demo_run(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[De
         stack = await start_stack(data_dir, urls=urls, extra_env=DEMO_ENV)
         try:
             output: list[str] = []
-            async with ServiceClients(stack.addresses, tls=stack.client_tls) as clients:
+            async with DevClients(stack.addresses, tls=stack.client_tls) as clients:
                 assert await _import_another_pair(clients) >= 2
                 redis_before, postgres_before = await asyncio.to_thread(_pair_prints, stack)
                 result = await run_demo(clients, load_script(), out=output.append)
@@ -204,7 +204,7 @@ async def test_the_answer_that_uses_a_memory_reinforces_it(demo_run: DemoRun) ->
     assert lzg_pb2.VerwendungAusgang.Name(protokoll.ausgang) == "VERWENDUNG_AUSGANG_GERECHNET"
     assert node_id in question.dossier.served_node_ids
     before = {n.id: n for n in result.nodes_after_decay}[node_id]
-    async with ServiceClients(demo_run.stack.addresses, tls=demo_run.stack.client_tls) as clients:
+    async with DevClients(demo_run.stack.addresses, tls=demo_run.stack.client_tls) as clients:
         now = (await clients.call("lzg", "GetNode", lzg_pb2.GetNodeRequest(pair=result.pair, node_id=node_id))).node
     assert now.gewicht_roh >= before.gewicht_roh + REINFORCEMENT_BOOST - 1e-9
     assert now.haeufigkeit > before.haeufigkeit
@@ -215,7 +215,7 @@ async def test_a_replayed_turn_tells_its_story_at_its_simulated_time(demo_run: D
     """Every service logs a replayed turn at the turn's ``as_of``, so ``novaberg log`` reads in order."""
     question = demo_run.result.questions[0]
     expected = {"observe", "kzg_speicher", "session", "kzg", "enricher", "dispatcher", "verwendung"}
-    async with ServiceClients(demo_run.stack.addresses, tls=demo_run.stack.client_tls) as clients:
+    async with DevClients(demo_run.stack.addresses, tls=demo_run.stack.client_tls) as clients:
         records: list[log_pb2.LogRecord] = []
         for _ in range(50):  # each service's writer flushes every 0.2 s
             records = list((await clients.call("log", "Query", log_pb2.QueryRequest(turn_id=question.turn_id))).records)

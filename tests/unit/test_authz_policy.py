@@ -67,11 +67,18 @@ def test_future_data_rights_rpcs_are_the_operator_s_by_pattern(policy: Policy) -
 
 
 def _peer_calls(directory: str) -> set[str]:
-    """``package.Service/Method`` of every stub call in a service's code (``self.kzg.StoreEntry(`` …)."""
+    """``package.Service/Method`` of every peer call in a service's code: a stub's (``self.kzg.StoreEntry(``)
+    or a typed client's (``kzg.store_entry(``, ``lzg_peer.promote``; novaberg_core.peers), whose
+    method is the RPC's name in snake case."""
     calls = set()
-    for path in (REPO_ROOT / "services" / directory).glob("*.py"):
-        for stub, method in re.findall(r"\.(kzg|lzg|stub|log)\.([A-Z][A-Za-z]+)\(", path.read_text()):
+    for path in (REPO_ROOT / "services" / directory).rglob("*.py"):
+        text = path.read_text()
+        for stub, method in re.findall(r"\.(kzg|lzg|stub|log)\.([A-Z][A-Za-z]+)\(", text):
             calls.add(f"{STUB_SERVICES[stub]}/{method}")
+        for peer, method in re.findall(r"\b(kzg|lzg|log)(?:_peer)?\.([a-z][a-z_]*)\b", text):
+            rpc = f"{STUB_SERVICES[peer]}/{''.join(part.title() for part in method.split('_'))}"
+            if rpc in EVERY_RPC:
+                calls.add(rpc)
     return calls
 
 

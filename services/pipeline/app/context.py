@@ -24,13 +24,13 @@ from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.clusters import ClusterTable
 from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.errors import InvalidArgument, NotFound
+from novaberg_core.peers import KzgPeer, LzgPeer
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import set_turn_attributes, tracer
 from novaberg_core.timeutil import as_of_or_now
 from services.pipeline.analyzer import Analyzer, EntityRegistry
 from services.pipeline.dossier import PerspectiveWeights
 from services.pipeline.model_guard import ModelGuard
-from services.pipeline.peers import KzgPeer, LzgPeer
 from services.pipeline.store import ClusterStore
 
 __all__ = [
