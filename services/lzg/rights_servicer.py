@@ -11,8 +11,8 @@ from typing import Any
 
 import grpc
 
-from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
+from novaberg_core.model import Beobachter
 from novaberg_core.rights import StreamPair, chunks, erasure_target_of, named_target, pair_ids
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.convert import edge_to_proto, node_to_proto, pair_of, same_named, turn_of
@@ -23,9 +23,6 @@ __all__ = ["EXPORT_CHUNK", "LzgRightsServicer"]
 
 EXPORT_CHUNK = 500
 """Records per export message (well under gRPC's 4 MB message limit without vectors)."""
-
-_BEOBACHTER = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
-
 
 def _ts(message: Any, name: str) -> Any:
     return from_timestamp(getattr(message, name)) if message.HasField(name) else None
@@ -50,7 +47,7 @@ def _node_row(message: lzg_pb2.Node) -> Mapping[str, Any]:
     return {
         "id": message.id,
         "kzg_quell_key": message.kzg_quell_key,
-        "beobachter": _BEOBACHTER.get(message.beobachter, ""),  # type: ignore[call-overload]
+        "beobachter": Beobachter.name_of_proto(message.beobachter),
         "inhalt": message.inhalt,
         "dimension": message.dimension,
         "gewicht_roh": message.gewicht_roh,

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from novaberg_core.config import CommonConfig, env_choice, env_float, env_int, env_str
+from novaberg_core.limits import KZG_TOP_K_DEFAULT
 
 __all__ = ["ANALYZERS", "PipelineConfig"]
 
@@ -89,7 +90,7 @@ class PipelineConfig:
             ollama_chat_model=model,
             ollama_timeout_s=env_float(f"{_PREFIX}OLLAMA_TIMEOUT_S", 60.0, min_value=0.1, env=env),
             ollama_fallback_offline=fallback == "offline",
-            kzg_top_k=env_int(f"{_PREFIX}KZG_TOP_K", 10, min_value=1, max_value=100, env=env),
+            kzg_top_k=env_int(f"{_PREFIX}KZG_TOP_K", KZG_TOP_K_DEFAULT, min_value=1, max_value=100, env=env),
             recall_k=env_int(f"{_PREFIX}RECALL_K", 10, min_value=0, max_value=100, env=env),
             gewicht_user=env_float(f"{_PREFIX}GEWICHT_USER", 1.0, min_value=0.0, env=env),
             gewicht_assistant=env_float(f"{_PREFIX}GEWICHT_ASSISTANT", 0.7, min_value=0.0, env=env),

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from novaberg.common.v1 import common_pb2
 from novaberg_core.embedding import ModelStamp
 from novaberg_core.errors import ModelMismatch
+from novaberg_core.model import model_stamp
 
 __all__ = ["ModelGuard"]
 
@@ -44,7 +45,7 @@ class ModelGuard:
                 return
             answers = await asyncio.gather(*(ask() for ask in self.peers.values()))
             for peer, info in zip(self.peers, answers, strict=True):
-                theirs = ModelStamp(info.model_id, info.dimension, info.recipe)
+                theirs = model_stamp(info)
                 if theirs != self.own:
                     raise ModelMismatch(
                         f"the {peer} serves embedding model {theirs}, the pipeline embeds with {self.own}; "

@@ -15,6 +15,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.errors import NotFound
+from novaberg_core.model import PromotionOutcome
 from novaberg_core.peers import PEER_FAILURES, KzgPeer, LzgPeer, describe, peer_is_down
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import link_to, tracer
@@ -29,9 +30,9 @@ _LOG = logging.getLogger("services.pixie.promotion")
 _TRACER = tracer("services.pixie.promotion")
 
 _OUTCOME_COUNT = {
-    common_pb2.PROMOTION_OUTCOME_DUPLICATE: ("duplicates", "dublette"),
-    common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION: ("half_reactivations", "halbreaktivierung"),
-    common_pb2.PROMOTION_OUTCOME_ERASED: ("erased", "geloescht"),
+    common_pb2.PROMOTION_OUTCOME_DUPLICATE: ("duplicates", PromotionOutcome.DUPLICATE.value),
+    common_pb2.PROMOTION_OUTCOME_HALF_REACTIVATION: ("half_reactivations", PromotionOutcome.HALF_REACTIVATION.value),
+    common_pb2.PROMOTION_OUTCOME_ERASED: ("erased", PromotionOutcome.ERASED.value),
 }
 
 

@@ -321,7 +321,7 @@ async def test_bad_input_gets_a_precise_status_and_writes_nothing(clients: Clien
         (clients.pipeline.BuildDossier, dossier(
             pair=pair, turn_id="bad-8", query_text="x",
             goals=[pipeline_pb2.ActivatedGoal(embedding=[0.5, 0.5], aktivierungs_staerke=1.0)]),
-         "goals[0].embedding has 2 values, the embedding model has 384"),
+         "goals[0].embedding has 2 values; the embedding model needs 384"),
         (clients.pipeline.BuildDossier, dossier(pair=pair, turn_id="", query_text="x"), "turn_id must not be empty"),
         (clients.pipeline.Dispatch, dispatch(pair=pair, turn_id="bad-9", answer_text="Ja.", cluster="disco"),
          "unknown cluster 'disco'"),

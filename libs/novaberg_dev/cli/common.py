@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.config import ConfigError
+from novaberg_core.model import Beobachter
 from novaberg_core.timeutil import utc_now
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 from novaberg_dev.clients import DevClients
@@ -168,11 +169,8 @@ def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-_BEOBACHTER_NAMES: dict[int, str] = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
-
-
 def beobachter_name(value: int) -> str:
-    return _BEOBACHTER_NAMES.get(value, "?")
+    return Beobachter.name_of_proto(value, "?")
 
 
 async def entity_names(clients: DevClients, pair: common_pb2.Pair) -> dict[int, str]:

@@ -22,10 +22,11 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import NovabergError, Unavailable
+from novaberg_core.limits import STORE_GATE_RAW
 from novaberg_core.peers import peer_error
 from novaberg_core.telemetry import set_turn_attributes
 from novaberg_core.timeutil import to_timestamp
-from services.pipeline.analyzer import STORE_GATE_RAW, AnalyzedTurn
+from services.pipeline.analyzer import AnalyzedTurn
 from services.pipeline.app.context import NODE_SALIENCE, ROLE, TRACER, PipelineContext, Timing
 from services.pipeline.store import Profile
 
