@@ -10,19 +10,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.rights import RIGHTS_NODE as RIGHTS_LOG_NODE
+from novaberg_core.rights import rights_write
 from services.lzg.types import PromotionInput, PromotionOutcome
 
 __all__ = ["RIGHTS_LOG_NODE", "PromotionRecords", "rights_write"]
 
-RIGHTS_LOG_NODE: Final = "loeschung"
-"""Pipeline-log node of the rights operations."""
 
 _PROMOTION: Final = "promotion"
-
-
-def rights_write(log: PipelineLog, *, turn_id: str, operation: str, tabelle: str, **details: Any) -> None:
-    """The one ``db_write`` record of a rights operation (erase, import, forget, correct)."""
-    log.db_write(turn_id=turn_id, node=RIGHTS_LOG_NODE, tabelle=tabelle, operation=operation, **details)
 
 
 def erased_promotion_dropped(log: PipelineLog) -> None:

@@ -35,6 +35,7 @@ from novaberg_core.contract import check_pair, pair_token, user_token
 from novaberg_core.errors import NotFound, Unavailable
 from novaberg_core.peers import KzgPeer, LogPeer, LzgPeer, describe
 from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.rights import RIGHTS_NODE, kzg_key_prefix
 from novaberg_core.timeutil import utc_now
 from services.pixie.background import every
 from services.pixie.store import ErasureHeldElsewhere, ErasureRecord, PixieStore
@@ -51,7 +52,7 @@ __all__ = [
 
 _LOG = logging.getLogger(__name__)
 
-NODE: Final = "loeschung"
+NODE: Final = RIGHTS_NODE
 """pipeline_log node of the erasure's maintenance records (no ids of the target)."""
 SCOPE_PAIR: Final = "pair"
 SCOPE_USER: Final = "user"
@@ -60,11 +61,6 @@ STEPS: Final = ("kzg", "lzg", "pixie", "log")
 catches the records the other steps' services wrote about the target)."""
 SCRUBBED_ERROR: Final = "(Fehlermeldung wegen einer Löschung entfernt)"
 """What a run's error becomes when it quoted a key of an erased target."""
-
-
-def key_prefix(user_id: str, character_id: str | None) -> str:
-    """The KZG key prefix of the target (``kzg:<u>:<c>:`` or ``kzg:<u>:``), as texts may quote it."""
-    return f"kzg:{user_id}:" if character_id is None else f"kzg:{user_id}:{character_id}:"
 
 
 async def erased_job_ids(
@@ -214,7 +210,7 @@ class Erasures:
 
     async def _erase_own(self, user_id: str, character_id: str | None, erasure_id: int) -> dict[str, int]:
         """Pixie's own records of the target: job attempts, parked jobs, run errors quoting its keys."""
-        return await self.store.erase_own(user_id, character_id, key_prefix(user_id, character_id), SCRUBBED_ERROR)
+        return await self.store.erase_own(user_id, character_id, kzg_key_prefix(user_id, character_id), SCRUBBED_ERROR)
 
     async def _done(
         self, record: ErasureRecord, step: str, counts: Mapping[str, int], *, cutoff: str | None = None

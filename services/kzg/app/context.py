@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from novaberg_core.canon import Canon
 from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.rights import RIGHTS_NODE
 from services.kzg.store import KzgStore
 from services.kzg.summary import Summariser
 
@@ -19,8 +20,6 @@ WRITE_NODE = "kzg_speicher"
 """Pipeline-log node of the write path (kzg §4b)."""
 READ_NODE = "kzg"
 """Pipeline-log node of the KZG's reads."""
-RIGHTS_NODE = "loeschung"
-"""Pipeline-log node of the rights operations (erase, export, import, forget, correct)."""
 
 
 @dataclass

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 
 from novaberg_core.contract import pair_token, user_token
+from novaberg_core.rights import kzg_key, kzg_key_prefix
 from services.kzg.models import Pair
 
 __all__ = [
@@ -77,11 +78,11 @@ def user_clause(user_id: str) -> str:
 
 def entry_key(pair: Pair, entry_id: str) -> str:
     """``kzg:{user_id}:{character_id}:{entry_id}`` (SPEC §4.1)."""
-    return f"kzg:{pair.user_id}:{pair.character_id}:{entry_id}"
+    return kzg_key(pair.user_id, pair.character_id, entry_id)
 
 
 def pair_prefix(pair: Pair) -> str:
-    return f"kzg:{pair.user_id}:{pair.character_id}:"
+    return kzg_key_prefix(pair.user_id, pair.character_id)
 
 
 def hash_dirty_key(pair: Pair) -> str:

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.model import EI_SCALARS, Beobachter
+from novaberg_core.rights import kzg_key_prefix
 from services.lzg.app.context import UseCase
 from services.lzg.cache import PairSnapshot
 from services.lzg.edges import Connection, edge_rows
@@ -57,7 +58,7 @@ class Promotion(UseCase):
         check_pair(entry.user_id, entry.character_id, "entry.pair")
         if not entry.kzg_key:
             raise InvalidArgument("entry.kzg_key must not be empty")
-        prefix = f"kzg:{entry.user_id}:{entry.character_id}:"
+        prefix = kzg_key_prefix(entry.user_id, entry.character_id)
         if not entry.kzg_key.startswith(prefix) or len(entry.kzg_key) == len(prefix):
             raise InvalidArgument(
                 f"entry.kzg_key {entry.kzg_key!r} is not a key of the entry's pair (expected '{prefix}<entry_id>')"
