@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from novaberg_core.embedding import make_provider
+from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_dev.embedded import reset_redis, start_stores, stop_stores
 from services.kzg.memory import KzgMemory
@@ -81,10 +82,8 @@ class ThemeModel:
             inhalt=f"Aussage {i}: Meister erzählt etwas über seinen Tag.",
             salienz=float(self.rng.uniform(0.3, 0.69)),
             themen=self.themen(),
-            emotion="freude",
-            modus="alltag",
-            intentionen=("information_teilen",),
-            entitaet_ids=(int(self.rng.integers(50)),),
+            ei=Ei(emotion="freude", modus="alltag", intentionen=("information_teilen",)),
+            magnets=Magnets(entitaet_ids=(int(self.rng.integers(50)),)),
             turn_id=f"turn-{i}",
             embedding=self.vector(),
         )

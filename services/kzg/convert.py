@@ -12,7 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
-from novaberg_core.model import Beobachter, Magnets
+from novaberg_core.model import Beobachter, Ei, Magnets
 from novaberg_core.telemetry import current_traceparent
 from services.kzg.models import (
     AppendResult,
@@ -27,7 +27,6 @@ from services.kzg.models import (
     RetrieveResult,
     SessionTurnRecord,
     StoreResult,
-    ei_values,
 )
 
 __all__ = [
@@ -81,12 +80,6 @@ def _as_is(source: Any) -> dict[str, Any]:
     return {name: getattr(source, name) for name in _ENTRY_AS_IS}
 
 
-def _attachments(ei: common_pb2.EiFields, magnets: common_pb2.Magnets) -> dict[str, Any]:
-    """An entry's flat EI and magnet fields from their messages (through the shared model's Magnets)."""
-    attached = Magnets.from_proto(magnets)
-    return {**ei_values(ei), "entitaet_ids": attached.entitaet_ids, "timeline_id": attached.timeline_id}
-
-
 def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
     """A domain entry as the shared proto message (SPEC §4.1)."""
     message = common_pb2.KzgEntry(
@@ -97,8 +90,8 @@ def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
         themen=list(entry.themen),
         salienz_eingang=entry.salienz_eingang if entry.salienz_eingang is not None else 0.0,
         haeufigkeit=entry.haeufigkeit,
-        ei=common_pb2.EiFields(**ei_values(entry)),
-        magnets=Magnets.of(entry.entitaet_ids, entry.timeline_id).to_proto(),
+        ei=entry.ei.to_proto(),
+        magnets=entry.magnets.to_proto(),
         erstellt_am=timestamp(entry.erstellt_am),
         traceparent=entry.traceparent,
     )
@@ -119,8 +112,9 @@ def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
         themen=tuple(message.themen),
         salienz_eingang=message.salienz_eingang,
         haeufigkeit=message.haeufigkeit or 1,
+        ei=Ei.from_proto(message.ei),
+        magnets=Magnets.from_proto(message.magnets),
         erstellt_am=_seconds(message.erstellt_am),
-        **_attachments(message.ei, message.magnets),
     )
 
 
@@ -169,6 +163,8 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
         themen=tuple(salience.themen),
         gedaechtnistyp=salience.gedaechtnistyp,
         dimension=salience.dimension,
+        ei=Ei.from_proto(request.ei),
+        magnets=Magnets.from_proto(request.magnets),
         turn_id=request.turn.turn_id,
         span_id=request.turn.span_id,
         embedding=np.asarray(request.embedding, dtype=np.float32) if len(request.embedding) else None,
@@ -178,7 +174,6 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
         sprecher=request.sprecher,
         sprache=request.sprache,
         traceparent=current_traceparent(),
-        **_attachments(request.ei, request.magnets),
     )
 
 

@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from novaberg_core.model import EI_FIELDS, Pair
+from novaberg_core.model import Ei, Magnets, Pair
 from services.kzg.domain import Tier
 
 __all__ = [
-    "EI_FIELDS",
     "AppendResult",
+    "Ei",
     "EntryInput",
     "EraseCounts",
     "ExportedEntryData",
     "Hit",
     "ImportCounts",
     "KzgEntryData",
+    "Magnets",
     "Pair",
     "PromotionJobData",
     "QueueState",
@@ -30,20 +30,9 @@ __all__ = [
     "SessionTurnRecord",
     "StoreResult",
     "Vector",
-    "ei_values",
-]  # EI_FIELDS and Pair are the shared model's, re-exported for the KZG's modules
+]  # Ei, Magnets and Pair are the shared model's, re-exported for the KZG's modules
 
 Vector = npt.NDArray[np.float32]
-
-
-def ei_values(source: Any) -> dict[str, Any]:
-    """The EI fields of anything that carries them flat (a request, an entry, a proto ``EiFields``).
-
-    The field list is the shared model's (:data:`novaberg_core.model.EI_FIELDS`).
-    """
-    values = {name: getattr(source, name) for name in EI_FIELDS}
-    values["intentionen"] = tuple(values["intentionen"])
-    return values
 
 
 @dataclass(frozen=True)
@@ -59,16 +48,8 @@ class EntryInput:
     themen: tuple[str, ...] = ()
     gedaechtnistyp: str = ""
     dimension: str = ""
-    emotion: str = ""
-    modus: str = ""
-    arousal: float = 0.0
-    emotions_vektor: str = ""
-    sprach_stil: str = ""
-    beziehungs_dynamik: str = ""
-    tone: str = ""
-    intentionen: tuple[str, ...] = ()
-    entitaet_ids: tuple[int, ...] = ()
-    timeline_id: int | None = None
+    ei: Ei = field(default_factory=Ei)
+    magnets: Magnets = field(default_factory=Magnets)
     turn_id: str = ""
     span_id: str = ""
     embedding: Vector | None = None
@@ -118,16 +99,8 @@ class KzgEntryData:
     haeufigkeit: int
     gedaechtnistyp: str
     dimension: str
-    emotion: str
-    modus: str
-    arousal: float
-    emotions_vektor: str
-    sprach_stil: str
-    beziehungs_dynamik: str
-    tone: str
-    intentionen: tuple[str, ...]
-    entitaet_ids: tuple[int, ...]
-    timeline_id: int | None
+    ei: Ei
+    magnets: Magnets
     erstellt_am: float
     turn_id: str
     ttl_seconds: int

@@ -30,7 +30,6 @@ from services.kzg.models import (
     SessionState,
     SessionTurnRecord,
     Vector,
-    ei_values,
 )
 from services.kzg.store import ImportItem, entry_fields, entry_key
 
@@ -61,12 +60,11 @@ def _source(pair: Pair, entry: KzgEntryData, themen: Sequence[str]) -> EntryInpu
         themen=tuple(themen),
         gedaechtnistyp=entry.gedaechtnistyp,
         dimension=entry.dimension,
-        entitaet_ids=tuple(entry.entitaet_ids),
-        timeline_id=entry.timeline_id,
+        ei=entry.ei,
+        magnets=entry.magnets,
         turn_id=entry.turn_id,
         sprecher=entry.sprecher,
         sprache=entry.sprache,
-        **ei_values(entry),
     )
 
 
@@ -96,7 +94,7 @@ class Portability:
     def _import_item(self, pair: Pair, exported: ExportedEntryData, themen: list[str], vector: Vector) -> ImportItem:
         """(key, hash, TTL, queued) of one exported entry, with its haeufigkeit and salience's origin."""
         entry = exported.entry
-        canon = check_canon(entry.modus, entry.intentionen, self.ctx.canon)
+        canon = check_canon(entry.ei.modus, entry.ei.intentionen, self.ctx.canon)
         # The remaining TTL, never past the highest tier's (an unknown one gets the session's 4 h).
         ttl = min(entry.ttl_seconds, KZG_TTL_HIGH_SEKUNDEN) if entry.ttl_seconds > 0 else SESSION_TTL
         fields = entry_fields(

@@ -85,7 +85,7 @@ class Storing:
         if not entry.inhalt.strip():
             raise InvalidArgument("inhalt must not be empty")
         check_unit_interval("salience.salienz", entry.salienz)
-        check_unit_interval("ei.arousal", entry.arousal)
+        check_unit_interval("ei.arousal", entry.ei.arousal)
         if entry.entry_id:
             check_entry_id(entry.entry_id)
         if entry.embedding is not None:
@@ -102,7 +102,7 @@ class Storing:
         }
         turn_id, span_id = log_turn(entry.turn_id), log_span(entry.span_id)
 
-        canon = check_canon(entry.modus, entry.intentionen, self.ctx.canon)
+        canon = check_canon(entry.ei.modus, entry.ei.intentionen, self.ctx.canon)
         writer = entry.writer or "unbekannt"
         for field, value in canon.rejections:
             _LOG.error(
@@ -140,7 +140,7 @@ class Storing:
         ttl = ttl_seconds(tier)
         queue = tier is Tier.HIGH
         norm = themen_norm(themen)
-        entitaet_ids = dedupe_entitaet_ids(entry.entitaet_ids)
+        entitaet_ids = dedupe_entitaet_ids(entry.magnets.entitaet_ids)
         fields = entry_fields(entry, themen, canon, salienz, vector, now=now, queued=queue, ttl_seconds=ttl)
 
         # One write per pair at a time in this process: neighbour search and update see a settled
@@ -162,7 +162,7 @@ class Storing:
 
         log.db_write(
             turn_id=turn_id, node=WRITE_NODE, tabelle="kzg", operation="hset",
-            kzg_key=key, entitaet_ids=entitaet_ids, timeline_id=entry.timeline_id, themen=themen,
+            kzg_key=key, entitaet_ids=entitaet_ids, timeline_id=entry.magnets.timeline_id, themen=themen,
             dimension=entry.dimension, salienz=salienz, ttl=ttl, beobachter=entry.beobachter,
             promotion_queue=queue, verstaerkt=reinforced, verstaerkt_queue=queued,
             span_id=span_id, **pair_kwargs,
@@ -221,7 +221,7 @@ class Storing:
         tier = tier_for(salienz)
         if tier is None:
             return None
-        canon = check_canon(entry.modus, entry.intentionen, self.ctx.canon)
+        canon = check_canon(entry.ei.modus, entry.ei.intentionen, self.ctx.canon)
         now = self.ctx.now(entry.as_of)
         ttl = ttl_seconds(tier)
         fields = entry_fields(

@@ -16,6 +16,7 @@ import numpy as np
 from novaberg_core.contract import pair_token, user_token
 from novaberg_core.embedding import speaker_text
 from novaberg_core.lexical import LANGUAGES, language_of
+from novaberg_core.model import EI_SCALARS, Ei, Magnets
 from services.kzg.domain import THEMEN_SEPARATOR, CanonCheck, dedupe_entitaet_ids, themen_norm
 from services.kzg.models import EntryInput, KzgEntryData, Pair, PromotionJobData, SessionTurnRecord, Vector
 
@@ -93,6 +94,7 @@ def entry_fields(
     expiry in the turn's own time (``ablauf_am``) and the turn's trace (``traceparent``).
     """
     sprache = language_of(entry.sprache)
+    ei = entry.ei
     fields: dict[str, str | bytes] = {
         "inhalt": entry.inhalt,
         "themen": THEMEN_SEPARATOR.join(themen),
@@ -104,19 +106,19 @@ def entry_fields(
         "gedaechtnistyp": entry.gedaechtnistyp,
         "dimension": entry.dimension,
         "intentionen": ",".join(canon.intentionen),
-        "emotion": entry.emotion,
+        "emotion": ei.emotion,
         "modus": canon.modus,
-        "arousal": repr(float(entry.arousal)),
-        "emotions_vektor": entry.emotions_vektor,
-        "sprach_stil": entry.sprach_stil,
-        "beziehungs_dynamik": entry.beziehungs_dynamik or "neutral",
-        "tone": entry.tone,
+        "arousal": repr(float(ei.arousal)),
+        "emotions_vektor": ei.emotions_vektor,
+        "sprach_stil": ei.sprach_stil,
+        "beziehungs_dynamik": ei.beziehungs_dynamik or "neutral",
+        "tone": ei.tone,
         "user_id": entry.pair.user_id,
         "character_id": entry.pair.character_id,
         "paar": pair_token(entry.pair.user_id, entry.pair.character_id),
         "nutzer": user_token(entry.pair.user_id),
         "beobachter": entry.beobachter,
-        "entitaet_ids": ",".join(str(i) for i in dedupe_entitaet_ids(entry.entitaet_ids)),
+        "entitaet_ids": ",".join(str(i) for i in dedupe_entitaet_ids(entry.magnets.entitaet_ids)),
         "embedding": encode_vector(vector),
         "erstellt_am": repr(float(now)),
         "turn_id": entry.turn_id,
@@ -128,8 +130,8 @@ def entry_fields(
         "ablauf_am": f"{now + ttl_seconds:.3f}",
         "traceparent": entry.traceparent,
     }
-    if entry.timeline_id is not None:
-        fields["timeline_id"] = str(entry.timeline_id)
+    if entry.magnets.timeline_id is not None:
+        fields["timeline_id"] = str(entry.magnets.timeline_id)
     return fields
 
 
@@ -139,7 +141,6 @@ def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embeddi
     def field(name: str) -> str:
         return text(raw.get(name.encode()))
 
-    timeline = raw.get(b"timeline_id")
     embedding = None
     if with_embedding and raw.get(b"embedding"):
         embedding = decode_vector(raw[b"embedding"]).copy()
@@ -157,16 +158,15 @@ def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embeddi
         haeufigkeit=haeufigkeit if haeufigkeit is not None else 1,
         gedaechtnistyp=field("gedaechtnistyp"),
         dimension=field("dimension"),
-        emotion=field("emotion"),
-        modus=field("modus"),
-        arousal=float_or_none(raw.get(b"arousal")) or 0.0,
-        emotions_vektor=field("emotions_vektor"),
-        sprach_stil=field("sprach_stil"),
-        beziehungs_dynamik=field("beziehungs_dynamik"),
-        tone=field("tone"),
-        intentionen=_split(raw.get(b"intentionen"), ","),
-        entitaet_ids=tuple(i for part in _split(raw.get(b"entitaet_ids"), ",") if (i := int_or_none(part.encode()))),
-        timeline_id=int_or_none(timeline),
+        ei=Ei.from_row({
+            **{name: field(name) for name in EI_SCALARS},
+            "arousal": float_or_none(raw.get(b"arousal")) or 0.0,
+            "intentionen": _split(raw.get(b"intentionen"), ","),
+        }),
+        magnets=Magnets.of(
+            [i for part in _split(raw.get(b"entitaet_ids"), ",") if (i := int_or_none(part.encode()))],
+            int_or_none(raw.get(b"timeline_id")),
+        ),
         erstellt_am=float_or_none(raw.get(b"erstellt_am")) or 0.0,
         turn_id=field("turn_id"),
         ttl_seconds=ttl,

@@ -11,6 +11,7 @@ import pytest
 
 from novaberg_core.embedding import EMBED_RECIPE, EmbeddingProvider
 from novaberg_core.errors import InvalidArgument, ModelMismatch, NotFound
+from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.kzg.memory import KzgMemory
 from services.kzg.models import Vector
@@ -35,15 +36,16 @@ def retrieval_threshold() -> float:
 async def test_get_returns_the_entry_of_the_pair(kzg: KzgMemory, rng: np.random.Generator, sink: InMemorySink) -> None:
     vector = unit_vector(rng)
     stored = await kzg.store_entry(
-        entry(0.6, ("Garten", "Kräuter"), embedding=vector, beobachter="assistant", emotion="freude",
-              modus="alltag", intentionen=("planung",), entitaet_ids=(5, 2), timeline_id=9, turn_id="t-1",
+        entry(0.6, ("Garten", "Kräuter"), embedding=vector, beobachter="assistant",
+              ei=Ei(emotion="freude", modus="alltag", intentionen=("planung",)),
+              magnets=Magnets(entitaet_ids=(5, 2), timeline_id=9), turn_id="t-1",
               as_of=1_790_000_000.5)
     )
     got = await kzg.get_entry(PAIR, stored.kzg_key, include_embedding=True)
     assert got.kzg_key == stored.kzg_key and got.entry_id == stored.kzg_key.rsplit(":", 1)[1]
     assert got.pair == PAIR and got.beobachter == "assistant"
-    assert got.themen == ("Garten", "Kräuter") and got.intentionen == ("planung",)
-    assert got.entitaet_ids == (5, 2) and got.timeline_id == 9
+    assert got.themen == ("Garten", "Kräuter") and got.ei.intentionen == ("planung",)
+    assert got.magnets == Magnets(entitaet_ids=(5, 2), timeline_id=9)
     assert got.salienz == stored.salienz and got.salienz_eingang == 0.6 and got.haeufigkeit == 1
     assert got.erstellt_am == 1_790_000_000.5 and got.turn_id == "t-1"
     assert 0 < got.ttl_seconds <= stored.ttl_seconds

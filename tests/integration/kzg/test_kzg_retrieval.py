@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import InMemorySink
 from services.kzg.memory import KzgMemory
 from services.kzg.models import RetrieveFilters, RetrieveQuery, Vector
@@ -94,10 +95,10 @@ async def test_top_k_defaults_to_ten_and_hits_come_best_first(kzg: KzgMemory, rn
 
 async def test_field_filters(kzg: KzgMemory, rng: np.random.Generator) -> None:
     base = unit_vector(rng)
-    a = await kzg.store_entry(entry(0.5, ("Grüner Tee",), embedding=_near(base, rng), emotion="freude",
-                                    modus="alltag", entitaet_ids=(4, 7), timeline_id=3))
-    b = await kzg.store_entry(entry(0.8, ("Kaffee am Morgen",), embedding=_near(base, rng), emotion="wut",
-                                    entitaet_ids=(7,), timeline_id=5))
+    a = await kzg.store_entry(entry(0.5, ("Grüner Tee",), embedding=_near(base, rng),
+                                    ei=Ei(emotion="freude", modus="alltag"), magnets=Magnets((4, 7), 3)))
+    b = await kzg.store_entry(entry(0.8, ("Kaffee am Morgen",), embedding=_near(base, rng),
+                                    ei=Ei(emotion="wut"), magnets=Magnets((7,), 5)))
 
     async def keys(filters: RetrieveFilters) -> set[str]:
         result = await kzg.retrieve(RetrieveQuery(PAIR, query_vector=base, filters=filters))

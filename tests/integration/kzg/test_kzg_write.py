@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from novaberg_core.errors import AlreadyExists, InvalidArgument
+from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.kzg.domain import (
     KZG_SALIENZ_HIGH,
@@ -81,9 +82,9 @@ async def test_hash_carries_every_field_and_canon_is_enforced(
         entry(
             0.55, (" Garten ", "Kräuter", ""),
             inhalt="Meister pflanzt Schnittlauch.", gedaechtnistyp="episodisch", dimension="interessen",
-            emotion="freude", modus="Alltag", arousal=0.4, emotions_vektor="hin", sprach_stil="locker",
-            tone="warm", intentionen=("planung", "plaudern", "anweisung"), entitaet_ids=(3, 1, 3, 2, 1),
-            timeline_id=42, turn_id="turn-1", as_of=1_790_000_000.25, writer="pipeline.observe",
+            ei=Ei(emotion="freude", modus="Alltag", arousal=0.4, emotions_vektor="hin", sprach_stil="locker",
+                  tone="warm", intentionen=("planung", "plaudern", "anweisung")),
+            magnets=Magnets(entitaet_ids=(3, 1, 3, 2, 1), timeline_id=42), turn_id="turn-1", as_of=1_790_000_000.25, writer="pipeline.observe",
         )
     )
     stored = await _hash(kzg, result.kzg_key)
@@ -121,8 +122,8 @@ async def test_timeline_id_omitted_when_none(kzg: KzgMemory, rng: np.random.Gene
 async def test_reinforcement_touches_only_same_pair_entries_sharing_a_theme(
     kzg: KzgMemory, rng: np.random.Generator
 ) -> None:
-    garten = await kzg.store_entry(entry(0.4, ("Garten",), embedding=unit_vector(rng), emotion="freude",
-                                         modus="alltag", arousal=0.3))
+    garten = await kzg.store_entry(entry(0.4, ("Garten",), embedding=unit_vector(rng),
+                                         ei=Ei(emotion="freude", modus="alltag", arousal=0.3)))
     garten_musik = await kzg.store_entry(entry(0.6, (" garten ", "Musik"), embedding=unit_vector(rng)))
     kochen = await kzg.store_entry(entry(0.4, ("Kochen",), embedding=unit_vector(rng)))
     other_pair = await kzg.store_entry(entry(0.4, ("Garten",), pair=OTHER_PAIR, embedding=unit_vector(rng)))
@@ -264,7 +265,7 @@ def _bad(**change: object) -> Callable[[np.random.Generator], EntryInput]:
         (_bad(beobachter="narrator"), "beobachter"),
         (_bad(inhalt="  "), "inhalt"),
         (_bad(themen=("a|b",)), "salience.themen"),
-        (_bad(arousal=1.5), "ei.arousal"),
+        (_bad(ei=Ei(arousal=1.5)), "ei.arousal"),
     ],
 )
 async def test_bad_input_is_refused_and_nothing_is_written(
