@@ -62,6 +62,7 @@ from pgvector import Vector
 
 from novaberg_core.clusters import default_clusters
 from novaberg_core.embedding import EmbeddingProvider, profile_for
+from novaberg_core.model import Ei, Magnets, Pair
 from novaberg_core.pipeline_log import NullSink, PipelineLog
 from novaberg_dev.embedded import create_database, start_stores, stop_stores
 from services.lzg.edges import pair_weights
@@ -427,12 +428,14 @@ async def bench_promotions(
         provider.vectors[fresh.texts[i]] = fresh.embeddings[i]
         timeline = fresh.timelines[i]
         job = PromotionInput(
-            kzg_key=f"kzg:{pair.user_id}:nova:p{i}", user_id=pair.user_id, character_id="nova", beobachter="user",
+            kzg_key=f"kzg:{pair.user_id}:nova:p{i}", pair=Pair(pair.user_id, "nova"), beobachter="user",
             inhalt=fresh.texts[i], themen=fresh.themen[i], salienz=float(fresh.salienz[i]), haeufigkeit=1,
-            gedaechtnistyp="episodisch", dimension="beziehungen", emotion=fresh.emotion[i], modus="alltag",
-            arousal=0.5, emotions_vektor="", sprach_stil="", beziehungs_dynamik="", tone="",
-            intentionen=["planung"], entitaet_ids=[pair.entity_ids[e] for e in fresh.entities[i]],
-            timeline_id=None if timeline is None else pair.timeline_ids[timeline],
+            gedaechtnistyp="episodisch", dimension="beziehungen",
+            ei=Ei(emotion=fresh.emotion[i], modus="alltag", arousal=0.5, intentionen=("planung",)),
+            magnets=Magnets.of(
+                [pair.entity_ids[e] for e in fresh.entities[i]],
+                None if timeline is None else pair.timeline_ids[timeline],
+            ),
             erstellt_am=T_LOAD, entry_turn_id="bench", ausloeser_turn_id="bench", log_turn_id="bench",
             span_id=None, as_of=T_LOAD + timedelta(hours=1),
         )  # fmt: skip

@@ -74,6 +74,7 @@ from novaberg_core.embedding import (
     make_provider,
     profile_for,
 )
+from novaberg_core.model import Ei, Magnets, Pair
 from novaberg_dev.embedded import start_stores, stop_stores, stores_status
 from novaberg_dev.stack import start_stack
 from services.lzg.layers import TimelineRef, evaluate_layers
@@ -224,13 +225,13 @@ async def seed_pair(
                 node_id = await tx.insert_node(
                     NewNode(
                         kzg_quell_key=f"kzg:{PAIR.user_id}:{PAIR.character_id}:seed{index}",
-                        user_id=PAIR.user_id, character_id=PAIR.character_id,
+                        pair=Pair.of_proto(PAIR),
                         beobachter="user" if index % 3 else "assistant", inhalt=text, embedding=vectors[index],
                         dimension="interessen", gewicht_roh=w.gewicht_roh, gewicht_absolut=w.gewicht_absolut,
                         gewicht_decay=w.gewicht_decay, haeufigkeit=1, erstellt_am=created, kzg_erstellt_am=created,
-                        themen=themen, gedaechtnistyp="episodisch", entitaet_ids=[entity_ids[x] for x in names],
-                        timeline_id=None, emotion=rng.choice(EMOTIONS), arousal=0.5, emotions_vektor="",
-                        intentionen=["information_teilen"], modus="", sprach_stil="", beziehungs_dynamik="", tone="",
+                        themen=themen, gedaechtnistyp="episodisch",
+                        magnets=Magnets.of([entity_ids[x] for x in names], None),
+                        ei=Ei(emotion=rng.choice(EMOTIONS), arousal=0.5, intentionen=("information_teilen",)),
                     )
                 )  # fmt: skip
                 ids.append(node_id)

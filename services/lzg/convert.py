@@ -14,7 +14,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.embedding.base import Vectors
-from novaberg_core.model import EI_SCALARS, Beobachter, Magnets, Pair, check_vector
+from novaberg_core.model import EI_SCALARS, Beobachter, Ei, Magnets, Pair, check_vector
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.reading import RecallCandidate
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
@@ -293,11 +293,9 @@ def trigger3_to_proto(result: Trigger3Result) -> lzg_pb2.Trigger3Response:
 def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
     """A PromoteRequest as the promotion's input (validation happens in ``app/promotion.py``)."""
     entry = request.entry
-    magnets = Magnets.from_proto(entry.magnets)
     return PromotionInput(
         kzg_key=entry.kzg_key,
-        user_id=entry.pair.user_id,
-        character_id=entry.pair.character_id,
+        pair=Pair.of_proto(entry.pair),
         beobachter=Beobachter.name_of_proto(entry.beobachter),
         inhalt=entry.inhalt,
         themen=list(entry.themen),
@@ -305,10 +303,8 @@ def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
         haeufigkeit=entry.haeufigkeit,
         gedaechtnistyp=entry.gedaechtnistyp,
         dimension=entry.dimension,
-        **{field: getattr(entry.ei, field) for field in EI_SCALARS},
-        intentionen=list(entry.ei.intentionen),
-        entitaet_ids=list(magnets.entitaet_ids),
-        timeline_id=magnets.timeline_id,
+        ei=Ei.from_proto(entry.ei),
+        magnets=Magnets.from_proto(entry.magnets),
         erstellt_am=_optional_ts(entry, "erstellt_am"),
         sprecher=entry.sprecher,
         sprache=entry.sprache,

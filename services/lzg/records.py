@@ -40,8 +40,8 @@ class PromotionRecords:
     @classmethod
     def of(cls, log: PipelineLog, entry: PromotionInput) -> PromotionRecords:
         pair = {
-            "user_id": entry.user_id,
-            "character_id": entry.character_id,
+            "user_id": entry.pair.user_id,
+            "character_id": entry.pair.character_id,
             "span_id": entry.span_id,
             "erstellt_am": entry.as_of,
         }

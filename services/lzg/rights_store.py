@@ -18,6 +18,7 @@ import numpy as np
 from pgvector import Vector
 
 from novaberg_core.migrations import load_queries
+from novaberg_core.model import Ei, Magnets, Pair
 from services.lzg.layers import TimelineRef
 from services.lzg.rows import NewNode
 from services.lzg.store import PairTx, timeline_ref
@@ -103,11 +104,20 @@ class StoredNode:
     def as_new_node(self, inhalt: str, vector: Any, as_of: datetime) -> NewNode:
         """Trigger 1's input: the stored weights and layers with the new content (edges dated ``as_of``)."""
         stored = {name: self.columns[name] for name in _STORED_NODE_FIELDS}
-        return NewNode(**stored, inhalt=inhalt, embedding=vector, erstellt_am=as_of, intentionen=[])
+        columns = self.columns
+        return NewNode(
+            **stored,
+            pair=Pair(columns["user_id"], columns["character_id"]),
+            inhalt=inhalt,
+            embedding=vector,
+            erstellt_am=as_of,
+            magnets=Magnets.of(columns["entitaet_ids"], columns["timeline_id"]),
+            ei=Ei.from_row({**columns, "intentionen": ()}),  # Trigger 1 reads no intentionen
+        )
 
 
 _STORED_NODE_FIELDS = tuple(
-    f.name for f in fields(NewNode) if f.name not in {"inhalt", "embedding", "erstellt_am", "intentionen"}
+    f.name for f in fields(NewNode) if f.name not in {"pair", "inhalt", "embedding", "erstellt_am", "magnets", "ei"}
 )
 
 

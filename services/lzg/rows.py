@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from novaberg_core.model import Ei, Magnets, Pair
 from services.lzg.layers import EdgeLayers
 
 __all__ = [
@@ -44,8 +45,7 @@ class NewNode:
     """Every column of a node created by promotion (SPEC §5.3 step 5)."""
 
     kzg_quell_key: str
-    user_id: str
-    character_id: str
+    pair: Pair
     beobachter: str
     inhalt: str
     embedding: npt.NDArray[np.float32]
@@ -58,16 +58,9 @@ class NewNode:
     kzg_erstellt_am: datetime
     themen: Sequence[str]
     gedaechtnistyp: str | None
-    entitaet_ids: Sequence[int]
-    timeline_id: int | None
-    emotion: str
-    arousal: float
-    emotions_vektor: str
-    intentionen: Sequence[str]
-    modus: str
-    sprach_stil: str
-    beziehungs_dynamik: str
-    tone: str
+    magnets: Magnets
+    """The entry's entities known to the pair and its timeline if the pair holds it (SPEC §5.3)."""
+    ei: Ei
     sprecher: str = ""
     """The speaker's display name (SPEC §11); part of the embedded text."""
     sprache: str = ""

@@ -10,14 +10,13 @@ from datetime import datetime
 from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.lexical import QueryTerms
-from novaberg_core.model import EI_SCALARS, Beobachter, PromotionOutcome
+from novaberg_core.model import Beobachter, Ei, Magnets, Pair, PromotionOutcome
 from services.lzg.reading import RecallCandidate
 from services.lzg.rows import Entity, Timeline, entity_from_row, timeline_from_row
 from services.lzg.spreading import LzgResonanz
 
 __all__ = [
     "BEOBACHTER",
-    "EI_FIELDS",
     "ERASED",
     "Entity",
     "PromotionInput",
@@ -34,8 +33,6 @@ __all__ = [
 
 BEOBACHTER: tuple[Beobachter, ...] = tuple(Beobachter)
 """Perspectives of an entry (SPEC §0): the shared model's names."""
-EI_FIELDS = EI_SCALARS
-"""The scalar EI fields an entry and a node carry (the eighth, ``intentionen``, is a list)."""
 
 
 def check_pair(user_id: str, character_id: str, field_name: str = "pair") -> tuple[str, str]:
@@ -56,8 +53,7 @@ class PromotionInput:
     """A KZG entry as read fresh by the caller (SPEC §5.3 step 1), plus the job's context."""
 
     kzg_key: str
-    user_id: str
-    character_id: str
+    pair: Pair
     beobachter: str
     inhalt: str
     themen: Sequence[str]
@@ -65,16 +61,8 @@ class PromotionInput:
     haeufigkeit: int
     gedaechtnistyp: str
     dimension: str
-    emotion: str
-    modus: str
-    arousal: float
-    emotions_vektor: str
-    sprach_stil: str
-    beziehungs_dynamik: str
-    tone: str
-    intentionen: Sequence[str]
-    entitaet_ids: Sequence[int]
-    timeline_id: int | None
+    ei: Ei
+    magnets: Magnets
     erstellt_am: datetime | None
     entry_turn_id: str
     ausloeser_turn_id: str

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.model import EI_SCALARS, Beobachter
+from novaberg_core.model import Beobachter, Magnets
 from novaberg_core.rights import kzg_key_prefix
 from services.lzg.app.context import UseCase
 from services.lzg.cache import PairSnapshot
@@ -34,7 +34,6 @@ from services.lzg.types import (
     PromotionOutcome,
     PromotionResult,
     check_finite,
-    check_pair,
 )
 from services.lzg.weights import half_reactivation_decay, node_weights_at_creation
 
@@ -43,10 +42,7 @@ __all__ = ["Promotion", "trigger1_candidates", "trigger1_edges"]
 _LOG = logging.getLogger(__name__)
 
 _GEDAECHTNISTYP_MAX = 20  # VARCHAR(20)
-_FROM_ENTRY = (
-    *("user_id", "character_id", "beobachter", "inhalt", "dimension", "haeufigkeit", "sprecher", "sprache"),
-    *EI_SCALARS,
-)
+_FROM_ENTRY = ("pair", "beobachter", "inhalt", "dimension", "haeufigkeit", "sprecher", "sprache", "ei")
 """What a new node takes from its entry as it is (SPEC §5.3 step 5)."""
 
 
@@ -55,10 +51,10 @@ class Promotion(UseCase):
 
     def validate(self, entry: PromotionInput) -> None:
         """Everything a promotion refuses before touching the store (SPEC §10: nothing changed)."""
-        check_pair(entry.user_id, entry.character_id, "entry.pair")
+        entry.pair.check("entry.pair")
         if not entry.kzg_key:
             raise InvalidArgument("entry.kzg_key must not be empty")
-        prefix = kzg_key_prefix(entry.user_id, entry.character_id)
+        prefix = kzg_key_prefix(entry.pair.user_id, entry.pair.character_id)
         if not entry.kzg_key.startswith(prefix) or len(entry.kzg_key) == len(prefix):
             raise InvalidArgument(
                 f"entry.kzg_key {entry.kzg_key!r} is not a key of the entry's pair (expected '{prefix}<entry_id>')"
@@ -74,12 +70,12 @@ class Promotion(UseCase):
             raise InvalidArgument(f"entry.gedaechtnistyp is longer than {_GEDAECHTNISTYP_MAX} characters")
         # An empty `dimension` is stored as '' (the column is NOT NULL, not non-empty): the KZG
         # accepts such entries, and refusing them here would turn them into poison jobs.
-        check_finite(entry.arousal, "entry.ei.arousal")
+        check_finite(entry.ei.arousal, "entry.ei.arousal")
         if entry.erstellt_am is None:
             raise InvalidArgument("entry.erstellt_am must be set")
-        if any(i <= 0 for i in entry.entitaet_ids):
+        if any(i <= 0 for i in entry.magnets.entitaet_ids):
             raise InvalidArgument("entry.magnets.entitaet_ids must be positive ids")
-        if entry.timeline_id is not None and entry.timeline_id <= 0:
+        if entry.magnets.timeline_id is not None and entry.magnets.timeline_id <= 0:
             raise InvalidArgument("entry.magnets.timeline_id must be a positive id")
 
     async def promote(self, entry: PromotionInput) -> PromotionResult:
@@ -90,7 +86,7 @@ class Promotion(UseCase):
         records = PromotionRecords.of(self.log, entry)
         records.received(entry)
         vector = await self.provider.embed_one(lzg_embed_text(entry.inhalt, entry.sprecher))
-        async with self.store.pair_writer(entry.user_id, entry.character_id) as tx:
+        async with self.store.pair_writer(entry.pair.user_id, entry.pair.character_id) as tx:
             if await self._erased(tx.conn, entry):  # an erasure committed while this one waited
                 return ERASED
             prior = await tx.node_by_quell_key(entry.kzg_key)
@@ -101,7 +97,7 @@ class Promotion(UseCase):
 
             entitaet_ids = await _known_entities(tx, entry, records)
             timeline = await _known_timeline(tx, entry, records)
-            snapshot = await self.cache.snapshot(tx.conn, entry.user_id, entry.character_id)
+            snapshot = await self.cache.snapshot(tx.conn, entry.pair.user_id, entry.pair.character_id)
             cosines = snapshot.cosines(vector)
             best_row = int(np.argmax(cosines)) if len(snapshot) else -1
             best_cosine = float(cosines[best_row]) if best_row >= 0 else 0.0
@@ -124,9 +120,7 @@ class Promotion(UseCase):
                 kzg_erstellt_am=entry.erstellt_am or entry.as_of,
                 themen=list(entry.themen),
                 gedaechtnistyp=entry.gedaechtnistyp or None,
-                entitaet_ids=entitaet_ids,
-                timeline_id=entry.timeline_id if timeline is not None else None,
-                intentionen=list(entry.intentionen),
+                magnets=Magnets.of(entitaet_ids, entry.magnets.timeline_id if timeline is not None else None),
                 quell_turn_id=entry.entry_turn_id,
             )
             # Step 3: the candidates' fresh data are read before the insert.
@@ -159,7 +153,7 @@ class Promotion(UseCase):
     async def _erased(self, conn: Any, entry: PromotionInput) -> bool:
         """A tombstone of the pair (or its user) newer than the entry (services/lzg/rights.py)."""
         assert entry.erstellt_am is not None
-        if await promotion_erased(conn, entry.user_id, entry.character_id, entry.erstellt_am):
+        if await promotion_erased(conn, entry.pair.user_id, entry.pair.character_id, entry.erstellt_am):
             _LOG.warning("promotion of an entry of an erased pair dropped (docs/decisions.md 'Erasure')")
             erased_promotion_dropped(self.log)
             return True
@@ -189,7 +183,7 @@ class Promotion(UseCase):
 
 async def _known_entities(tx: PairTx, entry: PromotionInput, records: PromotionRecords) -> list[int]:
     """Entity ids of the pair, each once in first-mention order; unknown ones dropped with an ERROR."""
-    ordered = list(dict.fromkeys(entry.entitaet_ids))
+    ordered = list(dict.fromkeys(entry.magnets.entitaet_ids))
     known = await tx.known_entity_ids(ordered)
     unknown = [i for i in ordered if i not in known]
     if unknown:
@@ -204,15 +198,16 @@ async def _known_entities(tx: PairTx, entry: PromotionInput, records: PromotionR
 
 async def _known_timeline(tx: PairTx, entry: PromotionInput, records: PromotionRecords) -> TimelineRef | None:
     """The entry's timeline reference if it belongs to the pair; otherwise dropped with an ERROR."""
-    if entry.timeline_id is None:
+    timeline_id = entry.magnets.timeline_id
+    if timeline_id is None:
         return None
-    ref = await tx.timeline_ref(entry.timeline_id)
+    ref = await tx.timeline_ref(timeline_id)
     if ref is None:
         _dropped(
             entry,
             records,
             "UnbekannteTimeline",
-            f"timeline_id {entry.timeline_id} is not a timeline of this pair (deleted?); dropped",
+            f"timeline_id {timeline_id} is not a timeline of this pair (deleted?); dropped",
         )
     return ref
 
@@ -254,9 +249,10 @@ async def trigger1_candidates(
     """
     close = snapshot.ids[np.nonzero(cosines > embedding_schwelle)[0]].tolist()
     near = await tx.timelines_of_precision(timeline) if timeline is not None else {}
-    if not close and not node.themen and not node.entitaet_ids and not near:
+    entitaet_ids = node.magnets.entitaet_ids
+    if not close and not node.themen and not entitaet_ids and not near:
         return [], near
-    return await tx.promotion_candidates(close, node.themen, node.entitaet_ids, list(near)), near
+    return await tx.promotion_candidates(close, node.themen, entitaet_ids, list(near)), near
 
 
 def trigger1_edges(
@@ -281,7 +277,7 @@ def trigger1_edges(
         layers = evaluate_layers(
             older_themen=candidate["themen"],
             newer_themen=node.themen,
-            entitaet_ids_a=node.entitaet_ids,
+            entitaet_ids_a=node.magnets.entitaet_ids,
             entitaet_ids_b=candidate["entitaet_ids"],
             timeline_a=timeline,
             timeline_b=near_timelines.get(timeline_id) if timeline_id is not None else None,

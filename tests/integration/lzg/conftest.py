@@ -19,6 +19,7 @@ import pytest
 
 from novaberg_core.clusters import default_clusters
 from novaberg_core.embedding import EmbeddingProvider, ModelProfile, ThresholdSources
+from novaberg_core.model import Ei, Magnets, Pair
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.lzg.edges import pair_weights
 from services.lzg.engine import LzgEngine
@@ -136,8 +137,7 @@ def entry(
     """A promotion input with sensible KZG fields."""
     base = PromotionInput(
         kzg_key=key or f"kzg:{pair[0]}:{pair[1]}:e{next(_counter)}",
-        user_id=pair[0],
-        character_id=pair[1],
+        pair=Pair(*pair),
         beobachter=beobachter,
         inhalt=inhalt,
         themen=list(themen),
@@ -145,16 +145,17 @@ def entry(
         haeufigkeit=2,
         gedaechtnistyp="episodisch",
         dimension="beziehungen",
-        emotion=emotion,
-        modus="alltag",
-        arousal=0.6,
-        emotions_vektor="ruhe->freude",
-        sprach_stil="locker",
-        beziehungs_dynamik="nah",
-        tone="warm",
-        intentionen=["information_teilen"],
-        entitaet_ids=list(entitaet_ids),
-        timeline_id=timeline_id,
+        ei=Ei(
+            emotion=emotion,
+            modus="alltag",
+            arousal=0.6,
+            emotions_vektor="ruhe->freude",
+            sprach_stil="locker",
+            beziehungs_dynamik="nah",
+            tone="warm",
+            intentionen=("information_teilen",),
+        ),
+        magnets=Magnets.of(entitaet_ids, timeline_id),
         erstellt_am=datetime(2026, 4, 20, 9, 0, tzinfo=UTC),
         entry_turn_id="turn-kzg-1",
         ausloeser_turn_id="turn-job-1",

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import Pair
 from services.lzg.engine import LzgEngine
 from services.lzg.store import LzgStore
 from services.lzg.types import PromotionOutcome
@@ -61,16 +62,9 @@ async def test_new_node_takes_every_kzg_field_and_allows_deleting_the_entry(
     assert list(node["themen"]) == ["Anna", "Schokolade"]
     assert list(node["entitaet_ids"]) == [ent.id]  # each id once
     assert node["timeline_id"] == tl.id
-    for field in (
-        "emotion",
-        "modus",
-        "emotions_vektor",
-        "sprach_stil",
-        "beziehungs_dynamik",
-        "tone",
-        "dimension",
-    ):
-        assert node[field] == getattr(job, field), field
+    for field in ("emotion", "modus", "emotions_vektor", "sprach_stil", "beziehungs_dynamik", "tone"):
+        assert node[field] == getattr(job.ei, field), field
+    assert node["dimension"] == job.dimension
     assert node["gedaechtnistyp"] == "episodisch" and node["arousal"] == 0.6
     assert json.loads(node["intentionen"]) == ["information_teilen"]
     assert node["embedding"].to_numpy().tolist() == pytest.approx(unit(1, 0).tolist())
@@ -264,7 +258,7 @@ async def test_bad_input_is_refused_before_anything_is_written(
         (dict(inhalt="  "), "entry.inhalt must not be empty"),
         (dict(kzg_key="kzg:someone-else:nova:e1"), "is not a key of the entry's pair"),
         (dict(erstellt_am=None), "entry.erstellt_am must be set"),
-        (dict(user_id=""), "entry.pair.user_id must not be empty"),
+        (dict(pair=Pair("", PAIR[1])), "entry.pair.user_id must not be empty"),
         (dict(haeufigkeit=0), "entry.haeufigkeit must be >= 1"),
     ]
     for change, message in bad:
