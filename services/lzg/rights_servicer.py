@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 
 from novaberg.lzg.v1 import lzg_pb2
-from novaberg_core.model import Beobachter
+from novaberg_core.model import Beobachter, Ei, Magnets
 from novaberg_core.rights import StreamPair, chunks, erasure_target_of, named_target, pair_ids
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.convert import edge_to_proto, node_to_proto, pair_of, same_named, turn_of
@@ -43,7 +43,7 @@ def _timeline_row(message: lzg_pb2.Timeline) -> Mapping[str, Any]:
 
 
 def _node_row(message: lzg_pb2.Node) -> Mapping[str, Any]:
-    ei, magnets = message.ei, message.magnets
+    magnets = Magnets.from_proto(message.magnets)
     return {
         "id": message.id,
         "kzg_quell_key": message.kzg_quell_key,
@@ -62,15 +62,8 @@ def _node_row(message: lzg_pb2.Node) -> Mapping[str, Any]:
         "themen": list(message.themen),
         "gedaechtnistyp": message.gedaechtnistyp,
         "entitaet_ids": list(magnets.entitaet_ids),
-        "timeline_id": magnets.timeline_id if magnets.HasField("timeline_id") else None,
-        "emotion": ei.emotion,
-        "arousal": ei.arousal,
-        "emotions_vektor": ei.emotions_vektor,
-        "intentionen": list(ei.intentionen),
-        "modus": ei.modus,
-        "sprach_stil": ei.sprach_stil,
-        "beziehungs_dynamik": ei.beziehungs_dynamik,
-        "tone": ei.tone,
+        "timeline_id": magnets.timeline_id,
+        **Ei.from_proto(message.ei).as_dict(),
         "sprecher": message.sprecher,
         "sprache": message.sprache,
         "quell_turn_id": message.quell_turn_id,
