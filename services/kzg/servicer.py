@@ -92,7 +92,8 @@ class KzgServicer(KzgRightsServicer, kzg_pb2_grpc.KzgServiceServicer):
         self, request: kzg_pb2.GetEntryRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.GetEntryResponse:
         entry = await self.memory.get_entry(
-            pair_from_pb(request.pair), request.kzg_key, include_embedding=request.include_embedding
+            pair_from_pb(request.pair), request.kzg_key, include_embedding=request.include_embedding,
+            turn_id=request.turn.turn_id, span_id=request.turn.span_id, as_of=as_of(request.as_of),
         )
         return kzg_pb2.GetEntryResponse(entry=entry_pb(entry))
 

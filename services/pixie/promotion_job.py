@@ -89,9 +89,7 @@ class PromotionSteps:
         async with self.plog.span(turn_id=turn_id, node=NODE, **where) as span_id:
             logged = {"span_id": span_id, **where}
             job_info = {"job_id": job.job_id, "kzg_key": job.kzg_key, "delivery_count": job.delivery_count}
-            entry = await self._read_entry(job)
-            self.plog.db_read(turn_id=turn_id, node=NODE, tabelle="kzg", treffer=0 if entry is None else 1,
-                              kzg_key=job.kzg_key, **logged)
+            entry = await self._read_entry(job, common_pb2.TurnContext(turn_id=turn_id, span_id=span_id), as_of)
             if entry is None:
                 self.plog.decision(
                     turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang="verfallen",
@@ -152,9 +150,15 @@ class PromotionSteps:
         except PEER_FAILURES as error:
             raise JobFailed(f"KZG MarkHashDirty after {ausgang} of node {node_id}: {describe(error)}") from error
 
-    async def _read_entry(self, job: kzg_pb2.PromotionJob) -> common_pb2.KzgEntry | None:
+    async def _read_entry(
+        self, job: kzg_pb2.PromotionJob, turn: common_pb2.TurnContext, as_of: datetime | None
+    ) -> common_pb2.KzgEntry | None:
+        """The entry read fresh (SPEC §5.3 step 1); the KZG logs the read under the job's turn and span."""
+        request = kzg_pb2.GetEntryRequest(pair=job.pair, kzg_key=job.kzg_key, turn=turn)
+        if as_of is not None:
+            request.as_of.CopyFrom(to_timestamp(as_of))
         try:
-            response = await self.kzg_peer.get_entry(kzg_pb2.GetEntryRequest(pair=job.pair, kzg_key=job.kzg_key))
+            response = await self.kzg_peer.get_entry(request)
         except NotFound:
             return None
         except PEER_FAILURES as error:
@@ -204,8 +208,7 @@ class PromotionSteps:
             )
             tally["kzg_delete_failed"] += 1
             return
-        self.plog.db_write(turn_id=turn_id, node=NODE, tabelle="kzg", operation="delete",
-                           kzg_key=job.kzg_key, deleted=deleted.deleted, lzg_id=node_id, **logged)
+        # The KZG logged the DEL and its verification under this turn and span (each event once).
         tally["kzg_deleted"] += 1
         if self.step_hook is not None:
             await self.step_hook("deleted", job)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from novaberg_core.errors import NotFound
 from services.kzg.app.checks import check_key
-from services.kzg.app.context import READ_NODE, WRITE_NODE, KzgContext, log_span, log_turn
+from services.kzg.app.context import READ_NODE, WRITE_NODE, KzgContext, log_span, log_time, log_turn
 from services.kzg.models import KzgEntryData, Pair
 
 __all__ = ["Entries"]
@@ -17,12 +17,17 @@ class Entries:
         self.ctx = ctx
         self.store = ctx.store
 
-    async def get_entry(self, pair: Pair, key: str, *, include_embedding: bool = False) -> KzgEntryData:
+    async def get_entry(
+        self, pair: Pair, key: str, *, include_embedding: bool = False, turn_id: str = "", span_id: str = "",
+        as_of: float | None = None,
+    ) -> KzgEntryData:
+        """The entry, read fresh (SPEC §5.3 step 1); the read is logged here, under the caller's turn."""
         check_key(pair, key)
         entry = await self.store.get_entry(key, with_embedding=include_embedding)
         self.ctx.log.db_read(
-            turn_id=log_turn(""), node=READ_NODE, tabelle="kzg", treffer=int(entry is not None), kzg_key=key,
-            user_id=pair.user_id, character_id=pair.character_id,
+            turn_id=log_turn(turn_id), node=READ_NODE, tabelle="kzg", treffer=int(entry is not None), kzg_key=key,
+            span_id=log_span(span_id), user_id=pair.user_id, character_id=pair.character_id,
+            erstellt_am=log_time(as_of),
         )
         if entry is None:
             raise NotFound(f"KZG entry {key} does not exist (expired, deleted or never written)")
@@ -45,12 +50,12 @@ class Entries:
             self.ctx.log.db_write(
                 turn_id=log_turn(turn_id), node=WRITE_NODE, tabelle="hash_dirty", operation="hset",
                 grund=hash_dirty_reason, span_id=log_span(span_id), user_id=pair.user_id,
-                character_id=pair.character_id,
+                character_id=pair.character_id, erstellt_am=log_time(as_of),
             )  # fmt: skip
         self.ctx.log.db_write(
             turn_id=log_turn(turn_id), node=WRITE_NODE, tabelle="kzg", operation="del", kzg_key=key,
             geloescht=deleted, verifiziert_weg=gone, span_id=log_span(span_id),
-            user_id=pair.user_id, character_id=pair.character_id,
+            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=log_time(as_of),
         )
         return deleted, gone
 

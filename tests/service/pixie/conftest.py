@@ -49,9 +49,17 @@ def provider() -> EmbeddingProvider:
 
 
 @pytest.fixture
-async def kzg_server(redis_url: str, provider: EmbeddingProvider) -> AsyncIterator[RunningServer]:
+def kzg_log() -> PipelineLog:
+    """The KZG's own pipeline log (in memory): what it records of Pixie's reads and deletes."""
+    return PipelineLog(InMemorySink(), quelle="KZG")
+
+
+@pytest.fixture
+async def kzg_server(
+    redis_url: str, provider: EmbeddingProvider, kzg_log: PipelineLog
+) -> AsyncIterator[RunningServer]:
     cfg = KzgConfig(common=CommonConfig("kzg"), redis_url=redis_url, reinforcement="aus")
-    running = await create_kzg_server(cfg, provider=provider, log=PipelineLog(InMemorySink()))
+    running = await create_kzg_server(cfg, provider=provider, log=kzg_log)
     try:
         yield running
     finally:

@@ -26,6 +26,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
+from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from novaberg_core.timeutil import to_timestamp, utc_now
 from services.kzg.models import Pair as KzgPair
 from services.kzg.store import hash_dirty_key
@@ -84,7 +85,8 @@ def _nonzero(run: pixie_pb2.Run) -> dict[str, int]:
 
 
 async def test_high_entry_becomes_a_node_and_leaves_the_kzg(
-    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub, redis_url: str
+    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub, redis_url: str,
+    kzg_log: PipelineLog,
 ) -> None:
     a = await cluster.start("pixie-a")
     stored = await store_entry(kzg, TEXTS[0], salienz=0.9, themen=("Geburtstag", "Familie"), turn_id="turn-geb")
@@ -112,8 +114,18 @@ async def test_high_entry_becomes_a_node_and_leaves_the_kzg(
         ("neuer_knoten", "turn-geb", "meister", "nova")
     ]
     assert decisions[0].inhalt["massstab"]["node_id"] == node.id
-    deletes = [r for r in await a.logged("promotion") if r.art == "db_write"]
-    assert deletes[0].inhalt["kzg_key"] == stored.kzg_key and deletes[0].inhalt["lzg_id"] == node.id
+    # Each event is logged once, where it happens: the KZG records the fresh read and the verified
+    # DEL under the job's turn and span; Pixie records only its decision (docs/decisions.md).
+    assert [r for r in await a.logged("promotion") if r.art in {"db_read", "db_write"}] == []
+    await kzg_log.flush()
+    kzg_rows = [r for r in cast(InMemorySink, kzg_log.sink).records if r.turn_id == "turn-geb"]
+    span = decisions[0].span_id
+    read = [(r.span_id, r.inhalt["kzg_key"], r.inhalt["treffer"]) for r in kzg_rows if r.art == "db_read"]
+    assert read == [(span, stored.kzg_key, 1)]
+    deleted = [r.inhalt for r in kzg_rows if r.art == "db_write" and r.inhalt.get("operation") == "del"]
+    assert [(d["kzg_key"], d["geloescht"], d["verifiziert_weg"]) for d in deleted] == [(stored.kzg_key, True, True)]
+    retired = [(r.inhalt["tabelle"], r.span_id) for r in kzg_rows if r.span_id == span and r.art == "db_write"]
+    assert retired == [("hash_dirty", span), ("kzg", span)]  # the marker, then the verified DEL
 
 
 async def test_duplicate_stays_in_the_kzg(

@@ -242,14 +242,18 @@ class RetrieveResponse(_message.Message):
     def __init__(self, hits: _Optional[_Iterable[_Union[RetrieveHit, _Mapping]]] = ..., threshold: _Optional[float] = ..., model_id: _Optional[str] = ..., dropped_below_threshold: _Optional[int] = ...) -> None: ...
 
 class GetEntryRequest(_message.Message):
-    __slots__ = ("pair", "kzg_key", "include_embedding")
+    __slots__ = ("pair", "kzg_key", "include_embedding", "turn", "as_of")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     KZG_KEY_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_EMBEDDING_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     kzg_key: str
     include_embedding: bool
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., kzg_key: _Optional[str] = ..., include_embedding: _Optional[bool] = ...) -> None: ...
+    turn: _common_pb2.TurnContext
+    as_of: _timestamp_pb2.Timestamp
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., kzg_key: _Optional[str] = ..., include_embedding: _Optional[bool] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GetEntryResponse(_message.Message):
     __slots__ = ("entry",)
