@@ -42,7 +42,6 @@ import grpc.aio
 import numpy as np
 import psutil
 import redis.asyncio as aioredis
-from pgvector import Vector
 from redis.exceptions import ResponseError
 
 from novaberg.common.v1 import common_pb2
@@ -50,9 +49,11 @@ from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.embedding import kzg_embed_text, lzg_embed_text, make_provider
+from novaberg_core.model import Ei, Magnets, Pair
 from novaberg_dev.embedded import stores_status
 from novaberg_dev.stack import REPO_ROOT, Stack, free_port, start_stack
 from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
+from services.lzg.rows import NewNode
 from services.lzg.store import LzgStore
 from services.lzg.weights import node_weights_at_creation
 from services.pixie.store import PixieStore
@@ -112,18 +113,21 @@ async def seed_nodes(stack: Stack, provider: Any, pairs: int, nodes: int, rng: r
             pair = pair_of(p)
             texts = [sentence(rng) for _ in range(nodes)]
             vectors = await provider.embed([lzg_embed_text(t) for t in texts])
-            rows: list[tuple[Any, ...]] = [
-                (
-                    f"kzg:{pair.user_id}:{pair.character_id}:seed{n}", pair.user_id, pair.character_id, "user",
-                    text, Vector(np.asarray(vector, dtype=np.float32)), "interessen", weights.gewicht_roh,
-                    weights.gewicht_absolut, weights.gewicht_decay, 1, now, now, list(themes(rng)), "episodisch",
-                    [], None, "freude", 0.4, "", "[]", "", "", "", "",
+            seeded = [
+                NewNode(
+                    kzg_quell_key=f"kzg:{pair.user_id}:{pair.character_id}:seed{n}",
+                    pair=Pair(pair.user_id, pair.character_id), beobachter="user", inhalt=text,
+                    embedding=np.asarray(vector, dtype=np.float32), dimension="interessen",
+                    gewicht_roh=weights.gewicht_roh, gewicht_absolut=weights.gewicht_absolut,
+                    gewicht_decay=weights.gewicht_decay, haeufigkeit=1, erstellt_am=now, kzg_erstellt_am=now,
+                    themen=list(themes(rng)), gedaechtnistyp="episodisch", magnets=Magnets(),
+                    ei=Ei(emotion="freude", arousal=0.4),
                 )
                 for n, (text, vector) in enumerate(zip(texts, vectors, strict=True))
             ]
             async with store.pair_writer(pair.user_id, pair.character_id) as tx:
-                # The LZG's own insert statement, batched (same columns as PairTx.insert_node).
-                await tx.conn.executemany(tx.q["insert_node"], rows)
+                for node in seeded:  # the LZG's own insert (PairTx.insert_node), so the columns never drift
+                    await tx.insert_node(node)
     finally:
         await store.close()
     return time.perf_counter() - started
