@@ -234,6 +234,7 @@ def spawn_pixie(
         "NOVABERG_PIXIE_BATCH_SIZE": str(batch),
         "NOVABERG_PIXIE_BLOCK_MS": "200",
         "NOVABERG_PIXIE_LOG_LEVEL": "WARNING",
+        "NOVABERG_PIXIE_METRICS_PORT": str(free_port()),  # each worker its own (the stack's is the stack Pixie's)
     })
     with (log_dir / f"{replica}.log").open("wb") as out:
         process = subprocess.Popen([sys.executable, "-m", "services.pixie"], cwd=REPO_ROOT, env=env,
