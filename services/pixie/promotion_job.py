@@ -154,9 +154,9 @@ class PromotionSteps:
         self, job: kzg_pb2.PromotionJob, turn: common_pb2.TurnContext, as_of: datetime | None
     ) -> common_pb2.KzgEntry | None:
         """The entry read fresh (SPEC §5.3 step 1); the KZG logs the read under the job's turn and span."""
-        request = kzg_pb2.GetEntryRequest(pair=job.pair, kzg_key=job.kzg_key, turn=turn)
-        if as_of is not None:
-            request.as_of.CopyFrom(to_timestamp(as_of))
+        request = kzg_pb2.GetEntryRequest(
+            pair=job.pair, kzg_key=job.kzg_key, turn=turn, as_of=None if as_of is None else to_timestamp(as_of)
+        )
         try:
             response = await self.kzg_peer.get_entry(request)
         except NotFound:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.layout import line_count, parse, private_reach
+
 KZG = Path(__file__).resolve().parents[2] / "services" / "kzg"
 MODULES = sorted(p for p in KZG.rglob("*.py") if "__pycache__" not in p.parts)
 STORE = KZG / "store"
@@ -27,12 +29,6 @@ def _name(path: Path) -> str:
     return str(path.relative_to(KZG))
 
 
-def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"), str(path))
-
-
-def _private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")
 
 
 def test_the_layout_is_what_the_tests_below_expect() -> None:
@@ -46,26 +42,19 @@ def test_the_layout_is_what_the_tests_below_expect() -> None:
 
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_no_kzg_module_is_over_500_lines(path: Path) -> None:
-    assert len(path.read_text(encoding="utf-8").splitlines()) <= 500
+    assert line_count(path) <= 500
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_no_kzg_module_uses_another_modules_private_names(path: Path) -> None:
-    found = []
-    for node in ast.walk(_tree(path)):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("services."):
-            found += [f"import {a.name}" for a in node.names if _private(a.name)]
-        elif isinstance(node, ast.Attribute) and _private(node.attr):
-            if not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
-                found.append(f"line {node.lineno}: .{node.attr}")
-    assert found == []
+    assert private_reach(path) == []
 
 
 @pytest.mark.parametrize("path", OUTSIDE_STORE, ids=_name)
 def test_only_the_store_speaks_redis(path: Path) -> None:
     """Use cases, servicers and facades call the store's named methods; no Redis client, no command."""
     found = []
-    for node in ast.walk(_tree(path)):
+    for node in ast.walk(parse(path)):
         if isinstance(node, ast.Import | ast.ImportFrom):
             modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             found += [f"line {node.lineno}: import {m}" for m in modules if m.split(".")[0] == "redis"]
@@ -85,7 +74,7 @@ def test_only_the_store_names_query_syntax(path: Path) -> None:
     """Index clauses (``@field:{…}``) and FT.* commands are written in the store package only."""
     found = [
         f"line {node.lineno}: {node.value!r}"
-        for node in ast.walk(_tree(path))
+        for node in ast.walk(parse(path))
         if isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and ("FT." in node.value or node.value.startswith("@"))
@@ -99,7 +88,7 @@ def test_proto_conversions_live_in_convert_only() -> None:
     found = sorted(
         f"{_name(path)}:{node.lineno} {node.func.id}"
         for path in (KZG / "servicer.py", KZG / "rights_servicer.py")
-        for node in ast.walk(_tree(path))
+        for node in ast.walk(parse(path))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in records
     )
     assert found == []

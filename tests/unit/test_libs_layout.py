@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.layout import is_private, line_count, parse
+
 LIBS = Path(__file__).resolve().parents[2] / "libs"
 PACKAGES = ("novaberg_core", "novaberg_dev")
 MODULES = sorted(
@@ -25,27 +27,21 @@ def _name(path: Path) -> str:
     return str(path.relative_to(LIBS))
 
 
-def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"), str(path))
-
-
-def _private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_no_library_module_is_over_500_lines(path: Path) -> None:
-    assert len(path.read_text(encoding="utf-8").splitlines()) <= 500
+    assert line_count(path) <= 500
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_no_library_module_imports_another_modules_private_names(path: Path) -> None:
     found = [
         f"line {node.lineno}: from {node.module} import {alias.name}"
-        for node in ast.walk(_tree(path))
+        for node in ast.walk(parse(path))
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGES)
         for alias in node.names
-        if _private(alias.name)
+        if is_private(alias.name)
     ]
     assert found == []
 
@@ -56,7 +52,7 @@ def test_method_handlers_are_rebuilt_in_one_place() -> None:
         {
             _name(path)
             for path in MODULES
-            for node in ast.walk(_tree(path))
+            for node in ast.walk(parse(path))
             if isinstance(node, ast.Attribute) and node.attr in HANDLER_FACTORIES
         }
     )

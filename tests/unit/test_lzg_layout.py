@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.layout import line_count, parse, private_reach
+
 LZG = Path(__file__).resolve().parents[2] / "services" / "lzg"
 MODULES = sorted(p for p in LZG.rglob("*.py") if "__pycache__" not in p.parts)
 STORE_MODULES = {"store.py", "rights_store.py", "read_store.py"}
@@ -34,36 +36,23 @@ def _name(path: Path) -> str:
     return str(path.relative_to(LZG))
 
 
-def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"), str(path))
-
-
-def _private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_no_lzg_module_is_over_500_lines(path: Path) -> None:
-    assert len(path.read_text(encoding="utf-8").splitlines()) <= 500
+    assert line_count(path) <= 500
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_no_lzg_module_uses_another_modules_private_names(path: Path) -> None:
-    found = []
-    for node in ast.walk(_tree(path)):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("services."):
-            found += [f"import {a.name}" for a in node.names if _private(a.name)]
-        elif isinstance(node, ast.Attribute) and _private(node.attr):
-            if not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
-                found.append(f"line {node.lineno}: .{node.attr}")
-    assert found == []
+    assert private_reach(path) == []
 
 
 def _query_names(path: Path) -> list[str]:
     """Where a module names a SQL query: a subscript of a query map, a query method called with a
     query's name, or SQL text of its own."""
     found = []
-    for node in ast.walk(_tree(path)):
+    for node in ast.walk(parse(path)):
         if isinstance(node, ast.Subscript) and (
             (isinstance(node.value, ast.Attribute) and node.value.attr in QUERY_MAPS)
             or (isinstance(node.value, ast.Name) and node.value.id in QUERY_MAPS)
@@ -85,7 +74,7 @@ def _sql_texts(path: Path) -> list[str]:
     """SQL written into a module (a string or an f-string's text starting with a statement)."""
     return [
         f"line {node.lineno}: SQL text"
-        for node in ast.walk(_tree(path))
+        for node in ast.walk(parse(path))
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_TEXT.match(node.value)
     ]
 
@@ -110,7 +99,7 @@ def test_only_the_store_modules_run_sql(path: Path) -> None:
     store modules alone (the cache reads through ``rights_store.new_nodes``)."""
     found = [
         f"line {node.lineno}: .{node.func.attr}()"
-        for node in ast.walk(_tree(path))
+        for node in ast.walk(parse(path))
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
         and node.func.attr in SQL_RUNNERS
@@ -139,7 +128,7 @@ def test_edge_rows_are_built_in_one_place() -> None:
     builders = sorted(
         _name(path)
         for path in MODULES
-        for node in ast.walk(_tree(path))
+        for node in ast.walk(parse(path))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "EdgeInsert"
     )
     assert builders == ["edges.py", "edges.py"]

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.layout import line_count, parse, private_reach
+
 PIPELINE = Path(__file__).resolve().parents[2] / "services" / "pipeline"
 MODULES = sorted(p for p in PIPELINE.rglob("*.py") if "__pycache__" not in p.parts)
 
@@ -15,9 +17,6 @@ MODULES = sorted(p for p in PIPELINE.rglob("*.py") if "__pycache__" not in p.par
 def _name(path: Path) -> str:
     return str(path.relative_to(PIPELINE))
 
-
-def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"), str(path))
 
 
 def _imported_modules(tree: ast.Module) -> set[str]:
@@ -32,31 +31,24 @@ def _imported_modules(tree: ast.Module) -> set[str]:
 
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_no_pipeline_module_is_over_500_lines(path: Path) -> None:
-    assert len(path.read_text(encoding="utf-8").splitlines()) <= 500
+    assert line_count(path) <= 500
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_no_pipeline_module_uses_another_modules_private_names(path: Path) -> None:
     """A name starting with ``_`` is its module's own: imported nowhere, reached only through self/cls."""
-    found = []
-    for node in ast.walk(_tree(path)):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("services."):
-            found += [f"import {a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
-        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
-            if not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
-                found.append(f"line {node.lineno}: .{node.attr}")
-    assert found == []
+    assert private_reach(path) == []
 
 
 def test_each_rpc_family_has_its_use_case_module() -> None:
     """SPEC §7's three steps, one module each, composed by the facade the servicer holds."""
     app = {p.stem for p in (PIPELINE / "app").glob("*.py")}
     assert {"observe", "dossier", "dispatch", "context"} <= app
-    assert "services.pipeline.turns" in _imported_modules(_tree(PIPELINE / "servicer.py"))
+    assert "services.pipeline.turns" in _imported_modules(parse(PIPELINE / "servicer.py"))
 
 
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_only_the_store_speaks_redis(path: Path) -> None:
     """The previous-turn cluster and the profile are the pipeline's only state; ``store.py`` holds them."""
-    speaks_redis = any(m == "redis" or m.startswith("redis.") for m in _imported_modules(_tree(path)))
+    speaks_redis = any(m == "redis" or m.startswith("redis.") for m in _imported_modules(parse(path)))
     assert speaks_redis == (_name(path) == "store.py")

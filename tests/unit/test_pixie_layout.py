@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.layout import line_count, parse, private_reach
+
 ROOT = Path(__file__).resolve().parents[2]
 PIXIE = ROOT / "services" / "pixie"
 LOG = ROOT / "services" / "log"
@@ -41,12 +43,6 @@ def _name(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
-def _tree(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"), str(path))
-
-
-def _private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")
 
 
 def test_the_split_modules_exist() -> None:
@@ -66,27 +62,20 @@ def test_each_service_has_the_same_rooms(service: Path) -> None:
 
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_no_module_is_over_500_lines(path: Path) -> None:
-    assert len(path.read_text(encoding="utf-8").splitlines()) <= 500
+    assert line_count(path) <= 500
 
 
 @pytest.mark.parametrize("path", SERVICE_MODULES, ids=_name)
 def test_no_module_uses_another_modules_private_names(path: Path) -> None:
     """Neither an import of a private name nor ``obj._name`` on anything but ``self``/``cls``."""
-    found = []
-    for node in ast.walk(_tree(path)):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("services.", "novaberg_core")):
-            found += [f"line {node.lineno}: import {a.name}" for a in node.names if _private(a.name)]
-        elif isinstance(node, ast.Attribute) and _private(node.attr):
-            if not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"}):
-                found.append(f"line {node.lineno}: .{node.attr}")
-    assert found == []
+    assert private_reach(path, ("services.", "novaberg_core")) == []
 
 
 @pytest.mark.parametrize("path", [p for p in SERVICE_MODULES if p.name not in STORE_MODULES], ids=_name)
 def test_only_the_store_names_a_query(path: Path) -> None:
     """No servicer, use case or domain module loads, looks up, runs or spells out SQL."""
     found = []
-    for node in ast.walk(_tree(path)):
+    for node in ast.walk(parse(path)):
         if isinstance(node, ast.ImportFrom) and any(a.name == "load_queries" for a in node.names):
             found.append(f"line {node.lineno}: imports load_queries")
         elif isinstance(node, ast.Subscript) and (
