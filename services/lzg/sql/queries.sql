@@ -106,26 +106,21 @@ SELECT
 -- HOT updates. Nodes already decayed at or after $1 are left alone (a replayed or repeated run).
 WITH decayed AS (
     UPDATE lzg_knoten
-    SET gewicht_decay = gewicht_decay * exp(-$2::float8 * (date_part('epoch', $1::timestamptz) - date_part('epoch', decay_am)) / 86400.0),
+    SET gewicht_decay = knoten_verfall(gewicht_decay, decay_am, $1::timestamptz, $2::float8),
         decay_am = $1,
-        aktiv = gewicht_decay * exp(-$2::float8 * (date_part('epoch', $1::timestamptz) - date_part('epoch', decay_am)) / 86400.0) >= $3::float8
+        aktiv = knoten_verfall(gewicht_decay, decay_am, $1::timestamptz, $2::float8) >= $3::float8
     WHERE aktiv AND decay_am < $1
     RETURNING aktiv
 )
 SELECT count(*) AS decayed, count(*) FILTER (WHERE NOT aktiv) AS deactivated FROM decayed;
 
 -- name: recall_details
--- Memories of the pair as they were at $4 (SPEC §11): made by then (turn time), active, with the
--- weight the decay of SPEC §5.7 gives them at $4 (incremental form carried from decay_am; $5 is the
--- decay rate per day, $6 the least weight of an active node). Ids missing here are not memories
--- of the pair at $4.
-SELECT id, inhalt, themen, entitaet_ids, emotion, erstellt_am, beobachter, sprecher, quell_turn_id,
-       kzg_quell_key, kzg_erstellt_am, gewicht_jetzt AS gewicht_decay
-FROM lzg_knoten,
-     LATERAL (SELECT LEAST(gewicht_absolut, gewicht_decay * exp(-$5::float8 *
-              (date_part('epoch', $4::timestamptz) - date_part('epoch', decay_am)) / 86400.0)) AS gewicht_jetzt) AS w
-WHERE id = ANY($1::int[]) AND user_id = $2 AND character_id = $3 AND aktiv
-  AND kzg_erstellt_am <= $4 AND gewicht_jetzt >= $6;
+-- Memories of the pair as they were at $4 (SPEC §11, migration 011 ``knoten_am``: made by then,
+-- active, the weight SPEC §5.7's decay gives them at $4 at least $6; $5 the decay rate per day).
+-- Ids missing here are not memories of the pair at $4.
+SELECT n.*
+FROM unnest($1::int[]) AS i(id)
+CROSS JOIN LATERAL knoten_am(i.id, $2, $3, $4, $5, $6) AS n;
 
 -- name: entity_candidates
 -- Memories of the pair carrying one of the entities a question names (GIN on entitaet_ids).
@@ -155,9 +150,9 @@ SELECT id, min(abstand) AS abstand FROM treffer GROUP BY id ORDER BY abstand, id
 -- simulated clock ages only its own pairs (the pair's partial index of active nodes serves it).
 WITH decayed AS (
     UPDATE lzg_knoten
-    SET gewicht_decay = gewicht_decay * exp(-$2::float8 * (date_part('epoch', $1::timestamptz) - date_part('epoch', decay_am)) / 86400.0),
+    SET gewicht_decay = knoten_verfall(gewicht_decay, decay_am, $1::timestamptz, $2::float8),
         decay_am = $1,
-        aktiv = gewicht_decay * exp(-$2::float8 * (date_part('epoch', $1::timestamptz) - date_part('epoch', decay_am)) / 86400.0) >= $3::float8
+        aktiv = knoten_verfall(gewicht_decay, decay_am, $1::timestamptz, $2::float8) >= $3::float8
     WHERE aktiv AND decay_am < $1
       AND user_id = ANY($4::text[])
       AND (user_id, character_id) IN (SELECT u, c FROM unnest($4::text[], $5::text[]) AS p(u, c))
@@ -167,8 +162,8 @@ SELECT count(*) AS decayed, count(*) FILTER (WHERE NOT aktiv) AS deactivated FRO
 
 -- name: shell
 -- One shell of the spreading read (SPEC §5.8 step 3): for each frontier item the top K outgoing
--- edges by gewicht_absolut, not back to the node it came from, target active and of the pair —
--- active as of $7 (made by then, weight at $7 per SPEC §5.7 at least $9; $8 the decay rate).
+-- edges by gewicht_absolut, not back to the node it came from, the target a memory of the pair as
+-- of $7 (migration 011 ``knoten_am``: weight at $7 per SPEC §5.7 at least $9; $8 the decay rate).
 -- A node's outgoing edges are its rank rows under x (x→y) and under y (y→x), each branch in index
 -- order; the K best of both branches are the K best of all (migration 003).
 SELECT f.ord, x.kante_id, x.knoten_b_id, e.verbindungs_gruende, e.geteilte_entitaet_ids, e.geteilte_themen,
@@ -177,31 +172,15 @@ SELECT f.ord, x.kante_id, x.knoten_b_id, e.verbindungs_gruende, e.geteilte_entit
 FROM unnest($1::int[], $2::int[], $3::int[]) AS f(ord, src, pred)
 CROSS JOIN LATERAL (
     SELECT beide.* FROM (
-        (SELECT r.kante_xy_id AS kante_id, r.knoten_y_id AS knoten_b_id, r.gewicht_xy AS gewicht_absolut,
-                n.inhalt, n.themen, n.entitaet_ids, n.emotion, n.erstellt_am, w.gewicht_jetzt AS gewicht_decay,
-                n.beobachter, n.sprecher, n.quell_turn_id, n.kzg_quell_key, n.kzg_erstellt_am
-         FROM lzg_kanten_rang AS r
-         JOIN lzg_knoten AS n ON n.id = r.knoten_y_id
-         CROSS JOIN LATERAL (SELECT LEAST(n.gewicht_absolut, n.gewicht_decay * exp(-$8::float8 *
-              (date_part('epoch', $7::timestamptz) - date_part('epoch', n.decay_am)) / 86400.0)) AS gewicht_jetzt) AS w
+        (SELECT r.kante_xy_id AS kante_id, r.knoten_y_id AS knoten_b_id, r.gewicht_xy AS gewicht_absolut, n.*
+         FROM lzg_kanten_rang AS r CROSS JOIN LATERAL knoten_am(r.knoten_y_id, $5, $6, $7, $8, $9) AS n
          WHERE r.knoten_x_id = f.src AND r.knoten_y_id <> f.pred
-           AND n.aktiv AND n.user_id = $5 AND n.character_id = $6
-           AND n.kzg_erstellt_am <= $7 AND w.gewicht_jetzt >= $9
-         ORDER BY r.gewicht_xy DESC, r.kante_xy_id
-         LIMIT $4)
+         ORDER BY r.gewicht_xy DESC, r.kante_xy_id LIMIT $4)
         UNION ALL
-        (SELECT r.kante_yx_id, r.knoten_x_id, r.gewicht_yx,
-                n.inhalt, n.themen, n.entitaet_ids, n.emotion, n.erstellt_am, w.gewicht_jetzt,
-                n.beobachter, n.sprecher, n.quell_turn_id, n.kzg_quell_key, n.kzg_erstellt_am
-         FROM lzg_kanten_rang AS r
-         JOIN lzg_knoten AS n ON n.id = r.knoten_x_id
-         CROSS JOIN LATERAL (SELECT LEAST(n.gewicht_absolut, n.gewicht_decay * exp(-$8::float8 *
-              (date_part('epoch', $7::timestamptz) - date_part('epoch', n.decay_am)) / 86400.0)) AS gewicht_jetzt) AS w
+        (SELECT r.kante_yx_id, r.knoten_x_id, r.gewicht_yx, n.*
+         FROM lzg_kanten_rang AS r CROSS JOIN LATERAL knoten_am(r.knoten_x_id, $5, $6, $7, $8, $9) AS n
          WHERE r.knoten_y_id = f.src AND r.knoten_x_id <> f.pred
-           AND n.aktiv AND n.user_id = $5 AND n.character_id = $6
-           AND n.kzg_erstellt_am <= $7 AND w.gewicht_jetzt >= $9
-         ORDER BY r.gewicht_yx DESC, r.kante_yx_id
-         LIMIT $4)
+         ORDER BY r.gewicht_yx DESC, r.kante_yx_id LIMIT $4)
     ) AS beide
     ORDER BY beide.gewicht_absolut DESC, beide.kante_id
     LIMIT $4

@@ -1,4 +1,5 @@
-"""The SQL edge formula (migration 002, used by Trigger 2) equals the Python domain on random inputs."""
+"""The SQL formulas (migration 002: the edge formula of Trigger 2; migration 011: the decay) equal the Python domain
+on random inputs."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from services.lzg.layers import (
     winner_of,
 )
 from services.lzg.store import LzgStore
-from services.lzg.weights import damp, edge_raw
+from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, damp, days_until, decayed, edge_raw
 
 pytestmark = pytest.mark.integration
 N = 3000
@@ -29,6 +30,26 @@ async def test_damping_equals_python(store: LzgStore) -> None:
     rows = await store.pool.fetch("SELECT x, lzg.daempfen(x) AS y FROM unnest($1::float8[]) AS x", xs)
     for row in rows:
         assert row["y"] == pytest.approx(damp(row["x"]), abs=1e-12)
+
+
+async def test_decay_equals_python(store: LzgStore) -> None:
+    """``knoten_verfall`` (migration 011), used by the daily decay and every read as of an instant, is SPEC §5.7's
+    incremental decay: the spec's check value (start 3.25 → 1.0 in 2.2 years) and random weights and spans, fractions
+    of a day included."""
+    rng = np.random.default_rng(5)
+    start = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+    to_one = days_until(3.25, 1.0)
+    assert round(to_one / 365.25, 1) == 2.2
+    weights = [3.25, *rng.uniform(0.05, 10.0, N).tolist()]
+    seconds = [to_one * 86400.0, *rng.uniform(0.0, 400 * 86400.0, N).tolist()]
+    rows = await store.pool.fetch(
+        "SELECT lzg.knoten_verfall(w, $3::timestamptz, $3::timestamptz + make_interval(secs => s), $4) AS v "
+        "FROM unnest($1::float8[], $2::float8[]) WITH ORDINALITY AS u(w, s, i) ORDER BY i",
+        weights, seconds, start, LZG_KNOTEN_DECAY_RATE,
+    )  # fmt: skip
+    assert rows[0]["v"] == pytest.approx(1.0, abs=1e-9)
+    for row, w, s in zip(rows, weights, seconds, strict=True):
+        assert row["v"] == pytest.approx(decayed(w, s / 86400.0), rel=1e-12)
 
 
 async def test_edge_raw_equals_python(store: LzgStore) -> None:
