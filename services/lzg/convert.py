@@ -106,7 +106,7 @@ def node_to_proto(row: Mapping[str, Any], include_embedding: bool = False) -> lz
     node = lzg_pb2.Node(
         **_columns(row, _NODE_COLUMNS),
         **_columns(row, _NODE_TIMES, _ts),
-        pair=Pair(row["user_id"], row["character_id"]).to_proto(),
+        pair=Pair.of_row(row).to_proto(),
         beobachter=Beobachter.proto_of_name(row["beobachter"]),
         themen=list(row["themen"]),
         gedaechtnistyp=row["gedaechtnistyp"] or "",

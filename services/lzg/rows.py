@@ -135,19 +135,14 @@ class Timeline:
     themen: tuple[str, ...]
 
 
-def pair_of_row(row: Mapping[str, Any]) -> Pair:
-    """The pair a row of a pair-scoped table belongs to."""
-    return Pair(row["user_id"], row["character_id"])
-
-
 def entity_from_row(row: Mapping[str, Any]) -> Entity:
-    return Entity(row["id"], pair_of_row(row), row["name"], row["typ"], tuple(row["aliases"] or ()))
+    return Entity(row["id"], Pair.of_row(row), row["name"], row["typ"], tuple(row["aliases"] or ()))
 
 
 def timeline_from_row(row: Mapping[str, Any]) -> Timeline:
     return Timeline(
         row["id"],
-        pair_of_row(row),
+        Pair.of_row(row),
         row["zeitpunkt"],
         row["praezision"],
         row["titel"],
