@@ -102,6 +102,11 @@ class Pair:
         """The pair a message names, unchecked (for a use case whose rule differs, e.g. a user-only target)."""
         return cls(message.user_id, message.character_id)
 
+    @classmethod
+    def of_row(cls, row: Mapping[str, Any]) -> Pair:
+        """The pair a store row (or any mapping) names in its ``user_id`` and ``character_id``, unchecked."""
+        return cls(row["user_id"], row["character_id"])
+
     def to_proto(self) -> common_pb2.Pair:
         return common_pb2.Pair(user_id=self.user_id, character_id=self.character_id)
 

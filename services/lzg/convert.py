@@ -106,7 +106,7 @@ def node_to_proto(row: Mapping[str, Any], include_embedding: bool = False) -> lz
     node = lzg_pb2.Node(
         **_columns(row, _NODE_COLUMNS),
         **_columns(row, _NODE_TIMES, _ts),
-        pair=Pair(row["user_id"], row["character_id"]).to_proto(),
+        pair=Pair.of_row(row).to_proto(),
         beobachter=Beobachter.proto_of_name(row["beobachter"]),
         themen=list(row["themen"]),
         gedaechtnistyp=row["gedaechtnistyp"] or "",
@@ -256,7 +256,7 @@ def protokoll_to_proto(record: Verwendungsprotokoll) -> lzg_pb2.VerwendungsProto
 def entity_to_proto(entity: Entity) -> lzg_pb2.Entity:
     return lzg_pb2.Entity(
         id=entity.id,
-        pair=Pair(entity.user_id, entity.character_id).to_proto(),
+        pair=entity.pair.to_proto(),
         name=entity.name,
         typ=entity.typ,
         aliases=list(entity.aliases),
@@ -266,7 +266,7 @@ def entity_to_proto(entity: Entity) -> lzg_pb2.Entity:
 def timeline_to_proto(timeline: Timeline) -> lzg_pb2.Timeline:
     return lzg_pb2.Timeline(
         id=timeline.id,
-        pair=Pair(timeline.user_id, timeline.character_id).to_proto(),
+        pair=timeline.pair.to_proto(),
         zeitpunkt=to_timestamp(timeline.zeitpunkt),
         praezision=timeline.praezision,
         titel=timeline.titel,
@@ -277,8 +277,7 @@ def timeline_to_proto(timeline: Timeline) -> lzg_pb2.Timeline:
 def timeline_from_proto(pair: common_pb2.Pair, message: lzg_pb2.Timeline) -> Timeline:
     return Timeline(
         id=message.id,
-        user_id=pair.user_id,
-        character_id=pair.character_id,
+        pair=Pair.of_proto(pair),
         zeitpunkt=_optional_ts(message, "zeitpunkt"),  # type: ignore[arg-type]  # None: refused by the use case
         praezision=message.praezision,
         titel=message.titel,

@@ -107,7 +107,7 @@ class StoredNode:
         columns = self.columns
         return NewNode(
             **stored,
-            pair=Pair(columns["user_id"], columns["character_id"]),
+            pair=Pair.of_row(columns),
             inhalt=inhalt,
             embedding=vector,
             erstellt_am=as_of,

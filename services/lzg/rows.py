@@ -117,8 +117,7 @@ class Entity:
     """An entity of a pair's registry (SPEC §5.1): a name with its aliases that nodes refer to."""
 
     id: int
-    user_id: str
-    character_id: str
+    pair: Pair
     name: str
     typ: str
     aliases: tuple[str, ...]
@@ -129,8 +128,7 @@ class Timeline:
     """A timeline of a pair's registry (SPEC §5.1): an instant with its precision that nodes refer to."""
 
     id: int
-    user_id: str
-    character_id: str
+    pair: Pair
     zeitpunkt: datetime
     praezision: str
     titel: str
@@ -138,16 +136,13 @@ class Timeline:
 
 
 def entity_from_row(row: Mapping[str, Any]) -> Entity:
-    return Entity(
-        row["id"], row["user_id"], row["character_id"], row["name"], row["typ"], tuple(row["aliases"] or ())
-    )
+    return Entity(row["id"], Pair.of_row(row), row["name"], row["typ"], tuple(row["aliases"] or ()))
 
 
 def timeline_from_row(row: Mapping[str, Any]) -> Timeline:
     return Timeline(
         row["id"],
-        row["user_id"],
-        row["character_id"],
+        Pair.of_row(row),
         row["zeitpunkt"],
         row["praezision"],
         row["titel"],

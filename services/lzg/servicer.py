@@ -25,7 +25,7 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.embedding import check_vector_model
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.maintenance import scope_pairs
-from novaberg_core.model import model_info
+from novaberg_core.model import Pair, model_info
 from novaberg_core.timeutil import from_timestamp
 from services.lzg.convert import (
     answer_vector,
@@ -208,7 +208,7 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         entity, created = await self.engine.upsert_entity(
             pair.user_id,
             pair.character_id,
-            Entity(e.id, pair.user_id, pair.character_id, e.name, e.typ, tuple(e.aliases)),
+            Entity(e.id, Pair.of_proto(pair), e.name, e.typ, tuple(e.aliases)),
         )
         return lzg_pb2.UpsertEntityResponse(entity=entity_to_proto(entity), created=created)
 

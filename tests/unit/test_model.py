@@ -111,6 +111,11 @@ def test_a_pair_of_a_message_is_unchecked_until_asked() -> None:
         Pair.from_proto(message)
 
 
+def test_a_pair_of_a_store_row_is_its_two_id_columns() -> None:
+    row = {"id": 7, "user_id": "anna", "character_id": "nova", "name": "Anna"}
+    assert Pair.of_row(row) == Pair("anna", "nova")
+
+
 def test_a_score_is_a_finite_number_within_0_to_1() -> None:
     for good in (0.0, 0.5, 1.0):
         check_unit_interval("ei.arousal", good)

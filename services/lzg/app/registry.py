@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
+from novaberg_core.model import Pair
 from services.lzg.app.context import UseCase
 from services.lzg.edges import Connection, edge_rows
 from services.lzg.layers import Praezision, TimelineRef, evaluate_layers, parse_praezision
@@ -92,7 +93,7 @@ class Registry(UseCase):
             key = raw.strip().casefold()
             if key not in by_key and create_missing:
                 entity, _ = await self.upsert_entity(
-                    user_id, character_id, Entity(0, user_id, character_id, raw.strip(), typ_for_new, ())
+                    user_id, character_id, Entity(0, Pair(user_id, character_id), raw.strip(), typ_for_new, ())
                 )
                 by_key[key] = entity.id
             result.append(by_key.get(key, 0))

@@ -300,13 +300,13 @@ async def test_promotion_writes_its_steps_to_the_pipeline_log(
 def _entity(name: str):  # type: ignore[no-untyped-def]
     from services.lzg.types import Entity
 
-    return Entity(0, "", "", name, "person", ())
+    return Entity(0, Pair("", ""), name, "person", ())
 
 
 def _timeline(when, praezision: str = "tag"):  # type: ignore[no-untyped-def]
     from services.lzg.types import Timeline
 
-    return Timeline(0, "", "", when, praezision, "", ())
+    return Timeline(0, Pair("", ""), when, praezision, "", ())
 
 
 async def test_an_entry_without_dimension_is_promoted_not_refused(

@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from novaberg_core.errors import InvalidArgument, NotFound
+from novaberg_core.model import Pair
 from novaberg_core.pipeline_log import InMemorySink
 from services.lzg.engine import LzgEngine
 from services.lzg.spreading import SCHALEN_FAKTOR, sektor_faktor
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 
 async def _entity(engine: LzgEngine, name: str, pair: tuple[str, str] = PAIR) -> int:
-    return (await engine.upsert_entity(*pair, Entity(0, "", "", name, "person", ())))[0].id
+    return (await engine.upsert_entity(*pair, Entity(0, Pair("", ""), name, "person", ())))[0].id
 
 
 async def _chain(engine: LzgEngine, provider: TableProvider, pair: tuple[str, str] = PAIR) -> list[int]:

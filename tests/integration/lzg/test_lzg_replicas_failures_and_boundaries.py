@@ -18,6 +18,7 @@ import numpy.typing as npt
 import pytest
 
 from novaberg_core.clusters import default_clusters
+from novaberg_core.model import Pair
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.lzg.engine import LzgEngine
 from services.lzg.rows import EdgeInsert
@@ -45,7 +46,7 @@ pytestmark = pytest.mark.integration
 
 
 def _entity(name: str) -> Entity:
-    return Entity(0, "", "", name, "person", ())
+    return Entity(0, Pair("", ""), name, "person", ())
 
 
 async def _edge_rows(store: LzgStore, node_id: int | None = None) -> list[asyncpg.Record]:
@@ -138,7 +139,7 @@ async def _every_layer_graph(engine: LzgEngine, provider: TableProvider) -> list
     ):
         for days in offsets:
             when = T0 + timedelta(days=days, seconds=int(rng.integers(0, 86400)))
-            tl = Timeline(0, "", "", when, praezision, "", ())
+            tl = Timeline(0, Pair("", ""), when, praezision, "", ())
             timelines.append((await engine.upsert_timeline(*PAIR, tl))[0].id)
     vocabulary = ["Familie", "Reise", "Musik", "Kuchen", "Garten", "Arbeit"]
     ids: list[int] = []

@@ -13,6 +13,7 @@ import pytest
 from novaberg_core.clusters import default_clusters
 from novaberg_core.contract import pair_token, user_token
 from novaberg_core.errors import FailedPrecondition, NotFound
+from novaberg_core.model import Pair
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.lzg.engine import LzgEngine
 from services.lzg.rights import ImportChunk, LzgRights
@@ -43,9 +44,9 @@ SECOND = ("anna-user", "luna")
 async def _memories(engine: LzgEngine, provider: TableProvider, pair: tuple[str, str]) -> list[int]:
     """Three connected nodes with an entity and a timeline ref (every LZG table gets rows)."""
     user, character = pair
-    entity = (await engine.upsert_entity(user, character, Entity(0, "", "", "Anna", "person", ())))[0]
+    entity = (await engine.upsert_entity(user, character, Entity(0, Pair("", ""), "Anna", "person", ())))[0]
     timeline = (await engine.upsert_timeline(
-        user, character, Timeline(0, "", "", T0, "tag", "Geburtstag", ("feier",))))[0]  # fmt: skip
+        user, character, Timeline(0, Pair("", ""), T0, "tag", "Geburtstag", ("feier",))))[0]  # fmt: skip
     ids = []
     for text, vector in (("Anna hat Geburtstag", unit(1, 0, 0)), ("Torte für Anna", unit(0, 1, 0)),
                          ("Kerzen auf der Torte", unit(0, 0, 1))):  # fmt: skip

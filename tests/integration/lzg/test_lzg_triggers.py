@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from novaberg_core.errors import InvalidArgument, NotFound
+from novaberg_core.model import Pair
 from services.lzg.engine import LzgEngine
 from services.lzg.store import LzgStore
 from services.lzg.types import Entity, Timeline
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.integration
 
 
 def _entity(name: str) -> Entity:
-    return Entity(0, "", "", name, "person", ())
+    return Entity(0, Pair("", ""), name, "person", ())
 
 
 # --- decay (SPEC §5.7) -----------------------------------------------------------------------
@@ -87,7 +88,7 @@ async def _graph(engine: LzgEngine, provider: TableProvider) -> list[int]:
     anna = (await engine.upsert_entity(*PAIR, _entity("Anna")))[0].id
     berlin = (await engine.upsert_entity(*PAIR, _entity("Berlin")))[0].id
     tl = [
-        (await engine.upsert_timeline(*PAIR, Timeline(0, "", "", T0 + timedelta(days=d), "tag", "", ())))[
+        (await engine.upsert_timeline(*PAIR, Timeline(0, Pair("", ""), T0 + timedelta(days=d), "tag", "", ())))[
             0
         ].id
         for d in (0, 5, 12)
@@ -205,7 +206,7 @@ async def test_trigger2_touches_only_the_edges_of_the_node(
 async def test_entity_merge_rewrites_nodes_and_equals_a_from_scratch_recompute(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
-    annie = (await engine.upsert_entity(*PAIR, Entity(0, "", "", "Annie", "person", ("Ann",))))[0].id
+    annie = (await engine.upsert_entity(*PAIR, Entity(0, Pair("", ""), "Annie", "person", ("Ann",))))[0].id
     anna = (await engine.upsert_entity(*PAIR, _entity("Anna")))[0].id
     a = await promote(engine, provider, "mit Annie", unit(1, 0), entitaet_ids=[annie])
     b = await promote(engine, provider, "mit Anna", unit(0, 1), entitaet_ids=[anna])
@@ -243,7 +244,7 @@ async def test_timeline_move_precision_change_and_delete_equal_a_from_scratch_re
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
     def tl(days: int, p: str = "tag", id_: int = 0) -> Timeline:
-        return Timeline(id_, "", "", T0 + timedelta(days=days), p, "", ())
+        return Timeline(id_, Pair("", ""), T0 + timedelta(days=days), p, "", ())
 
     t_a = (await engine.upsert_timeline(*PAIR, tl(0)))[0]
     t_b = (await engine.upsert_timeline(*PAIR, tl(30)))[0]
@@ -275,7 +276,7 @@ async def test_trigger3_input_errors_change_nothing(
 ) -> None:
     mine = (await engine.upsert_entity(*PAIR, _entity("Anna")))[0].id
     theirs = (await engine.upsert_entity(*OTHER, _entity("Anna")))[0].id
-    foreign_tl = (await engine.upsert_timeline(*OTHER, Timeline(0, "", "", T0, "tag", "", ())))[0].id
+    foreign_tl = (await engine.upsert_timeline(*OTHER, Timeline(0, Pair("", ""), T0, "tag", "", ())))[0].id
     await promote(engine, provider, "a", unit(1), entitaet_ids=[mine])
     before = await dump(store)
     with pytest.raises(NotFound, match=f"entity {theirs} \\(source_id\\) is not an entity of this pair"):
@@ -287,7 +288,7 @@ async def test_trigger3_input_errors_change_nothing(
     with pytest.raises(NotFound):
         await engine.delete_timeline(*PAIR, foreign_tl)
     with pytest.raises(NotFound):
-        await engine.update_timeline(*PAIR, Timeline(foreign_tl, "", "", T0, "tag", "", ()))
+        await engine.update_timeline(*PAIR, Timeline(foreign_tl, Pair("", ""), T0, "tag", "", ()))
     with pytest.raises(InvalidArgument, match=r"timeline\.praezision 'sekunde' is not a timeline precision"):
-        await engine.upsert_timeline(*PAIR, Timeline(0, "", "", T0, "sekunde", "", ()))
+        await engine.upsert_timeline(*PAIR, Timeline(0, Pair("", ""), T0, "sekunde", "", ()))
     assert await dump(store) == before
