@@ -12,10 +12,10 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 
@@ -36,9 +36,11 @@ __all__ = [
     "read_state",
     "record_entry",
     "recorded_port",
+    "recorded_server_serves",
     "resolve_data_dir",
     "send_signal",
     "server_pid",
+    "start_on_a_free_port",
     "state_entry",
     "wait_for_exit",
     "write_state",
@@ -46,6 +48,7 @@ __all__ = [
 
 
 _logger = logging.getLogger("novaberg.embedded")
+_T = TypeVar("_T")
 
 DEFAULT_DATA_DIR = Path(".novaberg/stores")
 """Data directory of ``make run`` (relative to the repository root) when none is given."""
@@ -181,6 +184,39 @@ def candidate_ports(previous: int | None) -> Iterator[int]:
     while True:
         yield _free_port()
 
+
+
+def start_on_a_free_port(
+    name: str,
+    where: Path,
+    log: Path,
+    previous_port: int | None,
+    start: Callable[[int], _T | None],
+    retry_on: tuple[type[BaseException], ...] = (),
+) -> _T:
+    """``start(port)`` on up to :data:`PORT_ATTEMPTS` candidate ports (the previous one first) until it
+    returns what it started; None or an exception of ``retry_on`` means "not on this port"."""
+    ports = candidate_ports(previous_port)
+    failure: BaseException | None = None
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port = next(ports)
+        try:
+            started = start(port)
+        except retry_on as exc:
+            started, failure = None, exc
+        if started is not None:
+            return started
+        if attempt < PORT_ATTEMPTS:
+            _logger.warning("%s did not start on port %s, retrying: %s", name, port, log_tail(log, 3))
+    raise EmbeddedStoreError(f"{name} did not start in {where}; log {log}:\n{log_tail(log)}") from failure
+
+
+def recorded_server_serves(entry: dict[str, Any] | None, answers: Callable[[str], bool], name: str) -> bool:
+    """The server the state file records is alive and answers at its URL (so it is reused)."""
+    if entry is not None and process_alive(int(entry["pid"])) and answers(str(entry["url"])):
+        _logger.info("reusing %s pid %s on port %s", name, entry["pid"], entry["port"])
+        return True
+    return False
 
 
 def process_alive(pid: int) -> bool:
