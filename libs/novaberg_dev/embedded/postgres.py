@@ -32,13 +32,12 @@ with warnings.catch_warnings():
 from novaberg_dev.embedded.state import (
     HOST,
     EmbeddedStoreError,
-    kill_unless_exited,
     log_tail,
     recorded_server_serves,
     send_signal,
-    server_pid,
     start_on_a_free_port,
     state_entry,
+    stop_server,
 )
 
 __all__ = [
@@ -303,19 +302,20 @@ def _ensure_main_database(url: str) -> None:
 def stop_postgres(root: Path, entry: dict[str, Any] | None, timeout: float) -> None:
     pgdata = root / "postgres"
     info = pg_utils.PostmasterInfo.read_from_pgdata(pgdata) if pgdata.is_dir() else None
-    pid = server_pid(info.pid if info is not None and info.is_running() else None, entry)
-    if pid is None:
-        return
-    _logger.info("stopping PostgreSQL pid %s (fast shutdown)", pid)
-    try:
-        _pg_ctl(
-            ["-w", "-t", str(int(timeout)), "-m", "fast", "stop"],
-            pgdata=pgdata,
-            user=_postgres_system_user(),
-            cwd=pgdata,
-            timeout=timeout + 5,
-        )
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-        _logger.warning("pg_ctl stop failed; sending SIGINT (fast shutdown) to pid %s", pid)
-        send_signal(pid, signal.SIGINT)
-    kill_unless_exited(pid, timeout, "PostgreSQL")
+    running = info.pid if info is not None and info.is_running() else None
+
+    def fast_shutdown(pid: int) -> None:
+        _logger.info("stopping PostgreSQL pid %s (fast shutdown)", pid)
+        try:
+            _pg_ctl(
+                ["-w", "-t", str(int(timeout)), "-m", "fast", "stop"],
+                pgdata=pgdata,
+                user=_postgres_system_user(),
+                cwd=pgdata,
+                timeout=timeout + 5,
+            )
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            _logger.warning("pg_ctl stop failed; sending SIGINT (fast shutdown) to pid %s", pid)
+            send_signal(pid, signal.SIGINT)
+
+    stop_server("PostgreSQL", running, entry, timeout, fast_shutdown)

@@ -42,6 +42,7 @@ __all__ = [
     "server_pid",
     "start_on_a_free_port",
     "state_entry",
+    "stop_server",
     "wait_for_exit",
     "write_state",
 ]
@@ -259,6 +260,17 @@ def server_pid(found: int | None, entry: dict[str, Any] | None) -> int | None:
     if found is None and entry is not None and process_alive(int(entry["pid"])):
         return int(entry["pid"])
     return found
+
+
+def stop_server(
+    name: str, found: int | None, entry: dict[str, Any] | None, timeout: float, ask: Callable[[int], None]
+) -> None:
+    """Stop a ``name`` server (:func:`server_pid` picks its pid): ``ask(pid)`` to shut down, then wait up to
+    ``timeout`` s and kill a survivor. Nothing to do when no server runs."""
+    pid = server_pid(found, entry)
+    if pid is not None:
+        ask(pid)
+        kill_unless_exited(pid, timeout, name)
 
 
 def log_tail(path: Path, lines: int = 20) -> str:

@@ -22,14 +22,13 @@ from novaberg_dev.embedded.state import (
     HOST,
     EmbeddedStoreError,
     kill,
-    kill_unless_exited,
     log_tail,
     process_alive,
     recorded_server_serves,
     send_signal,
-    server_pid,
     start_on_a_free_port,
     state_entry,
+    stop_server,
 )
 
 __all__ = [
@@ -192,9 +191,9 @@ def _wait_for_redis(pidfile: Path, url: str, timeout: float) -> int | None:
 
 
 def stop_redis(root: Path, entry: dict[str, Any] | None, timeout: float) -> None:
-    pid = server_pid(_read_pidfile(root / "redis" / "valkey.pid"), entry)
-    if pid is None:
-        return
-    _logger.info("stopping Redis pid %s (SIGTERM)", pid)
-    send_signal(pid, signal.SIGTERM)
-    kill_unless_exited(pid, timeout, "valkey-server")
+
+    def terminate(pid: int) -> None:
+        _logger.info("stopping Redis pid %s (SIGTERM)", pid)
+        send_signal(pid, signal.SIGTERM)
+
+    stop_server("valkey-server", _read_pidfile(root / "redis" / "valkey.pid"), entry, timeout, terminate)
