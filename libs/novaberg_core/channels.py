@@ -50,7 +50,10 @@ class ClosedOnExit:
         return self
 
     async def __aexit__(
-        self: _Closable, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self: _Closable,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.close()
 

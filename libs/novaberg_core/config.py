@@ -92,7 +92,7 @@ def _missing(name: str, default: _T | _Required) -> _T:
 def _read(
     name: str, default: _T | _Required, env: Mapping[str, str] | None, parse: Callable[[str, str], _T]
 ) -> _T:
-    """The variable parsed by ``parse(name, raw)``; ``default`` when unset, or :class:`ConfigError` if required."""
+    """``parse(name, raw)`` of the variable; ``default`` when unset, :class:`ConfigError` if required."""
     raw = _raw(name, env)
     return _missing(name, default) if raw is None else parse(name, raw)
 

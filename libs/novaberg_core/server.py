@@ -220,8 +220,9 @@ async def create_server(
 
     ``register`` adds the service's servicers (``add_XServicer_to_server``); ``service_names``
     are their full proto names (``novaberg.kzg.v1.KzgService``) for health and reflection;
-    ``options``: :class:`ServerOptions`. Under mTLS (``cfg.tls``) the authorisation check runs before the request contract and the handler
-    (novaberg_core.authz); ``cfg.health_port`` adds a plaintext health-only listener.
+    ``options``: :class:`ServerOptions`. Under mTLS (``cfg.tls``) the authorisation check runs
+    before the request contract and the handler (novaberg_core.authz); ``cfg.health_port`` adds a
+    plaintext health-only listener.
     """
     provider = setup_telemetry(cfg.service_name, cfg.otel_exporter)
     metrics_port = setup_metrics(cfg.service_name, cfg.metrics_exporter, port=cfg.metrics_port, host=cfg.host)

@@ -254,23 +254,17 @@ class GraphOptions(TypedDict, total=False):
     """Node id → position; :func:`layout` computes them when None."""
 
 
-class _Drawing(NamedTuple):
-    """A graph ready to draw: nodes sorted by id, one line per node pair, a position per node, the title."""
-
-    nodes: list[lzg_pb2.Node]
-    node_ids: list[int]
-    lines: list[EdgeLine]
-    where: Mapping[int, tuple[float, float]]
-    title: str
-
-
-def _drawing(nodes: Sequence[lzg_pb2.Node], edges: Sequence[lzg_pb2.Edge], options: GraphOptions) -> _Drawing:
+def _drawing(
+    nodes: Sequence[lzg_pb2.Node], edges: Sequence[lzg_pb2.Edge], options: GraphOptions
+) -> tuple[list[lzg_pb2.Node], list[int], list[EdgeLine], Mapping[int, tuple[float, float]], str]:
+    """What the page and the picture draw: nodes sorted by id, their ids, one line per node pair,
+    a position per node, the title."""
     ordered = sorted(nodes, key=lambda n: n.id)
     node_ids = [n.id for n in ordered]
     lines = merge_edges(edges, set(node_ids))
     positions = options.get("positions")
     where = positions if positions is not None else layout(node_ids, lines)
-    return _Drawing(ordered, node_ids, lines, where, options.get("title") or "Novaberg memory graph")
+    return ordered, node_ids, lines, where, options.get("title") or "Novaberg memory graph"
 
 
 def _seconds(stamp: Any) -> int:
@@ -344,7 +338,9 @@ def _script_json(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
-def render_html(nodes: Sequence[lzg_pb2.Node], edges: Sequence[lzg_pb2.Edge], **options: Unpack[GraphOptions]) -> str:
+def render_html(
+    nodes: Sequence[lzg_pb2.Node], edges: Sequence[lzg_pb2.Edge], **options: Unpack[GraphOptions]
+) -> str:
     """The explorer as one self-contained HTML document (libraries, app and data inline)."""
     payload = graph_payload(nodes, edges, **options)
     parts = {
