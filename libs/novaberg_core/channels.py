@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Protocol, Self
 
 import grpc
 import grpc.aio
@@ -31,12 +31,31 @@ from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg_core.server import client_channel_arguments, insecure_channel
 from novaberg_core.tls import PLAINTEXT, CertificateFiles, TlsConfig, channel_credentials
 
-__all__ = ["Peers", "ReloadingChannel", "peer_channel"]
+__all__ = ["ClosedOnExit", "Peers", "ReloadingChannel", "peer_channel"]
 
 _LOG = logging.getLogger(__name__)
 
 RETIRE_GRACE_S: Final = 60.0
 """How long calls started on a replaced inner channel may still run before it closes."""
+
+
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+class ClosedOnExit:
+    """``async with`` for a class with ``async close()``: the block gets the object, leaving it closes it."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self: _Closable,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
 
 
 def peer_channel(target: str, tls: TlsConfig, *, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
@@ -72,7 +91,7 @@ class _MultiCallable:
         return self._current()(*args, **kwargs)
 
 
-class ReloadingChannel(grpc.aio.Channel):
+class ReloadingChannel(ClosedOnExit, grpc.aio.Channel):
     """An mTLS channel that moves to a fresh inner channel when the certificate files change."""
 
     def __init__(
@@ -158,14 +177,6 @@ class ReloadingChannel(grpc.aio.Channel):
         for _, old in retiring:
             await old.close(grace)
         await self._channel.close(grace)
-
-    async def __aenter__(self) -> ReloadingChannel:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
 
 @dataclass(eq=False)

@@ -89,12 +89,17 @@ def _missing(name: str, default: _T | _Required) -> _T:
     return default
 
 
+def _read(
+    name: str, default: _T | _Required, env: Mapping[str, str] | None, parse: Callable[[str, str], _T]
+) -> _T:
+    """``parse(name, raw)`` of the variable; ``default`` when unset, :class:`ConfigError` if required."""
+    raw = _raw(name, env)
+    return _missing(name, default) if raw is None else parse(name, raw)
+
+
 def env_str(name: str, default: str | _Required = REQUIRED, *, env: Mapping[str, str] | None = None) -> str:
     """The variable's value (stripped); ``default`` when unset, or :class:`ConfigError` if required."""
-    raw = _raw(name, env)
-    if raw is None:
-        return _missing(name, default)
-    return raw
+    return _read(name, default, env, lambda _, raw: raw)
 
 
 def env_int(
@@ -106,7 +111,7 @@ def env_int(
     env: Mapping[str, str] | None = None,
 ) -> int:
     """The variable as an integer within ``[min_value, max_value]`` (bounds also checked on the default)."""
-    return _env_number(name, default, env, _parse_int, min_value, max_value)
+    return _in_range(name, _read(name, default, env, _parse_int), min_value, max_value)
 
 
 def env_float(
@@ -118,21 +123,7 @@ def env_float(
     env: Mapping[str, str] | None = None,
 ) -> float:
     """The variable as a finite float within ``[min_value, max_value]``."""
-    return _env_number(name, default, env, _parse_float, min_value, max_value)
-
-
-def _env_number(
-    name: str,
-    default: _N | _Required,
-    env: Mapping[str, str] | None,
-    parse: Callable[[str, str], _N],
-    min_value: _N | None,
-    max_value: _N | None,
-) -> _N:
-    """The variable parsed by ``parse(name, raw)`` (or the default), then checked against the bounds."""
-    raw = _raw(name, env)
-    value = _missing(name, default) if raw is None else parse(name, raw)
-    return _in_range(name, value, min_value, max_value)
+    return _in_range(name, _read(name, default, env, _parse_float), min_value, max_value)
 
 
 def _parse_int(name: str, raw: str) -> int:
@@ -156,9 +147,10 @@ def env_bool(
     name: str, default: bool | _Required = REQUIRED, *, env: Mapping[str, str] | None = None
 ) -> bool:
     """The variable as a boolean: 1/true/yes/on or 0/false/no/off, any case."""
-    raw = _raw(name, env)
-    if raw is None:
-        return _missing(name, default)
+    return _read(name, default, env, _parse_bool)
+
+
+def _parse_bool(name: str, raw: str) -> bool:
     lowered = raw.lower()
     if lowered in _TRUE:
         return True
@@ -175,13 +167,14 @@ def env_choice(
     env: Mapping[str, str] | None = None,
 ) -> str:
     """The variable as one of ``choices`` (matched ignoring case, returned as spelled in ``choices``)."""
-    raw = _raw(name, env)
-    if raw is None:
-        return _missing(name, default)
-    for choice in choices:
-        if choice.lower() == raw.lower():
-            return choice
-    raise ConfigError(name, f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+
+    def parse(name: str, raw: str) -> str:
+        for choice in choices:
+            if choice.lower() == raw.lower():
+                return choice
+        raise ConfigError(name, f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+
+    return _read(name, default, env, parse)
 
 
 def _in_range(name: str, value: _N, min_value: _N | None, max_value: _N | None) -> _N:
@@ -288,7 +281,9 @@ class CommonConfig:
             metrics_port=metrics_port,
             log_format=env_choice("NOVABERG_LOG_FORMAT", LOG_FORMATS, "text", env=env),
             log_level=log_level,
-            max_connection_age_s=env_float("NOVABERG_GRPC_MAX_CONNECTION_AGE_S", 300.0, min_value=0.0, env=env),
+            max_connection_age_s=env_float(
+                "NOVABERG_GRPC_MAX_CONNECTION_AGE_S", 300.0, min_value=0.0, env=env
+            ),
             health_port=(
                 env_int(f"{p}HEALTH_PORT", min_value=0, max_value=65535, env=env)
                 if _raw(f"{p}HEALTH_PORT", env) is not None

@@ -34,7 +34,7 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from opentelemetry import metrics as otel_metrics
@@ -85,56 +85,81 @@ _METER = meter("novaberg")
 
 # ----------------------------------------------------------------------------- instruments
 
-RPC_DURATION: Final = _METER.create_histogram(
-    "rpc.server.duration",
-    unit="ms",
-    description="Duration of an RPC on the server, by method and status",
-    explicit_bucket_boundaries_advisory=_RPC_BUCKETS_MS,
+_declared: set[str] = set()
+"""Names of the instruments declared below; :data:`METRIC_NAMES` is built from it."""
+
+
+def _histogram(name: str, unit: str, description: str, buckets: Sequence[float]) -> otel_metrics.Histogram:
+    _declared.add(name)
+    return _METER.create_histogram(
+        name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets
+    )
+
+
+def _counter(name: str, unit: str, description: str) -> otel_metrics.Counter:
+    _declared.add(name)
+    return _METER.create_counter(name, unit=unit, description=description)
+
+
+def _up_down_counter(name: str, unit: str, description: str) -> otel_metrics.UpDownCounter:
+    _declared.add(name)
+    return _METER.create_up_down_counter(name, unit=unit, description=description)
+
+
+_Callback = Callable[[CallbackOptions], Iterable[Observation]]
+
+
+def _observed(name: str, unit: str, description: str, callback: _Callback, *, counter: bool = False) -> None:
+    """An observable gauge (or, with ``counter``, an observable counter) read by ``callback``."""
+    _declared.add(name)
+    create = _METER.create_observable_counter if counter else _METER.create_observable_gauge
+    create(name, callbacks=[callback], unit=unit, description=description)
+
+
+RPC_DURATION: Final = _histogram(
+    "rpc.server.duration", "ms", "Duration of an RPC on the server, by method and status", _RPC_BUCKETS_MS
 )
-IN_FLIGHT: Final = _METER.create_up_down_counter(
+IN_FLIGHT: Final = _up_down_counter(
     "novaberg.grpc.server.in_flight_calls",
-    unit="{call}",
-    description="Calls a server is handling now, by service (the chart's custom-metric HPA target)",
+    "{call}",
+    "Calls a server is handling now, by service (the chart's custom-metric HPA target)",
 )
-TURNS_IN_FLIGHT: Final = _METER.create_up_down_counter(
+TURNS_IN_FLIGHT: Final = _up_down_counter(
     "novaberg.pipeline.turns_in_flight",
-    unit="{call}",
-    description="ObserveTurn, BuildDossier and Dispatch calls the pipeline is handling now",
+    "{call}",
+    "ObserveTurn, BuildDossier and Dispatch calls the pipeline is handling now",
 )
-STORE_UNAVAILABLE: Final = _METER.create_counter(
+STORE_UNAVAILABLE: Final = _counter(
     "novaberg.store.unavailable",
-    unit="{call}",
-    description="Calls answered UNAVAILABLE because a store (redis, postgresql) could not be reached",
+    "{call}",
+    "Calls answered UNAVAILABLE because a store (redis, postgresql) could not be reached",
 )
-DOSSIER_MEMORIES: Final = _METER.create_histogram(
+DOSSIER_MEMORIES: Final = _histogram(
     "novaberg.dossier.memories",
-    unit="{memory}",
-    description="Memories in a BuildDossier answer, by source (kzg hits, lzg memories, recall items)",
-    explicit_bucket_boundaries_advisory=_COUNT_BUCKETS,
+    "{memory}",
+    "Memories in a BuildDossier answer, by source (kzg hits, lzg memories, recall items)",
+    _COUNT_BUCKETS,
 )
-DOSSIER_ANCHORS: Final = _METER.create_histogram(
-    "novaberg.dossier.anchors",
-    unit="{anchor}",
-    description="Anchors of a BuildDossier's spreading read",
-    explicit_bucket_boundaries_advisory=_COUNT_BUCKETS,
+DOSSIER_ANCHORS: Final = _histogram(
+    "novaberg.dossier.anchors", "{anchor}", "Anchors of a BuildDossier's spreading read", _COUNT_BUCKETS
 )
-DECAY_NODES: Final = _METER.create_counter(
+DECAY_NODES: Final = _counter(
     "novaberg.lzg.decay.nodes",
-    unit="{node}",
-    description="Nodes decayed or deactivated by RunDecay (SPEC §5.7), by scope (all pairs or pairs)",
+    "{node}",
+    "Nodes decayed or deactivated by RunDecay (SPEC §5.7), by scope (all pairs or pairs)",
 )
-RETENTION_ROWS: Final = _METER.create_counter(
+RETENTION_ROWS: Final = _counter(
     "novaberg.log.retention.rows",
-    unit="{row}",
-    description="Pipeline-log rows deleted by Purge, and turn_roh rows past the horizon kept (SPEC §8)",
+    "{row}",
+    "Pipeline-log rows deleted by Purge, and turn_roh rows past the horizon kept (SPEC §8)",
 )
-PIXIE_RUNS: Final = _METER.create_counter(
-    "novaberg.pixie.runs", unit="{run}", description="Finished Pixie runs by task and outcome (SPEC §9)"
+PIXIE_RUNS: Final = _counter(
+    "novaberg.pixie.runs", "{run}", "Finished Pixie runs by task and outcome (SPEC §9)"
 )
-PIXIE_JOBS: Final = _METER.create_counter(
+PIXIE_JOBS: Final = _counter(
     "novaberg.pixie.promotion.jobs",
-    unit="{job}",
-    description="Promotion jobs by what became of them (promoted_new, duplicates, parked, deferred_locked)",
+    "{job}",
+    "Promotion jobs by what became of them (promoted_new, duplicates, parked, deferred_locked)",
 )
 
 
@@ -208,7 +233,7 @@ def _on_loop_thread(loop: asyncio.AbstractEventLoop) -> bool:
 _samplers: weakref.WeakSet[StoreSampler] = weakref.WeakSet()
 
 
-def _sampled(key: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+def _sampled(key: str) -> _Callback:
     def observe(options: CallbackOptions) -> Iterable[Observation]:
         for sampler in list(_samplers):
             value = sampler.values().get(key)
@@ -231,7 +256,7 @@ _SAMPLED_GAUGES: Final = {
     "novaberg.pixie.parked_jobs": ("{job}", "Promotion jobs parked after too many failures"),
 }
 for _name, (_unit, _description) in _SAMPLED_GAUGES.items():
-    _METER.create_observable_gauge(_name, callbacks=[_sampled(_name)], unit=_unit, description=_description)
+    _observed(_name, _unit, _description, _sampled(_name))
 
 
 # ----------------------------------------------------------------------------- pipeline-log buffers
@@ -253,61 +278,38 @@ def register_pipeline_log(writer: _Buffered) -> None:
     _pipeline_logs.add(writer)
 
 
-def _buffer_fill(options: CallbackOptions) -> Iterable[Observation]:
-    writers = list(_pipeline_logs)
-    if writers:
-        yield Observation(sum(w.buffered for w in writers))
+def _writers_sum(attribute: str) -> _Callback:
+    """Callback: ``attribute`` summed over the living pipeline-log writers (nothing while there are none)."""
+
+    def observe(options: CallbackOptions) -> Iterable[Observation]:
+        writers = list(_pipeline_logs)
+        if writers:
+            yield Observation(sum(getattr(w, attribute) for w in writers))
+
+    return observe
 
 
-def _buffer_capacity(options: CallbackOptions) -> Iterable[Observation]:
-    writers = list(_pipeline_logs)
-    if writers:
-        yield Observation(sum(w.max_buffer for w in writers))
-
-
-def _buffer_dropped(options: CallbackOptions) -> Iterable[Observation]:
-    writers = list(_pipeline_logs)
-    if writers:
-        yield Observation(sum(w.dropped for w in writers))
-
-
-_METER.create_observable_gauge(
+_observed(
     "novaberg.pipeline_log.buffered",
-    callbacks=[_buffer_fill],
-    unit="{record}",
-    description="Pipeline-log records waiting in this process's buffer (SPEC §8: writers never block)",
+    "{record}",
+    "Pipeline-log records waiting in this process's buffer (SPEC §8: writers never block)",
+    _writers_sum("buffered"),
 )
-_METER.create_observable_gauge(
+_observed(
     "novaberg.pipeline_log.capacity",
-    callbacks=[_buffer_capacity],
-    unit="{record}",
-    description="Records the buffer holds before the oldest forensic ones are dropped",
+    "{record}",
+    "Records the buffer holds before the oldest forensic ones are dropped",
+    _writers_sum("max_buffer"),
 )
-_METER.create_observable_counter(
+_observed(
     "novaberg.pipeline_log.dropped",
-    callbacks=[_buffer_dropped],
-    unit="{record}",
-    description="Forensic records dropped because the buffer was full (never turn_roh)",
+    "{record}",
+    "Forensic records dropped because the buffer was full (never turn_roh)",
+    _writers_sum("dropped"),
+    counter=True,
 )
 
-METRIC_NAMES: Final = frozenset(
-    {
-        "rpc.server.duration",
-        "novaberg.store.unavailable",
-        "novaberg.dossier.memories",
-        "novaberg.dossier.anchors",
-        "novaberg.lzg.decay.nodes",
-        "novaberg.log.retention.rows",
-        "novaberg.pixie.runs",
-        "novaberg.pixie.promotion.jobs",
-        "novaberg.pipeline_log.buffered",
-        "novaberg.pipeline_log.capacity",
-        "novaberg.pipeline_log.dropped",
-        "novaberg.grpc.server.in_flight_calls",
-        "novaberg.pipeline.turns_in_flight",
-        *_SAMPLED_GAUGES,
-    }
-)
+METRIC_NAMES: Final = frozenset(_declared)
 """Every instrument the services export (OpenTelemetry names; Prometheus adds unit suffixes)."""
 
 

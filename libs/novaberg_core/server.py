@@ -30,7 +30,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import grpc
 import grpc.aio
@@ -60,6 +60,7 @@ __all__ = [
     "UNTRACED_CALL",
     "ErrorMappingInterceptor",
     "RunningServer",
+    "ServerOptions",
     "client_channel_arguments",
     "create_server",
     "insecure_channel",
@@ -200,21 +201,28 @@ def server_options(cfg: CommonConfig) -> list[tuple[str, Any]]:
     return options
 
 
+class ServerOptions(TypedDict, total=False):
+    """What a service adds to the bootstrap's wiring (keywords of :func:`create_server`)."""
+
+    on_shutdown: Sequence[ShutdownStep]
+    """Run in order after the server stopped (flush buffers, close pools); a failing one skips none."""
+    extra_interceptors: Sequence[grpc.aio.ServerInterceptor]
+    """Run inside the error mapping, so their exceptions are mapped too."""
+
+
 async def create_server(
     cfg: CommonConfig,
     register: Callable[[grpc.aio.Server], None],
     service_names: Sequence[str],
-    *,
-    on_shutdown: Sequence[ShutdownStep] = (),
-    extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    **options: Unpack[ServerOptions],
 ) -> RunningServer:
     """Build, bind and start a server; its health reports SERVING for ``""`` and ``service_names``.
 
     ``register`` adds the service's servicers (``add_XServicer_to_server``); ``service_names``
-    are their full proto names (``novaberg.kzg.v1.KzgService``) for health and reflection.
-    ``extra_interceptors`` run inside the error mapping, so their exceptions are mapped too. Under
-    mTLS (``cfg.tls``) the authorisation check runs before the request contract and the handler
-    (novaberg_core.authz); ``cfg.health_port`` adds a plaintext health-only listener.
+    are their full proto names (``novaberg.kzg.v1.KzgService``) for health and reflection;
+    ``options``: :class:`ServerOptions`. Under mTLS (``cfg.tls``) the authorisation check runs
+    before the request contract and the handler (novaberg_core.authz); ``cfg.health_port`` adds a
+    plaintext health-only listener.
     """
     provider = setup_telemetry(cfg.service_name, cfg.otel_exporter)
     metrics_port = setup_metrics(cfg.service_name, cfg.metrics_exporter, port=cfg.metrics_port, host=cfg.host)
@@ -226,7 +234,7 @@ async def create_server(
         RpcMetricsInterceptor(),
         *security.interceptors,
         ErrorMappingInterceptor(),
-        *extra_interceptors,
+        *options.get("extra_interceptors", ()),
     ]
     server = grpc.aio.server(interceptors=interceptors, options=server_options(cfg))
     register(server)
@@ -236,7 +244,7 @@ async def create_server(
     reflection.enable_server_reflection((*names, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     host, port = _bind(server, cfg, credentials=security.credentials)
     await server.start()
-    steps = tuple(on_shutdown)
+    steps = tuple(options.get("on_shutdown", ()))
     try:
         listener = await _health_listener(cfg, health_servicer)
     except BaseException:
@@ -311,15 +319,11 @@ async def run_server(
     cfg: CommonConfig,
     register: Callable[[grpc.aio.Server], None],
     service_names: Sequence[str],
-    *,
-    on_shutdown: Sequence[ShutdownStep] = (),
-    extra_interceptors: Sequence[grpc.aio.ServerInterceptor] = (),
+    **options: Unpack[ServerOptions],
 ) -> None:
     """:func:`create_server` then :func:`serve` with ``cfg.grace_seconds``, at ``cfg.log_level``."""
     configure_logging(cfg.log_level)
-    running = await create_server(
-        cfg, register, service_names, on_shutdown=on_shutdown, extra_interceptors=extra_interceptors
-    )
+    running = await create_server(cfg, register, service_names, **options)
     await serve(running, cfg.grace_seconds)
 
 

@@ -10,7 +10,6 @@ failure reads as one line (``pipeline.BuildDossier: INVALID_ARGUMENT: unknown cl
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 import grpc
@@ -21,7 +20,7 @@ from novaberg.log.v1 import log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2_grpc
-from novaberg_core.channels import peer_channel
+from novaberg_core.channels import ClosedOnExit, peer_channel
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 
 __all__ = ["MAX_RECEIVE_BYTES", "STUBS", "DevClients", "ServiceCallError"]
@@ -51,7 +50,7 @@ class ServiceCallError(Exception):
         super().__init__(f"{service}.{rpc}: {code}: {details}")
 
 
-class DevClients:
+class DevClients(ClosedOnExit):
     """Lazily opened channels to the services at ``addresses`` (service name → ``host:port``),
     with the caller's certificate under mTLS (``tls``; the CLI's is the ``operator`` identity).
 
@@ -94,11 +93,3 @@ class DevClients:
             await channel.close()
         self._channels.clear()
         self._stubs.clear()
-
-    async def __aenter__(self) -> DevClients:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()

@@ -37,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from html import escape
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict, Unpack
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
@@ -47,6 +47,7 @@ __all__ = [
     "LAYER_ORDER",
     "OUTPUT_SUFFIXES",
     "EdgeLine",
+    "GraphOptions",
     "UnsupportedOutputError",
     "backbone",
     "check_output_suffix",
@@ -242,6 +243,30 @@ def _component_layout(graph: Any, group: list[int]) -> tuple[float, list[tuple[f
     return side, [(off_x + (px - low_x) / extent * inner, off_y + (py - low_y) / extent * inner) for px, py in coords]
 
 
+class GraphOptions(TypedDict, total=False):
+    """What a page or picture shows besides the nodes and edges (keywords of the renderers)."""
+
+    entity_names: Mapping[int, str] | None
+    """Entity id → name for the page (the picture names no entities)."""
+    title: str
+    """The heading; "Novaberg memory graph" when empty."""
+    positions: Mapping[int, tuple[float, float]] | None
+    """Node id → position; :func:`layout` computes them when None."""
+
+
+def _drawing(
+    nodes: Sequence[lzg_pb2.Node], edges: Sequence[lzg_pb2.Edge], options: GraphOptions
+) -> tuple[list[lzg_pb2.Node], list[int], list[EdgeLine], Mapping[int, tuple[float, float]], str]:
+    """What the page and the picture draw: nodes sorted by id, their ids, one line per node pair,
+    a position per node, the title."""
+    ordered = sorted(nodes, key=lambda n: n.id)
+    node_ids = [n.id for n in ordered]
+    lines = merge_edges(edges, set(node_ids))
+    positions = options.get("positions")
+    where = positions if positions is not None else layout(node_ids, lines)
+    return ordered, node_ids, lines, where, options.get("title") or "Novaberg memory graph"
+
+
 def _seconds(stamp: Any) -> int:
     return int(stamp.seconds)
 
@@ -252,19 +277,11 @@ def _short(text: str, limit: int = LABEL_CHARS) -> str:
 
 
 def graph_payload(
-    nodes: Sequence[lzg_pb2.Node],
-    edges: Sequence[lzg_pb2.Edge],
-    *,
-    entity_names: Mapping[int, str] | None = None,
-    title: str = "",
-    positions: Mapping[int, tuple[float, float]] | None = None,
+    nodes: Sequence[lzg_pb2.Node], edges: Sequence[lzg_pb2.Edge], **options: Unpack[GraphOptions]
 ) -> dict[str, Any]:
     """The page's data, column-wise (one list per field, edges referring to node indexes), to keep
     the file small: ``nodes`` (sorted by id), ``edges`` (one per node pair), name tables."""
-    ordered = sorted(nodes, key=lambda n: n.id)
-    node_ids = [n.id for n in ordered]
-    lines = merge_edges(edges, set(node_ids))
-    where = positions if positions is not None else layout(node_ids, lines)
+    ordered, node_ids, lines, where, title = _drawing(nodes, edges, options)
     index = {node_id: i for i, node_id in enumerate(node_ids)}
     speaker = {value: code for code, (value, _, _) in enumerate(SPEAKERS)}
     masks = {g: sum(1 << i for i, layer in enumerate(LAYER_ORDER) if layer in g) for g in {e.gruende for e in lines}}
@@ -275,7 +292,7 @@ def graph_payload(
         return [themes.setdefault(t, len(themes)) for t in values]
 
     return {
-        "title": title or "Novaberg memory graph",
+        "title": title,
         "layers": list(LAYER_ORDER),
         "layerColours": dict(LAYER_COLOURS),
         "speakers": [{"label": label, "colour": colour} for _, label, colour in SPEAKERS],
@@ -307,7 +324,7 @@ def graph_payload(
         },
         "themes": list(themes),
         "emotions": list(emotions),
-        "entityNames": {str(k): v for k, v in (entity_names or {}).items()},
+        "entityNames": {str(k): v for k, v in (options.get("entity_names") or {}).items()},
     }
 
 
@@ -322,15 +339,10 @@ def _script_json(data: Any) -> str:
 
 
 def render_html(
-    nodes: Sequence[lzg_pb2.Node],
-    edges: Sequence[lzg_pb2.Edge],
-    *,
-    entity_names: Mapping[int, str] | None = None,
-    title: str = "",
-    positions: Mapping[int, tuple[float, float]] | None = None,
+    nodes: Sequence[lzg_pb2.Node], edges: Sequence[lzg_pb2.Edge], **options: Unpack[GraphOptions]
 ) -> str:
     """The explorer as one self-contained HTML document (libraries, app and data inline)."""
-    payload = graph_payload(nodes, edges, entity_names=entity_names, title=title, positions=positions)
+    payload = graph_payload(nodes, edges, **options)
     parts = {
         "TITLE": escape(payload["title"]),
         "CSS": _asset("explorer.css"),
@@ -351,13 +363,7 @@ def payload_from_html(html: str) -> dict[str, Any]:
 
 
 def render_image(
-    nodes: Sequence[lzg_pb2.Node],
-    edges: Sequence[lzg_pb2.Edge],
-    fmt: str,
-    *,
-    entity_names: Mapping[int, str] | None = None,
-    title: str = "",
-    positions: Mapping[int, tuple[float, float]] | None = None,
+    nodes: Sequence[lzg_pb2.Node], edges: Sequence[lzg_pb2.Edge], fmt: str, **options: Unpack[GraphOptions]
 ) -> bytes:
     """A static picture (``fmt`` ``png`` or ``svg``) for reports: lines coloured by winning layer,
     nodes sized by ``gewicht_decay`` and filled by speaker (hollow when inactive), the strongest
@@ -371,16 +377,12 @@ def render_image(
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
-    del entity_names  # the picture names no entities; the signature matches render_html
-    ordered = sorted(nodes, key=lambda n: n.id)
-    node_ids = [n.id for n in ordered]
-    lines = merge_edges(edges, set(node_ids))
-    where = positions if positions is not None else layout(node_ids, lines)
+    ordered, node_ids, lines, where, title = _drawing(nodes, edges, options)  # the picture names no entities
     figure = Figure(figsize=(16, 10), dpi=120, facecolor="#fbfaf7")  # 1920 × 1200 px
     axes = figure.add_axes((0.01, 0.01, 0.80, 0.93))
     axes.set_axis_off()
     axes.set_aspect("equal")
-    figure.suptitle(title or "Novaberg memory graph", x=0.02, y=0.98, ha="left", fontsize=15, fontweight="bold")
+    figure.suptitle(title, x=0.02, y=0.98, ha="left", fontsize=15, fontweight="bold")
     if lines:
         alpha = max(0.08, min(0.7, 300.0 / len(lines) ** 0.75))
         high = max(e.weight for e in lines) or 1.0
@@ -423,20 +425,15 @@ def render_image(
 
 
 def write_graph_file(
-    path: Path,
-    nodes: Sequence[lzg_pb2.Node],
-    edges: Sequence[lzg_pb2.Edge],
-    *,
-    entity_names: Mapping[int, str] | None = None,
-    title: str = "",
+    path: Path, nodes: Sequence[lzg_pb2.Node], edges: Sequence[lzg_pb2.Edge], **options: Unpack[GraphOptions]
 ) -> Path:
     """Writes ``path`` by its suffix (see :data:`OUTPUT_SUFFIXES`); checks the suffix before any work."""
     suffix = check_output_suffix(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if suffix == ".html":
-        path.write_text(render_html(nodes, edges, entity_names=entity_names, title=title), encoding="utf-8")
+        path.write_text(render_html(nodes, edges, **options), encoding="utf-8")
     else:
-        path.write_bytes(render_image(nodes, edges, suffix[1:], entity_names=entity_names, title=title))
+        path.write_bytes(render_image(nodes, edges, suffix[1:], **options))
     return path
 
 

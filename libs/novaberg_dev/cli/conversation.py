@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from google.protobuf.json_format import MessageToDict
 
@@ -38,6 +38,7 @@ from novaberg_dev.clients import DevClients, ServiceCallError
 
 __all__ = [
     "IMPORT_BATCH",
+    "ImportOptions",
     "ImportedTurn",
     "cmd_import",
     "cmd_observe",
@@ -85,20 +86,26 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
 
 
-def parse_locomo(
-    data: Any,
-    *,
-    samples: Sequence[str] = (),
-    user_id: str | None = None,
-    character_id: str | None = None,
-) -> list[ImportedTurn]:
+class ImportOptions(TypedDict, total=False):
+    """What ``novaberg import`` takes besides the file (keywords of :func:`parse_turn_file`)."""
+
+    samples: Sequence[str]
+    """The LoCoMo samples to import (all when empty); a ``turns`` file has none."""
+    user_id: str | None
+    """The pair's user instead of the file's (LoCoMo: ``<sample>-<speaker_a>``, else the default user)."""
+    character_id: str | None
+    """The pair's character instead of the file's (LoCoMo: ``speaker_b``, else the default character)."""
+
+
+def parse_locomo(data: Any, **options: Unpack[ImportOptions]) -> list[ImportedTurn]:
     """Turns of LoCoMo conversations (speaker_a → user, speaker_b → the character), in session order.
 
     Each session's ``session_N_date_time`` is the first turn's ``as_of``; later turns follow 30 s apart.
     """
     if not isinstance(data, list):
         raise CliError("a LoCoMo file is a JSON list of conversations")
-    wanted = set(samples)
+    wanted = set(options.get("samples", ()))
+    user_id, character_id = options.get("user_id"), options.get("character_id")
     turns: list[ImportedTurn] = []
     for sample in data:
         sample_id = str(sample.get("sample_id", ""))
@@ -133,18 +140,15 @@ def parse_locomo(
     return turns
 
 
-def parse_turn_file(
-    data: Any,
-    *,
-    samples: Sequence[str] = (),
-    user_id: str | None = None,
-    character_id: str | None = None,
-) -> list[ImportedTurn]:
+def parse_turn_file(data: Any, **options: Unpack[ImportOptions]) -> list[ImportedTurn]:
     """A conversation file: LoCoMo, or ``{"turns": [{"role": "user"|"assistant", "text", "as_of"?}]}``."""
     if isinstance(data, list) and all(isinstance(s, dict) and "conversation" in s for s in data):
-        return parse_locomo(data, samples=samples, user_id=user_id, character_id=character_id)
+        return parse_locomo(data, **options)
     if isinstance(data, dict) and isinstance(data.get("turns"), list):
-        pair = common_pb2.Pair(user_id=user_id or DEFAULT_USER, character_id=character_id or DEFAULT_CHARACTER)
+        pair = common_pb2.Pair(
+            user_id=options.get("user_id") or DEFAULT_USER,
+            character_id=options.get("character_id") or DEFAULT_CHARACTER,
+        )
         turns = []
         for i, raw in enumerate(data["turns"]):
             role = raw.get("role") if isinstance(raw, dict) else None

