@@ -31,7 +31,9 @@ import numpy.typing as npt
 
 from novaberg_core.embedding import speaker_text
 from novaberg_core.lexical import LexicalIndex, QueryTerms, tokenize
+from services.lzg.recall import top_rows
 from services.lzg.rights_store import new_nodes
+from services.lzg.vector_index import EXACT_SCAN_ROWS, PREFILTER, QuantizedRows
 
 __all__ = ["PairCache", "PairSnapshot"]
 
@@ -50,6 +52,8 @@ class PairSnapshot:
     """The turn's time of each node (``kzg_erstellt_am``, unix seconds), in row order."""
     lexical: LexicalIndex
     """The terms of every node's ``"{sprecher}: {inhalt}"``; rows beyond ``len(self)`` are not this view's."""
+    codes: QuantizedRows
+    """The embeddings as 8-bit codes (``services/lzg/vector_index.py``); rows beyond ``len(self)`` are not this view's."""
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -68,6 +72,24 @@ class PairSnapshot:
             return np.zeros(0, dtype=np.float64)
         return (self.embeddings @ vector.astype(np.float32, copy=False)).astype(np.float64)
 
+    def cosines_at(self, vector: npt.NDArray[np.float32], rows: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """Exact cosine of ``vector`` (norm 1) to the given rows."""
+        picked = self.embeddings[np.asarray(rows, dtype=np.int64)]
+        return (picked @ vector.astype(np.float32, copy=False)).astype(np.float64)
+
+    def nearest(
+        self, vector: npt.NDArray[np.float32], eligible: npt.NDArray[np.bool_], limit: int
+    ) -> npt.NDArray[np.int64]:
+        """The ``limit`` eligible rows of highest exact cosine, best first, ties to the lower row (SPEC §11 dense).
+
+        A pair beyond ``EXACT_SCAN_ROWS`` nodes is scanned as 8-bit codes first and the exact
+        cosine ranks the ``PREFILTER × limit`` rows found (``services/lzg/vector_index.py``).
+        """
+        if len(self) <= EXACT_SCAN_ROWS:
+            return top_rows(self.cosines(vector), eligible, limit)
+        rows = self.codes.best_rows(vector, eligible, PREFILTER * limit)
+        return rows[top_rows(self.cosines_at(vector, rows), np.ones(rows.size, dtype=bool), limit)]
+
     def row_of(self, node_ids: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """Row numbers of node ids known to the snapshot."""
         return np.searchsorted(self.ids, np.asarray(node_ids, dtype=np.int64)).astype(np.int64)
@@ -83,6 +105,7 @@ class _Entry:
         self.embeddings = np.zeros((0, dimension), dtype=np.float32)
         self.times = np.zeros(0, dtype=np.float64)
         self.lexical = LexicalIndex()
+        self.codes = QuantizedRows(dimension)
         self.generation: int | None = None
         """The generation of the pair's node set the arrays were read at (None: not known yet)."""
 
@@ -93,10 +116,17 @@ class _Entry:
         self.embeddings = np.zeros((0, dimension), dtype=np.float32)
         self.times = np.zeros(0, dtype=np.float64)
         self.lexical = LexicalIndex()
+        self.codes = QuantizedRows(dimension)
 
     @property
     def nbytes(self) -> int:
-        return int(self.embeddings.nbytes + self.ids.nbytes + self.times.nbytes + self.lexical.nbytes)
+        return int(
+            self.embeddings.nbytes
+            + self.ids.nbytes
+            + self.times.nbytes
+            + self.lexical.nbytes
+            + self.codes.nbytes
+        )
 
     def append(self, rows: list[Any], dimension: int) -> None:
         need = self.n + len(rows)
@@ -118,12 +148,17 @@ class _Entry:
                 self.embeddings[index] = vector.to_numpy()
             self.times[index] = row["zeit"]
             self.lexical.append(tokenize(speaker_text(row["sprecher"], row["inhalt"]), row["sprache"]))
+        self.codes.add(self.embeddings[self.n : need])
         self.n = need
 
     def snapshot(self) -> PairSnapshot:
         n = self.n
         return PairSnapshot(
-            ids=self.ids[:n], embeddings=self.embeddings[:n], times=self.times[:n], lexical=self.lexical
+            ids=self.ids[:n],
+            embeddings=self.embeddings[:n],
+            times=self.times[:n],
+            lexical=self.lexical,
+            codes=self.codes,
         )
 
 

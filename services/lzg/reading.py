@@ -93,7 +93,8 @@ class Candidates:
 
     snapshot: PairSnapshot
     query_terms: QueryTerms
-    cosines: npt.NDArray[np.float64]
+    vector: npt.NDArray[np.float32]
+    """The query vector; cosines are computed exactly for the rows asked (``PairSnapshot.cosines_at``)."""
     bm25: npt.NDArray[np.float64]
     strength: npt.NDArray[np.float64]
     visible: npt.NDArray[np.bool_]
@@ -115,8 +116,14 @@ class Candidates:
         """(cosine, BM25, lexical strength) of a node of the snapshot; zeros for a node it lacks."""
         row = int(np.searchsorted(self.snapshot.ids, node_id))
         if row < len(self.snapshot) and int(self.snapshot.ids[row]) == node_id:
-            return float(self.cosines[row]), float(self.bm25[row]), float(self.strength[row])
+            cosine = float(self.snapshot.cosines_at(self.vector, [row])[0])
+            return cosine, float(self.bm25[row]), float(self.strength[row])
         return 0.0, 0.0, 0.0
+
+
+def top_cosines(cosines: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """Positions of the ``CANDIDATES_PER_SOURCE`` highest cosines, best first, ties to the lower position."""
+    return top_rows(cosines, np.ones(cosines.size, dtype=bool), CANDIDATES_PER_SOURCE)
 
 
 def _rows_to_ids(snapshot: PairSnapshot, rows: npt.NDArray[np.int64] | Sequence[int]) -> list[int]:
@@ -129,17 +136,18 @@ async def rank_candidates(
     """Every source ranked, gates applied, fused, the best read as of ``query.as_of``; anchors chosen."""
     n = len(snapshot)
     visible = snapshot.times <= query.as_of.timestamp()
-    cosines = snapshot.cosines(query.vector)
     query_terms, bm25, strength = snapshot.lexical_scores(query.lexical_text, query.sprache)
+    dense_rows = snapshot.nearest(query.vector, visible, CANDIDATES_PER_SOURCE)
+    lexical_rows = top_rows(bm25, visible & (bm25 > 0.0), CANDIDATES_PER_SOURCE)
     lists: dict[str, list[int]] = {
-        "dense": _rows_to_ids(snapshot, top_rows(cosines, visible, CANDIDATES_PER_SOURCE)),
-        "lexical": _rows_to_ids(snapshot, top_rows(bm25, visible & (bm25 > 0.0), CANDIDATES_PER_SOURCE)),
+        "dense": _rows_to_ids(snapshot, dense_rows),
+        "lexical": _rows_to_ids(snapshot, lexical_rows),
     }
-    admitted: set[int] = set()
-    for node_id in dict.fromkeys(lists["dense"] + lists["lexical"]):
-        row = int(np.searchsorted(snapshot.ids, node_id))
-        if cosines[row] >= anchor_gate or strength[row] >= LEXICAL_GATE:
-            admitted.add(node_id)
+    searched = np.unique(np.concatenate([dense_rows, lexical_rows]))
+    passed = (snapshot.cosines_at(query.vector, searched) >= anchor_gate) | (
+        strength[searched] >= LEXICAL_GATE
+    )
+    admitted: set[int] = set(_rows_to_ids(snapshot, searched[passed]))
     if query.entity_ids and n:
         found = await reader.entity_candidates(query.entity_ids)
         rows = snapshot.row_of(found) if found else np.zeros(0, dtype=np.int64)
@@ -147,15 +155,14 @@ async def rank_candidates(
             [r for r, i in zip(rows, found, strict=True) if r < n and int(snapshot.ids[r]) == i],
             dtype=np.int64,
         )
-        mask = np.zeros(n, dtype=bool)
-        mask[rows] = True
-        lists["entity"] = _rows_to_ids(snapshot, top_rows(cosines, mask & visible, CANDIDATES_PER_SOURCE))
+        rows = np.unique(rows[visible[rows]])
+        lists["entity"] = _rows_to_ids(snapshot, rows[top_cosines(snapshot.cosines_at(query.vector, rows))])
         admitted |= set(lists["entity"])
     if query.zeitfenster:
         centres, tolerances = zip(*(window(z, p) for z, p in query.zeitfenster), strict=True)
         lists["timeline"] = await reader.timeline_candidates(centres, tolerances, CANDIDATES_PER_SOURCE)
         admitted |= set(lists["timeline"])
-    candidates = Candidates(snapshot, query_terms, cosines, bm25, strength, visible, lists, admitted)
+    candidates = Candidates(snapshot, query_terms, query.vector, bm25, strength, visible, lists, admitted)
     candidates.fused = fuse(lists) if admitted else []
     gated = [item.key for item in candidates.fused if item.key in admitted][: 4 * ANKER_ANZAHL]
     # The recall list's best recall_k, and a few in reserve for memories inactive at as_of.
