@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from novaberg_core.pipeline_log import LogScope, PipelineLog
+from novaberg_core.pipeline_log import LogScope, PipelineLog, count_names
 from novaberg_core.rights import RIGHTS_NODE as RIGHTS_LOG_NODE
 from novaberg_core.rights import rights_write
-from services.lzg.types import PromotionInput, PromotionOutcome
+from services.lzg.rights_store import EraseCounts
+from services.lzg.types import PromotionInput, PromotionOutcome, Trigger3Result
 
 __all__ = ["ERASED_COUNTS", "RIGHTS_LOG_NODE", "TRIGGER3_COUNTS", "PromotionRecords", "rights_write"]
 
@@ -20,15 +21,15 @@ __all__ = ["ERASED_COUNTS", "RIGHTS_LOG_NODE", "TRIGGER3_COUNTS", "PromotionReco
 _PROMOTION: Final = "promotion"
 
 # What a result's numbers are called in its record (log name → attribute; ``count_fields``).
-ERASED_COUNTS: Final = {
-    "knoten": "nodes", "kanten": "edges", "entitaeten": "entities", "timelines": "timelines",
-    "verbindungen": "verbindungen",
-}  # fmt: skip
+ERASED_COUNTS: Final = count_names(
+    EraseCounts, knoten="nodes", kanten="edges", entitaeten="entities", timelines="timelines",
+    verbindungen="verbindungen",
+)  # fmt: skip
 """An erasure's :class:`~services.lzg.rights_store.EraseCounts`."""
-TRIGGER3_COUNTS: Final = {
-    "knoten_umgeschrieben": "nodes_rewritten", "kanten_neu_berechnet": "edges_recomputed",
-    "kanten_geloescht": "edges_deleted",
-}  # fmt: skip
+TRIGGER3_COUNTS: Final = count_names(
+    Trigger3Result, knoten_umgeschrieben="nodes_rewritten", kanten_neu_berechnet="edges_recomputed",
+    kanten_geloescht="edges_deleted",
+)  # fmt: skip
 """A registry change's :class:`~services.lzg.types.Trigger3Result` (SPEC §5.5)."""
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from novaberg_core.model import Pair
-from novaberg_core.pipeline_log import InMemorySink, LogScope, PipelineLog, count_fields
+from novaberg_core.pipeline_log import InMemorySink, LogScope, PipelineLog, count_fields, count_names
 
 AS_OF = datetime(2026, 5, 14, 18, 32, tzinfo=UTC)
 SPAN = str(uuid.UUID(int=7))
@@ -64,7 +64,9 @@ def test_count_fields_names_each_count_in_the_tables_order() -> None:
         nodes: int = 2
         edges: int = 5
 
-    assert list(count_fields(Counts(), {"kanten": "edges", "knoten": "nodes"}).items()) == [
-        ("kanten", 5),
-        ("knoten", 2),
-    ]
+    names = count_names(Counts, kanten="edges", knoten="nodes")
+    assert list(count_fields(Counts(), names).items()) == [("kanten", 5), ("knoten", 2)]
+    with pytest.raises(TypeError, match="Counts has no field entities"):
+        count_names(Counts, entitaeten="entities")
+    with pytest.raises(TypeError):
+        names["knoten"] = "edges"  # type: ignore[index]

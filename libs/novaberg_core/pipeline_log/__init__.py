@@ -28,6 +28,7 @@ from novaberg_core.pipeline_log.records import (
     LogScope,
     PendingRecord,
     count_fields,
+    count_names,
     encode_inhalt,
     record_problem,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "PipelineLog",
     "RejectedRecords",
     "count_fields",
+    "count_names",
     "encode_inhalt",
     "record_problem",
 ]

@@ -7,8 +7,9 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any, Final, Protocol
 
 from novaberg_core.contract import PAIR_ID_MAX_LEN, TURN_ID_MAX_LEN
@@ -109,9 +110,19 @@ class LogScope(Mapping[str, Any]):
 _SCOPE_KEYS: Final = ("turn_id", "span_id", "user_id", "character_id", "erstellt_am")
 
 
+def count_names(counts_type: type, **names: str) -> Mapping[str, str]:
+    """The table of what a result type's numbers are called in its record (log name → attribute),
+    read-only and checked once: an attribute that is not a field of ``counts_type`` fails at import."""
+    known = {f.name for f in fields(counts_type)}
+    unknown = sorted(set(names.values()) - known)
+    if unknown:
+        raise TypeError(f"{counts_type.__name__} has no field {', '.join(unknown)}")
+    return MappingProxyType(names)
+
+
 def count_fields(counts: object, names: Mapping[str, str]) -> dict[str, Any]:
-    """A record's counts, ``{log name: counts.<attribute>}`` in the order of ``names`` (log name →
-    attribute): the one table that says what a result's numbers are called in the log."""
+    """A record's counts, ``{log name: counts.<attribute>}`` in the order of ``names``
+    (:func:`count_names`)."""
     return {log_name: getattr(counts, attribute) for log_name, attribute in names.items()}
 
 

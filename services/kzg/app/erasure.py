@@ -9,17 +9,17 @@ from __future__ import annotations
 import uuid
 from typing import Final
 
-from novaberg_core.pipeline_log import count_fields
+from novaberg_core.pipeline_log import count_fields, count_names
 from novaberg_core.rights import check_erasure_target, erasure_written
 from services.kzg.app.context import KzgContext
 from services.kzg.models import EraseCounts, Pair
 
 __all__ = ["Erasure"]
 
-_ERASED_COUNTS: Final = {
-    "eintraege": "entries", "session_schluessel": "session_keys", "hash_dirty": "hash_dirty",
-    "cluster_schluessel": "cluster_keys", "queue_jobs": "queue_jobs",
-}  # fmt: skip
+_ERASED_COUNTS: Final = count_names(
+    EraseCounts, eintraege="entries", session_schluessel="session_keys", hash_dirty="hash_dirty",
+    cluster_schluessel="cluster_keys", queue_jobs="queue_jobs",
+)  # fmt: skip
 """What an erasure's :class:`EraseCounts` are called in its record (log name → attribute)."""
 
 

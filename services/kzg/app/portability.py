@@ -11,7 +11,7 @@ import numpy as np
 
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
-from novaberg_core.pipeline_log import LogScope, count_fields
+from novaberg_core.pipeline_log import LogScope, count_fields, count_names
 from novaberg_core.rights import rights_write
 from services.kzg.app.context import KzgContext
 from services.kzg.domain import (
@@ -37,7 +37,7 @@ from services.kzg.store import ImportItem, entry_fields, entry_key
 
 __all__ = ["Portability"]
 
-_IMPORTED_COUNTS: Final = {"eintraege": "entries", "queue": "queued", "session_turns": "session_turns"}
+_IMPORTED_COUNTS: Final = count_names(ImportCounts, eintraege="entries", queue="queued", session_turns="session_turns")
 """What an import's :class:`ImportCounts` are called in its record (log name → attribute)."""
 
 
