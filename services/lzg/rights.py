@@ -176,18 +176,11 @@ class LzgRights:
                 await self._import_edges(tx, chunk.edges, result)
             await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
         self.engine.cache.forget(user_id, character_id)
+        where = LogScope("import", user_id=user_id, character_id=character_id)
         rights_write(
-            self.engine.log,
-            turn_id="import",
-            operation="import",
-            tabelle="lzg",
-            entitaeten=len(result.entity_ids),
-            timelines=len(result.timeline_ids),
-            knoten=len(result.node_ids),
-            kanten=result.edges,
-            user_id=user_id,
-            character_id=character_id,
-        )
+            self.engine.log, **where, operation="import", tabelle="lzg", entitaeten=len(result.entity_ids),
+            timelines=len(result.timeline_ids), knoten=len(result.node_ids), kanten=result.edges,
+        )  # fmt: skip
         return result
 
     async def _import_entities(
