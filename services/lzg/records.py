@@ -9,15 +9,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.pipeline_log import LogScope, PipelineLog, count_names
 from novaberg_core.rights import RIGHTS_NODE as RIGHTS_LOG_NODE
 from novaberg_core.rights import rights_write
-from services.lzg.types import PromotionInput, PromotionOutcome
+from services.lzg.rights_store import EraseCounts
+from services.lzg.types import PromotionInput, PromotionOutcome, Trigger3Result
 
-__all__ = ["RIGHTS_LOG_NODE", "PromotionRecords", "rights_write"]
+__all__ = ["ERASED_COUNTS", "RIGHTS_LOG_NODE", "TRIGGER3_COUNTS", "PromotionRecords", "rights_write"]
 
 
 _PROMOTION: Final = "promotion"
+
+# What a result's numbers are called in its record (log name → attribute; ``count_fields``).
+ERASED_COUNTS: Final = count_names(
+    EraseCounts, knoten="nodes", kanten="edges", entitaeten="entities", timelines="timelines",
+    verbindungen="verbindungen",
+)  # fmt: skip
+"""An erasure's :class:`~services.lzg.rights_store.EraseCounts`."""
+TRIGGER3_COUNTS: Final = count_names(
+    Trigger3Result, knoten_umgeschrieben="nodes_rewritten", kanten_neu_berechnet="edges_recomputed",
+    kanten_geloescht="edges_deleted",
+)  # fmt: skip
+"""A registry change's :class:`~services.lzg.types.Trigger3Result` (SPEC §5.5)."""
 
 
 def erased_promotion_dropped(log: PipelineLog) -> None:
@@ -34,70 +47,59 @@ class PromotionRecords:
     """The records of one promotion (SPEC §5.3), each with its turn, pair, span and time."""
 
     log: PipelineLog
-    turn_id: str
-    pair: dict[str, Any]
+    where: LogScope
 
     @classmethod
     def of(cls, log: PipelineLog, entry: PromotionInput) -> PromotionRecords:
-        pair = {
-            "user_id": entry.pair.user_id,
-            "character_id": entry.pair.character_id,
-            "span_id": entry.span_id,
-            "erstellt_am": entry.as_of,
-        }
-        return cls(log, entry.log_turn_id, pair)
+        return cls(log, LogScope.of_pair(entry.log_turn_id, entry.pair, entry.span_id, entry.as_of))
 
     def received(self, entry: PromotionInput) -> None:
         """The entry arrived (step 1)."""
         inhalt = {"kzg_key": entry.kzg_key, "ausloeser_turn_id": entry.ausloeser_turn_id}
-        self.log.write(turn_id=self.turn_id, node=_PROMOTION, art="eingang", inhalt=inhalt, **self.pair)
+        self.log.write(node=_PROMOTION, art="eingang", inhalt=inhalt, **self.where)
 
     def already_promoted(self, kzg_key: str, node_id: int) -> None:
         """The same job ran before (at-least-once delivery): the entry's node exists."""
         self.log.decision(
-            turn_id=self.turn_id,
             node=_PROMOTION,
             entscheidung="promotion.bereits_promotet",
             ausgang="neu",
             eingang={"kzg_key": kzg_key, "knoten_id": node_id},
             massstab={"eindeutig": "kzg_quell_key"},
-            **self.pair,
+            **self.where,
         )
 
     def cache_read(self, nodes: int, best_cosine: float) -> None:
         """The pair's nodes compared with the entry (step 2)."""
         self.log.db_read(
-            turn_id=self.turn_id,
             node=_PROMOTION,
             tabelle="lzg_knoten",
             treffer=nodes,
             bester_cosine=round(best_cosine, 6),
-            **self.pair,
+            **self.where,
         )
 
     def hit(self, outcome: PromotionOutcome, eingang: dict[str, Any], match: float) -> None:
         """Step 4's decision: a new node, a duplicate or a half-reactivation."""
         self.log.decision(
-            turn_id=self.turn_id,
             node=_PROMOTION,
             entscheidung="promotion.treffer",
             ausgang=outcome.value,
             eingang=eingang,
             massstab={"match": match},
-            **self.pair,
+            **self.where,
         )
 
     def wrote(self, tabelle: str, operation: str, **details: Any) -> None:
         """A row written (node, edges, bridge)."""
         self.log.db_write(
-            turn_id=self.turn_id,
             node=_PROMOTION,
             tabelle=tabelle,
             operation=operation,
             **details,
-            **self.pair,
+            **self.where,
         )
 
     def error(self, typ: str, message: str) -> None:
         """What the promotion dropped or could not write, and went on."""
-        self.log.error(turn_id=self.turn_id, node=_PROMOTION, typ=typ, message=message, **self.pair)
+        self.log.error(node=_PROMOTION, typ=typ, message=message, **self.where)

@@ -26,10 +26,12 @@ import asyncpg
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
+from novaberg_core.pipeline_log import LogScope, count_fields
 from novaberg_core.rights import check_erasure_target, erasure_written, kzg_key, rights_write
 from services.lzg.app.correction import Correction, CorrectResult
 from services.lzg.engine import LzgEngine
 from services.lzg.layers import parse_praezision
+from services.lzg.records import ERASED_COUNTS
 from services.lzg.rights_store import (
     EraseCounts,
     ForgottenNode,
@@ -140,17 +142,8 @@ class LzgRights:
             await move_generation(conn, [key])
         for each in characters:
             self.engine.cache.forget(user, each)  # this replica at once; the others by the generation
-        erasure_written(
-            self.engine.log,
-            turn_id="loeschung",
-            tabelle="lzg",
-            character_id=character,
-            knoten=counts.nodes,
-            kanten=counts.edges,
-            entitaeten=counts.entities,
-            timelines=counts.timelines,
-            verbindungen=counts.verbindungen,
-        )
+        counted = count_fields(counts, ERASED_COUNTS)
+        erasure_written(self.engine.log, turn_id="loeschung", tabelle="lzg", character_id=character, **counted)
         return counts
 
     # ================================================================ export / import
@@ -183,18 +176,11 @@ class LzgRights:
                 await self._import_edges(tx, chunk.edges, result)
             await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
         self.engine.cache.forget(user_id, character_id)
+        where = LogScope("import", user_id=user_id, character_id=character_id)
         rights_write(
-            self.engine.log,
-            turn_id="import",
-            operation="import",
-            tabelle="lzg",
-            entitaeten=len(result.entity_ids),
-            timelines=len(result.timeline_ids),
-            knoten=len(result.node_ids),
-            kanten=result.edges,
-            user_id=user_id,
-            character_id=character_id,
-        )
+            self.engine.log, **where, operation="import", tabelle="lzg", entitaeten=len(result.entity_ids),
+            timelines=len(result.timeline_ids), knoten=len(result.node_ids), kanten=result.edges,
+        )  # fmt: skip
         return result
 
     async def _import_entities(
@@ -353,16 +339,9 @@ class LzgRights:
                 edges = await forget_rows(tx.conn, user_id, character_id, ids)
                 await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
         if ids:
+            where = LogScope(turn_id or "vergessen", span_id, user_id, character_id)
             rights_write(
-                self.engine.log,
-                turn_id=turn_id or "vergessen",
-                operation="forget",
-                tabelle="lzg_knoten",
-                knoten_ids=ids,
-                kanten=edges,
-                quell_turn_id=source_turn_id or None,
-                span_id=span_id,
-                user_id=user_id,
-                character_id=character_id,
-            )
+                self.engine.log, **where, operation="forget", tabelle="lzg_knoten",
+                knoten_ids=ids, kanten=edges, quell_turn_id=source_turn_id or None,
+            )  # fmt: skip
         return ForgetResult(nodes, edges)

@@ -1,5 +1,6 @@
 """The record kinds of SPEC §8 as keyword helpers over one ``write``: decisions, DB reads and
-writes, errors, tokens, the raw turn, spans."""
+writes, errors, tokens, the raw turn, spans. ``write`` stamps the record (time, source, trace id)
+and hands it to the writer's buffer (:meth:`RecordKinds._enqueue`)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,27 @@ import abc
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from novaberg_core.pipeline_log.records import (
-    TURN_ROH,
-)
+from opentelemetry import trace
+
+from novaberg_core.pipeline_log.records import TURN_ROH, PendingRecord
+
+_get_current_span = trace.get_current_span
 
 
 class RecordKinds(abc.ABC):
     """The helpers of :class:`~novaberg_core.pipeline_log.PipelineLog`, one per record kind; each
     builds a fresh ``inhalt`` and hands it to :meth:`write`."""
 
+    quelle: str
+    """The ``quelle`` of a record that names none (the writing service)."""
+
     @abc.abstractmethod
+    def _enqueue(self, record: PendingRecord) -> None:
+        """Buffer one stamped record: :class:`novaberg_core.pipeline_log.writer.PipelineLog`."""
+
     def write(
         self,
         *,
@@ -33,7 +42,26 @@ class RecordKinds(abc.ABC):
         character_id: str | None = None,
         erstellt_am: datetime | None = None,
     ) -> None:
-        """Enqueue one record: :meth:`novaberg_core.pipeline_log.writer.PipelineLog.write`."""
+        """Enqueue one record and return at once (no I/O, never raises for a log problem).
+
+        ``erstellt_am`` defaults to now; pass the request's ``as_of`` to place a replayed step at
+        its simulated time. The current OpenTelemetry trace id is stored with the record.
+        """
+        ctx = _get_current_span().get_span_context()
+        self._enqueue(
+            PendingRecord(
+                erstellt_am or datetime.now(UTC),
+                turn_id,
+                node,
+                art,
+                inhalt,
+                quelle or self.quelle,
+                span_id,
+                user_id,
+                character_id,
+                format(ctx.trace_id, "032x") if ctx.is_valid else None,
+            )
+        )
 
     def decision(
         self,
@@ -139,9 +167,6 @@ class RecordKinds(abc.ABC):
                 span_id=span_id,
                 **kwargs,
             )
-
-    # --- lifecycle ----------------------------------------------------------------------------
-
 
 
 def _split_kwargs(details: dict[str, Any]) -> dict[str, Any]:

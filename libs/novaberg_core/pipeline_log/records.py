@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, Final
+from types import MappingProxyType
+from typing import Any, Final, Protocol
 
 from novaberg_core.contract import PAIR_ID_MAX_LEN, TURN_ID_MAX_LEN
 
@@ -60,6 +61,70 @@ _CANONICAL_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-
 # One encoder instance: json.dumps with options builds a new encoder per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False, separators=(",", ":"))
 _STRICT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+# --- where a record belongs ------------------------------------------------------------------
+
+
+class _HasPair(Protocol):
+    @property
+    def user_id(self) -> str: ...
+
+    @property
+    def character_id(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LogScope(Mapping[str, Any]):
+    """Where records belong (SPEC §8 columns): the turn, the span they ran in, the pair and the
+    time of the step (the request's ``as_of``; None: now).
+
+    A use case builds it once and passes it to every record it writes as one argument,
+    ``log.db_write(**where, node=…, …)``: it is the mapping of those keywords.
+    """
+
+    turn_id: str
+    span_id: str | None = None
+    user_id: str | None = None
+    character_id: str | None = None
+    erstellt_am: datetime | None = None
+
+    @classmethod
+    def of_pair(
+        cls, turn_id: str, pair: _HasPair, span_id: str | None = None, erstellt_am: datetime | None = None
+    ) -> LogScope:
+        """The scope of a step of one pair (anything with ``user_id`` and ``character_id``)."""
+        return cls(turn_id, span_id, pair.user_id, pair.character_id, erstellt_am)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _SCOPE_KEYS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_SCOPE_KEYS)
+
+    def __len__(self) -> int:
+        return len(_SCOPE_KEYS)
+
+
+_SCOPE_KEYS: Final = ("turn_id", "span_id", "user_id", "character_id", "erstellt_am")
+
+
+def count_names(counts_type: type, **names: str) -> Mapping[str, str]:
+    """The table of what a result type's numbers are called in its record (log name → attribute),
+    read-only and checked once: an attribute that is not a field of ``counts_type`` fails at import."""
+    known = {f.name for f in fields(counts_type)}
+    unknown = sorted(set(names.values()) - known)
+    if unknown:
+        raise TypeError(f"{counts_type.__name__} has no field {', '.join(unknown)}")
+    return MappingProxyType(names)
+
+
+def count_fields(counts: object, names: Mapping[str, str]) -> dict[str, Any]:
+    """A record's counts, ``{log name: counts.<attribute>}`` in the order of ``names``
+    (:func:`count_names`)."""
+    return {log_name: getattr(counts, attribute) for log_name, attribute in names.items()}
+
 
 # --- record and its rules ---------------------------------------------------------------------
 

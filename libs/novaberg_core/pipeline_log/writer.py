@@ -9,10 +9,6 @@ import itertools
 import json
 import logging
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any
-
-from opentelemetry import trace
 
 from novaberg_core.config import env_float, env_int, env_str
 from novaberg_core.metrics import register_pipeline_log
@@ -41,8 +37,6 @@ from novaberg_core.pipeline_log.sinks import (
 from novaberg_core.tls import TlsConfig
 
 log = logging.getLogger("novaberg_core.pipeline_log")  # the package's one logger (as before the split)
-
-_get_current_span = trace.get_current_span
 
 
 class _Undelivered(Exception):
@@ -128,38 +122,11 @@ class PipelineLog(RecordKinds):
 
     # --- writing ------------------------------------------------------------------------------
 
-    def write(
-        self,
-        *,
-        turn_id: str,
-        node: str,
-        art: str,
-        inhalt: Any,
-        quelle: str | None = None,
-        span_id: str | None = None,
-        user_id: str | None = None,
-        character_id: str | None = None,
-        erstellt_am: datetime | None = None,
-    ) -> None:
-        """Enqueue one record and return at once (no I/O, never raises for a log problem).
-
-        ``erstellt_am`` defaults to now; pass the request's ``as_of`` to place a replayed step at
-        its simulated time. The current OpenTelemetry trace id is stored with the record.
-        """
-        ctx = _get_current_span().get_span_context()
-        record = PendingRecord(
-            erstellt_am or datetime.now(UTC),
-            turn_id,
-            node,
-            art,
-            inhalt,
-            quelle or self.quelle,
-            span_id,
-            user_id,
-            character_id,
-            format(ctx.trace_id, "032x") if ctx.is_valid else None,
-            next(self._seq),
-        )
+    def _enqueue(self, record: PendingRecord) -> None:
+        """Number the record in write order and buffer it; past ``max_buffer`` the oldest
+        forensic record gives way (never a ``turn_roh``)."""
+        record.seq = next(self._seq)
+        art = record.art
         forensic = self._forensic
         if len(forensic) + len(self._roh) >= self.max_buffer:
             if forensic:

@@ -9,12 +9,15 @@ from datetime import UTC, datetime
 
 from novaberg_core.canon import Canon
 from novaberg_core.embedding import EmbeddingProvider
-from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.pipeline_log import LogScope, PipelineLog
 from novaberg_core.rights import RIGHTS_NODE
+from services.kzg.models import Pair
 from services.kzg.store import KzgStore
 from services.kzg.summary import Summariser
 
-__all__ = ["READ_NODE", "RIGHTS_NODE", "WRITE_NODE", "KzgContext", "log_span", "log_time", "log_turn"]
+__all__ = [
+    "READ_NODE", "RIGHTS_NODE", "WRITE_NODE", "KzgContext", "log_scope", "log_span", "log_time", "log_turn",
+]  # fmt: skip
 
 WRITE_NODE = "kzg_speicher"
 """Pipeline-log node of the write path (kzg §4b)."""
@@ -64,3 +67,9 @@ def log_span(span_id: str) -> str | None:
     except ValueError:
         return None
     return span_id
+
+
+def log_scope(pair: Pair, turn_id: str = "", span_id: str = "", as_of: float | None = None) -> LogScope:
+    """Where a record of a step of ``pair`` belongs: the caller's turn (or a fresh one, per
+    record), the caller's span when it is a UUID, and a replay's time."""
+    return LogScope.of_pair(log_turn(turn_id), pair, log_span(span_id), log_time(as_of))

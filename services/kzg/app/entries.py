@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from novaberg_core.errors import NotFound
 from services.kzg.app.checks import check_key
-from services.kzg.app.context import READ_NODE, WRITE_NODE, KzgContext, log_span, log_time, log_turn
+from services.kzg.app.context import READ_NODE, WRITE_NODE, KzgContext, log_scope
 from services.kzg.models import KzgEntryData, Pair
 
 __all__ = ["Entries"]
@@ -25,9 +25,8 @@ class Entries:
         check_key(pair, key)
         entry = await self.store.get_entry(key, with_embedding=include_embedding)
         self.ctx.log.db_read(
-            turn_id=log_turn(turn_id), node=READ_NODE, tabelle="kzg", treffer=int(entry is not None), kzg_key=key,
-            span_id=log_span(span_id), user_id=pair.user_id, character_id=pair.character_id,
-            erstellt_am=log_time(as_of),
+            **log_scope(pair, turn_id, span_id, as_of), node=READ_NODE, tabelle="kzg",
+            treffer=int(entry is not None), kzg_key=key,
         )
         if entry is None:
             raise NotFound(f"KZG entry {key} does not exist (expired, deleted or never written)")
@@ -48,14 +47,12 @@ class Entries:
         deleted, gone = await self.store.delete_entry(key, hash_dirty=marker)
         if hash_dirty_reason:
             self.ctx.log.db_write(
-                turn_id=log_turn(turn_id), node=WRITE_NODE, tabelle="hash_dirty", operation="hset",
-                grund=hash_dirty_reason, span_id=log_span(span_id), user_id=pair.user_id,
-                character_id=pair.character_id, erstellt_am=log_time(as_of),
-            )  # fmt: skip
+                **log_scope(pair, turn_id, span_id, as_of), node=WRITE_NODE, tabelle="hash_dirty",
+                operation="hset", grund=hash_dirty_reason,
+            )
         self.ctx.log.db_write(
-            turn_id=log_turn(turn_id), node=WRITE_NODE, tabelle="kzg", operation="del", kzg_key=key,
-            geloescht=deleted, verifiziert_weg=gone, span_id=log_span(span_id),
-            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=log_time(as_of),
+            **log_scope(pair, turn_id, span_id, as_of), node=WRITE_NODE, tabelle="kzg", operation="del",
+            kzg_key=key, geloescht=deleted, verifiziert_weg=gone,
         )
         return deleted, gone
 
@@ -63,6 +60,5 @@ class Entries:
         pair.check()
         await self.store.mark_hash_dirty(pair, reason or "unbenannt", self.ctx.now(as_of))
         self.ctx.log.db_write(
-            turn_id=log_turn(""), node=WRITE_NODE, tabelle="hash_dirty", operation="hset", grund=reason,
-            user_id=pair.user_id, character_id=pair.character_id,
+            **log_scope(pair), node=WRITE_NODE, tabelle="hash_dirty", operation="hset", grund=reason
         )

@@ -7,12 +7,20 @@ The record of an erasure in the pipeline log never names the erased pair: a main
 from __future__ import annotations
 
 import uuid
+from typing import Final
 
+from novaberg_core.pipeline_log import count_fields, count_names
 from novaberg_core.rights import check_erasure_target, erasure_written
 from services.kzg.app.context import KzgContext
 from services.kzg.models import EraseCounts, Pair
 
 __all__ = ["Erasure"]
+
+_ERASED_COUNTS: Final = count_names(
+    EraseCounts, eintraege="entries", session_schluessel="session_keys", hash_dirty="hash_dirty",
+    cluster_schluessel="cluster_keys", queue_jobs="queue_jobs",
+)  # fmt: skip
+"""What an erasure's :class:`EraseCounts` are called in its record (log name → attribute)."""
 
 
 class Erasure:
@@ -37,18 +45,9 @@ class Erasure:
                 counts.characters.add(pair.character_id)
         else:
             await self.store.erase_user_keys(user, counts)
-        counts.queue_jobs = await self.store.erase_jobs(
-            user, pair.character_id if pair is not None else None, counts.characters
-        )
-        erasure_written(
-            self.ctx.log,
-            turn_id=f"loeschung-{uuid.uuid4()}",
-            tabelle="kzg",
-            character_id=pair.character_id if pair is not None else None,
-            eintraege=counts.entries,
-            session_schluessel=counts.session_keys,
-            hash_dirty=counts.hash_dirty,
-            cluster_schluessel=counts.cluster_keys,
-            queue_jobs=counts.queue_jobs,
-        )
+        character = pair.character_id if pair is not None else None
+        counts.queue_jobs = await self.store.erase_jobs(user, character, counts.characters)
+        counted = count_fields(counts, _ERASED_COUNTS)
+        turn = f"loeschung-{uuid.uuid4()}"
+        erasure_written(self.ctx.log, turn_id=turn, tabelle="kzg", character_id=character, **counted)
         return counts

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import InvalidArgument, NotFound
 from novaberg_core.rights import rights_write
 from services.kzg.app.checks import check_key
-from services.kzg.app.context import KzgContext, log_span, log_turn
+from services.kzg.app.context import KzgContext, log_scope
 from services.kzg.domain import check_pair
 from services.kzg.models import Pair
 
@@ -22,17 +23,9 @@ class Forgetting:
         self.ctx = ctx
         self.store = ctx.store
 
-    def _log(self, operation: str, pair: Pair, turn_id: str, span_id: str, **fields: object) -> None:
-        rights_write(
-            self.ctx.log,
-            turn_id=log_turn(turn_id),
-            operation=operation,
-            tabelle="kzg",
-            **fields,
-            span_id=log_span(span_id),
-            user_id=pair.user_id,
-            character_id=pair.character_id,
-        )
+    def _log(self, operation: str, pair: Pair, turn_id: str, span_id: str, **fields: Any) -> None:
+        where = log_scope(pair, turn_id, span_id)
+        rights_write(self.ctx.log, **where, operation=operation, tabelle="kzg", **fields)
 
     async def forget(
         self,

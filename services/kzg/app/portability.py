@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from typing import Final
 
 import numpy as np
 
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
+from novaberg_core.pipeline_log import LogScope, count_fields, count_names
 from novaberg_core.rights import rights_write
 from services.kzg.app.context import KzgContext
 from services.kzg.domain import (
@@ -34,6 +36,9 @@ from services.kzg.models import (
 from services.kzg.store import ImportItem, entry_fields, entry_key
 
 __all__ = ["Portability"]
+
+_IMPORTED_COUNTS: Final = count_names(ImportCounts, eintraege="entries", queue="queued", session_turns="session_turns")
+"""What an import's :class:`ImportCounts` are called in its record (log name → attribute)."""
 
 
 def _check_import(live: Sequence[ExportedEntryData]) -> None:
@@ -151,15 +156,7 @@ class Portability:
         counts.entries = len(prepared)
         counts.queued = sum(1 for p in prepared if p[3])
         counts.session_turns = len(session_turns)
-        rights_write(
-            self.ctx.log,
-            turn_id=f"import-{uuid.uuid4()}",
-            operation="import",
-            tabelle="kzg",
-            eintraege=counts.entries,
-            queue=counts.queued,
-            session_turns=counts.session_turns,
-            user_id=pair.user_id,
-            character_id=pair.character_id,
-        )
+        where = LogScope.of_pair(f"import-{uuid.uuid4()}", pair)
+        counted = count_fields(counts, _IMPORTED_COUNTS)
+        rights_write(self.ctx.log, **where, operation="import", tabelle="kzg", **counted)
         return counts

@@ -15,7 +15,7 @@ from novaberg_core.lexical import LANGUAGES, language_of, lexical_words
 from novaberg_core.limits import KZG_TOP_K_DEFAULT as DEFAULT_TOP_K  # re-exported by kzg.memory
 from novaberg_core.limits import KZG_TOP_K_MAX as MAX_TOP_K
 from novaberg_core.model import Beobachter, check_vector
-from services.kzg.app.context import READ_NODE, KzgContext, log_span, log_time, log_turn
+from services.kzg.app.context import READ_NODE, KzgContext, log_scope
 from services.kzg.domain import themen_norm
 from services.kzg.models import Hit, RetrieveQuery, RetrieveResult, Vector
 
@@ -90,11 +90,10 @@ class Retrieval:
             if (entry := entry_of[key]) is not None
         )
         self.ctx.log.db_read(
-            turn_id=log_turn(query.turn_id), node=READ_NODE, tabelle="kzg", treffer=len(hits),
-            verworfen_unter_schwelle=dropped, schwelle=threshold, top_k=top_k,
+            **log_scope(pair, query.turn_id, query.span_id, query.as_of), node=READ_NODE, tabelle="kzg",
+            treffer=len(hits), verworfen_unter_schwelle=dropped, schwelle=threshold, top_k=top_k,
             beobachter=query.beobachter or "beide", kzg_keys=[h.entry.kzg_key for h in hits],
-            quellen={key: sources[key] for key in ranked}, span_id=log_span(query.span_id),
-            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=log_time(query.as_of),
+            quellen={key: sources[key] for key in ranked},
         )
         return RetrieveResult(
             hits=hits, threshold=threshold, model_id=self.ctx.provider.model_id, dropped_below_threshold=dropped

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from novaberg_core.errors import InvalidArgument
 from services.kzg.app.checks import batch_item, check_batch
-from services.kzg.app.context import KzgContext, log_time, log_turn
+from services.kzg.app.context import KzgContext, log_scope
 from services.kzg.domain import SESSION_ROLES, SESSION_SUMMARIZE_AT, SESSION_TTL
 from services.kzg.models import AppendResult, Pair, SessionState, SessionTurnRecord
 
@@ -99,9 +99,9 @@ class Session:
 
     def _log_append(self, pair: Pair, turn: SessionTurnRecord, as_of: float | None, result: AppendResult) -> None:
         self.ctx.log.db_write(
-            turn_id=log_turn(turn.turn_id), node=_SESSION_NODE, tabelle="session", operation="append",
-            rolle=turn.role, laenge=result.turn_count, zusammengefasst=result.summarized, gekuerzt=result.trimmed,
-            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=log_time(as_of),
+            **log_scope(pair, turn.turn_id, as_of=as_of), node=_SESSION_NODE, tabelle="session",
+            operation="append", rolle=turn.role, laenge=result.turn_count, zusammengefasst=result.summarized,
+            gekuerzt=result.trimmed,
         )
 
     async def get_session(self, pair: Pair, *, as_of: float | None = None) -> SessionState:
@@ -115,7 +115,6 @@ class Session:
         if as_of is not None:
             state = session_as_of(state, as_of)
         self.ctx.log.db_read(
-            turn_id=log_turn(""), node=_SESSION_NODE, tabelle="session", treffer=len(state.turns),
-            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=log_time(as_of),
+            **log_scope(pair, as_of=as_of), node=_SESSION_NODE, tabelle="session", treffer=len(state.turns)
         )
         return state

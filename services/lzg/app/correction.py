@@ -15,6 +15,7 @@ import asyncpg
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import InvalidArgument, NotFound
+from novaberg_core.pipeline_log import LogScope
 from services.lzg.app.context import UseCase
 from services.lzg.app.promotion import trigger1_candidates, trigger1_edges
 from services.lzg.records import rights_write
@@ -81,16 +82,9 @@ class Correction(UseCase):
             created = await tx.insert_edges(edges)
             updated = await tx.node(target)
         assert updated is not None
+        where = LogScope(turn_id or "korrektur", span_id, user_id, character_id)
         rights_write(
-            self.log,
-            turn_id=turn_id or "korrektur",
-            operation="correct",
-            tabelle="lzg_knoten",
-            knoten_id=target,
-            kanten_entfernt=removed,
-            kanten_neu=created,
-            span_id=span_id,
-            user_id=user_id,
-            character_id=character_id,
-        )
+            self.log, **where, operation="correct", tabelle="lzg_knoten",
+            knoten_id=target, kanten_entfernt=removed, kanten_neu=created,
+        )  # fmt: skip
         return CorrectResult(updated, row.inhalt, removed, created)

@@ -9,6 +9,7 @@ from typing import Any
 
 from novaberg_core.maintenance import check_scope
 from novaberg_core.metrics import record_decay
+from novaberg_core.pipeline_log import LogScope
 from services.lzg.app.context import UseCase
 from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 
@@ -44,23 +45,14 @@ class Decay(UseCase):
         record_decay(decayed, deactivated, scoped=bool(pairs))
         # SPEC §8: the all-pairs run's row leaves the pair NULL; a scoped run's rows carry each pair
         # (its counts are the run's, over all of its pairs).
-        scope: dict[str, Any] = {"paare": len(pairs)} if pairs else {}
+        run_scope: dict[str, Any] = {"paare": len(pairs)} if pairs else {}
         targets: Sequence[tuple[str | None, str | None]] = pairs or [(None, None)]
+        turn = turn_id or f"synapsen_decay:{as_of.astimezone(UTC).isoformat()}"
         for user_id, character_id in targets:
+            where = LogScope(turn, span_id, user_id, character_id, as_of)
             self.log.db_write(
-                turn_id=turn_id or f"synapsen_decay:{as_of.astimezone(UTC).isoformat()}",
-                node="synapsen_decay",
-                tabelle="lzg_knoten",
-                operation="update",
-                verfallen=decayed,
-                deaktiviert=deactivated,
-                dauer_ms=round(duration_ms, 1),
-                rate=LZG_KNOTEN_DECAY_RATE,
-                min_gewicht=LZG_KNOTEN_MIN_GEWICHT,
-                **scope,
-                span_id=span_id,
-                erstellt_am=as_of,
-                user_id=user_id,
-                character_id=character_id,
-            )
+                **where, node="synapsen_decay", tabelle="lzg_knoten", operation="update",
+                verfallen=decayed, deaktiviert=deactivated, dauer_ms=round(duration_ms, 1),
+                rate=LZG_KNOTEN_DECAY_RATE, min_gewicht=LZG_KNOTEN_MIN_GEWICHT, **run_scope,
+            )  # fmt: skip
         return decayed, deactivated, duration_ms

@@ -18,9 +18,11 @@ import numpy as np
 
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
 from novaberg_core.model import Pair
+from novaberg_core.pipeline_log import LogScope, count_fields
 from services.lzg.app.context import UseCase
 from services.lzg.edges import Connection, edge_rows
 from services.lzg.layers import Praezision, TimelineRef, evaluate_layers, parse_praezision
+from services.lzg.records import TRIGGER3_COUNTS
 from services.lzg.store import PairTx, timeline_ref
 from services.lzg.types import (
     Entity,
@@ -306,18 +308,9 @@ class Registry(UseCase):
     def _log_trigger3(
         self, turn_id: str, art: str, user_id: str, character_id: str, result: Trigger3Result, **details: Any
     ) -> None:
-        self.log.db_write(
-            turn_id=turn_id or f"trigger3:{art}",
-            node="trigger3",
-            tabelle="lzg_kanten",
-            operation=art,
-            knoten_umgeschrieben=result.nodes_rewritten,
-            kanten_neu_berechnet=result.edges_recomputed,
-            kanten_geloescht=result.edges_deleted,
-            user_id=user_id,
-            character_id=character_id,
-            **details,
-        )
+        where = LogScope(turn_id or f"trigger3:{art}", user_id=user_id, character_id=character_id)
+        counts = count_fields(result, TRIGGER3_COUNTS)
+        self.log.db_write(**where, node="trigger3", tabelle="lzg_kanten", operation=art, **counts, **details)
 
 
 def _cosine(a: Any, b: Any) -> float:

@@ -24,6 +24,7 @@ from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import NovabergError, Unavailable
 from novaberg_core.limits import STORE_GATE_RAW
 from novaberg_core.peers import peer_error
+from novaberg_core.pipeline_log import LogScope
 from novaberg_core.telemetry import set_turn_attributes
 from novaberg_core.timeutil import to_timestamp
 from services.pipeline.analyzer import AnalyzedTurn
@@ -98,32 +99,29 @@ class TurnWriter:
                 raise
         if not result.analysis.inhalt:
             result.analysis.inhalt = text
+        scope = LogScope.of_pair(turn.turn_id, pair, turn.span_id, as_of)
         log.write(
-            turn_id=turn.turn_id, node=NODE_SALIENCE, art="berechnung", span_id=turn.span_id,
+            **scope, node=NODE_SALIENCE, art="berechnung",
             inhalt={
                 "analyzer": result.herkunft,
                 "beobachter": ROLE[beobachter],
                 "analyse": MessageToDict(result.analysis, preserving_proto_field_name=True),
                 **result.details,
             },
-            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
-        )  # fmt: skip
+        )
         tokens_in = result.details.get("input_tokens")
         if isinstance(tokens_in, int) and tokens_in > 0:
             log.token(
-                turn_id=turn.turn_id, node=NODE_SALIENCE, modell=str(result.details.get("modell", "")),
+                **scope, node=NODE_SALIENCE, modell=str(result.details.get("modell", "")),
                 input_tokens=tokens_in, output_tokens=int(result.details.get("output_tokens", 0)), kosten_usd=0.0,
-                span_id=turn.span_id, user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
             )  # fmt: skip
         return result
 
     def _log_failure(
         self, pair: common_pb2.Pair, as_of: datetime, turn: common_pb2.TurnContext, error: Exception, message: str
     ) -> None:
-        self.ctx.log.error(
-            turn_id=turn.turn_id, node=NODE_SALIENCE, typ=type(error).__name__, message=message,
-            span_id=turn.span_id, user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
-        )  # fmt: skip
+        scope = LogScope.of_pair(turn.turn_id, pair, turn.span_id, as_of)
+        self.ctx.log.error(**scope, node=NODE_SALIENCE, typ=type(error).__name__, message=message)
 
     async def write_turn(
         self,
