@@ -6,14 +6,14 @@ A mixin of :class:`~services.lzg.servicer.LzgServicer`; the behaviour is in :mod
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from functools import cached_property
 from typing import Any
 
 import grpc
 
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.model import Beobachter, Ei, Magnets
-from novaberg_core.rights import StreamPair, chunks, erasure_target_of, named_target, pair_ids
+from novaberg_core.rights import StreamPair, chunks, named_target, pair_ids
+from novaberg_core.servicers import EraseServicer
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.convert import edge_to_proto, node_to_proto, pair_of, same_named, turn_of
 from services.lzg.engine import LzgEngine
@@ -111,20 +111,14 @@ def _timeline_pb(row: Mapping[str, Any]) -> lzg_pb2.Timeline:
     return message
 
 
-class LzgRightsServicer:
+class LzgRightsServicer(EraseServicer[LzgRights]):
     """The rights RPCs of LzgService (mixed into :class:`~services.lzg.servicer.LzgServicer`)."""
 
     engine: LzgEngine
+    erase_response = lzg_pb2.EraseResponse
 
-    @cached_property
-    def rights(self) -> LzgRights:
+    def make_rights(self) -> LzgRights:
         return LzgRights(self.engine)
-
-    async def Erase(
-        self, request: lzg_pb2.EraseRequest, context: grpc.aio.ServicerContext
-    ) -> lzg_pb2.EraseResponse:
-        counts = await self.rights.erase(*erasure_target_of(request.target, pair_ids))
-        return lzg_pb2.EraseResponse(**same_named(counts))
 
     async def ExportPair(
         self, request: lzg_pb2.ExportPairRequest, context: grpc.aio.ServicerContext
