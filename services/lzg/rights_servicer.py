@@ -11,11 +11,12 @@ from typing import Any
 import grpc
 
 from novaberg.lzg.v1 import lzg_pb2
+from novaberg_core.messages import to_message
 from novaberg_core.model import Beobachter, Ei, Magnets
 from novaberg_core.rights import StreamPair, chunks, named_target, pair_ids
 from novaberg_core.servicers import EraseServicer
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
-from services.lzg.convert import edge_to_proto, node_to_proto, pair_of, same_named, turn_of
+from services.lzg.convert import edge_to_proto, node_to_proto, pair_of, turn_of
 from services.lzg.engine import LzgEngine
 from services.lzg.rights import ImportChunk, LzgRights
 
@@ -183,7 +184,7 @@ class LzgRightsServicer(EraseServicer[LzgRights]):
         forget = list(request.node_ids), request.source_turn_id
         result = await self.rights.forget(*pair_of(request), *forget, **turn_of(request))
         return lzg_pb2.ForgetNodesResponse(
-            nodes=[lzg_pb2.ForgottenNode(**same_named(n)) for n in result.nodes],
+            nodes=[to_message(lzg_pb2.ForgottenNode, n) for n in result.nodes],
             edges=result.edges,
         )
 
@@ -199,4 +200,4 @@ class LzgRightsServicer(EraseServicer[LzgRights]):
             as_of=as_of_or_now(request.as_of if request.HasField("as_of") else None),
             **turn_of(request),
         )
-        return lzg_pb2.CorrectNodeResponse(**same_named(result, node=node_to_proto(result.node)))
+        return to_message(lzg_pb2.CorrectNodeResponse, result, node=node_to_proto(result.node))

@@ -23,6 +23,7 @@ import grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.maintenance import scope_pairs
+from novaberg_core.messages import to_message
 from novaberg_core.servicers import ModelServicer
 from novaberg_core.timeutil import from_timestamp
 from services.lzg.convert import (
@@ -37,7 +38,6 @@ from services.lzg.convert import (
     recall_to_proto,
     request_as_of,
     resonanz_to_proto,
-    same_named,
     timeline_from_proto,
     timeline_to_proto,
     trigger3_to_proto,
@@ -82,7 +82,7 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
         self, request: lzg_pb2.PromoteRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.PromoteResponse:
         result = await self.engine.promote(promotion_input(request))
-        return lzg_pb2.PromoteResponse(**same_named(result, outcome=result.outcome.to_proto()))
+        return to_message(lzg_pb2.PromoteResponse, result, outcome=result.outcome.to_proto())
 
     async def SpreadingRead(
         self, request: lzg_pb2.SpreadingReadRequest, context: grpc.aio.ServicerContext
