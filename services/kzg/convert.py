@@ -12,6 +12,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
+from novaberg_core.messages import to_message
 from novaberg_core.model import Beobachter, Ei, Magnets
 from novaberg_core.telemetry import current_traceparent
 from services.kzg.models import (
@@ -178,16 +179,12 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
 
 
 def store_pb(result: StoreResult) -> kzg_pb2.StoreEntryResponse:
-    return kzg_pb2.StoreEntryResponse(
+    """A store's result, field for field; ``stored`` as the outcome, the tier as its number."""
+    return to_message(
+        kzg_pb2.StoreEntryResponse,
+        result,
         outcome=kzg_pb2.STORE_OUTCOME_STORED if result.stored else kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE,
-        kzg_key=result.kzg_key,
-        tier=int(result.tier) if result.tier is not None else kzg_pb2.TIER_UNSPECIFIED,  # type: ignore[arg-type]
-        salienz=result.salienz,
-        ttl_seconds=result.ttl_seconds,
-        queued_for_promotion=result.queued_for_promotion,
-        reinforced_count=result.reinforced_count,
-        reinforced_queued_count=result.reinforced_queued_count,
-        canon_rejections=list(result.canon_rejections),
+        tier=int(result.tier) if result.tier is not None else kzg_pb2.TIER_UNSPECIFIED,
     )
 
 

@@ -6,13 +6,14 @@ A mixin of :class:`~services.kzg.servicer.KzgServicer`; the behaviour is in :mod
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from functools import cached_property
 
 import grpc
 
+from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.rights import StreamPair, erasure_target_of
+from novaberg_core.rights import StreamPair
+from novaberg_core.servicers import EraseServicer
 from services.kzg.convert import (
     entry_from_pb,
     entry_pb,
@@ -23,25 +24,25 @@ from services.kzg.convert import (
     session_turn_pb,
 )
 from services.kzg.memory import KzgMemory
-from services.kzg.models import ExportedEntryData, SessionTurnRecord
+from services.kzg.models import EraseCounts, ExportedEntryData, Pair, SessionTurnRecord
 from services.kzg.rights import KzgRights
 
 __all__ = ["KzgRightsServicer"]
 
 
-class KzgRightsServicer:
+class KzgRightsServicer(EraseServicer[KzgRights]):
     """The rights RPCs of KzgService (mixed into :class:`~services.kzg.servicer.KzgServicer`)."""
 
     memory: KzgMemory
+    erase_response = kzg_pb2.EraseResponse
 
-    @cached_property
-    def rights(self) -> KzgRights:
+    def make_rights(self) -> KzgRights:
         return KzgRights(self.memory)
 
-    async def Erase(
-        self, request: kzg_pb2.EraseRequest, context: grpc.aio.ServicerContext
-    ) -> kzg_pb2.EraseResponse:
-        counts = await self.rights.erase(*erasure_target_of(request.target, pair_from_pb))
+    def erase_pair(self, pair: common_pb2.Pair) -> Pair:
+        return pair_from_pb(pair)
+
+    def erase_answer(self, counts: EraseCounts) -> kzg_pb2.EraseResponse:
         return erase_pb(counts)
 
     async def ExportPair(

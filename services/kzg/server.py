@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
-from novaberg_core.bootstrap import run_from_env
-from novaberg_core.embedding import EmbeddingProvider, profile_for, provider_from_env
-from novaberg_core.metrics import StoreSampler
+from novaberg_core.bootstrap import profiled_provider, run_from_env, sampled_until_shutdown
+from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.server import RunningServer
 from novaberg_core.server import create_server as create_grpc_server
@@ -31,12 +30,7 @@ async def create_server(
     ``retrieval_threshold`` defaults to the provider's profile (``kzg_retrieval``); a model
     without a measured profile refuses to start.
     """
-    provider = provider or provider_from_env()
-    profile = profile_for(provider.model_id)
-    if profile.dimension != provider.dimension:
-        raise ValueError(
-            f"profile of {provider.model_id} says {profile.dimension}-d, the provider gives {provider.dimension}-d"
-        )
+    provider, profile = profiled_provider(provider)
     threshold = retrieval_threshold if retrieval_threshold is not None else profile.kzg_retrieval
     log = log or PipelineLog.from_env("System", tls=cfg.common.tls)
     store = KzgStore.from_url(cfg.redis_url, dimension=provider.dimension, vector_algorithm=cfg.vector_algorithm)
@@ -52,11 +46,7 @@ async def create_server(
         raise
     servicer = KzgServicer(memory)
     # Queue depth and lag, index size: read from Redis only when scraped, at most every 10 s.
-    sampler = StoreSampler(store.queue_metrics)
-
-    async def stop_sampling() -> None:
-        sampler.close()
-
+    stop_sampling = sampled_until_shutdown(store.queue_metrics)
     return await create_grpc_server(
         cfg.common,
         lambda server: kzg_pb2_grpc.add_KzgServiceServicer_to_server(servicer, server),

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import grpc
 
-from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
-from novaberg_core.embedding import check_vector_model
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.model import model_info
+from novaberg_core.servicers import ModelServicer
 from services.kzg.convert import (
     append_pb,
     as_of,
@@ -32,10 +30,11 @@ from services.kzg.rights_servicer import KzgRightsServicer
 __all__ = ["KzgServicer"]
 
 
-class KzgServicer(KzgRightsServicer, kzg_pb2_grpc.KzgServiceServicer):
+class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServicer):
     """KzgService over one :class:`KzgMemory` (the rights RPCs: :class:`KzgRightsServicer`)."""
 
     def __init__(self, memory: KzgMemory) -> None:
+        super().__init__(memory.provider.stamp)
         self.memory = memory
 
     async def AppendSessionTurn(
@@ -62,22 +61,17 @@ class KzgServicer(KzgRightsServicer, kzg_pb2_grpc.KzgServiceServicer):
             turns=[session_turn_pb(t) for t in state.turns], summary=state.summary, ttl_seconds=state.ttl_seconds
         )
 
-    async def GetModel(
-        self, request: common_pb2.GetModelRequest, context: grpc.aio.ServicerContext
-    ) -> common_pb2.ModelInfo:
-        return model_info(self.memory.provider.stamp)
-
     async def StoreEntry(
         self, request: kzg_pb2.StoreEntryRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.StoreEntryResponse:
-        check_vector_model("embedding", request.embedding_model_id, self.memory.provider.stamp)
+        self.check_model("embedding", request.embedding_model_id)
         return store_pb(await self.memory.store_entry(entry_input(request)))
 
     async def StoreEntries(
         self, request: kzg_pb2.StoreEntriesRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.StoreEntriesResponse:
         for index, entry in enumerate(request.entries):
-            check_vector_model(f"entries[{index}].embedding", entry.embedding_model_id, self.memory.provider.stamp)
+            self.check_model(f"entries[{index}].embedding", entry.embedding_model_id)
         results = await self.memory.store_entries([entry_input(entry) for entry in request.entries])
         return kzg_pb2.StoreEntriesResponse(results=[store_pb(result) for result in results])
 
@@ -85,7 +79,7 @@ class KzgServicer(KzgRightsServicer, kzg_pb2_grpc.KzgServiceServicer):
         self, request: kzg_pb2.RetrieveRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.RetrieveResponse:
         if request.WhichOneof("query") == "query_vector":
-            check_vector_model("query_vector", request.query_vector.model_id, self.memory.provider.stamp)
+            self.check_model("query_vector", request.query_vector.model_id)
         return retrieve_pb(await self.memory.retrieve(retrieve_query(request)))
 
     async def GetEntry(

@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
-from functools import cached_property
-
-import grpc.aio
-
 from novaberg.log.v1 import log_pb2
-from novaberg_core.rights import erasure_target_of, pair_ids
+from novaberg_core.servicers import EraseServicer
 from services.log.rights import LogRights
 from services.log.store import LogStore
 
 __all__ = ["LogRightsServicer"]
 
 
-class LogRightsServicer:
-    """The rights RPCs of LogService."""
+class LogRightsServicer(EraseServicer[LogRights]):
+    """The rights RPCs of LogService: ``Erase`` (the counts answered field for field)."""
 
     _store: LogStore
+    erase_response = log_pb2.EraseResponse
 
-    @cached_property
-    def rights(self) -> LogRights:
+    def make_rights(self) -> LogRights:
         return LogRights(self._store)
-
-    async def Erase(
-        self, request: log_pb2.EraseRequest, context: grpc.aio.ServicerContext
-    ) -> log_pb2.EraseResponse:
-        counts = await self.rights.erase(*erasure_target_of(request.target, pair_ids))
-        return log_pb2.EraseResponse(
-            rows=counts.rows, turn_roh=counts.turn_roh, unpaired_rows=counts.unpaired_rows
-        )

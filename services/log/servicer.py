@@ -12,6 +12,7 @@ from opentelemetry import trace
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.maintenance import check_scope, scope_pairs
+from novaberg_core.messages import to_message
 from novaberg_core.metrics import record_retention
 from novaberg_core.telemetry import set_turn_attributes
 from novaberg_core.timeutil import as_of_or_now, to_timestamp, utc_now
@@ -31,6 +32,9 @@ from services.log.domain import (
 from services.log.rights_servicer import LogRightsServicer
 from services.log.store import LogStore, StoredRow
 
+TEXT_FIELDS = tuple("turn_id span_id quelle node art inhalt_json user_id character_id trace_id".split())
+"""A written record's fields that reach ``new_row`` as given (``erstellt_am`` goes as seconds and nanos)."""
+
 
 def rows_from_batch(batch: log_pb2.WriteBatch, batch_index: int, now: datetime) -> list[NewRow]:
     """Validate every record of one batch; the first bad one fails the call and nothing is inserted."""
@@ -38,22 +42,8 @@ def rows_from_batch(batch: log_pb2.WriteBatch, batch_index: int, now: datetime) 
     for i, r in enumerate(batch.records):
         ts = r.erstellt_am
         try:
-            rows.append(
-                new_row(
-                    seconds=ts.seconds,
-                    nanos=ts.nanos,
-                    turn_id=r.turn_id,
-                    span_id=r.span_id,
-                    quelle=r.quelle,
-                    node=r.node,
-                    art=r.art,
-                    inhalt_json=r.inhalt_json,
-                    user_id=r.user_id,
-                    character_id=r.character_id,
-                    trace_id=r.trace_id,
-                    now=now,
-                )
-            )
+            texts = {name: getattr(r, name) for name in TEXT_FIELDS}
+            rows.append(new_row(seconds=ts.seconds, nanos=ts.nanos, now=now, **texts))
         except ValueError as exc:
             raise InvalidArgument(f"batch {batch_index}, records[{i}]: {exc}; nothing was written") from None
     return rows
@@ -71,19 +61,8 @@ def _optional_time(message: object, field: str) -> datetime | None:
 
 
 def _record(row: StoredRow) -> log_pb2.LogRecord:
-    return log_pb2.LogRecord(
-        id=row.id,
-        erstellt_am=to_timestamp(row.erstellt_am),
-        turn_id=row.turn_id,
-        span_id=row.span_id or "",
-        quelle=row.quelle,
-        node=row.node,
-        art=row.art,
-        inhalt_json=row.inhalt_json,
-        user_id=row.user_id or "",
-        character_id=row.character_id or "",
-        trace_id=row.trace_id or "",
-    )
+    """A stored row as the record of the same field names (NULL columns left unset)."""
+    return to_message(log_pb2.LogRecord, row)
 
 
 class LogServicer(LogRightsServicer, log_pb2_grpc.LogServiceServicer):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +13,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.embedding.base import Vectors
+from novaberg_core.messages import to_message
 from novaberg_core.model import EI_SCALARS, Beobachter, Ei, Magnets, Pair, check_vector
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.reading import RecallCandidate
@@ -33,7 +33,6 @@ __all__ = [
     "recall_to_proto",
     "request_as_of",
     "resonanz_to_proto",
-    "same_named",
     "span_of",
     "timeline_from_proto",
     "timeline_to_proto",
@@ -87,11 +86,6 @@ _EDGE_COLUMNS = ("id", "knoten_a_id", "knoten_b_id", "gewicht_roh", "gewicht_abs
 _EDGE_LISTS = ("verbindungs_gruende", "geteilte_entitaet_ids", "geteilte_themen")
 _EDGE_OPTIONAL = ("timeline_naehe_tage", "embedding_cosine_initial")
 """Edge columns that may be NULL: the message leaves them unset."""
-
-
-def same_named(result: Any, **given: Any) -> dict[str, Any]:
-    """A flat result's fields as the message fields of the same names; ``given`` replaces some."""
-    return {f.name: given[f.name] if f.name in given else getattr(result, f.name) for f in fields(result)}
 
 
 def _columns(row: Mapping[str, Any], columns: Sequence[str], as_field: Any = None) -> dict[str, Any]:
@@ -286,7 +280,7 @@ def timeline_from_proto(pair: common_pb2.Pair, message: lzg_pb2.Timeline) -> Tim
 
 
 def trigger3_to_proto(result: Trigger3Result) -> lzg_pb2.Trigger3Response:
-    return lzg_pb2.Trigger3Response(**same_named(result))
+    return to_message(lzg_pb2.Trigger3Response, result)
 
 
 def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:

@@ -6,16 +6,17 @@ A mixin of :class:`~services.lzg.servicer.LzgServicer`; the behaviour is in :mod
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from functools import cached_property
 from typing import Any
 
 import grpc
 
 from novaberg.lzg.v1 import lzg_pb2
+from novaberg_core.messages import to_message
 from novaberg_core.model import Beobachter, Ei, Magnets
-from novaberg_core.rights import StreamPair, chunks, erasure_target_of, named_target, pair_ids
+from novaberg_core.rights import StreamPair, chunks, named_target, pair_ids
+from novaberg_core.servicers import EraseServicer
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
-from services.lzg.convert import edge_to_proto, node_to_proto, pair_of, same_named, turn_of
+from services.lzg.convert import edge_to_proto, node_to_proto, pair_of, turn_of
 from services.lzg.engine import LzgEngine
 from services.lzg.rights import ImportChunk, LzgRights
 
@@ -111,20 +112,14 @@ def _timeline_pb(row: Mapping[str, Any]) -> lzg_pb2.Timeline:
     return message
 
 
-class LzgRightsServicer:
+class LzgRightsServicer(EraseServicer[LzgRights]):
     """The rights RPCs of LzgService (mixed into :class:`~services.lzg.servicer.LzgServicer`)."""
 
     engine: LzgEngine
+    erase_response = lzg_pb2.EraseResponse
 
-    @cached_property
-    def rights(self) -> LzgRights:
+    def make_rights(self) -> LzgRights:
         return LzgRights(self.engine)
-
-    async def Erase(
-        self, request: lzg_pb2.EraseRequest, context: grpc.aio.ServicerContext
-    ) -> lzg_pb2.EraseResponse:
-        counts = await self.rights.erase(*erasure_target_of(request.target, pair_ids))
-        return lzg_pb2.EraseResponse(**same_named(counts))
 
     async def ExportPair(
         self, request: lzg_pb2.ExportPairRequest, context: grpc.aio.ServicerContext
@@ -189,7 +184,7 @@ class LzgRightsServicer:
         forget = list(request.node_ids), request.source_turn_id
         result = await self.rights.forget(*pair_of(request), *forget, **turn_of(request))
         return lzg_pb2.ForgetNodesResponse(
-            nodes=[lzg_pb2.ForgottenNode(**same_named(n)) for n in result.nodes],
+            nodes=[to_message(lzg_pb2.ForgottenNode, n) for n in result.nodes],
             edges=result.edges,
         )
 
@@ -205,4 +200,4 @@ class LzgRightsServicer:
             as_of=as_of_or_now(request.as_of if request.HasField("as_of") else None),
             **turn_of(request),
         )
-        return lzg_pb2.CorrectNodeResponse(**same_named(result, node=node_to_proto(result.node)))
+        return to_message(lzg_pb2.CorrectNodeResponse, result, node=node_to_proto(result.node))

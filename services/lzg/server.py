@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
-from novaberg_core.bootstrap import run_from_env
+from novaberg_core.bootstrap import profiled_provider, run_from_env, sampled_until_shutdown
 from novaberg_core.clusters import default_clusters
-from novaberg_core.embedding import EmbeddingProvider, ModelProfile, profile_for, provider_from_env
-from novaberg_core.metrics import StoreSampler
+from novaberg_core.embedding import EmbeddingProvider, ModelProfile
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.server import RunningServer
 from novaberg_core.server import create_server as create_grpc_server
@@ -31,12 +30,7 @@ async def create_server(
     another model or dimension refuses to start (ModelMismatch). ``profile`` defaults to the
     provider's measured profile; a model without one refuses to start.
     """
-    provider = provider or provider_from_env()
-    profile = profile or profile_for(provider.model_id)
-    if profile.dimension != provider.dimension:
-        raise ValueError(
-            f"profile of {provider.model_id} says {profile.dimension}-d, the provider gives {provider.dimension}-d"
-        )
+    provider, profile = profiled_provider(provider, profile)
     log = log or PipelineLog.from_env("System", tls=cfg.common.tls)
     store = await LzgStore.open(cfg.postgres_url, dimension=provider.dimension, max_size=cfg.pool_max_size)
     try:
@@ -46,11 +40,7 @@ async def create_server(
             store, provider, profile, default_clusters(), log, cache_max_bytes=cfg.cache_max_mb << 20
         )
         servicer = LzgServicer(engine)
-        sampler = StoreSampler(store.graph_size, min_interval_s=30.0)  # memory growth, when scraped
-
-        async def stop_sampling() -> None:
-            sampler.close()
-
+        stop_sampling = sampled_until_shutdown(store.graph_size, min_interval_s=30.0)  # memory growth, when scraped
         return await create_grpc_server(
             cfg.common,
             lambda server: lzg_pb2_grpc.add_LzgServiceServicer_to_server(servicer, server),

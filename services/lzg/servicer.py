@@ -20,12 +20,12 @@ from typing import Any
 
 import grpc
 
-from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
-from novaberg_core.embedding import check_vector_model
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.maintenance import scope_pairs
-from novaberg_core.model import Pair, model_info
+from novaberg_core.messages import to_message
+from novaberg_core.model import Pair
+from novaberg_core.servicers import ModelServicer
 from novaberg_core.timeutil import from_timestamp
 from services.lzg.convert import (
     answer_vector,
@@ -39,7 +39,6 @@ from services.lzg.convert import (
     recall_to_proto,
     request_as_of,
     resonanz_to_proto,
-    same_named,
     timeline_from_proto,
     timeline_to_proto,
     trigger3_to_proto,
@@ -69,7 +68,7 @@ def _trigger3_rpc(operation: str, *ids: str) -> Callable[..., Awaitable[lzg_pb2.
     return rpc
 
 
-class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
+class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: ignore[misc]
     """Translates each RPC to one engine call (SpreadingRead with readers: the read and its renders)."""
 
     MergeEntities = _trigger3_rpc("merge_entities", "source_id", "target_id")
@@ -77,20 +76,21 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
     DeleteTimeline = _trigger3_rpc("delete_timeline", "timeline_id")
 
     def __init__(self, engine: LzgEngine) -> None:
+        super().__init__(engine.provider.stamp)
         self.engine = engine
 
     async def Promote(
         self, request: lzg_pb2.PromoteRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.PromoteResponse:
         result = await self.engine.promote(promotion_input(request))
-        return lzg_pb2.PromoteResponse(**same_named(result, outcome=result.outcome.to_proto()))
+        return to_message(lzg_pb2.PromoteResponse, result, outcome=result.outcome.to_proto())
 
     async def SpreadingRead(
         self, request: lzg_pb2.SpreadingReadRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.SpreadingReadResponse:
         which = request.WhichOneof("query")
         if which == "query_vector":
-            check_vector_model("query_vector", request.query_vector.model_id, self.engine.provider.stamp)
+            self.check_model("query_vector", request.query_vector.model_id)
         result = await self.engine.spreading_read(
             *pair_of(request),
             query_values=list(request.query_vector.values) if which == "query_vector" else None,
@@ -140,16 +140,11 @@ class LzgServicer(LzgRightsServicer, lzg_pb2_grpc.LzgServiceServicer):  # type: 
         missing = await self.engine.missing_nodes(*pair_of(request), list(dict.fromkeys(request.node_ids)))
         return lzg_pb2.CheckNodesResponse(missing=missing)
 
-    async def GetModel(
-        self, request: common_pb2.GetModelRequest, context: grpc.aio.ServicerContext
-    ) -> common_pb2.ModelInfo:
-        return model_info(self.engine.provider.stamp)
-
     async def ReinforceUsed(
         self, request: lzg_pb2.ReinforceUsedRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ReinforceUsedResponse:
         if request.HasField("answer_vector"):
-            check_vector_model("answer_vector", request.answer_vector.model_id, self.engine.provider.stamp)
+            self.check_model("answer_vector", request.answer_vector.model_id)
         given = (
             answer_vector(
                 request.answer_vector.values, self.engine.provider.dimension, self.engine.provider.model_id

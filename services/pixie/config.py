@@ -7,8 +7,9 @@ import re
 import socket
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import Field, dataclass, field, fields
 from datetime import time
+from typing import Any, TypeVar
 
 from novaberg_core.config import CommonConfig, ConfigError, env_float, env_int, env_str
 
@@ -23,6 +24,25 @@ def parse_hhmm(name: str, raw: str) -> time:
     if not match:
         raise ConfigError(name, f"{name} must be a UTC time HH:MM (00:00–23:59), got {raw!r}")
     return time(int(match.group(1)), int(match.group(2)))
+
+
+_BOUNDS = "bounds"
+_N = TypeVar("_N", int, float)
+
+
+def setting(default: _N, *, min_value: _N, max_value: _N | None = None) -> _N:
+    """A tunable number of :class:`PixieConfig`: its default, written once, and the bounds within
+    which ``from_env`` reads it from ``NOVABERG_PIXIE_<FIELD NAME>``."""
+    return field(default=default, metadata={_BOUNDS: (min_value, max_value)})
+
+
+def _read_setting(f: Field[Any], env: Mapping[str, str] | None) -> Any:
+    """A :func:`setting` from ``NOVABERG_PIXIE_<NAME>``: an int or float as its default is, within its bounds."""
+    name, default, (min_value, max_value) = f"{PREFIX}{f.name.upper()}", f.default, f.metadata[_BOUNDS]
+    if isinstance(default, int):
+        return env_int(name, default, min_value=min_value, max_value=max_value, env=env)
+    assert isinstance(default, float)
+    return env_float(name, default, min_value=min_value, max_value=max_value, env=env)
 
 
 def _default_replica_id() -> str:
@@ -54,49 +74,49 @@ class PixieConfig:
     decay_at: time = time(3, 30)
     """UTC time of day from which ``synapsen_decay`` is due (``NOVABERG_PIXIE_DECAY_AT``, HH:MM)."""
 
-    scheduler_interval_s: float = 30.0
+    scheduler_interval_s: float = setting(30.0, min_value=0.01)
     """How often the scheduler checks whether the daily task is due."""
 
-    max_attempts: int = 5
+    max_attempts: int = setting(5, min_value=1)
     """A promotion job that failed this many times is parked and acked (never blocks the rest)."""
 
-    backoff_base_s: float = 2.0
+    backoff_base_s: float = setting(2.0, min_value=0.0)
     """Retry delay after the first failure; doubles per further failure."""
 
-    backoff_max_s: float = 300.0
+    backoff_max_s: float = setting(300.0, min_value=0.0)
     """Upper bound of the retry delay."""
 
-    batch_size: int = 64
+    batch_size: int = setting(64, min_value=1, max_value=10_000)
     """Jobs read from the stream per ReadPromotionJobs call."""
 
-    block_ms: int = 1000
+    block_ms: int = setting(1000, min_value=0)
     """How long one read blocks for new jobs."""
 
-    reclaim_idle_ms: int = 30_000
+    reclaim_idle_ms: int = setting(30_000, min_value=1)
     """Pending jobs (of a crashed worker, or left for later) idle this long are reclaimed."""
 
-    concurrency: int = 8
+    concurrency: int = setting(8, min_value=1, max_value=256)
     """Pairs promoted in parallel by one replica (same pair: always serial)."""
 
-    pair_lock_wait_ms: int = 2000
+    pair_lock_wait_ms: int = setting(2000, min_value=0)
     """How long a worker waits for a pair another replica is promoting before leaving its jobs for later."""
 
-    run_window_s: float = 60.0
+    run_window_s: float = setting(60.0, min_value=0.0)
     """A continuous promotion run is closed and recorded after this long (or when the queue is empty)."""
 
-    stale_run_s: float = 900.0
+    stale_run_s: float = setting(900.0, min_value=1.0)
     """A daily claim whose replica stopped heart-beating this long ago may be taken over."""
 
-    daily_retry_s: float = 900.0
+    daily_retry_s: float = setting(900.0, min_value=0.0)
     """After a failed daily run, the scheduler retries the same day after this long."""
 
-    rpc_timeout_s: float = 30.0
+    rpc_timeout_s: float = setting(30.0, min_value=0.1)
     """Deadline of each call to the KZG, LZG and log services (RunDecay/Purge get 20× this)."""
 
-    log_retention_days: int = 0
+    log_retention_days: int = setting(0, min_value=0)
     """Retention horizon passed to Purge; 0 → the log service's default (365 days, SPEC §8)."""
 
-    run_retention_days: int = 90
+    run_retention_days: int = setting(90, min_value=0)
     """The daily task deletes finished runs older than this (the newest run of each task stays); 0 keeps all."""
 
     @property
@@ -116,19 +136,5 @@ class PixieConfig:
             log_addr=env_str("NOVABERG_LOG_ADDR", "", env=env),
             replica_id=env_str(f"{p}REPLICA_ID", _default_replica_id(), env=env),
             decay_at=parse_hhmm(f"{p}DECAY_AT", env_str(f"{p}DECAY_AT", "03:30", env=env)),
-            scheduler_interval_s=env_float(f"{p}SCHEDULER_INTERVAL_S", 30.0, min_value=0.01, env=env),
-            max_attempts=env_int(f"{p}MAX_ATTEMPTS", 5, min_value=1, env=env),
-            backoff_base_s=env_float(f"{p}BACKOFF_BASE_S", 2.0, min_value=0.0, env=env),
-            backoff_max_s=env_float(f"{p}BACKOFF_MAX_S", 300.0, min_value=0.0, env=env),
-            batch_size=env_int(f"{p}BATCH_SIZE", 64, min_value=1, max_value=10_000, env=env),
-            block_ms=env_int(f"{p}BLOCK_MS", 1000, min_value=0, env=env),
-            reclaim_idle_ms=env_int(f"{p}RECLAIM_IDLE_MS", 30_000, min_value=1, env=env),
-            concurrency=env_int(f"{p}CONCURRENCY", 8, min_value=1, max_value=256, env=env),
-            pair_lock_wait_ms=env_int(f"{p}PAIR_LOCK_WAIT_MS", 2000, min_value=0, env=env),
-            run_window_s=env_float(f"{p}RUN_WINDOW_S", 60.0, min_value=0.0, env=env),
-            stale_run_s=env_float(f"{p}STALE_RUN_S", 900.0, min_value=1.0, env=env),
-            daily_retry_s=env_float(f"{p}DAILY_RETRY_S", 900.0, min_value=0.0, env=env),
-            rpc_timeout_s=env_float(f"{p}RPC_TIMEOUT_S", 30.0, min_value=0.1, env=env),
-            log_retention_days=env_int(f"{p}LOG_RETENTION_DAYS", 0, min_value=0, env=env),
-            run_retention_days=env_int(f"{p}RUN_RETENTION_DAYS", 90, min_value=0, env=env),
+            **{f.name: _read_setting(f, env) for f in fields(cls) if _BOUNDS in f.metadata},
         )

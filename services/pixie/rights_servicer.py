@@ -14,8 +14,9 @@ import grpc.aio
 from novaberg.common.v1 import common_pb2
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.messages import to_message
 from novaberg_core.rights import chunks, named_target
-from services.pixie.convert import to_message
+from novaberg_core.servicers import RightsServicer
 from services.pixie.erasure import Erasures
 from services.pixie.export_format import LINES_PER_CHUNK
 from services.pixie.rights import PixieRights
@@ -50,7 +51,7 @@ def receipt_to_proto(record: ErasureRecord) -> pixie_pb2.ErasureReceipt:
     return to_message(pixie_pb2.ErasureReceipt, record)
 
 
-class PixieRightsServicer:
+class PixieRightsServicer(RightsServicer[PixieRights]):
     """The rights RPCs of PixieService."""
 
     scheduler: Scheduler
@@ -59,8 +60,7 @@ class PixieRightsServicer:
     def erasures(self) -> Erasures:
         return erasures_of(self.scheduler)
 
-    @cached_property
-    def rights(self) -> PixieRights:
+    def make_rights(self) -> PixieRights:
         return rights_of(self.scheduler)
 
     async def ErasePair(

@@ -8,8 +8,8 @@ from novaberg.common.v1 import common_pb2
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.maintenance import scope_pairs
+from novaberg_core.messages import to_message
 from novaberg_core.timeutil import from_timestamp
-from services.pixie.convert import to_message
 from services.pixie.rights_servicer import PixieRightsServicer
 from services.pixie.scheduler import Scheduler, TaskView
 from services.pixie.store import ParkedJobRecord, RunRecord

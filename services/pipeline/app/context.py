@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from opentelemetry import trace
@@ -33,6 +33,9 @@ from services.pipeline.dossier import PerspectiveWeights
 from services.pipeline.model_guard import ModelGuard
 from services.pipeline.store import ClusterStore
 
+if TYPE_CHECKING:
+    from services.pipeline.app.turn_writer import TurnWriter
+
 __all__ = [
     "NODE_DISPATCHER",
     "NODE_ENRICHER",
@@ -44,6 +47,7 @@ __all__ = [
     "PairNodeCache",
     "PipelineContext",
     "Timing",
+    "TurnStep",
     "peer_models",
     "turn_time",
 ]
@@ -147,6 +151,19 @@ class PipelineContext:
         set_turn_attributes(trace.get_current_span(), turn_id, pair.user_id, pair.character_id)
         return {"user_id": pair.user_id, "character_id": pair.character_id}
 
+    async def open_turn(
+        self, request: pipeline_pb2.ObserveTurnRequest | pipeline_pb2.DispatchRequest, analysis: str
+    ) -> tuple[common_pb2.Pair, dict[str, Any], datetime]:
+        """How observe and dispatch open a checked turn: :meth:`begin`, the turn's time, and the
+        magnets of the caller's analysis (the field ``analysis``, when sent) checked as the pair's own.
+        Returns the pair, the pair as the log's keywords and the turn's time."""
+        pair = request.pair
+        pair_kwargs = await self.begin(request.turn_id, pair)
+        as_of = turn_time(request)
+        if request.HasField(analysis):
+            await self.check_magnets(pair, getattr(request, analysis).magnets, analysis)
+        return pair, pair_kwargs, as_of
+
     async def embed_texts(self, texts: list[str], timing: Timing) -> np.ndarray:
         """One batch through the model, counted as model time."""
         async with timing.model_turn:
@@ -186,3 +203,11 @@ class PipelineContext:
         if checked.missing:
             raise NotFound(f"served_node_ids {list(checked.missing)} are not nodes of this pair")
         self.known_nodes.add(pair, node_ids)
+
+
+class TurnStep:
+    """A step that writes a turn (observe, dispatch): the shared context and the turn writer."""
+
+    def __init__(self, ctx: PipelineContext, writer: TurnWriter) -> None:
+        self.ctx = ctx
+        self.writer = writer

@@ -26,30 +26,27 @@ from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import NovabergError
 from novaberg_core.timeutil import to_timestamp
-from services.pipeline.app.context import NODE_DISPATCHER, NODE_VERWENDUNG, PipelineContext, Timing, turn_time
-from services.pipeline.app.turn_writer import TurnWriter, given_analysis, kzg_entry_text
+from services.pipeline.app.context import (
+    NODE_DISPATCHER,
+    NODE_VERWENDUNG,
+    Timing,
+    TurnStep,
+)
+from services.pipeline.app.turn_writer import given_analysis, kzg_entry_text
 from services.pipeline.validation import check_dispatch
 
 __all__ = ["Dispatch"]
 
 
-class Dispatch:
+class Dispatch(TurnStep):
     """SPEC §7 "dispatch" over the shared context."""
-
-    def __init__(self, ctx: PipelineContext, writer: TurnWriter) -> None:
-        self.ctx = ctx
-        self.writer = writer
 
     async def dispatch(self, request: pipeline_pb2.DispatchRequest) -> tuple[pipeline_pb2.DispatchResponse, Timing]:
         """Usage reinforcement, the character's own KZG entry, this turn's cluster, ``turn_roh`` (SPEC §7)."""
         ctx = self.ctx
         timing = Timing()
         cluster = check_dispatch(request, ctx.cluster_table)
-        pair = request.pair
-        pair_kwargs = await ctx.begin(request.turn_id, pair)
-        as_of = turn_time(request)
-        if request.HasField("answer_analysis"):
-            await ctx.check_magnets(pair, request.answer_analysis.magnets, "answer_analysis")
+        pair, pair_kwargs, as_of = await ctx.open_turn(request, "answer_analysis")
         served = list(dict.fromkeys(request.served_node_ids))
         await ctx.check_served(pair, served)
         profile = await ctx.clusters.profile(pair)

@@ -16,8 +16,8 @@ from opentelemetry import trace
 
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
-from services.pipeline.app.context import NODE_OBSERVE, ROLE, PipelineContext, Timing, turn_time
-from services.pipeline.app.turn_writer import TurnWriter, Written, given_analysis
+from services.pipeline.app.context import NODE_OBSERVE, ROLE, Timing, TurnStep, turn_time
+from services.pipeline.app.turn_writer import Written, given_analysis
 from services.pipeline.store import Profile
 from services.pipeline.validation import check_observe, check_observe_batch
 
@@ -31,23 +31,15 @@ ObservedTurn = pipeline_pb2.ObserveTurnRequest | pipeline_pb2.ObservedTurn
 """One observed turn: alone (ObserveTurn) or in a batch (ObserveTurns); the fields share their names."""
 
 
-class Observe:
+class Observe(TurnStep):
     """SPEC §7 "observe" over the shared context."""
-
-    def __init__(self, ctx: PipelineContext, writer: TurnWriter) -> None:
-        self.ctx = ctx
-        self.writer = writer
 
     async def observe(self, request: pipeline_pb2.ObserveTurnRequest) -> tuple[pipeline_pb2.ObserveTurnResponse, Timing]:
         """Session append, KZG write with the turn's ``beobachter`` and salience result (SPEC §7)."""
         ctx = self.ctx
         timing = Timing()
         check_observe(request)
-        pair = request.pair
-        pair_kwargs = await ctx.begin(request.turn_id, pair)
-        as_of = turn_time(request)
-        if request.HasField("analysis"):
-            await ctx.check_magnets(pair, request.analysis.magnets, "analysis")
+        pair, pair_kwargs, as_of = await ctx.open_turn(request, "analysis")
         profile = await self._profile(pair, request.profile if request.HasField("profile") else None)
         async with ctx.log.span(turn_id=request.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs) as span_id:
             turn, analysis = await self._take_in(pair, request, as_of, span_id)

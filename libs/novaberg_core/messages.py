@@ -1,5 +1,5 @@
-"""Pixie's records as proto messages: one conversion for every record whose fields carry the
-message's field names (the servicers' only translation of results)."""
+"""Records as proto messages: one conversion for every dataclass whose fields carry the message's
+field names (Pixie's results, the stores' erasure counts), so no servicer lists them field by field."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any, TypeVar
 from google.protobuf.message import Message
 
 from novaberg_core.timeutil import to_timestamp
+
+__all__ = ["to_message"]
 
 _M = TypeVar("_M", bound=Message)
 
