@@ -11,10 +11,10 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.pipeline_log import ARTEN, TURN_ROH, record_problem
+from novaberg_core.pipeline_log import ARTEN, TURN_ROH, RecordColumns, record_problem
 
 __all__ = [
     "CLUSTER_WINDOW",
@@ -26,6 +26,7 @@ __all__ = [
     "TURN_ROH",
     "LogQuery",
     "NewRow",
+    "WireRecord",
     "decode_inhalt",
     "new_row",
     "pair_filter",
@@ -106,42 +107,36 @@ def _second(seconds: int) -> datetime:
     return _EPOCH + timedelta(seconds=seconds)
 
 
-def new_row(
-    *,
-    seconds: int,
-    nanos: int,
-    turn_id: str,
-    span_id: str,
-    quelle: str,
-    node: str,
-    art: str,
-    inhalt_json: str,
-    user_id: str,
-    character_id: str,
-    trace_id: str,
-    now: datetime,
-) -> NewRow:
+class _Stamp(Protocol):
+    @property
+    def seconds(self) -> int: ...
+    @property
+    def nanos(self) -> int: ...
+
+
+class WireRecord(RecordColumns, Protocol):
+    """A record as the log service receives it (``LogRecord``): the columns, the time as seconds
+    and nanos, ``inhalt`` as JSON text."""
+
+    @property
+    def erstellt_am(self) -> _Stamp: ...
+    @property
+    def inhalt_json(self) -> str: ...
+
+
+def new_row(record: WireRecord, now: datetime) -> NewRow:
     """One validated row (SPEC §8); ValueError naming the field otherwise.
 
     Empty strings become NULL; an unset ``erstellt_am`` (0, 0) becomes ``now``.
     """
     try:
-        inhalt = decode_inhalt(inhalt_json)
+        inhalt = decode_inhalt(record.inhalt_json)
     except ValueError as exc:
         raise ValueError(f"inhalt_json is not valid JSON for jsonb: {exc}") from None
-    problem = record_problem(
-        turn_id=turn_id,
-        node=node,
-        art=art,
-        quelle=quelle,
-        inhalt=inhalt,
-        span_id=span_id,
-        user_id=user_id,
-        character_id=character_id,
-        trace_id=trace_id,
-    )
+    problem = record_problem(record, inhalt)
     if problem is not None:
         raise ValueError(problem)
+    seconds, nanos = record.erstellt_am.seconds, record.erstellt_am.nanos
     if seconds == 0 and nanos == 0:
         erstellt_am = now
     else:
@@ -149,18 +144,11 @@ def new_row(
             erstellt_am = time_from_parts(seconds, nanos)
         except ValueError as exc:
             raise ValueError(f"erstellt_am {exc}") from None
+    r = record
     return (
-        erstellt_am,
-        turn_id,
-        span_id or None,
-        quelle,
-        node,
-        art,
-        inhalt_json or "null",
-        user_id or None,
-        character_id or None,
-        trace_id or None,
-    )
+        erstellt_am, r.turn_id, r.span_id or None, r.quelle, r.node, r.art, r.inhalt_json or "null",
+        r.user_id or None, r.character_id or None, r.trace_id or None,
+    )  # fmt: skip
 
 
 def pair_filter(user_id: str, character_id: str, field: str = "pair") -> tuple[str | None, str | None]:

@@ -32,18 +32,13 @@ from services.log.domain import (
 from services.log.rights_servicer import LogRightsServicer
 from services.log.store import LogStore, StoredRow
 
-TEXT_FIELDS = tuple("turn_id span_id quelle node art inhalt_json user_id character_id trace_id".split())
-"""A written record's fields that reach ``new_row`` as given (``erstellt_am`` goes as seconds and nanos)."""
-
 
 def rows_from_batch(batch: log_pb2.WriteBatch, batch_index: int, now: datetime) -> list[NewRow]:
     """Validate every record of one batch; the first bad one fails the call and nothing is inserted."""
     rows: list[NewRow] = []
     for i, r in enumerate(batch.records):
-        ts = r.erstellt_am
         try:
-            texts = {name: getattr(r, name) for name in TEXT_FIELDS}
-            rows.append(new_row(seconds=ts.seconds, nanos=ts.nanos, now=now, **texts))
+            rows.append(new_row(r, now))
         except ValueError as exc:
             raise InvalidArgument(f"batch {batch_index}, records[{i}]: {exc}; nothing was written") from None
     return rows

@@ -6,9 +6,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 
+from novaberg.log.v1 import log_pb2
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.pipeline_log import ARTEN, record_problem
+from novaberg_core.pipeline_log import ARTEN, PendingRecord, record_problem
 from services.log.domain import (
     LogQuery,
     decode_inhalt,
@@ -42,7 +44,8 @@ def _problem(**overrides: Any) -> str | None:
         "trace_id": TRACE,
     }
     fields.update(overrides)
-    return record_problem(**fields)
+    inhalt = fields.pop("inhalt")
+    return record_problem(PendingRecord(NOW, inhalt=inhalt, **fields), inhalt)
 
 
 def test_the_thirteen_arten_of_the_spec() -> None:
@@ -133,8 +136,6 @@ def test_decode_inhalt_refuses_what_jsonb_cannot_store() -> None:
 
 def _row(**overrides: Any) -> Any:
     fields: dict[str, Any] = {
-        "seconds": 0,
-        "nanos": 0,
         "turn_id": "t",
         "span_id": "",
         "quelle": "nova",
@@ -144,10 +145,10 @@ def _row(**overrides: Any) -> Any:
         "user_id": "",
         "character_id": "",
         "trace_id": "",
-        "now": NOW,
     }
+    stamp = Timestamp(seconds=overrides.pop("seconds", 0), nanos=overrides.pop("nanos", 0))
     fields.update(overrides)
-    return new_row(**fields)
+    return new_row(log_pb2.LogRecord(erstellt_am=stamp, **fields), NOW)
 
 
 def test_new_row_stamps_now_when_unset_and_maps_empty_to_null() -> None:

@@ -185,24 +185,37 @@ def _jsonable(value: Any) -> Any:
     return _jsonable(str(value))
 
 
-def record_problem(
-    *,
-    turn_id: str,
-    node: str,
-    art: str,
-    quelle: str,
-    inhalt: Any,
-    span_id: str | None,
-    user_id: str | None,
-    character_id: str | None,
-    trace_id: str | None,
-) -> str | None:
+class RecordColumns(Protocol):
+    """The columns of one record that SPEC §8 rules: a buffered :class:`PendingRecord` or a
+    ``LogRecord`` as the log service receives it."""
+
+    @property
+    def turn_id(self) -> str: ...
+    @property
+    def node(self) -> str: ...
+    @property
+    def art(self) -> str: ...
+    @property
+    def quelle(self) -> str: ...
+    @property
+    def span_id(self) -> str | None: ...
+    @property
+    def user_id(self) -> str | None: ...
+    @property
+    def character_id(self) -> str | None: ...
+    @property
+    def trace_id(self) -> str | None: ...
+
+
+def record_problem(record: RecordColumns, inhalt: Any) -> str | None:
     """What is wrong with one record under SPEC §8, naming the field; None when it is valid.
 
     The same rules run in the writer's flusher and in the log service. ``inhalt`` is the decoded
     JSON value; it is only inspected for :data:`SHAPED_ARTEN`. Empty strings count as NULL for
     ``span_id``, ``user_id``, ``character_id`` and ``trace_id``.
     """
+    turn_id, node, art, quelle = record.turn_id, record.node, record.art, record.quelle
+    span_id, user_id, character_id, trace_id = record.span_id, record.user_id, record.character_id, record.trace_id
     if art not in ARTEN:
         return f"art {art!r} is not one of {', '.join(sorted(ARTEN))}"
     if not turn_id:

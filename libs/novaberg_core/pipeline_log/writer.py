@@ -316,17 +316,7 @@ class PipelineLog(RecordKinds):
         valid: list[PendingRecord] = []
         for r in records:
             text = r.inhalt_json()
-            problem = record_problem(
-                turn_id=r.turn_id,
-                node=r.node,
-                art=r.art,
-                quelle=r.quelle,
-                inhalt=json.loads(text) if r.art in SHAPED_ARTEN else None,
-                span_id=r.span_id,
-                user_id=r.user_id,
-                character_id=r.character_id,
-                trace_id=r.trace_id,
-            )
+            problem = record_problem(r, json.loads(text) if r.art in SHAPED_ARTEN else None)
             if problem is None and (r.erstellt_am.tzinfo is None or r.erstellt_am.utcoffset() is None):
                 problem = "erstellt_am must be timezone-aware"
             if problem is None:
