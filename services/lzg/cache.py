@@ -100,21 +100,16 @@ class _Entry:
 
     def __init__(self, dimension: int) -> None:
         self.lock = asyncio.Lock()
-        self.n = 0
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.embeddings = np.zeros((0, dimension), dtype=np.float32)
-        self.times = np.zeros(0, dtype=np.float64)
-        self.lexical = LexicalIndex()
-        self.codes = QuantizedRows(dimension)
+        self.reset(dimension)
         self.generation: int | None = None
         """The generation of the pair's node set the arrays were read at (None: not known yet)."""
 
     def reset(self, dimension: int) -> None:
         """Forget every row (new arrays: earlier snapshots keep viewing the old ones)."""
-        self.n = 0
-        self.ids = np.zeros(0, dtype=np.int64)
-        self.embeddings = np.zeros((0, dimension), dtype=np.float32)
-        self.times = np.zeros(0, dtype=np.float64)
+        self.n: int = 0
+        self.ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.embeddings: npt.NDArray[np.float32] = np.zeros((0, dimension), dtype=np.float32)
+        self.times: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
         self.lexical = LexicalIndex()
         self.codes = QuantizedRows(dimension)
 
