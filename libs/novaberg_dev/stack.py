@@ -16,7 +16,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -29,6 +28,7 @@ from novaberg_core.server import wait_for_serving
 from novaberg_core.tls import ENV_TLS_MODE, PLAINTEXT, CertificateFiles, TlsConfig, channel_credentials
 from novaberg_dev.devcerts import CertificateAuthority, write_identity_files
 from novaberg_dev.embedded import StoreUrls, start_stores, stop_stores
+from novaberg_dev.embedded.state import free_port
 
 # Start order: what others call comes first (log ← all, kzg/lzg ← pixie/pipeline).
 SERVICES: tuple[str, ...] = ("log", "kzg", "lzg", "pixie", "pipeline")
@@ -44,12 +44,6 @@ OPERATOR = "operator"
 """Identity of the stack's client certificate: the CLI, the demo and the tests' clients."""
 
 _LOG = logging.getLogger(__name__)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -9,6 +9,7 @@ import fcntl
 import json
 import logging
 import os
+import random
 import signal
 import socket
 import time
@@ -28,6 +29,7 @@ __all__ = [
     "StoreUrls",
     "StoresStatus",
     "candidate_ports",
+    "free_port",
     "kill",
     "kill_unless_exited",
     "locked",
@@ -161,7 +163,29 @@ def record_entry(state: dict[str, dict[str, Any]], name: str, entry: dict[str, A
     state.setdefault("last_ports", {})[name] = int(entry["port"])
 
 
-def _free_port() -> int:
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST_PORT = 10_000
+"""Listening ports are drawn from here up to the kernel's ephemeral range."""
+
+
+def free_port() -> int:
+    """A TCP port free on ``HOST`` now, below the kernel's ephemeral range where the host allows.
+
+    A port the kernel handed out by ``bind(0)`` comes from the ephemeral range, from which every
+    outgoing connection (a database client, a gRPC channel) also draws its local port: between
+    this check and the server's own bind, one of them may take it (seen: a service exiting with
+    "cannot listen on 127.0.0.1:45745"). Below that range no connection draws a port, so only
+    another listener could — the embedded stores retry for that (``start_on_a_free_port``).
+    """
+    try:
+        low = int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 0
+    if low > _LOWEST_PORT + 1000:
+        for _ in range(100):
+            port = random.randrange(_LOWEST_PORT, low)
+            if _port_is_free(port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((HOST, 0))
         return int(sock.getsockname()[1])
@@ -183,7 +207,7 @@ def candidate_ports(previous: int | None) -> Iterator[int]:
     if previous is not None and _port_is_free(previous):
         yield previous
     while True:
-        yield _free_port()
+        yield free_port()
 
 
 
