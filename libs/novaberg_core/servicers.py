@@ -8,6 +8,7 @@ the generated ``…Servicer`` base, so its handler is the one served.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Awaitable
 from functools import cached_property
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
@@ -45,12 +46,12 @@ class ModelServicer:
 _R = TypeVar("_R")
 
 
-class RightsServicer(Generic[_R]):
+class RightsServicer(abc.ABC, Generic[_R]):
     """The rights RPCs' use case (``self.rights``), built on first use and kept by the servicer."""
 
+    @abc.abstractmethod
     def make_rights(self) -> _R:
         """The service's rights use case over the servicer's own dependencies."""
-        raise NotImplementedError
 
     @cached_property
     def rights(self) -> _R:

@@ -87,7 +87,12 @@ class PairSnapshot:
         """
         if len(self) <= EXACT_SCAN_ROWS:
             return top_rows(self.cosines(vector), eligible, limit)
-        rows = self.codes.best_rows(vector, eligible, PREFILTER * limit)
+        return self.nearest_among(vector, self.codes.best_rows(vector, eligible, PREFILTER * limit), limit)
+
+    def nearest_among(
+        self, vector: npt.NDArray[np.float32], rows: npt.NDArray[np.int64], limit: int
+    ) -> npt.NDArray[np.int64]:
+        """The ``limit`` of ``rows`` (ascending) of highest exact cosine, best first, ties to the lower row."""
         return rows[top_rows(self.cosines_at(vector, rows), np.ones(rows.size, dtype=bool), limit)]
 
     def row_of(self, node_ids: npt.ArrayLike) -> npt.NDArray[np.int64]:

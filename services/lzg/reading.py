@@ -121,11 +121,6 @@ class Candidates:
         return 0.0, 0.0, 0.0
 
 
-def top_cosines(cosines: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-    """Positions of the ``CANDIDATES_PER_SOURCE`` highest cosines, best first, ties to the lower position."""
-    return top_rows(cosines, np.ones(cosines.size, dtype=bool), CANDIDATES_PER_SOURCE)
-
-
 def _rows_to_ids(snapshot: PairSnapshot, rows: npt.NDArray[np.int64] | Sequence[int]) -> list[int]:
     return [int(snapshot.ids[row]) for row in rows]
 
@@ -156,7 +151,9 @@ async def rank_candidates(
             dtype=np.int64,
         )
         rows = np.unique(rows[visible[rows]])
-        lists["entity"] = _rows_to_ids(snapshot, rows[top_cosines(snapshot.cosines_at(query.vector, rows))])
+        lists["entity"] = _rows_to_ids(
+            snapshot, snapshot.nearest_among(query.vector, rows, CANDIDATES_PER_SOURCE)
+        )
         admitted |= set(lists["entity"])
     if query.zeitfenster:
         centres, tolerances = zip(*(window(z, p) for z, p in query.zeitfenster), strict=True)
