@@ -6,10 +6,12 @@ The dense source ranks every node of a pair by cosine to the query. numpy's floa
 vectors a second time as 8-bit codes (faiss ``ScalarQuantizer`` ``QT_8bit_direct_signed``: each
 component of the unit vector × 127, rounded; a quarter of the bytes, scanned with SIMD): the
 read scans the codes for the ``PREFILTER × limit`` best rows and ranks those by their exact float32
-cosine (``services/lzg/cache.py``). Quantisation moves a cosine by ~0.002; a memory of the exact top
-``limit`` falls outside the code scan's ``PREFILTER × limit`` only if ``limit × (PREFILTER − 1)``
-others come within that of it. Pairs up to ``EXACT_SCAN_ROWS`` are scanned exactly.
-Measured (bench/lzg_bench.py, docs/decisions.md "The dense first pass of a large pair").
+cosine (``services/lzg/cache.py``). The code scan's inner product differs from the exact cosine by
+0.008 on average, 0.021 at the 99th percentile, 0.028 at most (1,000 code-scan hits of 50 queries
+on 20,000 clustered 384-d vectors); a memory of the exact top ``limit`` falls outside the scan's
+``PREFILTER × limit`` only if ``limit × (PREFILTER − 1)`` others come within that of it
+(``bench/dense_bench.py``: 0 of 600 top-50 lists differed). Pairs up to ``EXACT_SCAN_ROWS`` are
+scanned exactly. docs/decisions.md "The dense first pass of a large pair".
 """
 
 from __future__ import annotations
