@@ -125,11 +125,35 @@ async def test_expired_key_is_gone_from_keyspace_and_index(redis_url: str) -> No
 
         # at most 3 s; active expiry runs 10 times a second
         await eventually(
-            lambda: client.exists("test:short"), lambda n: not n, within=3.0, every=0.02, what="the key's expiry"
+            lambda: client.exists("test:short"),
+            lambda n: not n,
+            within=3.0,
+            every=0.02,
+            what="the key's expiry",
         )
         assert not await client.exists("test:short")
         assert await client.pttl("test:short") == -2
         assert [doc_id for doc_id, _ in await _knn(client, 10, "@pair:{a}")] == ["kept"]
+    finally:
+        await client.aclose()
+
+
+async def test_reindex_garbage_is_collected_within_seconds(redis_url: str) -> None:
+    """Every HSET of an indexed hash re-indexes it; the search module collects the old postings
+    second (novaberg_dev.embedded.valkey.SEARCH_GC_INTERVAL_S), not after its default 30 s (docs/decisions.md)."""
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        await client.execute_command(
+            "FT.CREATE", "idx:gc", "ON", "HASH", "PREFIX", "1", "gc:", "SCHEMA", "t", "TAG", "n", "NUMERIC"
+        )
+        for n in range(300):  # more rewrites than the GC's clean threshold (100)
+            await client.hset("gc:1", mapping={"t": "x", "n": n})
+
+        async def cycles() -> float:
+            info = await client.execute_command("FT.INFO", "idx:gc")
+            return float(info[b"gc_stats"][b"total_cycles"])
+
+        await eventually(cycles, lambda ran: ran >= 1, within=5.0, what="a GC cycle")
     finally:
         await client.aclose()
 

@@ -61,19 +61,26 @@ for k = 4, #KEYS do
     if current ~= u[1] then
       code = -1
     else
-      redis.call('HSET', key, 'haeufigkeit', u[2], 'salienz', u[3])
+      -- One HSET per neighbour: each HSET of an indexed hash re-indexes the whole entry (and leaves
+      -- the old index entries to the search module's garbage collector until it runs).
+      local changed = {'haeufigkeit', u[2], 'salienz', u[3]}
       -- max(remaining, TTL of the new tier), on Redis's clock and in the turn's own time (ablauf_am)
       redis.call('EXPIRE', key, u[4], 'GT')
       local due = tonumber(ARGV[5]) + tonumber(u[4])
       local ablauf = tonumber(redis.call('HGET', key, 'ablauf_am') or '')
       if ablauf == nil or due > ablauf then
-        redis.call('HSET', key, 'ablauf_am', string.format('%.3f', due))
+        changed[#changed + 1] = 'ablauf_am'
+        changed[#changed + 1] = string.format('%.3f', due)
       end
       code = 1
       if u[5] == '1' and redis.call('HGET', key, 'promotion_queued') ~= '1' then
-        redis.call('HSET', key, 'promotion_queued', '1')
-        enqueue(key)
+        changed[#changed + 1] = 'promotion_queued'
+        changed[#changed + 1] = '1'
         code = 2
+      end
+      redis.call('HSET', key, unpack(changed))
+      if code == 2 then
+        enqueue(key)
       end
     end
   end

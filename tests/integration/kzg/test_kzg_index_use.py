@@ -75,3 +75,6 @@ async def test_one_write_asks_the_index_once_and_scans_nothing(
     assert grown.get("ft.search", 0) == searches, grown
     # The write itself is one script call (the script is loaded already: no NOSCRIPT round trip).
     assert grown.get("evalsha", 0) == 1, grown
+    # One HSET for the new entry and one per reinforced neighbour: each HSET re-indexes the whole
+    # entry and leaves garbage in the index until the search module's GC runs.
+    assert grown.get("hset", 0) == 1 + reinforced, grown
