@@ -25,6 +25,7 @@ from novaberg_core.errors import InvalidArgument
 from novaberg_core.maintenance import scope_pairs
 from novaberg_core.messages import to_message
 from novaberg_core.model import Pair
+from novaberg_core.pipeline_log import LogScope
 from novaberg_core.servicers import ModelServicer
 from novaberg_core.timeutil import from_timestamp
 from services.lzg.convert import (
@@ -153,11 +154,11 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
             else None
         )
         record = await self.engine.reinforce_used(
-            *pair_of(request),
+            Pair.of_proto(request.pair),
             request.answer_text,
             list(request.served_node_ids),
             as_of=request_as_of(request),
-            **turn_of(request),
+            turn=LogScope(**turn_of(request)),
             answer_vector=given,
         )
         return lzg_pb2.ReinforceUsedResponse(protokoll=protokoll_to_proto(record))

@@ -8,7 +8,7 @@ import pytest
 
 from novaberg_core.errors import InvalidArgument, NotFound
 from novaberg_core.model import Pair
-from novaberg_core.pipeline_log import InMemorySink
+from novaberg_core.pipeline_log import InMemorySink, LogScope
 from services.lzg.engine import LzgEngine
 from services.lzg.spreading import SCHALEN_FAKTOR, sektor_faktor
 from services.lzg.store import LzgStore
@@ -262,7 +262,7 @@ async def test_reinforcement_takes_the_closest_three_over_the_threshold(
     ]
     provider.vectors["die Antwort"] = answer
     record = await engine.reinforce_used(
-        *PAIR, "die Antwort", ids, as_of=T0 + timedelta(days=2), turn_id="turn-7"
+        Pair(*PAIR), "die Antwort", ids, as_of=T0 + timedelta(days=2), turn=LogScope("turn-7")
     )
     assert record.ausgang is Ausgang.GERECHNET
     assert record.verwendet == ids[:3]
@@ -301,19 +301,19 @@ async def test_the_six_outcomes_stay_distinguishable(
     provider.vectors["weit weg"] = unit(0, 1)
     before = await dump(store, "lzg_knoten", "lzg_kanten")
     outcomes = {
-        "gerechnet": await engine.reinforce_used(*PAIR, "weit weg", [node], as_of=T0),
-        "antwort_leer": await engine.reinforce_used(*PAIR, "  ", [node], as_of=T0),
-        "ohne_kandidat": await engine.reinforce_used(*PAIR, "weit weg", [], as_of=T0),
+        "gerechnet": await engine.reinforce_used(Pair(*PAIR), "weit weg", [node], as_of=T0),
+        "antwort_leer": await engine.reinforce_used(Pair(*PAIR), "  ", [node], as_of=T0),
+        "ohne_kandidat": await engine.reinforce_used(Pair(*PAIR), "weit weg", [], as_of=T0),
     }
     provider.fail = True
-    outcomes["embed_fehler"] = await engine.reinforce_used(*PAIR, "weit weg", [node], as_of=T0)
+    outcomes["embed_fehler"] = await engine.reinforce_used(Pair(*PAIR), "weit weg", [node], as_of=T0)
     provider.fail = False
     async with store.pool.acquire() as conn:
         await conn.execute("UPDATE lzg.lzg_knoten SET embedding = NULL WHERE id = $1", node)
-        outcomes["vektor_leer"] = await engine.reinforce_used(*PAIR, "weit weg", [node], as_of=T0)
+        outcomes["vektor_leer"] = await engine.reinforce_used(Pair(*PAIR), "weit weg", [node], as_of=T0)
         await conn.execute("ALTER TABLE lzg.lzg_knoten RENAME TO lzg_knoten_weg")
         try:
-            outcomes["db_fehler"] = await engine.reinforce_used(*PAIR, "weit weg", [node], as_of=T0)
+            outcomes["db_fehler"] = await engine.reinforce_used(Pair(*PAIR), "weit weg", [node], as_of=T0)
         finally:
             await conn.execute("ALTER TABLE lzg.lzg_knoten_weg RENAME TO lzg_knoten")
             await conn.execute("UPDATE lzg.lzg_knoten SET embedding = $2 WHERE id = $1", node, unit(1))
@@ -333,7 +333,7 @@ async def test_foreign_served_ids_are_not_found_and_nothing_changes(
     provider.vectors["mein"] = unit(1)
     before = await dump(store)
     with pytest.raises(NotFound, match=rf"served_node_ids \[{theirs}\] are not nodes of this pair"):
-        await engine.reinforce_used(*PAIR, "mein", [mine, theirs], as_of=T0)
+        await engine.reinforce_used(Pair(*PAIR), "mein", [mine, theirs], as_of=T0)
     with pytest.raises(NotFound):
         await engine.node(*PAIR, theirs)
     with pytest.raises(NotFound):

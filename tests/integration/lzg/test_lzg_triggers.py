@@ -9,6 +9,7 @@ import pytest
 
 from novaberg_core.errors import InvalidArgument, NotFound
 from novaberg_core.model import Pair
+from novaberg_core.pipeline_log import LogScope
 from services.lzg.engine import LzgEngine
 from services.lzg.store import LzgStore
 from services.lzg.types import Entity, Timeline
@@ -116,7 +117,8 @@ async def test_trigger2_after_reinforcement_equals_a_from_scratch_recompute(
     assert await assert_edges_equal_from_scratch(store, PAIR) > 10
     provider.vectors["Antwort über Anna"] = at_cosine(unit(1, 0, 0), 0.9, axis=5)
     record = await engine.reinforce_used(
-        *PAIR, "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1), turn_id="t1"
+        Pair(*PAIR), "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1),
+        turn=LogScope("t1"),
     )
     assert record.ausgang.value == "gerechnet"
     assert record.verwendet == [ids[0]]
@@ -166,7 +168,8 @@ async def test_a_failing_trigger2_keeps_the_reinforcement_and_reports_every_node
     )
     provider.vectors["Antwort über Anna"] = at_cosine(unit(1, 0, 0), 0.9, axis=5)
     record = await engine.reinforce_used(
-        *PAIR, "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1), turn_id="t1"
+        Pair(*PAIR), "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1),
+        turn=LogScope("t1"),
     )
     assert record.ausgang.value == "gerechnet" and record.verwendet == [ids[0]]
     assert record.kanten_fehler == 1 and record.kanten_neu == 0
