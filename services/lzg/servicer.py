@@ -93,12 +93,12 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
         if which == "query_vector":
             self.check_model("query_vector", request.query_vector.model_id)
         result = await self.engine.spreading_read(
-            *pair_of(request),
+            Pair.of_proto(request.pair),
             query_values=list(request.query_vector.values) if which == "query_vector" else None,
             query_text=request.query_text if which == "query_text" else None,
             cluster=request.cluster,
             nova_emotion=request.nova_emotion,
-            **turn_of(request),
+            turn=LogScope(**turn_of(request)),
             readers=list(dict.fromkeys(request.readers)),
             user_name=request.user_name,
             character_name=request.character_name,

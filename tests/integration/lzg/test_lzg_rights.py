@@ -180,8 +180,8 @@ async def test_another_replicas_cache_drops_deleted_nodes_with_one_query_per_rea
         assert counting.fetches == 1
         await LzgRights(writer).erase(None, PAIR[0])
         assert len(await reader.cache.snapshot(conn, *PAIR)) == 0
-    read = await reader.spreading_read(*PAIR, query_values=unit(1, 0).tolist(), query_text=None, cluster="bier",
-                                       nova_emotion="freude")  # fmt: skip
+    read = await reader.spreading_read(Pair(*PAIR), query_values=unit(1, 0).tolist(), query_text=None,
+                                       cluster="bier", nova_emotion="freude")  # fmt: skip
     assert read.resonanz.erinnerungen == ()
 
 
@@ -227,7 +227,7 @@ async def test_correct_re_embeds_and_forms_the_edges_again_by_trigger1(
     node = await engine.node(*PAIR, c.node_id, )
     assert np.allclose(node["embedding"].to_numpy(), provider.vectors["die Katze miaut"])
     # the cache serves the new vector: a read for the cat finds the corrected node
-    read = await engine.spreading_read(*PAIR, query_values=unit(0, 1, 0).tolist(), query_text=None,
+    read = await engine.spreading_read(Pair(*PAIR), query_values=unit(0, 1, 0).tolist(), query_text=None,
                                        cluster="werkstatt", nova_emotion="")  # fmt: skip
     assert {e.knoten_id for e in read.resonanz.erinnerungen} == {b.node_id, c.node_id}
     with pytest.raises(NotFound):
