@@ -56,14 +56,16 @@ _LOG = logging.getLogger(__name__)
 
 def _trigger3_rpc(operation: str, *ids: str) -> Callable[..., Awaitable[lzg_pb2.Trigger3Response]]:
     """An RPC whose registry change ends in Trigger 3 (SPEC §5.5): the engine's ``operation`` with
-    the request's pair, its fields ``ids`` and its turn; the counts as the response."""
+    the request's pair, its fields ``ids`` and its turn (not its span: the record never carried it);
+    the counts as the response."""
 
     async def rpc(
         self: LzgServicer, request: Any, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.Trigger3Response:
         change = getattr(self.engine, operation)
         values = [getattr(request, name) for name in ids]
-        return trigger3_to_proto(await change(*pair_of(request), *values, turn_id=request.turn.turn_id))
+        turn = LogScope(request.turn.turn_id)
+        return trigger3_to_proto(await change(Pair.of_proto(request.pair), *values, turn=turn))
 
     rpc.__name__ = rpc.__qualname__ = "".join(part.title() for part in operation.split("_"))
     return rpc
@@ -235,7 +237,7 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
     ) -> lzg_pb2.Trigger3Response:
         timeline = timeline_from_proto(request.pair, request.timeline)
         _, result = await self.engine.update_timeline(
-            *pair_of(request), timeline, turn_id=request.turn.turn_id
+            Pair.of_proto(request.pair), timeline, turn=LogScope(request.turn.turn_id)
         )
         return trigger3_to_proto(result)
 
