@@ -169,7 +169,7 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
         self, request: lzg_pb2.RunDecayRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.RunDecayResponse:
         decayed, deactivated, duration_ms = await self.engine.run_decay(
-            request_as_of(request), pairs=scope_pairs(request.pairs), **turn_of(request)
+            request_as_of(request), pairs=scope_pairs(request.pairs), turn=LogScope(**turn_of(request))
         )
         return lzg_pb2.RunDecayResponse(
             nodes_decayed=decayed, nodes_deactivated=deactivated, duration_ms=duration_ms
