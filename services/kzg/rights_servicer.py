@@ -87,7 +87,8 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
         self, request: kzg_pb2.ForgetEntriesRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.ForgetEntriesResponse:
         deleted, removed = await self.rights.forget(
-            pair_from_pb(request.pair), list(request.kzg_keys), request.source_turn_id, **turn_ref(request.turn)
+            pair_from_pb(request.pair), list(request.kzg_keys), request.source_turn_id,
+            **turn_ref(request.turn),
         )
         return kzg_pb2.ForgetEntriesResponse(deleted_keys=deleted, session_turns_removed=removed)
 

@@ -52,7 +52,8 @@ async def test_hops_follow_the_cluster_and_paths_are_complete(
 ) -> None:
     ids = await _chain(engine, provider)
     result = await engine.spreading_read(
-        Pair(*PAIR), query_values=unit(1.0, 0.1).tolist(), query_text=None, cluster=cluster, nova_emotion="freude"
+        Pair(*PAIR), query_values=unit(1.0, 0.1).tolist(), query_text=None, cluster=cluster,
+        nova_emotion="freude",
     )
     res = result.resonanz
     assert (res.anker_anzahl, res.sprung_tiefe, res.cluster, res.nova_sektor) == (
