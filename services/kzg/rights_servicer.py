@@ -14,6 +14,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.rights import StreamPair
 from novaberg_core.servicers import EraseServicer
+from services.kzg.app.context import turn_ref
 from services.kzg.convert import (
     entry_from_pb,
     entry_pb,
@@ -86,11 +87,8 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
         self, request: kzg_pb2.ForgetEntriesRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.ForgetEntriesResponse:
         deleted, removed = await self.rights.forget(
-            pair_from_pb(request.pair),
-            list(request.kzg_keys),
-            request.source_turn_id,
-            turn_id=request.turn.turn_id,
-            span_id=request.turn.span_id,
+            pair_from_pb(request.pair), list(request.kzg_keys), request.source_turn_id,
+            **turn_ref(request.turn),
         )
         return kzg_pb2.ForgetEntriesResponse(deleted_keys=deleted, session_turns_removed=removed)
 
@@ -98,11 +96,7 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
         self, request: kzg_pb2.CorrectEntryRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.CorrectEntryResponse:
         previous = await self.rights.correct(
-            pair_from_pb(request.pair),
-            request.kzg_key,
-            request.inhalt,
-            turn_id=request.turn.turn_id,
-            span_id=request.turn.span_id,
+            pair_from_pb(request.pair), request.kzg_key, request.inhalt, **turn_ref(request.turn)
         )
         return kzg_pb2.CorrectEntryResponse(previous_inhalt=previous)
 

@@ -11,6 +11,7 @@ import grpc
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.servicers import ModelServicer
+from services.kzg.app.context import turn_ref
 from services.kzg.convert import (
     append_pb,
     as_of,
@@ -87,8 +88,8 @@ class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServi
     ) -> kzg_pb2.GetEntryResponse:
         entry = await self.memory.get_entry(
             pair_from_pb(request.pair), request.kzg_key, include_embedding=request.include_embedding,
-            turn_id=request.turn.turn_id, span_id=request.turn.span_id, as_of=as_of(request.as_of),
-        )
+            **turn_ref(request.turn), as_of=as_of(request.as_of),
+        )  # fmt: skip
         return kzg_pb2.GetEntryResponse(entry=entry_pb(entry))
 
     async def DeleteEntry(
@@ -97,7 +98,7 @@ class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServi
         if request.HasField("as_of") and not request.hash_dirty_reason:
             raise InvalidArgument("as_of is the hash_dirty marker's time; it needs hash_dirty_reason")
         deleted, gone = await self.memory.delete_entry(
-            pair_from_pb(request.pair), request.kzg_key, turn_id=request.turn.turn_id, span_id=request.turn.span_id,
+            pair_from_pb(request.pair), request.kzg_key, **turn_ref(request.turn),
             hash_dirty_reason=request.hash_dirty_reason, as_of=as_of(request.as_of),
         )  # fmt: skip
         return kzg_pb2.DeleteEntryResponse(

@@ -26,8 +26,10 @@ import asyncpg
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
+from novaberg_core.model import Pair
 from novaberg_core.pipeline_log import LogScope, count_fields
 from novaberg_core.rights import check_erasure_target, erasure_written, kzg_key, rights_write
+from services.lzg.app.context import NO_TURN
 from services.lzg.app.correction import Correction, CorrectResult
 from services.lzg.engine import LzgEngine
 from services.lzg.layers import parse_praezision
@@ -51,7 +53,7 @@ from services.lzg.rights_store import (
     user_key,
 )
 from services.lzg.store import PairTx
-from services.lzg.types import BEOBACHTER, check_pair
+from services.lzg.types import BEOBACHTER
 
 __all__ = [
     "CorrectResult",
@@ -148,18 +150,17 @@ class LzgRights:
 
     # ================================================================ export / import
 
-    async def export(self, user_id: str, character_id: str) -> ExportData:
+    async def export(self, pair: Pair) -> ExportData:
         """Entities, timelines, nodes (no vectors) and edges of the pair in one consistent view."""
-        check_pair(user_id, character_id)
+        pair.check()
         async with self.store.reader() as conn:
-            rows = await export_rows(conn, user_id, character_id)
+            rows = await export_rows(conn, pair.user_id, pair.character_id)
         return ExportData(await self.store.model_id(), rows.entities, rows.timelines, rows.nodes, rows.edges)
 
-    async def import_pair(
-        self, user_id: str, character_id: str, chunks: AsyncIterator[ImportChunk]
-    ) -> ImportResult:
+    async def import_pair(self, pair: Pair, chunks: AsyncIterator[ImportChunk]) -> ImportResult:
         """Writes exported records into the empty pair in one transaction (ids new, references remapped)."""
-        check_pair(user_id, character_id)
+        pair.check()
+        user_id, character_id = pair.user_id, pair.character_id
         result = ImportResult()
         async with self.store.pair_writer(user_id, character_id) as tx:
             if not await pair_is_empty(tx.conn, user_id, character_id):
@@ -176,7 +177,7 @@ class LzgRights:
                 await self._import_edges(tx, chunk.edges, result)
             await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
         self.engine.cache.forget(user_id, character_id)
-        where = LogScope("import", user_id=user_id, character_id=character_id)
+        where = LogScope.of_pair("import", pair)
         rights_write(
             self.engine.log, **where, operation="import", tabelle="lzg", entitaeten=len(result.entity_ids),
             timelines=len(result.timeline_ids), knoten=len(result.node_ids), kanten=result.edges,
@@ -316,17 +317,11 @@ class LzgRights:
     # ================================================================ forget
 
     async def forget(
-        self,
-        user_id: str,
-        character_id: str,
-        node_ids: Sequence[int],
-        source_turn_id: str,
-        *,
-        turn_id: str = "",
-        span_id: str | None = None,
+        self, pair: Pair, node_ids: Sequence[int], source_turn_id: str, *, turn: LogScope = NO_TURN
     ) -> ForgetResult:
         """Deletes the named nodes (or a source turn's nodes) with edges and provenance; idempotent."""
-        check_pair(user_id, character_id)
+        pair.check()
+        user_id, character_id = pair.user_id, pair.character_id
         if not node_ids and not source_turn_id:
             raise InvalidArgument("name node_ids or a source_turn_id to forget")
         if any(i <= 0 for i in node_ids):
@@ -339,7 +334,7 @@ class LzgRights:
                 edges = await forget_rows(tx.conn, user_id, character_id, ids)
                 await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
         if ids:
-            where = LogScope(turn_id or "vergessen", span_id, user_id, character_id)
+            where = LogScope.of_pair(turn.turn_id or "vergessen", pair, turn.span_id)
             rights_write(
                 self.engine.log, **where, operation="forget", tabelle="lzg_knoten",
                 knoten_ids=ids, kanten=edges, quell_turn_id=source_turn_id or None,

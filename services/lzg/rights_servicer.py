@@ -12,11 +12,12 @@ import grpc
 
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.messages import to_message
-from novaberg_core.model import Beobachter, Ei, Magnets
-from novaberg_core.rights import StreamPair, chunks, named_target, pair_ids
+from novaberg_core.model import Beobachter, Ei, Magnets, Pair
+from novaberg_core.pipeline_log import LogScope
+from novaberg_core.rights import StreamPair, chunks, named_target
 from novaberg_core.servicers import EraseServicer
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
-from services.lzg.convert import edge_to_proto, node_to_proto, pair_of, turn_of
+from services.lzg.convert import edge_to_proto, node_to_proto, turn_of
 from services.lzg.engine import LzgEngine
 from services.lzg.rights import ImportChunk, LzgRights
 
@@ -124,7 +125,7 @@ class LzgRightsServicer(EraseServicer[LzgRights]):
     async def ExportPair(
         self, request: lzg_pb2.ExportPairRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[lzg_pb2.ExportPairChunk]:
-        data = await self.rights.export(*pair_of(request))
+        data = await self.rights.export(Pair.of_proto(request.pair))
         yield lzg_pb2.ExportPairChunk(
             counts=lzg_pb2.ExportCounts(
                 entities=len(data.entities),
@@ -166,7 +167,7 @@ class LzgRightsServicer(EraseServicer[LzgRights]):
                 )
                 message = await anext(messages, None)
 
-        result = await self.rights.import_pair(*pair_ids(pair), import_chunks())
+        result = await self.rights.import_pair(Pair.of_proto(pair), import_chunks())
 
         def mapped(ids: Mapping[int, int]) -> list[lzg_pb2.IdMapping]:
             return [lzg_pb2.IdMapping(old_id=old, new_id=new) for old, new in ids.items()]
@@ -181,8 +182,10 @@ class LzgRightsServicer(EraseServicer[LzgRights]):
     async def ForgetNodes(
         self, request: lzg_pb2.ForgetNodesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ForgetNodesResponse:
-        forget = list(request.node_ids), request.source_turn_id
-        result = await self.rights.forget(*pair_of(request), *forget, **turn_of(request))
+        result = await self.rights.forget(
+            Pair.of_proto(request.pair), list(request.node_ids), request.source_turn_id,
+            turn=LogScope(**turn_of(request)),
+        )  # fmt: skip
         return lzg_pb2.ForgetNodesResponse(
             nodes=[to_message(lzg_pb2.ForgottenNode, n) for n in result.nodes],
             edges=result.edges,
@@ -193,11 +196,11 @@ class LzgRightsServicer(EraseServicer[LzgRights]):
     ) -> lzg_pb2.CorrectNodeResponse:
         target = named_target(request, "name the node by node_id or kzg_quell_key")
         result = await self.rights.correct(
-            *pair_of(request),
+            Pair.of_proto(request.pair),
             node_id=target.get("node_id", 0),
             kzg_quell_key=target.get("kzg_quell_key", ""),
             inhalt=request.inhalt,
             as_of=as_of_or_now(request.as_of if request.HasField("as_of") else None),
-            **turn_of(request),
+            turn=LogScope(**turn_of(request)),
         )
         return to_message(lzg_pb2.CorrectNodeResponse, result, node=node_to_proto(result.node))

@@ -25,6 +25,7 @@ from novaberg_core.errors import InvalidArgument
 from novaberg_core.maintenance import scope_pairs
 from novaberg_core.messages import to_message
 from novaberg_core.model import Pair
+from novaberg_core.pipeline_log import LogScope
 from novaberg_core.servicers import ModelServicer
 from novaberg_core.timeutil import from_timestamp
 from services.lzg.convert import (
@@ -55,14 +56,16 @@ _LOG = logging.getLogger(__name__)
 
 def _trigger3_rpc(operation: str, *ids: str) -> Callable[..., Awaitable[lzg_pb2.Trigger3Response]]:
     """An RPC whose registry change ends in Trigger 3 (SPEC §5.5): the engine's ``operation`` with
-    the request's pair, its fields ``ids`` and its turn; the counts as the response."""
+    the request's pair, its fields ``ids`` and its turn (not its span: the record never carried it);
+    the counts as the response."""
 
     async def rpc(
         self: LzgServicer, request: Any, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.Trigger3Response:
         change = getattr(self.engine, operation)
         values = [getattr(request, name) for name in ids]
-        return trigger3_to_proto(await change(*pair_of(request), *values, turn_id=request.turn.turn_id))
+        turn = LogScope(request.turn.turn_id)
+        return trigger3_to_proto(await change(Pair.of_proto(request.pair), *values, turn=turn))
 
     rpc.__name__ = rpc.__qualname__ = "".join(part.title() for part in operation.split("_"))
     return rpc
@@ -92,12 +95,12 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
         if which == "query_vector":
             self.check_model("query_vector", request.query_vector.model_id)
         result = await self.engine.spreading_read(
-            *pair_of(request),
+            Pair.of_proto(request.pair),
             query_values=list(request.query_vector.values) if which == "query_vector" else None,
             query_text=request.query_text if which == "query_text" else None,
             cluster=request.cluster,
             nova_emotion=request.nova_emotion,
-            **turn_of(request),
+            turn=LogScope(**turn_of(request)),
             readers=list(dict.fromkeys(request.readers)),
             user_name=request.user_name,
             character_name=request.character_name,
@@ -153,11 +156,11 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
             else None
         )
         record = await self.engine.reinforce_used(
-            *pair_of(request),
+            Pair.of_proto(request.pair),
             request.answer_text,
             list(request.served_node_ids),
             as_of=request_as_of(request),
-            **turn_of(request),
+            turn=LogScope(**turn_of(request)),
             answer_vector=given,
         )
         return lzg_pb2.ReinforceUsedResponse(protokoll=protokoll_to_proto(record))
@@ -166,7 +169,7 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
         self, request: lzg_pb2.RunDecayRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.RunDecayResponse:
         decayed, deactivated, duration_ms = await self.engine.run_decay(
-            request_as_of(request), pairs=scope_pairs(request.pairs), **turn_of(request)
+            request_as_of(request), pairs=scope_pairs(request.pairs), turn=LogScope(**turn_of(request))
         )
         return lzg_pb2.RunDecayResponse(
             nodes_decayed=decayed, nodes_deactivated=deactivated, duration_ms=duration_ms
@@ -234,7 +237,7 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
     ) -> lzg_pb2.Trigger3Response:
         timeline = timeline_from_proto(request.pair, request.timeline)
         _, result = await self.engine.update_timeline(
-            *pair_of(request), timeline, turn_id=request.turn.turn_id
+            Pair.of_proto(request.pair), timeline, turn=LogScope(request.turn.turn_id)
         )
         return trigger3_to_proto(result)
 

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from novaberg_core.clusters import ClusterTable
 from novaberg_core.embedding import EmbeddingProvider, ModelProfile
-from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.pipeline_log import LogScope, PipelineLog
 from services.lzg.cache import PairCache
 from services.lzg.store import LzgStore
 
-__all__ = ["LzgContext", "UseCase"]
+__all__ = ["NO_TURN", "LzgContext", "UseCase"]
+
+NO_TURN: Final = LogScope("")
+"""The ``turn`` of a call outside any turn. A use case takes the caller's turn and span as a
+:class:`LogScope` whose pair and time are unset: it places its records with its own ``pair``."""
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ import asyncpg
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import InvalidArgument, NotFound
+from novaberg_core.model import Pair
 from novaberg_core.pipeline_log import LogScope
-from services.lzg.app.context import UseCase
+from services.lzg.app.context import NO_TURN, UseCase
 from services.lzg.app.promotion import trigger1_candidates, trigger1_edges
 from services.lzg.records import rights_write
 from services.lzg.rights_store import (
@@ -25,7 +26,6 @@ from services.lzg.rights_store import (
     node_for_correction,
     pair_key,
 )
-from services.lzg.types import check_pair
 
 __all__ = ["CorrectResult", "Correction"]
 
@@ -43,18 +43,17 @@ class Correction(UseCase):
 
     async def correct(
         self,
-        user_id: str,
-        character_id: str,
+        pair: Pair,
         *,
         node_id: int,
         kzg_quell_key: str,
         inhalt: str,
         as_of: datetime,
-        turn_id: str = "",
-        span_id: str | None = None,
+        turn: LogScope = NO_TURN,
     ) -> CorrectResult:
         """New content and vector; the node's edges deleted and formed again by Trigger 1 (SPEC §5.4)."""
-        check_pair(user_id, character_id)
+        pair.check()
+        user_id, character_id = pair.user_id, pair.character_id
         if not inhalt.strip():
             raise InvalidArgument("inhalt must not be empty")
         if node_id <= 0 and not kzg_quell_key:
@@ -82,7 +81,7 @@ class Correction(UseCase):
             created = await tx.insert_edges(edges)
             updated = await tx.node(target)
         assert updated is not None
-        where = LogScope(turn_id or "korrektur", span_id, user_id, character_id)
+        where = LogScope.of_pair(turn.turn_id or "korrektur", pair, turn.span_id)
         rights_write(
             self.log, **where, operation="correct", tabelle="lzg_knoten",
             knoten_id=target, kanten_entfernt=removed, kanten_neu=created,

@@ -10,7 +10,7 @@ from typing import Any
 from novaberg_core.maintenance import check_scope
 from novaberg_core.metrics import record_decay
 from novaberg_core.pipeline_log import LogScope
-from services.lzg.app.context import UseCase
+from services.lzg.app.context import NO_TURN, UseCase
 from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 
 __all__ = ["Decay"]
@@ -24,8 +24,7 @@ class Decay(UseCase):
         as_of: datetime,
         *,
         pairs: Sequence[tuple[str, str]] = (),
-        turn_id: str = "",
-        span_id: str | None = None,
+        turn: LogScope = NO_TURN,
     ) -> tuple[int, int, float]:
         """One set-based statement over all active nodes, or only those of ``pairs``; returns
         (decayed, deactivated, ms).
@@ -47,9 +46,9 @@ class Decay(UseCase):
         # (its counts are the run's, over all of its pairs).
         run_scope: dict[str, Any] = {"paare": len(pairs)} if pairs else {}
         targets: Sequence[tuple[str | None, str | None]] = pairs or [(None, None)]
-        turn = turn_id or f"synapsen_decay:{as_of.astimezone(UTC).isoformat()}"
+        turn_id = turn.turn_id or f"synapsen_decay:{as_of.astimezone(UTC).isoformat()}"
         for user_id, character_id in targets:
-            where = LogScope(turn, span_id, user_id, character_id, as_of)
+            where = LogScope(turn_id, turn.span_id, user_id, character_id, as_of)
             self.log.db_write(
                 **where, node="synapsen_decay", tabelle="lzg_knoten", operation="update",
                 verfallen=decayed, deaktiviert=deactivated, dauer_ms=round(duration_ms, 1),

@@ -15,9 +15,10 @@ import numpy.typing as npt
 
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.model import check_vector
+from novaberg_core.model import Pair, check_vector
+from novaberg_core.pipeline_log import LogScope
 from novaberg_core.timeutil import utc_now
-from services.lzg.app.context import UseCase
+from services.lzg.app.context import NO_TURN, UseCase
 from services.lzg.layers import parse_praezision
 from services.lzg.read_store import PairReader
 from services.lzg.reading import RecallQuery, rank_candidates, recall_list
@@ -50,15 +51,13 @@ class Read(UseCase):
 
     async def spreading_read(
         self,
-        user_id: str,
-        character_id: str,
+        pair: Pair,
         *,
         query_values: Sequence[float] | None,
         query_text: str | None,
         cluster: str,
         nova_emotion: str,
-        turn_id: str = "",
-        span_id: str | None = None,
+        turn: LogScope = NO_TURN,
         readers: Sequence[str] = (),
         user_name: str = "",
         character_name: str = "",
@@ -73,9 +72,10 @@ class Read(UseCase):
 
         The read happens as of ``as_of`` (None → now): memories made later are not seen, weights
         and activity are those at that time. With ``readers``, the memory block of each (SPEC
-        §5.9) is rendered from the same consistent view, the entity names read once for all.
+        §5.9) is rendered from the same consistent view, the entity names read once for all. The
+        read is logged when ``turn`` names a turn.
         """
-        check_pair(user_id, character_id)
+        pair.check()
         for reader in readers:  # an unknown reader fails before anything is read (SPEC §10)
             reader_names(reader)
         windows = tuple((moment, parse_praezision(p, "zeitfenster.praezision")) for moment, p in zeitfenster)
@@ -95,8 +95,8 @@ class Read(UseCase):
             entity_ids=tuple(dict.fromkeys(question_entity_ids)), zeitfenster=windows, recall_k=recall_k,
         )  # fmt: skip
 
-        async with self.store.pair_reader(user_id, character_id) as graph:
-            snapshot = await self.cache.snapshot(graph.conn, user_id, character_id)
+        async with self.store.pair_reader(pair.user_id, pair.character_id) as graph:
+            snapshot = await self.cache.snapshot(graph.conn, pair.user_id, pair.character_id)
             candidates = await rank_candidates(graph, snapshot, query, self.profile.anchor)
             anchors = candidates.anchors
             pool: list[PoolItem] = list(anchors)
@@ -131,9 +131,9 @@ class Read(UseCase):
         )
         pool_size = len(dedup_pool(pool))
         recall = recall_list(candidates, pool, recall_k)
-        if turn_id:
+        if turn.turn_id:
             self.log.db_read(
-                turn_id=turn_id,
+                **LogScope.of_pair(turn.turn_id, pair, turn.span_id, as_of),
                 node="enricher",
                 tabelle="lzg_knoten",
                 treffer=len(top),
@@ -144,10 +144,6 @@ class Read(UseCase):
                 lzg_resonanz_ids=[e.knoten_id for e in top],
                 quellen={source: len(ids) for source, ids in candidates.lists.items()},
                 recall_ids=[r.knoten_id for r in recall],
-                user_id=user_id,
-                character_id=character_id,
-                span_id=span_id,
-                erstellt_am=as_of,
             )
         return SpreadingResult(resonanz, pool_size, blocks, recall, candidates.query_terms)
 

@@ -19,7 +19,7 @@ import numpy as np
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
 from novaberg_core.model import Pair
 from novaberg_core.pipeline_log import LogScope, count_fields
-from services.lzg.app.context import UseCase
+from services.lzg.app.context import NO_TURN, UseCase
 from services.lzg.edges import Connection, edge_rows
 from services.lzg.layers import Praezision, TimelineRef, evaluate_layers, parse_praezision
 from services.lzg.records import TRIGGER3_COUNTS
@@ -106,10 +106,10 @@ class Registry(UseCase):
         return await self.store.entities(user_id, character_id, ids)
 
     async def merge_entities(
-        self, user_id: str, character_id: str, source_id: int, target_id: int, *, turn_id: str = ""
+        self, pair: Pair, source_id: int, target_id: int, *, turn: LogScope = NO_TURN
     ) -> Trigger3Result:
         """Source merged into target: names become aliases, references rewritten, edges recomputed."""
-        check_pair(user_id, character_id)
+        pair.check()
         if source_id == target_id:
             raise InvalidArgument("source_id and target_id must differ")
 
@@ -133,13 +133,11 @@ class Registry(UseCase):
             return _Recompute(pairs=pairs, nodes_rewritten=rewritten)
 
         details = {"source": source_id, "target": target_id}
-        return await self._trigger3(user_id, character_id, merge, turn_id, "entitaet_merge", details)
+        return await self._trigger3(pair, merge, turn, "entitaet_merge", details)
 
-    async def delete_entity(
-        self, user_id: str, character_id: str, entity_id: int, *, turn_id: str = ""
-    ) -> Trigger3Result:
+    async def delete_entity(self, pair: Pair, entity_id: int, *, turn: LogScope = NO_TURN) -> Trigger3Result:
         """Entity deleted: removed from every node, edges carrying it recomputed (or deleted)."""
-        check_pair(user_id, character_id)
+        pair.check()
 
         async def delete(tx: PairTx) -> _Recompute:
             if await tx.entity(entity_id) is None:
@@ -150,7 +148,7 @@ class Registry(UseCase):
             return _Recompute(pairs=pairs, nodes_rewritten=rewritten)
 
         details = {"entitaet_id": entity_id}
-        return await self._trigger3(user_id, character_id, delete, turn_id, "entitaet_loeschen", details)
+        return await self._trigger3(pair, delete, turn, "entitaet_loeschen", details)
 
     # ================================================================ timeline (Trigger 3)
 
@@ -170,16 +168,16 @@ class Registry(UseCase):
                 user_id, character_id, zeitpunkt, praezision.value, timeline.titel, timeline.themen
             )
             return created, True
-        updated, _ = await self.update_timeline(user_id, character_id, timeline)
+        updated, _ = await self.update_timeline(Pair(user_id, character_id), timeline)
         return updated, False
 
     async def update_timeline(
-        self, user_id: str, character_id: str, timeline: Timeline, *, turn_id: str = ""
+        self, pair: Pair, timeline: Timeline, *, turn: LogScope = NO_TURN
     ) -> tuple[Timeline, Trigger3Result]:
         """Move / precision change: timeline-layer edges of the nodes referencing it recomputed."""
-        check_pair(user_id, character_id)
+        pair.check()
         zeitpunkt, praezision = self._timeline_fields(timeline.zeitpunkt, timeline.praezision)
-        async with self.store.pair_writer(user_id, character_id) as tx:
+        async with self.store.pair_writer(pair.user_id, pair.character_id) as tx:
             before = await tx.timeline(timeline.id)
             if before is None:
                 raise NotFound(f"timeline {timeline.id} is not a timeline of this pair")
@@ -193,16 +191,14 @@ class Registry(UseCase):
                 work = await self._timeline_pairs(tx, timeline.id, TimelineRef(zeitpunkt, praezision))
                 result = await self._reevaluate(tx, work, datetime.now(UTC))
         if moved:
-            self._log_trigger3(
-                turn_id, "timeline_aendern", user_id, character_id, result, timeline_id=timeline.id
-            )
+            self._log_trigger3(turn, "timeline_aendern", pair, result, timeline_id=timeline.id)
         return updated, result
 
     async def delete_timeline(
-        self, user_id: str, character_id: str, timeline_id: int, *, turn_id: str = ""
+        self, pair: Pair, timeline_id: int, *, turn: LogScope = NO_TURN
     ) -> Trigger3Result:
         """Timeline deleted: nodes lose the reference (FK SET NULL), their timeline edges recomputed."""
-        check_pair(user_id, character_id)
+        pair.check()
 
         async def delete(tx: PairTx) -> _Recompute:
             if await tx.timeline(timeline_id) is None:
@@ -213,7 +209,7 @@ class Registry(UseCase):
             return _Recompute(pairs=pairs, nodes_rewritten=len(referencing))
 
         details = {"timeline_id": timeline_id}
-        return await self._trigger3(user_id, character_id, delete, turn_id, "timeline_loeschen", details)
+        return await self._trigger3(pair, delete, turn, "timeline_loeschen", details)
 
     async def timelines(
         self,
@@ -291,24 +287,23 @@ class Registry(UseCase):
 
     async def _trigger3(
         self,
-        user_id: str,
-        character_id: str,
+        pair: Pair,
         change: Callable[[PairTx], Awaitable[_Recompute]],
-        turn_id: str,
+        turn: LogScope,
         art: str,
         details: dict[str, Any],
     ) -> Trigger3Result:
         """One registry change under the pair's write lock, the pairs it names re-evaluated, one log record."""
-        async with self.store.pair_writer(user_id, character_id) as tx:
+        async with self.store.pair_writer(pair.user_id, pair.character_id) as tx:
             work = await change(tx)
             result = await self._reevaluate(tx, work, datetime.now(UTC))
-        self._log_trigger3(turn_id, art, user_id, character_id, result, **details)
+        self._log_trigger3(turn, art, pair, result, **details)
         return result
 
     def _log_trigger3(
-        self, turn_id: str, art: str, user_id: str, character_id: str, result: Trigger3Result, **details: Any
+        self, turn: LogScope, art: str, pair: Pair, result: Trigger3Result, **details: Any
     ) -> None:
-        where = LogScope(turn_id or f"trigger3:{art}", user_id=user_id, character_id=character_id)
+        where = LogScope.of_pair(turn.turn_id or f"trigger3:{art}", pair, turn.span_id)
         counts = count_fields(result, TRIGGER3_COUNTS)
         self.log.db_write(**where, node="trigger3", tabelle="lzg_kanten", operation=art, **counts, **details)
 

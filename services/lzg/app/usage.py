@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
 import asyncpg
 import numpy as np
@@ -18,9 +18,10 @@ import numpy.typing as npt
 
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import InvalidArgument, NotFound
-from services.lzg.app.context import UseCase
+from novaberg_core.model import Pair
+from novaberg_core.pipeline_log import LogScope
+from services.lzg.app.context import NO_TURN, UseCase
 from services.lzg.store import PairTx
-from services.lzg.types import check_pair
 from services.lzg.usage import VERWENDUNG_MAX_JE_TURN, Ausgang, Verwendungsprotokoll, select_used
 from services.lzg.weights import LZG_KNOTEN_REINFORCEMENT_BOOST
 
@@ -34,22 +35,21 @@ class Usage(UseCase):
 
     async def reinforce_used(
         self,
-        user_id: str,
-        character_id: str,
+        pair: Pair,
         answer_text: str,
         served_node_ids: Sequence[int],
         *,
         as_of: datetime,
-        turn_id: str = "",
-        span_id: str | None = None,
+        turn: LogScope = NO_TURN,
         answer_vector: npt.NDArray[np.float32] | None = None,
     ) -> Verwendungsprotokoll:
-        """Reinforce the served nodes the answer used, then Trigger 2 for each; one protocol record.
+        """Reinforce the served nodes the answer used, then Trigger 2 for each; one protocol record,
+        written when ``turn`` names a turn.
 
         ``answer_vector`` is the caller's embedding of ``answer_text`` (already checked); without it
         the answer is embedded here.
         """
-        check_pair(user_id, character_id)
+        pair.check()
         served = list(dict.fromkeys(served_node_ids))
         if any(i <= 0 for i in served):
             raise InvalidArgument("served_node_ids must be positive node ids")
@@ -59,32 +59,30 @@ class Usage(UseCase):
         )
         record.geprueft = len(served)
         try:
-            await self._reinforce(user_id, character_id, answer_text, served, as_of, record, answer_vector)
+            await self._reinforce(pair, answer_text, served, as_of, record, answer_vector)
         except (asyncpg.PostgresError, OSError) as exc:
             record.ausgang = Ausgang.DB_FEHLER
             record.error = f"{type(exc).__name__}: {exc}"
-        if turn_id:
-            kw: dict[str, Any] = {"user_id": user_id, "character_id": character_id, "span_id": span_id}
+        if turn.turn_id:
+            where = LogScope.of_pair(turn.turn_id, pair, turn.span_id, as_of)
             self.log.decision(
-                turn_id=turn_id,
+                **where,
                 node="verwendung",
                 entscheidung="verwendung.verstaerken",
                 ausgang=record.ausgang.value,
                 eingang=record.as_log(),
                 massstab={"schwelle": schwelle, "deckel": record.deckel},
-                erstellt_am=as_of,
-                **kw,
             )
-            if record.error:
+            if record.error:  # stamped when written, not at as_of
                 self.log.error(
-                    turn_id=turn_id, node="verwendung", typ=record.ausgang.value, message=record.error, **kw
-                )
+                    **replace(where, erstellt_am=None), node="verwendung", typ=record.ausgang.value,
+                    message=record.error,
+                )  # fmt: skip
         return record
 
     async def _reinforce(
         self,
-        user_id: str,
-        character_id: str,
+        pair: Pair,
         answer_text: str,
         served: list[int],
         as_of: datetime,
@@ -93,7 +91,7 @@ class Usage(UseCase):
     ) -> None:
         # Foreign ids are an error of the call, checked before anything else happens; the same
         # read brings the served nodes' vectors.
-        rows = await self.store.served_nodes(served, user_id, character_id) if served else []
+        rows = await self.store.served_nodes(served, pair.user_id, pair.character_id) if served else []
         missing = sorted(set(served) - {r["id"] for r in rows})
         if missing:
             raise NotFound(f"served_node_ids {missing} are not nodes of this pair")
@@ -131,7 +129,7 @@ class Usage(UseCase):
         # The nodes (roh += boost, SPEC §5.6) and Trigger 2 of all of them in one round trip; a
         # failing Trigger 2 rolls back alone and leaves the edges on their old weight (syn §7.9.2).
         written = await self.store.reinforce_used(
-            user_id, character_id, selection.verwendet, LZG_KNOTEN_REINFORCEMENT_BOOST, as_of,
+            pair.user_id, pair.character_id, selection.verwendet, LZG_KNOTEN_REINFORCEMENT_BOOST, as_of,
             self.profile.embedding_layer,
         )  # fmt: skip
         record.kanten_neu = written.edges_updated

@@ -8,7 +8,7 @@ import pytest
 
 from novaberg_core.errors import InvalidArgument, NotFound
 from novaberg_core.model import Pair
-from novaberg_core.pipeline_log import InMemorySink
+from novaberg_core.pipeline_log import InMemorySink, LogScope
 from services.lzg.engine import LzgEngine
 from services.lzg.spreading import SCHALEN_FAKTOR, sektor_faktor
 from services.lzg.store import LzgStore
@@ -52,7 +52,8 @@ async def test_hops_follow_the_cluster_and_paths_are_complete(
 ) -> None:
     ids = await _chain(engine, provider)
     result = await engine.spreading_read(
-        *PAIR, query_values=unit(1.0, 0.1).tolist(), query_text=None, cluster=cluster, nova_emotion="freude"
+        Pair(*PAIR), query_values=unit(1.0, 0.1).tolist(), query_text=None, cluster=cluster,
+        nova_emotion="freude",
     )
     res = result.resonanz
     assert (res.anker_anzahl, res.sprung_tiefe, res.cluster, res.nova_sektor) == (
@@ -104,7 +105,7 @@ async def test_top_k_per_shell_predecessor_lock_and_inactive_targets(
             ).node_id
         )
     result = await engine.spreading_read(
-        *PAIR, query_values=unit(1).tolist(), query_text=None, cluster="regen", nova_emotion=""
+        Pair(*PAIR), query_values=unit(1).tolist(), query_text=None, cluster="regen", nova_emotion=""
     )
     shell1 = {e.knoten_id for e in result.resonanz.erinnerungen if e.schale == 1}
     assert result.pool_size == 1 + 3  # K = 3 at shell 1
@@ -113,7 +114,7 @@ async def test_top_k_per_shell_predecessor_lock_and_inactive_targets(
     async with store.pool.acquire() as conn:
         await conn.execute("UPDATE lzg.lzg_knoten SET aktiv = FALSE WHERE id = $1", spokes[4])
     result = await engine.spreading_read(
-        *PAIR, query_values=unit(1).tolist(), query_text=None, cluster="regen", nova_emotion=""
+        Pair(*PAIR), query_values=unit(1).tolist(), query_text=None, cluster="regen", nova_emotion=""
     )
     shell1 = {e.knoten_id for e in result.resonanz.erinnerungen if e.schale == 1}
     assert result.pool_size == 4 and spokes[4] not in shell1
@@ -141,7 +142,7 @@ async def test_the_edge_back_to_the_predecessor_is_locked(engine: LzgEngine, pro
             )
             leaves.append(leaf.node_id)
     result = await engine.spreading_read(
-        *PAIR, query_values=unit(1).tolist(), query_text=None, cluster="bier", nova_emotion=""
+        Pair(*PAIR), query_values=unit(1).tolist(), query_text=None, cluster="bier", nova_emotion=""
     )
     assert result.pool_size == 7
 
@@ -160,7 +161,7 @@ async def test_dedup_keeps_the_anchor_shell_and_inactive_nodes_are_no_anchors(
     async with store.pool.acquire() as conn:
         await conn.execute("UPDATE lzg.lzg_knoten SET aktiv = FALSE WHERE id = $1", asleep.node_id)
     result = await engine.spreading_read(
-        *PAIR, query_values=unit(1).tolist(), query_text=None, cluster="glut", nova_emotion=""
+        Pair(*PAIR), query_values=unit(1).tolist(), query_text=None, cluster="glut", nova_emotion=""
     )
     shells = {e.knoten_id: e.schale for e in result.resonanz.erinnerungen}
     assert shells == {one.node_id: 0, two.node_id: 0}  # reached again at shells 1–3, kept at 0
@@ -176,12 +177,12 @@ async def test_reading_is_passive_and_pairs_are_isolated(
     for pair, ids in ((PAIR, mine), (OTHER, theirs)):
         provider.vectors["Wie geht es Anna?"] = unit(1.0, 0.1)
         result = await engine.spreading_read(
-            *pair,
+            Pair(*pair),
             query_values=None,
             query_text="Wie geht es Anna?",
             cluster="glut",
             nova_emotion="wut",
-            turn_id="t9",
+            turn=LogScope("t9"),
         )
         assert {e.knoten_id for e in result.resonanz.erinnerungen} <= set(ids)
         assert all(s.von_knoten_id in ids for e in result.resonanz.erinnerungen for s in e.pfad)
@@ -193,7 +194,7 @@ async def test_no_anchor_over_the_threshold_is_an_empty_result(
 ) -> None:
     await _chain(engine, provider)
     result = await engine.spreading_read(
-        *PAIR,
+        Pair(*PAIR),
         query_values=unit(0, 0, 0, 0, 0, 0, 1).tolist(),
         query_text=None,
         cluster="glut",
@@ -201,7 +202,7 @@ async def test_no_anchor_over_the_threshold_is_an_empty_result(
     )
     assert result.resonanz.erinnerungen == () and result.resonanz.anker_anzahl == 0
     empty = await engine.spreading_read(
-        *OTHER, query_values=unit(1).tolist(), query_text=None, cluster="glut", nova_emotion=""
+        Pair(*OTHER), query_values=unit(1).tolist(), query_text=None, cluster="glut", nova_emotion=""
     )
     assert empty.pool_size == 0
 
@@ -224,10 +225,10 @@ async def test_bad_read_input_is_a_precise_error(
     for kwargs, message in cases:
         args = {"query_values": None, "query_text": None, "cluster": "glut", "nova_emotion": "", **kwargs}
         with pytest.raises(InvalidArgument, match=message):
-            await engine.spreading_read(*PAIR, **args)  # type: ignore[arg-type]
+            await engine.spreading_read(Pair(*PAIR), **args)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match=r"pair\.user_id must not be empty"):
         await engine.spreading_read(
-            "", "nova", query_values=unit(1).tolist(), query_text=None, cluster="glut", nova_emotion=""
+            Pair("", "nova"), query_values=unit(1).tolist(), query_text=None, cluster="glut", nova_emotion=""
         )
     assert await dump(store) == before
 
@@ -237,7 +238,7 @@ async def test_memory_block_names_entities_from_the_registry(
 ) -> None:
     await _chain(engine, provider)
     result = await engine.spreading_read(
-        *PAIR, query_values=unit(1).tolist(), query_text=None, cluster="bier", nova_emotion=""
+        Pair(*PAIR), query_values=unit(1).tolist(), query_text=None, cluster="bier", nova_emotion=""
     )
     text = await engine.render(*PAIR, result.resonanz.erinnerungen, "analysis", user_name="Ben")
     assert "Sie ist Nova eingefallen ueber: gemeinsame Entitaet Anna → gemeinsame Entitaet Berlin" in text
@@ -262,7 +263,7 @@ async def test_reinforcement_takes_the_closest_three_over_the_threshold(
     ]
     provider.vectors["die Antwort"] = answer
     record = await engine.reinforce_used(
-        *PAIR, "die Antwort", ids, as_of=T0 + timedelta(days=2), turn_id="turn-7"
+        Pair(*PAIR), "die Antwort", ids, as_of=T0 + timedelta(days=2), turn=LogScope("turn-7")
     )
     assert record.ausgang is Ausgang.GERECHNET
     assert record.verwendet == ids[:3]
@@ -301,19 +302,19 @@ async def test_the_six_outcomes_stay_distinguishable(
     provider.vectors["weit weg"] = unit(0, 1)
     before = await dump(store, "lzg_knoten", "lzg_kanten")
     outcomes = {
-        "gerechnet": await engine.reinforce_used(*PAIR, "weit weg", [node], as_of=T0),
-        "antwort_leer": await engine.reinforce_used(*PAIR, "  ", [node], as_of=T0),
-        "ohne_kandidat": await engine.reinforce_used(*PAIR, "weit weg", [], as_of=T0),
+        "gerechnet": await engine.reinforce_used(Pair(*PAIR), "weit weg", [node], as_of=T0),
+        "antwort_leer": await engine.reinforce_used(Pair(*PAIR), "  ", [node], as_of=T0),
+        "ohne_kandidat": await engine.reinforce_used(Pair(*PAIR), "weit weg", [], as_of=T0),
     }
     provider.fail = True
-    outcomes["embed_fehler"] = await engine.reinforce_used(*PAIR, "weit weg", [node], as_of=T0)
+    outcomes["embed_fehler"] = await engine.reinforce_used(Pair(*PAIR), "weit weg", [node], as_of=T0)
     provider.fail = False
     async with store.pool.acquire() as conn:
         await conn.execute("UPDATE lzg.lzg_knoten SET embedding = NULL WHERE id = $1", node)
-        outcomes["vektor_leer"] = await engine.reinforce_used(*PAIR, "weit weg", [node], as_of=T0)
+        outcomes["vektor_leer"] = await engine.reinforce_used(Pair(*PAIR), "weit weg", [node], as_of=T0)
         await conn.execute("ALTER TABLE lzg.lzg_knoten RENAME TO lzg_knoten_weg")
         try:
-            outcomes["db_fehler"] = await engine.reinforce_used(*PAIR, "weit weg", [node], as_of=T0)
+            outcomes["db_fehler"] = await engine.reinforce_used(Pair(*PAIR), "weit weg", [node], as_of=T0)
         finally:
             await conn.execute("ALTER TABLE lzg.lzg_knoten_weg RENAME TO lzg_knoten")
             await conn.execute("UPDATE lzg.lzg_knoten SET embedding = $2 WHERE id = $1", node, unit(1))
@@ -333,7 +334,7 @@ async def test_foreign_served_ids_are_not_found_and_nothing_changes(
     provider.vectors["mein"] = unit(1)
     before = await dump(store)
     with pytest.raises(NotFound, match=rf"served_node_ids \[{theirs}\] are not nodes of this pair"):
-        await engine.reinforce_used(*PAIR, "mein", [mine, theirs], as_of=T0)
+        await engine.reinforce_used(Pair(*PAIR), "mein", [mine, theirs], as_of=T0)
     with pytest.raises(NotFound):
         await engine.node(*PAIR, theirs)
     with pytest.raises(NotFound):

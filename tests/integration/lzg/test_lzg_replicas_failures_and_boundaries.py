@@ -89,7 +89,7 @@ async def test_a_replica_with_a_warm_cache_sees_nodes_another_replica_promoted(
     # B promotes and reads first: its cache of the pair is warm (one node) before A writes.
     seed = await promote(replica_b, provider, "Wir waren im Zoo", unit(0, 1), themen=["Zoo"])
     warm = await replica_b.spreading_read(
-        *PAIR, query_values=unit(0, 1).tolist(), query_text=None, cluster="werkstatt", nova_emotion=""
+        Pair(*PAIR), query_values=unit(0, 1).tolist(), query_text=None, cluster="werkstatt", nova_emotion=""
     )
     assert [e.knoten_id for e in warm.resonanz.erinnerungen] == [seed.node_id]
 
@@ -114,7 +114,7 @@ async def test_a_replica_with_a_warm_cache_sees_nodes_another_replica_promoted(
 
     # B's spreading read finds A's node as an anchor (shell 0)
     read = await replica_b.spreading_read(
-        *PAIR, query_values=unit(1, 0).tolist(), query_text=None, cluster="werkstatt", nova_emotion=""
+        Pair(*PAIR), query_values=unit(1, 0).tolist(), query_text=None, cluster="werkstatt", nova_emotion=""
     )
     anchors = {e.knoten_id for e in read.resonanz.erinnerungen if e.schale == 0}
     assert anchors == {a_node.node_id, new.node_id} and read.resonanz.anker_anzahl == 2
@@ -355,7 +355,7 @@ async def test_shell_three_follows_at_most_two_edges_per_shell_two_node(
     pools = {}
     for cluster, hops in (("werkstatt", 0), ("regen", 1), ("bier", 2), ("glut", 3)):
         result = await engine.spreading_read(
-            *PAIR, query_values=unit(1).tolist(), query_text=None, cluster=cluster, nova_emotion=""
+            Pair(*PAIR), query_values=unit(1).tolist(), query_text=None, cluster=cluster, nova_emotion=""
         )
         assert result.resonanz.sprung_tiefe == hops and result.resonanz.anker_anzahl == 1
         pools[hops] = result.pool_size

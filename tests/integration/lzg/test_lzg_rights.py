@@ -171,7 +171,7 @@ async def test_another_replicas_cache_drops_deleted_nodes_with_one_query_per_rea
         assert (await reader.cache.snapshot(counting, *PAIR)).ids.tolist() == ids
         assert (await reader.cache.snapshot(counting, *PAIR)).ids.tolist() == ids
         assert counting.fetches == 2  # one statement per read, as before: watermark and generation
-        await LzgRights(writer).forget(*PAIR, [ids[1]], "")
+        await LzgRights(writer).forget(Pair(*PAIR), [ids[1]], "")
         counting.fetches = 0
         assert (await reader.cache.snapshot(counting, *PAIR)).ids.tolist() == [ids[0], ids[2]]
         assert counting.fetches == 2  # the generation moved: the pair is read afresh once
@@ -180,8 +180,8 @@ async def test_another_replicas_cache_drops_deleted_nodes_with_one_query_per_rea
         assert counting.fetches == 1
         await LzgRights(writer).erase(None, PAIR[0])
         assert len(await reader.cache.snapshot(conn, *PAIR)) == 0
-    read = await reader.spreading_read(*PAIR, query_values=unit(1, 0).tolist(), query_text=None, cluster="bier",
-                                       nova_emotion="freude")  # fmt: skip
+    read = await reader.spreading_read(Pair(*PAIR), query_values=unit(1, 0).tolist(), query_text=None,
+                                       cluster="bier", nova_emotion="freude")  # fmt: skip
     assert read.resonanz.erinnerungen == ()
 
 
@@ -190,17 +190,17 @@ async def test_forget_deletes_the_node_with_its_edges_and_provenance(
 ) -> None:
     ids = await _memories(engine, provider, PAIR)
     rights = LzgRights(engine)
-    result = await rights.forget(*PAIR, [], "turn-kzg-1")  # every node of that source turn
+    result = await rights.forget(Pair(*PAIR), [], "turn-kzg-1")  # every node of that source turn
     assert sorted(n.node_id for n in result.nodes) == ids and result.edges == 6
     assert all(n.turn_ids == ("turn-kzg-1",) for n in result.nodes)
     assert await _pair_rows(store, PAIR) | {"entitaet": [], "timeline": []} == {t: [] for t in TABLES}
     ids = await _memories(engine, provider, OTHER)
-    result = await rights.forget(*OTHER, [ids[0]], "")
+    result = await rights.forget(Pair(*OTHER), [ids[0]], "")
     assert [n.node_id for n in result.nodes] == [ids[0]] and result.nodes[0].kzg_keys
     rows = await _pair_rows(store, OTHER)
     assert len(rows["lzg_knoten"]) == 2 and len(rows["lzg_kanten"]) == 2 and len(rows["verbindung"]) == 2
     await assert_edges_equal_from_scratch(store, OTHER)
-    assert (await rights.forget(*OTHER, [ids[0]], "")).nodes == ()  # idempotent
+    assert (await rights.forget(Pair(*OTHER), [ids[0]], "")).nodes == ()  # idempotent
     with pytest.raises(NotFound):
         await engine.node(*OTHER, ids[0])
 
@@ -215,7 +215,8 @@ async def test_correct_re_embeds_and_forms_the_edges_again_by_trigger1(
     assert edges == {(a.node_id, c.node_id), (c.node_id, a.node_id)}
     provider.vectors["die Katze miaut"] = at_cosine(unit(0, 1, 0), 0.7)
     result = await LzgRights(engine).correct(
-        *PAIR, node_id=c.node_id, kzg_quell_key="", inhalt="die Katze miaut", as_of=T0 + timedelta(days=1)
+        Pair(*PAIR), node_id=c.node_id, kzg_quell_key="", inhalt="die Katze miaut",
+        as_of=T0 + timedelta(days=1),
     )
     assert result.previous_inhalt == "der Hund bellt" and result.node["inhalt"] == "die Katze miaut"
     assert (result.edges_removed, result.edges_created) == (2, 2)
@@ -226,11 +227,13 @@ async def test_correct_re_embeds_and_forms_the_edges_again_by_trigger1(
     node = await engine.node(*PAIR, c.node_id, )
     assert np.allclose(node["embedding"].to_numpy(), provider.vectors["die Katze miaut"])
     # the cache serves the new vector: a read for the cat finds the corrected node
-    read = await engine.spreading_read(*PAIR, query_values=unit(0, 1, 0).tolist(), query_text=None,
+    read = await engine.spreading_read(Pair(*PAIR), query_values=unit(0, 1, 0).tolist(), query_text=None,
                                        cluster="werkstatt", nova_emotion="")  # fmt: skip
     assert {e.knoten_id for e in read.resonanz.erinnerungen} == {b.node_id, c.node_id}
     with pytest.raises(NotFound):
-        await LzgRights(engine).correct(*OTHER, node_id=c.node_id, kzg_quell_key="", inhalt="x", as_of=T0)
+        await LzgRights(engine).correct(
+            Pair(*OTHER), node_id=c.node_id, kzg_quell_key="", inhalt="x", as_of=T0
+        )
 
 
 async def _chunks_of(data: Any) -> AsyncIterator[ImportChunk]:
@@ -268,12 +271,12 @@ async def test_export_then_import_into_the_erased_pair_restores_it(
 ) -> None:
     await _memories(engine, provider, PAIR)
     rights = LzgRights(engine)
-    exported = await rights.export(*PAIR)
+    exported = await rights.export(Pair(*PAIR))
     assert (len(exported.nodes), len(exported.edges), exported.model_id) == (3, 6, provider.model_id)
     await rights.erase(PAIR, None)
-    result = await rights.import_pair(*PAIR, _chunks_of(exported))
+    result = await rights.import_pair(Pair(*PAIR), _chunks_of(exported))
     assert (len(result.node_ids), result.edges) == (3, 6)
-    restored = await rights.export(*PAIR)
+    restored = await rights.export(Pair(*PAIR))
     assert _content(restored) == _content(exported)
     assert {n["id"] for n in restored.nodes}.isdisjoint({n["id"] for n in exported.nodes})  # ids are new
     await assert_rank_rows_match_edges(store)
@@ -281,4 +284,4 @@ async def test_export_then_import_into_the_erased_pair_restores_it(
     assert (await engine.promote(entry("wieder da", erstellt_am=datetime.now(UTC) - timedelta(hours=1)))).outcome \
         is PromotionOutcome.NEW_NODE  # fmt: skip
     with pytest.raises(FailedPrecondition):
-        await rights.import_pair(*PAIR, _chunks_of(exported))
+        await rights.import_pair(Pair(*PAIR), _chunks_of(exported))

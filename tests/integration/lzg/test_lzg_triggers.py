@@ -9,6 +9,7 @@ import pytest
 
 from novaberg_core.errors import InvalidArgument, NotFound
 from novaberg_core.model import Pair
+from novaberg_core.pipeline_log import LogScope
 from services.lzg.engine import LzgEngine
 from services.lzg.store import LzgStore
 from services.lzg.types import Entity, Timeline
@@ -116,7 +117,8 @@ async def test_trigger2_after_reinforcement_equals_a_from_scratch_recompute(
     assert await assert_edges_equal_from_scratch(store, PAIR) > 10
     provider.vectors["Antwort über Anna"] = at_cosine(unit(1, 0, 0), 0.9, axis=5)
     record = await engine.reinforce_used(
-        *PAIR, "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1), turn_id="t1"
+        Pair(*PAIR), "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1),
+        turn=LogScope("t1"),
     )
     assert record.ausgang.value == "gerechnet"
     assert record.verwendet == [ids[0]]
@@ -166,7 +168,8 @@ async def test_a_failing_trigger2_keeps_the_reinforcement_and_reports_every_node
     )
     provider.vectors["Antwort über Anna"] = at_cosine(unit(1, 0, 0), 0.9, axis=5)
     record = await engine.reinforce_used(
-        *PAIR, "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1), turn_id="t1"
+        Pair(*PAIR), "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1),
+        turn=LogScope("t1"),
     )
     assert record.ausgang.value == "gerechnet" and record.verwendet == [ids[0]]
     assert record.kanten_fehler == 1 and record.kanten_neu == 0
@@ -212,7 +215,7 @@ async def test_entity_merge_rewrites_nodes_and_equals_a_from_scratch_recompute(
     b = await promote(engine, provider, "mit Anna", unit(0, 1), entitaet_ids=[anna])
     c = await promote(engine, provider, "mit beiden", unit(0, 0, 1), entitaet_ids=[anna, annie])
     assert await assert_edges_equal_from_scratch(store, PAIR) == 4  # a↔c, b↔c; a and b unconnected
-    result = await engine.merge_entities(*PAIR, annie, anna)
+    result = await engine.merge_entities(Pair(*PAIR), annie, anna)
     assert result.nodes_rewritten == 2
     assert list((await engine.node(*PAIR, c.node_id))["entitaet_ids"]) == [anna]
     assert list((await engine.node(*PAIR, a.node_id))["entitaet_ids"]) == [anna]
@@ -233,7 +236,7 @@ async def test_entity_delete_removes_the_layer_and_edges_left_without_one(
     await promote(engine, provider, "b", unit(0, 1), entitaet_ids=[anna], themen=["x"])
     await promote(engine, provider, "c", unit(0, 0, 1), entitaet_ids=[anna], themen=["x"])
     assert await assert_edges_equal_from_scratch(store, PAIR) == 6
-    result = await engine.delete_entity(*PAIR, anna)
+    result = await engine.delete_entity(Pair(*PAIR), anna)
     assert result.nodes_rewritten == 3
     assert result.edges_deleted == 4  # a↔b and a↔c had only the entity
     assert result.edges_recomputed == 2  # b↔c keep the theme
@@ -256,16 +259,16 @@ async def test_timeline_move_precision_change_and_delete_equal_a_from_scratch_re
     # a↔c, a↔d, c↔b (20 d), c↔d: 4 pairs
     assert await assert_edges_equal_from_scratch(store, PAIR) == 8
 
-    moved, result = await engine.update_timeline(*PAIR, tl(25, id_=t_a.id))  # a and d move next to b
+    moved, result = await engine.update_timeline(Pair(*PAIR), tl(25, id_=t_a.id))  # a and d move next to b
     assert moved.zeitpunkt == T0 + timedelta(days=25)
     assert result.edges_deleted == 0  # c↔d keep their theme; a↔c, a↔d stay within 21 days
     assert await assert_edges_equal_from_scratch(store, PAIR) == 12  # new: a↔b, d↔b
 
-    _, result = await engine.update_timeline(*PAIR, tl(25, "woche", id_=t_a.id))
+    _, result = await engine.update_timeline(Pair(*PAIR), tl(25, "woche", id_=t_a.id))
     assert await assert_edges_equal_from_scratch(store, PAIR) == 6  # only a↔d (same week) and c↔d, c↔b
     assert result.edges_deleted > 0
 
-    result = await engine.delete_timeline(*PAIR, t_a.id)
+    result = await engine.delete_timeline(Pair(*PAIR), t_a.id)
     assert result.nodes_rewritten == 2
     assert (await engine.node(*PAIR, a.node_id))["timeline_id"] is None
     assert await assert_edges_equal_from_scratch(store, PAIR) == 4  # c↔d (theme), c↔b (timeline)
@@ -280,15 +283,15 @@ async def test_trigger3_input_errors_change_nothing(
     await promote(engine, provider, "a", unit(1), entitaet_ids=[mine])
     before = await dump(store)
     with pytest.raises(NotFound, match=f"entity {theirs} \\(source_id\\) is not an entity of this pair"):
-        await engine.merge_entities(*PAIR, theirs, mine)
+        await engine.merge_entities(Pair(*PAIR), theirs, mine)
     with pytest.raises(InvalidArgument, match="source_id and target_id must differ"):
-        await engine.merge_entities(*PAIR, mine, mine)
+        await engine.merge_entities(Pair(*PAIR), mine, mine)
     with pytest.raises(NotFound):
-        await engine.delete_entity(*PAIR, theirs)
+        await engine.delete_entity(Pair(*PAIR), theirs)
     with pytest.raises(NotFound):
-        await engine.delete_timeline(*PAIR, foreign_tl)
+        await engine.delete_timeline(Pair(*PAIR), foreign_tl)
     with pytest.raises(NotFound):
-        await engine.update_timeline(*PAIR, Timeline(foreign_tl, Pair("", ""), T0, "tag", "", ()))
+        await engine.update_timeline(Pair(*PAIR), Timeline(foreign_tl, Pair("", ""), T0, "tag", "", ()))
     with pytest.raises(InvalidArgument, match=r"timeline\.praezision 'sekunde' is not a timeline precision"):
         await engine.upsert_timeline(*PAIR, Timeline(0, Pair("", ""), T0, "sekunde", "", ()))
     assert await dump(store) == before
