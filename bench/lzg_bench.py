@@ -459,7 +459,7 @@ async def bench_spreading(
         query = base + rng.normal(size=DIM) * 0.02
         started = time.perf_counter()
         result = await engine.spreading_read(
-            pair.user_id, "nova", query_values=query.tolist(), query_text=None, cluster="glut",
+            Pair(pair.user_id, "nova"), query_values=query.tolist(), query_text=None, cluster="glut",
             nova_emotion=EMOTIONS[i % len(EMOTIONS)],
         )  # fmt: skip
         elapsed = (time.perf_counter() - started) * 1000
@@ -528,7 +528,7 @@ async def bench_hybrid(engine: LzgEngine, pair: PairData, rng: np.random.Generat
         query = pair.embeddings[source].astype(np.float64) + rng.normal(size=DIM) * 0.02
         started = time.perf_counter()
         await engine.spreading_read(
-            pair.user_id, "nova", query_values=query.tolist(), query_text=None, cluster="glut",
+            Pair(pair.user_id, "nova"), query_values=query.tolist(), query_text=None, cluster="glut",
             nova_emotion=EMOTIONS[i % len(EMOTIONS)], lexical_text=f"Was war mit {pair.texts[source].split(':')[1]}?",
             sprache="de", recall_k=10, as_of=T_LOAD + timedelta(days=1),
         )  # fmt: skip

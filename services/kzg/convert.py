@@ -15,6 +15,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.messages import to_message
 from novaberg_core.model import Beobachter, Ei, Magnets
 from novaberg_core.telemetry import current_traceparent
+from services.kzg.app.context import turn_ref
 from services.kzg.models import (
     AppendResult,
     EntryInput,
@@ -166,8 +167,7 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
         dimension=salience.dimension,
         ei=Ei.from_proto(request.ei),
         magnets=Magnets.from_proto(request.magnets),
-        turn_id=request.turn.turn_id,
-        span_id=request.turn.span_id,
+        **turn_ref(request.turn),
         embedding=np.asarray(request.embedding, dtype=np.float32) if len(request.embedding) else None,
         entry_id=request.entry_id,
         as_of=as_of(request.as_of),
@@ -207,8 +207,7 @@ def retrieve_query(request: kzg_pb2.RetrieveRequest) -> RetrieveQuery:
             min_salienz=f.min_salienz if f.HasField("min_salienz") else None,
         ),
         top_k=request.top_k,
-        turn_id=request.turn.turn_id,
-        span_id=request.turn.span_id,
+        **turn_ref(request.turn),
         as_of=as_of(request.as_of),
         lexical_text=request.lexical_text,
         sprache=request.sprache,

@@ -15,6 +15,7 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.embedding.base import Vectors
 from novaberg_core.messages import to_message
 from novaberg_core.model import EI_SCALARS, Beobachter, Ei, Magnets, Pair, check_vector
+from novaberg_core.pipeline_log import LogScope
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.reading import RecallCandidate
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
@@ -67,9 +68,10 @@ def pair_of(request: Any) -> tuple[str, str]:
     return request.pair.user_id, request.pair.character_id
 
 
-def turn_of(request: Any) -> dict[str, Any]:
-    """The turn a request names, as the use cases log it: ``turn_id`` and ``span_id``."""
-    return {"turn_id": request.turn.turn_id, "span_id": span_of(request.turn)}
+def turn_of(request: Any) -> LogScope:
+    """The turn a request names, as the use cases take it: its ``turn_id`` and ``span_id`` (the
+    use case places its records with its own pair and time)."""
+    return LogScope(request.turn.turn_id, span_of(request.turn))
 
 
 def span_of(turn: common_pb2.TurnContext) -> str | None:

@@ -13,7 +13,6 @@ import grpc
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.messages import to_message
 from novaberg_core.model import Beobachter, Ei, Magnets, Pair
-from novaberg_core.pipeline_log import LogScope
 from novaberg_core.rights import StreamPair, chunks, named_target
 from novaberg_core.servicers import EraseServicer
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
@@ -184,7 +183,7 @@ class LzgRightsServicer(EraseServicer[LzgRights]):
     ) -> lzg_pb2.ForgetNodesResponse:
         result = await self.rights.forget(
             Pair.of_proto(request.pair), list(request.node_ids), request.source_turn_id,
-            turn=LogScope(**turn_of(request)),
+            turn=turn_of(request),
         )  # fmt: skip
         return lzg_pb2.ForgetNodesResponse(
             nodes=[to_message(lzg_pb2.ForgottenNode, n) for n in result.nodes],
@@ -201,6 +200,6 @@ class LzgRightsServicer(EraseServicer[LzgRights]):
             kzg_quell_key=target.get("kzg_quell_key", ""),
             inhalt=request.inhalt,
             as_of=as_of_or_now(request.as_of if request.HasField("as_of") else None),
-            turn=LogScope(**turn_of(request)),
+            turn=turn_of(request),
         )
         return to_message(lzg_pb2.CorrectNodeResponse, result, node=node_to_proto(result.node))

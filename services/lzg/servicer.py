@@ -100,7 +100,7 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
             query_text=request.query_text if which == "query_text" else None,
             cluster=request.cluster,
             nova_emotion=request.nova_emotion,
-            turn=LogScope(**turn_of(request)),
+            turn=turn_of(request),
             readers=list(dict.fromkeys(request.readers)),
             user_name=request.user_name,
             character_name=request.character_name,
@@ -160,7 +160,7 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
             request.answer_text,
             list(request.served_node_ids),
             as_of=request_as_of(request),
-            turn=LogScope(**turn_of(request)),
+            turn=turn_of(request),
             answer_vector=given,
         )
         return lzg_pb2.ReinforceUsedResponse(protokoll=protokoll_to_proto(record))
@@ -169,7 +169,7 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
         self, request: lzg_pb2.RunDecayRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.RunDecayResponse:
         decayed, deactivated, duration_ms = await self.engine.run_decay(
-            request_as_of(request), pairs=scope_pairs(request.pairs), turn=LogScope(**turn_of(request))
+            request_as_of(request), pairs=scope_pairs(request.pairs), turn=turn_of(request)
         )
         return lzg_pb2.RunDecayResponse(
             nodes_decayed=decayed, nodes_deactivated=deactivated, duration_ms=duration_ms
