@@ -10,13 +10,13 @@ import random
 import uuid
 import weakref
 from collections.abc import Sequence
-from typing import Any
 
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument
 from novaberg_core.model import Beobachter, check_unit_interval, check_vector
+from novaberg_core.pipeline_log import LogScope
 from services.kzg.app.checks import batch_item, check_batch
-from services.kzg.app.context import WRITE_NODE, KzgContext, log_span, log_time, log_turn
+from services.kzg.app.context import WRITE_NODE, KzgContext, log_scope
 from services.kzg.domain import (
     KZG_SALIENZ_HIGH,
     KZG_SALIENZ_MID,
@@ -96,11 +96,8 @@ class Storing:
         """Gate, canon, embed, write with TTL, queue ≥ HIGH, reinforce neighbours (SPEC §4.1–§4.4)."""
         themen = self.validate_entry(entry)
         pair, log = entry.pair, self.ctx.log
-        # The log records of this write: the pair, and a replay's simulated time.
-        pair_kwargs: dict[str, Any] = {
-            "user_id": pair.user_id, "character_id": pair.character_id, "erstellt_am": log_time(entry.as_of),
-        }
-        turn_id, span_id = log_turn(entry.turn_id), log_span(entry.span_id)
+        # Where every record of this write belongs: the caller's turn and span, the pair, a replay's time.
+        scope = log_scope(pair, entry.turn_id, entry.span_id, entry.as_of)
 
         canon = check_canon(entry.ei.modus, entry.ei.intentionen, self.ctx.canon)
         writer = entry.writer or "unbekannt"
@@ -111,20 +108,18 @@ class Storing:
                 "stored empty" if field == "modus" else "dropped",
             )
             log.error(
-                turn_id=turn_id, node=WRITE_NODE, typ="kanon",
+                **scope, node=WRITE_NODE, typ="kanon",
                 message=f"writer={writer} field={field} value={value!r} nicht im Kanon",
-                span_id=span_id, **pair_kwargs,
             )
         rejections = tuple(f"{field}={value}" for field, value in canon.rejections)
 
         salienz = salienz_berechnen(entry.salienz, 1)
         tier = tier_for(salienz)
         log.decision(
-            turn_id=turn_id, node=WRITE_NODE, entscheidung=f"{WRITE_NODE}.salienz_tor",
+            **scope, node=WRITE_NODE, entscheidung=f"{WRITE_NODE}.salienz_tor",
             ausgang=tier.name if tier else "abgelehnt",
             eingang={"salienz_eingang": entry.salienz, "salienz": salienz},
             massstab={"minimum": KZG_SALIENZ_MINIMUM, "mid": KZG_SALIENZ_MID, "high": KZG_SALIENZ_HIGH},
-            span_id=span_id, **pair_kwargs,
         )
         if tier is None:
             return StoreResult(stored=False, salienz=salienz, canon_rejections=rejections)
@@ -149,7 +144,7 @@ class Storing:
             neighbours: list[Neighbour] = []
             if self.ctx.reinforcement == "thema" and norm:
                 neighbours = await self.store.find_theme_neighbours(pair, norm, exclude_key=key)
-            updates = self._updates(neighbours, turn_id, pair_kwargs)
+            updates = self._updates(neighbours, scope)
             outcome = await self.store.write_entry(
                 key, fields, ttl_seconds=ttl, queue=queue, hash_dirty_key_=hash_dirty_key(pair),
                 hash_dirty_reason="kzg_salienz_high" if queue else "", now=float(now), updates=updates,
@@ -157,15 +152,14 @@ class Storing:
             if not outcome.created:
                 raise AlreadyExists(f"KZG entry {key} exists already; entry ids are unique")
             reinforced, queued = await self._settle(
-                key, pair, updates, list(outcome.codes), turn_id, pair_kwargs, float(now)
+                key, pair, updates, list(outcome.codes), scope, float(now)
             )
 
         log.db_write(
-            turn_id=turn_id, node=WRITE_NODE, tabelle="kzg", operation="hset",
+            **scope, node=WRITE_NODE, tabelle="kzg", operation="hset",
             kzg_key=key, entitaet_ids=entitaet_ids, timeline_id=entry.magnets.timeline_id, themen=themen,
             dimension=entry.dimension, salienz=salienz, ttl=ttl, beobachter=entry.beobachter,
             promotion_queue=queue, verstaerkt=reinforced, verstaerkt_queue=queued,
-            span_id=span_id, **pair_kwargs,
         )
         _LOG.info(
             "KZG-Dispatch: Paar=%s:%s, Beobachter=%s, key=%s, tier=%s, verstaerkt=%d",
@@ -229,9 +223,7 @@ class Storing:
         )
         return entry_key(entry.pair, entry.entry_id or uuid.uuid4().hex), fields, ttl
 
-    def _updates(
-        self, neighbours: Sequence[Neighbour], turn_id: str, pair_kwargs: dict[str, Any]
-    ) -> list[NeighbourUpdate]:
+    def _updates(self, neighbours: Sequence[Neighbour], scope: LogScope) -> list[NeighbourUpdate]:
         """Reinforcement of each neighbour by SPEC §4.4; entries without salienz_eingang are skipped."""
         updates = []
         for neighbour in neighbours:
@@ -242,8 +234,8 @@ class Storing:
                     "kzg reinforcement: %s has no readable %s; skipped, not reinforced", neighbour.key, missing
                 )
                 self.ctx.log.error(
-                    turn_id=turn_id, node=WRITE_NODE, typ="verstaerkung_uebersprungen",
-                    message=f"{neighbour.key}: {missing} fehlt oder ist unlesbar", **pair_kwargs,
+                    **scope, node=WRITE_NODE, typ="verstaerkung_uebersprungen",
+                    message=f"{neighbour.key}: {missing} fehlt oder ist unlesbar",
                 )
                 continue
             step = reinforce(neighbour.salienz_eingang, haeufigkeit)
@@ -256,8 +248,7 @@ class Storing:
         pair: Pair,
         updates: list[NeighbourUpdate],
         codes: list[int],
-        turn_id: str,
-        pair_kwargs: dict[str, Any],
+        scope: LogScope,
         now: float,
     ) -> tuple[int, int]:
         """Retry neighbours whose haeufigkeit changed concurrently (compare-and-set); → (reinforced, queued)."""
@@ -267,7 +258,7 @@ class Storing:
             if not conflicts:
                 break
             await asyncio.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # another replica writes this pair
-            retry = self._updates(await self.store.read_neighbours(conflicts), turn_id, pair_kwargs)
+            retry = self._updates(await self.store.read_neighbours(conflicts), scope)
             outcome = await self.store.write_entry(
                 key, {}, ttl_seconds=0, queue=False, hash_dirty_key_=hash_dirty_key(pair),
                 hash_dirty_reason="", now=now, updates=retry, create=False,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 
 import asyncpg
@@ -73,11 +72,8 @@ class Usage(UseCase):
                 eingang=record.as_log(),
                 massstab={"schwelle": schwelle, "deckel": record.deckel},
             )
-            if record.error:  # stamped when written, not at as_of
-                self.log.error(
-                    **replace(where, erstellt_am=None), node="verwendung", typ=record.ausgang.value,
-                    message=record.error,
-                )  # fmt: skip
+            if record.error:
+                self.log.error(**where, node="verwendung", typ=record.ausgang.value, message=record.error)
         return record
 
     async def _reinforce(

@@ -189,18 +189,28 @@ async def test_crossing_high_by_reinforcement_queues_once(kzg: KzgMemory, rng: n
 
 
 async def test_entry_without_salienz_eingang_is_skipped_with_an_error(
-    kzg: KzgMemory, rng: np.random.Generator, caplog: pytest.LogCaptureFixture
+    kzg: KzgMemory, rng: np.random.Generator, caplog: pytest.LogCaptureFixture, sink: InMemorySink
 ) -> None:
     legacy = await kzg.store_entry(entry(0.4, ("Garten",), embedding=unit_vector(rng)))
     await kzg.store.redis.hdel(legacy.kzg_key, "salienz_eingang")
     before = await _hash(kzg, legacy.kzg_key)
     caplog.set_level(logging.ERROR, logger="novaberg.kzg")
+    span = "0b7d6a52-9a51-4c1e-8f5e-3f1f2b9c1d00"
 
-    result = await kzg.store_entry(entry(0.4, ("Garten",), embedding=unit_vector(rng)))
+    result = await kzg.store_entry(
+        entry(0.4, ("Garten",), embedding=unit_vector(rng), turn_id="turn-7", span_id=span, as_of=1_790_000_000.0)
+    )
 
     assert result.reinforced_count == 0
     assert await _hash(kzg, legacy.kzg_key) == before
     assert any(legacy.kzg_key in r.getMessage() and "salienz_eingang" in r.getMessage() for r in caplog.records)
+    # The pipeline-log record sits where the write's other records sit: its turn, span, pair and time.
+    await kzg.log.flush()
+    (skipped,) = [r for r in sink.records if r.art == "fehler" and r.inhalt.get("typ") == "verstaerkung_uebersprungen"]
+    written = [r for r in sink.records if r.art == "db_write"][-1]  # the second write's
+    place = [(r.turn_id, r.span_id, r.user_id, r.character_id, r.erstellt_am) for r in (skipped, written)]
+    assert place[0] == place[1] == ("turn-7", span, PAIR.user_id, PAIR.character_id, place[1][4])
+    assert place[0][4].timestamp() == 1_790_000_000.0
 
 
 async def test_reinforcement_can_be_switched_off(

@@ -295,6 +295,24 @@ async def test_reinforcement_takes_the_closest_three_over_the_threshold(
     }
 
 
+async def test_a_failed_usage_run_is_logged_at_the_turns_time(
+    engine: LzgEngine, provider: TableProvider, log_sink: InMemorySink
+) -> None:
+    """The error record of a usage run sits beside its decision record: same turn, span and time (a
+    replay's ``as_of``, not the moment it was written)."""
+    node = (await promote(engine, provider, "x", unit(1))).node_id
+    provider.fail = True
+    span = "3f1d2c4b-5a69-4788-9a0b-1c2d3e4f5a6b"
+    record = await engine.reinforce_used(
+        Pair(*PAIR), "weit weg", [node], as_of=T0 + timedelta(days=3), turn=LogScope("turn-9", span)
+    )
+    assert record.ausgang is Ausgang.EMBED_FEHLER
+    await engine.log.flush()
+    logged = [r for r in log_sink.records if r.node == "verwendung"]
+    assert sorted(r.art for r in logged) == ["fehler", "switch"]
+    assert {(r.turn_id, r.span_id, r.erstellt_am) for r in logged} == {("turn-9", span, T0 + timedelta(days=3))}
+
+
 async def test_the_six_outcomes_stay_distinguishable(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
