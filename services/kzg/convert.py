@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
+import math
 from typing import Any
 
 import numpy as np
@@ -65,10 +65,17 @@ def as_of(ts: Timestamp) -> float | None:
 
 
 def timestamp(seconds: float) -> Timestamp:
-    ts = Timestamp()
-    if seconds:
-        ts.FromDatetime(datetime.fromtimestamp(seconds, tz=UTC))
-    return ts
+    """Unix seconds as a Timestamp, to the microsecond as ``datetime.fromtimestamp`` rounds (half
+    to even); 0 → the empty Timestamp. Without the datetime: a retrieval converts two per hit."""
+    if not seconds:
+        return Timestamp()
+    fraction, whole = math.modf(seconds)
+    micros = round(fraction * 1e6)
+    if micros >= 1_000_000:
+        whole, micros = whole + 1, micros - 1_000_000
+    elif micros < 0:
+        whole, micros = whole - 1, micros + 1_000_000
+    return Timestamp(seconds=int(whole), nanos=micros * 1000)
 
 
 _ENTRY_AS_IS = (

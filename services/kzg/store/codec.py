@@ -21,8 +21,10 @@ from services.kzg.domain import THEMEN_SEPARATOR, CanonCheck, dedupe_entitaet_id
 from services.kzg.models import EntryInput, KzgEntryData, Pair, PromotionJobData, SessionTurnRecord, Vector
 
 __all__ = [
+    "ENTRY_FIELDS",
     "consumer_name",
     "decode_entry",
+    "decode_read",
     "decode_turn",
     "decode_vector",
     "encode_turn",
@@ -133,6 +135,22 @@ def entry_fields(
     if entry.magnets.timeline_id is not None:
         fields["timeline_id"] = str(entry.magnets.timeline_id)
     return fields
+
+
+ENTRY_FIELDS: tuple[str, ...] = (
+    "user_id", "character_id", "beobachter", "inhalt", "themen", "salienz", "salienz_eingang",
+    "salienz_eingang_herkunft", "haeufigkeit", "gedaechtnistyp", "dimension", *EI_SCALARS, "arousal",
+    "intentionen", "entitaet_ids", "timeline_id", "erstellt_am", "turn_id", "promotion_queued", "sprecher",
+    "sprache", "ablauf_am", "traceparent",
+)  # fmt: skip
+"""The hash fields :func:`decode_entry` reads (all but the vector): what a retrieval asks Redis for."""
+_ENTRY_FIELD_KEYS = tuple(name.encode() for name in ENTRY_FIELDS)
+
+
+def decode_read(key: str, values: Sequence[Any]) -> KzgEntryData:
+    """An entry from the read script's answer for it: the values of :data:`ENTRY_FIELDS`, then its TTL."""
+    raw = {name: value for name, value in zip(_ENTRY_FIELD_KEYS, values, strict=False) if value is not None}
+    return decode_entry(key, raw, int(values[len(ENTRY_FIELDS)]), with_embedding=False)
 
 
 def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embedding: bool) -> KzgEntryData:

@@ -11,7 +11,15 @@ from typing import Any
 from services.kzg.domain import Reinforcement
 from services.kzg.models import KzgEntryData, Pair, Vector
 from services.kzg.store.base import StoreBase
-from services.kzg.store.codec import decode_entry, decode_vector, encode_vector, float_or_none, text
+from services.kzg.store.codec import (
+    ENTRY_FIELDS,
+    decode_entry,
+    decode_read,
+    decode_vector,
+    encode_vector,
+    float_or_none,
+    text,
+)
 from services.kzg.store.keys import PROMOTION_STREAM, hash_dirty_key
 
 __all__ = ["EntryStore", "Neighbour", "NeighbourUpdate", "WriteOutcome"]
@@ -126,17 +134,8 @@ class EntryStore(StoreBase):
         """The entries of ``keys`` without their vectors, with remaining TTL; None for a key that is gone."""
         if not keys:
             return []
-        docs = await self._read_entries(keys=list(keys), args=[])
-        entries: list[KzgEntryData | None] = []
-        for key, doc in zip(keys, docs, strict=True):
-            if not doc:
-                entries.append(None)
-                continue
-            data = json.loads(doc)
-            ttl = int(data.pop("__ttl"))
-            raw = {name.encode(): value.encode() for name, value in data.items()}
-            entries.append(decode_entry(key, raw, ttl, with_embedding=False))
-        return entries
+        answers = await self._read_entries(keys=list(keys), args=list(ENTRY_FIELDS))
+        return [decode_read(key, values) if values else None for key, values in zip(keys, answers, strict=True)]
 
     async def get_entry(self, key: str, *, with_embedding: bool) -> KzgEntryData | None:
         async with self.redis.pipeline(transaction=False) as pipe:

@@ -153,3 +153,23 @@ def _field(info: Mapping[Any, Any], name: str) -> Any:
 
 def _s(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+async def test_the_retrieval_read_is_the_entry_without_its_vector(kzg: KzgMemory, rng: np.random.Generator) -> None:
+    """``read_entries`` (the retrieval's one-call read of the fields an entry is made of) gives what a
+    full read gives, the vector aside; a key that is gone reads as None, in place."""
+    written = [
+        await kzg.store_entry(entry(0.5, ("Garten", f"Beet {i}"), embedding=unit_vector(rng), turn_id=f"t{i}"))
+        for i in range(3)
+    ]
+    keys = [w.kzg_key for w in written]
+    await kzg.store.redis.delete(keys[1])
+
+    read = await kzg.store.read_entries(keys)
+
+    full = [await kzg.store.get_entry(key, with_embedding=False) for key in keys]
+    assert read[1] is None and full[1] is None
+    for got, expected in ((read[0], full[0]), (read[2], full[2])):
+        assert got is not None and expected is not None
+        assert got == expected
+        assert got.embedding is None and got.haeufigkeit >= 1 and got.ttl_seconds > 0
