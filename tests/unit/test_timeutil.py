@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -50,3 +51,18 @@ def test_days_between() -> None:
     assert days_between(a, a + timedelta(days=4)) == 4.0
     assert days_between(a, a + timedelta(hours=36)) == 1.5
     assert days_between(a + timedelta(days=2), a) == -2.0
+
+
+def test_to_timestamp_equals_the_protobuf_conversion() -> None:
+    """Before and after the epoch, in any offset, to the microsecond."""
+    rng = random.Random(3)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    moments = [epoch + timedelta(microseconds=rng.randrange(-10**15, 4 * 10**15)) for _ in range(5_000)]
+    moments += [m.astimezone(timezone(timedelta(hours=-7, minutes=-30))) for m in moments[:200]]
+
+    def via_protobuf(moment: datetime) -> Timestamp:
+        ts = Timestamp()
+        ts.FromDatetime(moment.astimezone(UTC))
+        return ts
+
+    assert [to_timestamp(m) for m in moments] == [via_protobuf(m) for m in moments]
