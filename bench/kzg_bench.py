@@ -51,9 +51,10 @@ CENTRES = 300
 class ThemeModel:
     """Theme and vector generator of the benchmark (module docstring)."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, common_themes: int = COMMON_THEMES, common_share: float = COMMON_SHARE) -> None:
         self.rng = np.random.default_rng(seed)
-        weights = 1.0 / np.arange(1, COMMON_THEMES + 1)
+        self.common_themes, self.common_share = common_themes, common_share
+        weights = 1.0 / np.arange(1, common_themes + 1)
         self.common_weights = weights / weights.sum()
         centres = self.rng.standard_normal((CENTRES, DIMENSION)).astype(np.float32)
         self.centres = centres / np.linalg.norm(centres, axis=1, keepdims=True)
@@ -61,8 +62,8 @@ class ThemeModel:
     def themen(self) -> tuple[str, ...]:
         chosen: list[str] = []
         for _ in range(int(self.rng.integers(1, 4))):
-            if self.rng.random() < COMMON_SHARE:
-                theme = f"Thema-{int(self.rng.choice(COMMON_THEMES, p=self.common_weights))}"
+            if self.rng.random() < self.common_share:
+                theme = f"Thema-{int(self.rng.choice(self.common_themes, p=self.common_weights))}"
             else:
                 theme = f"Spezial-{int(self.rng.integers(SPECIFIC_THEMES))}"
             if theme not in chosen:

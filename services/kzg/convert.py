@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -15,7 +15,6 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.messages import to_message
 from novaberg_core.model import Beobachter, Ei, Magnets
 from novaberg_core.telemetry import current_traceparent
-from services.kzg.app.context import turn_ref
 from services.kzg.models import (
     AppendResult,
     EntryInput,
@@ -32,6 +31,7 @@ from services.kzg.models import (
 )
 
 __all__ = [
+    "TurnRef",
     "append_pb",
     "as_of",
     "entry_from_pb",
@@ -47,10 +47,23 @@ __all__ = [
     "session_turn_pb",
     "store_pb",
     "timestamp",
+    "turn_ref",
 ]
 
 pair_from_pb = Pair.of_proto
 """The pair a request names, unchecked: each use case checks it by its own rule (an erasure may name a user only)."""
+
+
+class TurnRef(TypedDict):
+    """The caller's turn as the use cases take it, as keywords: ``**turn_ref(request.turn)``."""
+
+    turn_id: str
+    span_id: str
+
+
+def turn_ref(turn: common_pb2.TurnContext) -> TurnRef:
+    """The turn a request names, as given (``app.context.log_scope`` makes it a record's turn and span)."""
+    return TurnRef(turn_id=turn.turn_id, span_id=turn.span_id)
 
 
 def _seconds(ts: Timestamp) -> float:

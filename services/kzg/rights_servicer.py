@@ -14,7 +14,6 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.rights import StreamPair
 from novaberg_core.servicers import EraseServicer
-from services.kzg.app.context import turn_ref
 from services.kzg.convert import (
     entry_from_pb,
     entry_pb,
@@ -23,6 +22,7 @@ from services.kzg.convert import (
     pair_from_pb,
     session_turn_from_pb,
     session_turn_pb,
+    turn_ref,
 )
 from services.kzg.memory import KzgMemory
 from services.kzg.models import EraseCounts, ExportedEntryData, Pair, SessionTurnRecord

@@ -11,7 +11,6 @@ import grpc
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.servicers import ModelServicer
-from services.kzg.app.context import turn_ref
 from services.kzg.convert import (
     append_pb,
     as_of,
@@ -24,6 +23,7 @@ from services.kzg.convert import (
     session_turn_from_pb,
     session_turn_pb,
     store_pb,
+    turn_ref,
 )
 from services.kzg.memory import KzgMemory
 from services.kzg.rights_servicer import KzgRightsServicer

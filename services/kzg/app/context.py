@@ -6,7 +6,6 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol, TypedDict
 
 from novaberg_core.canon import Canon
 from novaberg_core.embedding import EmbeddingProvider
@@ -17,8 +16,7 @@ from services.kzg.store import KzgStore
 from services.kzg.summary import Summariser
 
 __all__ = [
-    "READ_NODE", "RIGHTS_NODE", "WRITE_NODE", "KzgContext", "TurnRef", "log_scope", "log_span", "log_time",
-    "log_turn", "turn_ref",
+    "READ_NODE", "RIGHTS_NODE", "WRITE_NODE", "KzgContext", "log_scope", "log_span", "log_time", "log_turn",
 ]  # fmt: skip
 
 WRITE_NODE = "kzg_speicher"
@@ -48,28 +46,6 @@ class KzgContext:
     def now(self, as_of: float | None) -> float:
         """A request's ``as_of``, or the clock's now when unset."""
         return as_of if as_of is not None else self.clock()
-
-
-class TurnRef(TypedDict):
-    """The caller's turn as the use cases take it, as keywords: ``**turn_ref(request.turn)``."""
-
-    turn_id: str
-    span_id: str
-
-
-class _Turn(Protocol):
-    """A request's turn message (``TurnContext``)."""
-
-    @property
-    def turn_id(self) -> str: ...
-
-    @property
-    def span_id(self) -> str: ...
-
-
-def turn_ref(turn: _Turn) -> TurnRef:
-    """The turn a request names, as given (:func:`log_scope` makes it a record's turn and span)."""
-    return TurnRef(turn_id=turn.turn_id, span_id=turn.span_id)
 
 
 def log_time(as_of: float | None) -> datetime | None:
