@@ -4,7 +4,9 @@ The KZG answers with its hits (dense, lexical, entity candidates), the LZG with 
 candidates and, for the question's terms, their idf over the pair's long-term memories. The KZG
 hits are scored lexically here with that idf (``novaberg_core.lexical.bm25_scores``), so both
 layers rank on one scale: per source, every item of either layer by the same signal, fused by
-reciprocal rank (``novaberg_core.fusion``). A KZG entry and the node promoted from it are one
+reciprocal rank (``novaberg_core.fusion``); before the cut to ``recall_k`` each score is weighed by
+what the memory can hold (``memory_prior``: a question or a few words hold less than a statement).
+A KZG entry and the node promoted from it are one
 item (same turn; the node is kept, it knows its associations).
 
 Gates judge the question, not each memory: the LZG lists candidates only for a question that got
@@ -24,7 +26,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import speaker_text
-from novaberg_core.fusion import LEXICAL_GATE, SOURCES, fuse
+from novaberg_core.fusion import LEXICAL_GATE, SOURCES, fuse, memory_prior
 from novaberg_core.lexical import QueryTerms, bm25_scores
 
 __all__ = ["RecallEntry", "merge_recall", "named_entity_ids", "query_terms_of"]
@@ -87,7 +89,9 @@ def merge_recall(
         for source in _LZG_LISTS:
             if source in entry.sources:
                 lzg_order[source].append(entry.key)
-    texts = [speaker_text(_speaker(h.entry.sprecher, h.entry.beobachter, names), h.entry.inhalt) for h in kzg_hits]
+    texts = [
+        speaker_text(_speaker(h.entry.sprecher, h.entry.beobachter, names), h.entry.inhalt) for h in kzg_hits
+    ]
     scored = list(zip(kzg_hits, bm25_scores(texts, sprache, query), strict=True))
     on_topic = bool(entries) or any(
         set(hit.quellen) != {"lexical"} or strength >= LEXICAL_GATE for hit, (_, strength) in scored
@@ -113,8 +117,12 @@ def merge_recall(
         "entity": [e.key for e in sorted(values, key=lambda e: -e.cosine) if "entity" in e.sources],
         **lzg_order,
     }
+    ranked = fuse(lists)
+    for fused in ranked:
+        fused.score *= memory_prior(entries[fused.key].item.inhalt)
+    ranked.sort(key=lambda fused: -fused.score)  # stable: ties keep the fusion's order
     result = []
-    for fused in fuse(lists)[:recall_k]:
+    for fused in ranked[:recall_k]:
         entry = entries[fused.key]
         entry.item.score = fused.score
         entry.item.quellen.extend(source for source in SOURCES if source in entry.sources)
@@ -130,4 +138,6 @@ def named_entity_ids(resolved: Mapping[str, int], speakers: Sequence[str]) -> li
     them ("Thanks, Evan!") — the wrong turns (issue: speaker-aware recall).
     """
     own = {name.strip().casefold() for name in speakers if name}
-    return list(dict.fromkeys(i for name, i in resolved.items() if i > 0 and name.strip().casefold() not in own))
+    return list(
+        dict.fromkeys(i for name, i in resolved.items() if i > 0 and name.strip().casefold() not in own)
+    )

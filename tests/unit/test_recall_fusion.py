@@ -10,7 +10,7 @@ import pytest
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
-from novaberg_core.fusion import RRF_K, fuse
+from novaberg_core.fusion import INFORMATIVE_WORDS, QUESTION_PRIOR, RRF_K, fuse, memory_prior
 from novaberg_core.lexical import LexicalIndex, tokenize
 from services.lzg.layers import Praezision
 from services.lzg.reading import window
@@ -102,6 +102,33 @@ def test_a_question_without_a_gated_candidate_in_either_layer_gets_an_empty_list
     assert [r.turn_id for r in merge_recall(weak + strong, [], query, "en", 10, ("Caroline", "Melanie"))] == [
         "t5", "t4",
     ]
+
+
+def test_the_memory_prior_weighs_questions_and_short_memories_down() -> None:
+    long_statement = "We adopted a dog named Max last spring and he has been sleeping on my feet every night since then."
+    assert len(long_statement.split()) >= INFORMATIVE_WORDS
+    assert memory_prior(long_statement) == 1.0
+    assert memory_prior(long_statement[:-1] + "?") == QUESTION_PRIOR
+    assert memory_prior("We adopted a dog.") == pytest.approx((4 / 20) ** 0.5)  # 4 words of 20
+    assert memory_prior("What inspired it?  ") == pytest.approx(0.75 * (3 / 20) ** 0.5)
+    assert memory_prior("Was hat dich dazu inspiriert?") == pytest.approx(0.75 * (5 / 20) ** 0.5)
+    assert memory_prior("") == 0.0
+
+
+def test_a_question_falls_behind_the_statement_the_same_sources_found_next() -> None:
+    query = _query_terms(["Caroline: We adopted a dog named Max.", "Melanie: Lovely weather today."])
+    asked = "Did you and your family adopt a dog from the shelter we talked about, or did you get one somewhere else?"
+    told = "We adopted a dog from the shelter last spring, his name is Max and he sleeps on my feet every night."
+    lzg = [
+        lzg_pb2.RecallKandidat(knoten_id=1, turn_id="asked", inhalt=asked, beobachter=ASSISTANT, cosine=0.8,
+                               lexical_score=3.0, quellen=["dense", "lexical"]),
+        lzg_pb2.RecallKandidat(knoten_id=2, turn_id="told", inhalt=told, beobachter=USER, cosine=0.7,
+                               lexical_score=2.0, quellen=["dense", "lexical"]),
+    ]  # fmt: skip
+    recall = merge_recall([], lzg, query, "en", 10, ("Caroline", "Melanie"))
+    assert [r.turn_id for r in recall] == ["told", "asked"]  # by fusion alone the question would lead
+    assert recall[0].score == pytest.approx(2 / (RRF_K + 2))
+    assert recall[1].score == pytest.approx(QUESTION_PRIOR * 2 / (RRF_K + 1))
 
 
 def test_the_speakers_own_names_are_no_question_entities() -> None:
