@@ -28,7 +28,6 @@ __all__ = [
     "entity_to_proto",
     "erinnerungen_from_proto",
     "node_to_proto",
-    "pair_of",
     "promotion_input",
     "protokoll_to_proto",
     "recall_to_proto",
@@ -61,11 +60,6 @@ def _optional_ts(message: Any, field: str) -> datetime | None:
 
 def request_as_of(message: Any) -> datetime:
     return as_of_or_now(message.as_of if message.HasField("as_of") else None)
-
-
-def pair_of(request: Any) -> tuple[str, str]:
-    """The (user_id, character_id) a request names."""
-    return request.pair.user_id, request.pair.character_id
 
 
 def turn_of(request: Any) -> LogScope:

@@ -34,7 +34,6 @@ from services.lzg.convert import (
     entity_to_proto,
     erinnerungen_from_proto,
     node_to_proto,
-    pair_of,
     promotion_input,
     protokoll_to_proto,
     recall_to_proto,
@@ -129,7 +128,7 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
         self, request: lzg_pb2.RenderMemoryBlockRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.RenderMemoryBlockResponse:
         text = await self.engine.render(
-            *pair_of(request),
+            Pair.of_proto(request.pair),
             erinnerungen_from_proto(request.lzg_resonanz),
             request.reader,
             user_name=request.user_name,
@@ -140,7 +139,9 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
     async def CheckNodes(
         self, request: lzg_pb2.CheckNodesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.CheckNodesResponse:
-        missing = await self.engine.missing_nodes(*pair_of(request), list(dict.fromkeys(request.node_ids)))
+        missing = await self.engine.missing_nodes(
+            Pair.of_proto(request.pair), list(dict.fromkeys(request.node_ids))
+        )
         return lzg_pb2.CheckNodesResponse(missing=missing)
 
     async def ReinforceUsed(
@@ -178,35 +179,33 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
     async def GetNode(
         self, request: lzg_pb2.GetNodeRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.GetNodeResponse:
-        row = await self.engine.node(*pair_of(request), request.node_id)
+        row = await self.engine.node(Pair.of_proto(request.pair), request.node_id)
         return lzg_pb2.GetNodeResponse(node=node_to_proto(row, request.include_embedding))
 
     async def ListNodes(
         self, request: lzg_pb2.ListNodesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ListNodesResponse:
-        rows = await self.engine.nodes(*pair_of(request), request.limit, request.include_inactive)
+        rows = await self.engine.nodes(Pair.of_proto(request.pair), request.limit, request.include_inactive)
         return lzg_pb2.ListNodesResponse(nodes=[node_to_proto(r) for r in rows])
 
     async def ListEdges(
         self, request: lzg_pb2.ListEdgesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ListEdgesResponse:
-        rows = await self.engine.edges(*pair_of(request), request.node_id, request.limit)
+        rows = await self.engine.edges(Pair.of_proto(request.pair), request.node_id, request.limit)
         return lzg_pb2.ListEdgesResponse(edges=[edge_to_proto(r) for r in rows])
 
     async def GetPairStats(
         self, request: lzg_pb2.GetPairStatsRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.GetPairStatsResponse:
-        row, model_id = await self.engine.pair_stats(*pair_of(request))
+        row, model_id = await self.engine.pair_stats(Pair.of_proto(request.pair))
         return lzg_pb2.GetPairStatsResponse(**dict(row), model_id=model_id)  # the counts by their names
 
     async def UpsertEntity(
         self, request: lzg_pb2.UpsertEntityRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.UpsertEntityResponse:
-        pair, e = request.pair, request.entity
+        pair, e = Pair.of_proto(request.pair), request.entity
         entity, created = await self.engine.upsert_entity(
-            pair.user_id,
-            pair.character_id,
-            Entity(e.id, Pair.of_proto(pair), e.name, e.typ, tuple(e.aliases)),
+            pair, Entity(e.id, pair, e.name, e.typ, tuple(e.aliases))
         )
         return lzg_pb2.UpsertEntityResponse(entity=entity_to_proto(entity), created=created)
 
@@ -214,21 +213,21 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
         self, request: lzg_pb2.ResolveEntitiesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ResolveEntitiesResponse:
         ids = await self.engine.resolve_entities(
-            *pair_of(request), list(request.names), request.create_missing, request.typ_for_new
+            Pair.of_proto(request.pair), list(request.names), request.create_missing, request.typ_for_new
         )
         return lzg_pb2.ResolveEntitiesResponse(entitaet_ids=ids)
 
     async def ListEntities(
         self, request: lzg_pb2.ListEntitiesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ListEntitiesResponse:
-        entities = await self.engine.entities(*pair_of(request), list(request.ids))
+        entities = await self.engine.entities(Pair.of_proto(request.pair), list(request.ids))
         return lzg_pb2.ListEntitiesResponse(entities=[entity_to_proto(e) for e in entities])
 
     async def UpsertTimeline(
         self, request: lzg_pb2.UpsertTimelineRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.UpsertTimelineResponse:
         timeline, created = await self.engine.upsert_timeline(
-            *pair_of(request), timeline_from_proto(request.pair, request.timeline)
+            Pair.of_proto(request.pair), timeline_from_proto(request.pair, request.timeline)
         )
         return lzg_pb2.UpsertTimelineResponse(timeline=timeline_to_proto(timeline), created=created)
 
@@ -249,12 +248,12 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
         at = (
             (from_timestamp(request.zeitpunkt), request.praezision) if request.HasField("zeitpunkt") else None
         )
-        timelines = await self.engine.timelines(*pair_of(request), list(request.ids), at)
+        timelines = await self.engine.timelines(Pair.of_proto(request.pair), list(request.ids), at)
         listed = []
         for timeline in timelines:
             try:
                 listed.append(timeline_to_proto(timeline))
             except (ValueError, OverflowError) as error:  # stored before the contract bounded times
                 _LOG.error("timeline %d of %s:%s cannot be listed (%s); left out", timeline.id,
-                           *pair_of(request), error)  # fmt: skip
+                           request.pair.user_id, request.pair.character_id, error)  # fmt: skip
         return lzg_pb2.ListTimelinesResponse(timelines=listed)

@@ -32,7 +32,7 @@ from services.lzg.spreading import (
     sector_of,
     select_top,
 )
-from services.lzg.types import SpreadingResult, check_pair
+from services.lzg.types import SpreadingResult
 from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 
 __all__ = ["Read"]
@@ -43,7 +43,9 @@ class Read(UseCase):
 
     def query_vector(self, values: Sequence[float]) -> npt.NDArray[np.float32]:
         """A caller's query vector checked against the model and scaled to norm 1."""
-        vector = check_vector(values, self.provider.dimension, "query_vector", self.provider.model_id).astype(np.float64)
+        vector = check_vector(values, self.provider.dimension, "query_vector", self.provider.model_id).astype(
+            np.float64
+        )
         norm = float(np.linalg.norm(vector))
         if norm == 0.0:
             raise InvalidArgument("query_vector is all zeros")
@@ -151,8 +153,7 @@ class Read(UseCase):
 
     async def render(
         self,
-        user_id: str,
-        character_id: str,
+        pair: Pair,
         erinnerungen: Sequence[Erinnerung],
         reader: str,
         *,
@@ -160,17 +161,17 @@ class Read(UseCase):
         character_name: str = "",
     ) -> str:
         """The memory block for one reader, entity names looked up in the pair's registry."""
-        check_pair(user_id, character_id)
+        pair.check()
         reader_names(reader)  # an unknown reader fails before any read
-        names = await _entity_names(self.store.pool_reader(user_id, character_id), erinnerungen)
+        names = await _entity_names(self.store.pool_reader(pair.user_id, pair.character_id), erinnerungen)
         return render_memory_block(
             erinnerungen, reader, names, user_name=user_name, character_name=character_name
         )
 
-    async def missing_nodes(self, user_id: str, character_id: str, node_ids: Sequence[int]) -> list[int]:
+    async def missing_nodes(self, pair: Pair, node_ids: Sequence[int]) -> list[int]:
         """The ids that are no node of the pair, in the given order (SPEC §10: served ids belong to the pair)."""
-        check_pair(user_id, character_id)
-        found = await self.store.node_ids_of_pair(node_ids, user_id, character_id)
+        pair.check()
+        found = await self.store.node_ids_of_pair(node_ids, pair.user_id, pair.character_id)
         return [i for i in node_ids if i not in found]
 
 

@@ -24,12 +24,7 @@ from services.lzg.edges import Connection, edge_rows
 from services.lzg.layers import Praezision, TimelineRef, evaluate_layers, parse_praezision
 from services.lzg.records import TRIGGER3_COUNTS
 from services.lzg.store import PairTx, timeline_ref
-from services.lzg.types import (
-    Entity,
-    Timeline,
-    Trigger3Result,
-    check_pair,
-)
+from services.lzg.types import Entity, Timeline, Trigger3Result
 
 __all__ = ["Registry"]
 
@@ -51,22 +46,22 @@ class Registry(UseCase):
 
     # ================================================================ entities (Trigger 3)
 
-    async def upsert_entity(self, user_id: str, character_id: str, entity: Entity) -> tuple[Entity, bool]:
+    async def upsert_entity(self, pair: Pair, entity: Entity) -> tuple[Entity, bool]:
         """id 0: create, or return the entity of that name; else update name/typ/aliases."""
-        check_pair(user_id, character_id)
+        pair.check()
         name = entity.name.strip()
         if not name:
             raise InvalidArgument("entity.name must not be empty")
         aliases = [a.strip() for a in entity.aliases if a.strip()]
         if entity.id == 0:
-            async with self.store.pair_writer(user_id, character_id) as tx:
+            async with self.store.pair_writer(pair.user_id, pair.character_id) as tx:
                 created = await tx.insert_entity(name, entity.typ, aliases)
                 if created is not None:
                     return created, True
                 existing = await tx.entity_by_name(name)
                 assert existing is not None
                 return existing, False
-        async with self.store.pair_writer(user_id, character_id) as tx:
+        async with self.store.pair_writer(pair.user_id, pair.character_id) as tx:
             other = await tx.entity_by_name(name)
             if other is not None and other.id != entity.id:
                 raise AlreadyExists(f"entity {other.id} of this pair is already named {name!r}")
@@ -76,14 +71,14 @@ class Registry(UseCase):
             return updated, False
 
     async def resolve_entities(
-        self, user_id: str, character_id: str, names: Sequence[str], create_missing: bool, typ_for_new: str
+        self, pair: Pair, names: Sequence[str], create_missing: bool, typ_for_new: str
     ) -> list[int]:
         """Ids for names or aliases (case-insensitive), 0 where unknown unless created."""
-        check_pair(user_id, character_id)
+        pair.check()
         blank = [index for index, raw in enumerate(names) if not raw.strip()]
         if blank:  # refused before anything is read or created
             raise InvalidArgument(f"names must not contain blank names (index {blank})")
-        known = await self.store.entities(user_id, character_id, [])
+        known = await self.store.entities(pair.user_id, pair.character_id, [])
         by_key: dict[str, int] = {}
         for each in known:
             for alias in each.aliases:
@@ -94,16 +89,14 @@ class Registry(UseCase):
         for raw in names:
             key = raw.strip().casefold()
             if key not in by_key and create_missing:
-                entity, _ = await self.upsert_entity(
-                    user_id, character_id, Entity(0, Pair(user_id, character_id), raw.strip(), typ_for_new, ())
-                )
+                entity, _ = await self.upsert_entity(pair, Entity(0, pair, raw.strip(), typ_for_new, ()))
                 by_key[key] = entity.id
             result.append(by_key.get(key, 0))
         return result
 
-    async def entities(self, user_id: str, character_id: str, ids: Sequence[int]) -> list[Entity]:
-        check_pair(user_id, character_id)
-        return await self.store.entities(user_id, character_id, ids)
+    async def entities(self, pair: Pair, ids: Sequence[int]) -> list[Entity]:
+        pair.check()
+        return await self.store.entities(pair.user_id, pair.character_id, ids)
 
     async def merge_entities(
         self, pair: Pair, source_id: int, target_id: int, *, turn: LogScope = NO_TURN
@@ -157,18 +150,16 @@ class Registry(UseCase):
             raise InvalidArgument("timeline.zeitpunkt must be set")
         return zeitpunkt, parse_praezision(praezision, "timeline.praezision")
 
-    async def upsert_timeline(
-        self, user_id: str, character_id: str, timeline: Timeline
-    ) -> tuple[Timeline, bool]:
+    async def upsert_timeline(self, pair: Pair, timeline: Timeline) -> tuple[Timeline, bool]:
         """id 0: create; else update every field (a move or precision change fires Trigger 3)."""
-        check_pair(user_id, character_id)
+        pair.check()
         zeitpunkt, praezision = self._timeline_fields(timeline.zeitpunkt, timeline.praezision)
         if timeline.id == 0:
             created = await self.store.insert_timeline(
-                user_id, character_id, zeitpunkt, praezision.value, timeline.titel, timeline.themen
+                pair.user_id, pair.character_id, zeitpunkt, praezision.value, timeline.titel, timeline.themen
             )
             return created, True
-        updated, _ = await self.update_timeline(Pair(user_id, character_id), timeline)
+        updated, _ = await self.update_timeline(pair, timeline)
         return updated, False
 
     async def update_timeline(
@@ -213,15 +204,14 @@ class Registry(UseCase):
 
     async def timelines(
         self,
-        user_id: str,
-        character_id: str,
+        pair: Pair,
         ids: Sequence[int] = (),
         at: tuple[datetime, str] | None = None,
     ) -> list[Timeline]:
         """The pair's timeline refs, optionally only ``ids`` and/or those at an instant with a precision."""
-        check_pair(user_id, character_id)
+        pair.check()
         zeitpunkt, praezision = (at[0], parse_praezision(at[1], "praezision").value) if at else (None, None)
-        return await self.store.timelines(user_id, character_id, ids, zeitpunkt, praezision)
+        return await self.store.timelines(pair.user_id, pair.character_id, ids, zeitpunkt, praezision)
 
     async def _timeline_pairs(self, tx: PairTx, timeline_id: int, ref: TimelineRef) -> _Recompute:
         """Pairs a moved timeline can change: its nodes' edges, and its nodes × nodes now within tolerance."""

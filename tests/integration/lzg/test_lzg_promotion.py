@@ -35,8 +35,8 @@ pytestmark = pytest.mark.integration
 async def test_new_node_takes_every_kzg_field_and_allows_deleting_the_entry(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
-    ent = (await engine.upsert_entity(*PAIR, _entity("Anna")))[0]
-    tl = (await engine.upsert_timeline(*PAIR, _timeline(T0)))[0]
+    ent = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0]
+    tl = (await engine.upsert_timeline(Pair(*PAIR), _timeline(T0)))[0]
     provider.vectors["Anna hat mir Schokolade gegeben"] = unit(1, 0)
     job = entry(
         "Anna hat mir Schokolade gegeben",
@@ -50,7 +50,7 @@ async def test_new_node_takes_every_kzg_field_and_allows_deleting_the_entry(
     assert result.kzg_delete_allowed and not result.already_promoted
     assert result.candidates == 0 and result.best_cosine == 0.0
 
-    node = await engine.node(*PAIR, result.node_id)
+    node = await engine.node(Pair(*PAIR), result.node_id)
     assert node["kzg_quell_key"] == job.kzg_key
     assert node["inhalt"] == job.inhalt and node["beobachter"] == "user"
     assert node["gewicht_roh"] == 0.673
@@ -137,13 +137,13 @@ async def test_half_reactivation_wakes_an_inactive_hit_and_holds_after_the_next_
     hit = await promote(engine, provider, "Unser alter Hund", at_cosine(unit(1, 1), 0.9), as_of=woken_at)
     assert hit.outcome is PromotionOutcome.HALF_REACTIVATION and hit.node_id == old.node_id
     assert not hit.kzg_delete_allowed
-    node = await engine.node(*PAIR, old.node_id)
+    node = await engine.node(Pair(*PAIR), old.node_id)
     half = half_reactivation_decay(damp(0.9))
     assert node["aktiv"] and node["gewicht_decay"] == pytest.approx(half)
     assert node["gewicht_roh"] == 0.9 and node["gewicht_absolut"] == pytest.approx(damp(0.9))
     assert node["verstaerkt_am"] == node["decay_am"] == woken_at
     await engine.run_decay(woken_at + timedelta(days=1), pairs=[PAIR])
-    node = await engine.node(*PAIR, old.node_id)
+    node = await engine.node(Pair(*PAIR), old.node_id)
     # decays from the half value, not from gewicht_absolut (the seed's one-day defect)
     assert node["gewicht_decay"] == pytest.approx(half * 0.998501124, rel=1e-9)
     assert node["aktiv"]
@@ -163,7 +163,7 @@ async def test_inactive_nodes_are_candidates_and_get_edges(
         as_of=T0 + timedelta(days=3001),
     )
     assert fresh.outcome is PromotionOutcome.NEW_NODE and fresh.edges_created == 2
-    edges = await engine.edges(*PAIR, sleeper.node_id, 0)
+    edges = await engine.edges(Pair(*PAIR), sleeper.node_id, 0)
     assert {(e["knoten_a_id"], e["knoten_b_id"]) for e in edges} == {
         (fresh.node_id, sleeper.node_id),
         (sleeper.node_id, fresh.node_id),
@@ -174,10 +174,10 @@ async def test_inactive_nodes_are_candidates_and_get_edges(
 async def test_edges_to_every_candidate_match_the_formula_for_all_layers(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
-    anna = (await engine.upsert_entity(*PAIR, _entity("Anna")))[0]
-    tag = (await engine.upsert_timeline(*PAIR, _timeline(T0)))[0]
-    tag_4 = (await engine.upsert_timeline(*PAIR, _timeline(T0 + timedelta(days=4))))[0]
-    minute = (await engine.upsert_timeline(*PAIR, _timeline(T0, "minute")))[0]
+    anna = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0]
+    tag = (await engine.upsert_timeline(Pair(*PAIR), _timeline(T0)))[0]
+    tag_4 = (await engine.upsert_timeline(Pair(*PAIR), _timeline(T0 + timedelta(days=4))))[0]
+    minute = (await engine.upsert_timeline(Pair(*PAIR), _timeline(T0, "minute")))[0]
     await promote(engine, provider, "a", unit(1, 0, 0), entitaet_ids=[anna.id], salienz=0.5)
     await promote(engine, provider, "b", unit(0, 1, 0), timeline_id=tag.id, themen=["x", "y"], salienz=0.7)
     await promote(engine, provider, "c", unit(0, 0, 1), timeline_id=minute.id, salienz=0.95)
@@ -200,11 +200,11 @@ async def test_edges_to_every_candidate_match_the_formula_for_all_layers(
     assert count == 2 * 5  # new↔a, b, c, d plus c↔d (formed when d came)
     out = {
         e["knoten_b_id"]: e
-        for e in await engine.edges(*PAIR, result.node_id, 0)
+        for e in await engine.edges(Pair(*PAIR), result.node_id, 0)
         if e["knoten_a_id"] == result.node_id
     }
     gruende = {
-        (await engine.node(*PAIR, other))["inhalt"]: list(e["verbindungs_gruende"])
+        (await engine.node(Pair(*PAIR), other))["inhalt"]: list(e["verbindungs_gruende"])
         for other, e in out.items()
     }
     assert gruende == {"a": ["entitaet"], "b": ["themen", "timeline"], "c": ["embedding"], "d": ["embedding"]}
@@ -229,7 +229,7 @@ async def test_pairs_never_share_an_edge(engine: LzgEngine, provider: TableProvi
     # an identical text in another pair is no duplicate of this pair's node
     foreign = await promote(engine, provider, f"Schokolade {PAIR[0]} kopie", unit(1, 0), pair=OTHER)
     assert foreign.outcome is PromotionOutcome.DUPLICATE
-    assert (await engine.node(*OTHER, foreign.node_id))["user_id"] == OTHER[0]
+    assert (await engine.node(Pair(*OTHER), foreign.node_id))["user_id"] == OTHER[0]
 
 
 async def test_same_pair_promotions_are_serialised_and_all_edges_form(
@@ -270,12 +270,12 @@ async def test_bad_input_is_refused_before_anything_is_written(
 async def test_unknown_entity_and_foreign_timeline_are_dropped_and_logged(
     engine: LzgEngine, provider: TableProvider, store: LzgStore, log_sink: object
 ) -> None:
-    foreign_tl = (await engine.upsert_timeline(*OTHER, _timeline(T0)))[0]
-    mine = (await engine.upsert_entity(*PAIR, _entity("Anna")))[0]
+    foreign_tl = (await engine.upsert_timeline(Pair(*OTHER), _timeline(T0)))[0]
+    mine = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0]
     result = await promote(
         engine, provider, "x", unit(1), entitaet_ids=[999, mine.id], timeline_id=foreign_tl.id
     )
-    node = await engine.node(*PAIR, result.node_id)
+    node = await engine.node(Pair(*PAIR), result.node_id)
     assert list(node["entitaet_ids"]) == [mine.id] and node["timeline_id"] is None
     await engine.log.flush()
     errors = [r.inhalt["typ"] for r in log_sink.records if r.art == "fehler"]  # type: ignore[attr-defined]

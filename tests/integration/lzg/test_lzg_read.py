@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 
 async def _entity(engine: LzgEngine, name: str, pair: tuple[str, str] = PAIR) -> int:
-    return (await engine.upsert_entity(*pair, Entity(0, Pair("", ""), name, "person", ())))[0].id
+    return (await engine.upsert_entity(Pair(*pair), Entity(0, Pair("", ""), name, "person", ())))[0].id
 
 
 async def _chain(engine: LzgEngine, provider: TableProvider, pair: tuple[str, str] = PAIR) -> list[int]:
@@ -52,7 +52,10 @@ async def test_hops_follow_the_cluster_and_paths_are_complete(
 ) -> None:
     ids = await _chain(engine, provider)
     result = await engine.spreading_read(
-        Pair(*PAIR), query_values=unit(1.0, 0.1).tolist(), query_text=None, cluster=cluster,
+        Pair(*PAIR),
+        query_values=unit(1.0, 0.1).tolist(),
+        query_text=None,
+        cluster=cluster,
         nova_emotion="freude",
     )
     res = result.resonanz
@@ -240,11 +243,11 @@ async def test_memory_block_names_entities_from_the_registry(
     result = await engine.spreading_read(
         Pair(*PAIR), query_values=unit(1).tolist(), query_text=None, cluster="bier", nova_emotion=""
     )
-    text = await engine.render(*PAIR, result.resonanz.erinnerungen, "analysis", user_name="Ben")
+    text = await engine.render(Pair(*PAIR), result.resonanz.erinnerungen, "analysis", user_name="Ben")
     assert "Sie ist Nova eingefallen ueber: gemeinsame Entitaet Anna → gemeinsame Entitaet Berlin" in text
     assert "Sie kam Nova direkt zur Frage in den Sinn" in text and "Sprecher: Ben" in text
     with pytest.raises(InvalidArgument, match="unknown reader 'poet'"):
-        await engine.render(*PAIR, result.resonanz.erinnerungen, "poet")
+        await engine.render(Pair(*PAIR), result.resonanz.erinnerungen, "poet")
 
 
 # --- usage reinforcement (SPEC §5.6) ----------------------------------------------------------
@@ -274,8 +277,8 @@ async def test_reinforcement_takes_the_closest_three_over_the_threshold(
     # nodes are recomputed once each (the run's directed edges, syn §7.1a), so 3 × 8 − 6
     assert record.kanten_neu == 3 * 8 - 6 and record.kanten_fehler == 0 and record.kanten_dauer_ms > 0
     for node_id in ids[:3]:
-        assert (await engine.node(*PAIR, node_id))["haeufigkeit"] == 3
-    assert (await engine.node(*PAIR, ids[3]))["haeufigkeit"] == 2
+        assert (await engine.node(Pair(*PAIR), node_id))["haeufigkeit"] == 3
+    assert (await engine.node(Pair(*PAIR), ids[3]))["haeufigkeit"] == 2
     await engine.log.flush()
     logged = [r for r in log_sink.records if r.node == "verwendung"]
     assert len(logged) == 1 and logged[0].inhalt["ausgang"] == "gerechnet"
@@ -310,7 +313,9 @@ async def test_a_failed_usage_run_is_logged_at_the_turns_time(
     await engine.log.flush()
     logged = [r for r in log_sink.records if r.node == "verwendung"]
     assert sorted(r.art for r in logged) == ["fehler", "switch"]
-    assert {(r.turn_id, r.span_id, r.erstellt_am) for r in logged} == {("turn-9", span, T0 + timedelta(days=3))}
+    assert {(r.turn_id, r.span_id, r.erstellt_am) for r in logged} == {
+        ("turn-9", span, T0 + timedelta(days=3))
+    }
 
 
 async def test_the_six_outcomes_stay_distinguishable(
@@ -354,7 +359,7 @@ async def test_foreign_served_ids_are_not_found_and_nothing_changes(
     with pytest.raises(NotFound, match=rf"served_node_ids \[{theirs}\] are not nodes of this pair"):
         await engine.reinforce_used(Pair(*PAIR), "mein", [mine, theirs], as_of=T0)
     with pytest.raises(NotFound):
-        await engine.node(*PAIR, theirs)
+        await engine.node(Pair(*PAIR), theirs)
     with pytest.raises(NotFound):
-        await engine.edges(*PAIR, theirs, 0)
+        await engine.edges(Pair(*PAIR), theirs, 0)
     assert await dump(store) == before

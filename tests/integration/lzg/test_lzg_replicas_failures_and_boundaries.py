@@ -126,7 +126,9 @@ async def test_a_replica_with_a_warm_cache_sees_nodes_another_replica_promoted(
 async def _every_layer_graph(engine: LzgEngine, provider: TableProvider) -> list[int]:
     """About 30 nodes with varied weights: entity, embedding, theme and timeline winners of every precision."""
     rng = np.random.default_rng(20260501)
-    entities = [(await engine.upsert_entity(*PAIR, _entity(n)))[0].id for n in ("Anna", "Berlin", "Chor")]
+    entities = [
+        (await engine.upsert_entity(Pair(*PAIR), _entity(n)))[0].id for n in ("Anna", "Berlin", "Chor")
+    ]
     timelines: list[int] = []
     for praezision, offsets in (
         ("minute", (0.0, 0.37, 3.9)),
@@ -140,7 +142,7 @@ async def _every_layer_graph(engine: LzgEngine, provider: TableProvider) -> list
         for days in offsets:
             when = T0 + timedelta(days=days, seconds=int(rng.integers(0, 86400)))
             tl = Timeline(0, Pair("", ""), when, praezision, "", ())
-            timelines.append((await engine.upsert_timeline(*PAIR, tl))[0].id)
+            timelines.append((await engine.upsert_timeline(Pair(*PAIR), tl))[0].id)
     vocabulary = ["Familie", "Reise", "Musik", "Kuchen", "Garten", "Arbeit"]
     ids: list[int] = []
     for i in range(42):
@@ -209,7 +211,7 @@ async def test_trigger2_without_a_weight_change_leaves_every_edge_byte_identical
 
 
 async def _two_neighbours(engine: LzgEngine, provider: TableProvider) -> list[int]:
-    anna = (await engine.upsert_entity(*PAIR, _entity("Anna")))[0].id
+    anna = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
     first = await promote(engine, provider, "Anna singt", unit(1, 0), entitaet_ids=[anna], themen=["Chor"])
     second = await promote(engine, provider, "Chorprobe", unit(0, 1), themen=["Chor"])
     return [first.node_id, second.node_id, anna]
@@ -244,7 +246,7 @@ async def test_a_failed_edge_insert_leaves_the_node_without_edges_and_logs_an_er
     assert result.outcome is PromotionOutcome.NEW_NODE
     assert result.edges_created == 0 and result.kzg_delete_allowed and not result.already_promoted
 
-    node = await engine.node(*PAIR, result.node_id)
+    node = await engine.node(Pair(*PAIR), result.node_id)
     assert node["kzg_quell_key"] == job.kzg_key and list(node["entitaet_ids"]) == [anna]
     assert await _edge_rows(store, result.node_id) == []
     assert await dump(store, "lzg_kanten") == edges_before  # the neighbours' edge untouched
@@ -289,20 +291,24 @@ async def test_a_held_pair_lock_blocks_that_pair_only(
     async with store.pair_writer(*PAIR):  # the lock every write of PAIR takes, held open
         blocked = asyncio.create_task(engine.promote(entry("A wartet")))
         await eventually(
-            lambda: _waiting_advisory_locks(store), lambda n: n == 1, within=2.0, every=0.01, what="one waiting lock"
+            lambda: _waiting_advisory_locks(store),
+            lambda n: n == 1,
+            within=2.0,
+            every=0.01,
+            what="one waiting lock",
         )
         assert await _waiting_advisory_locks(store) == 1 and not blocked.done()
 
         other = await asyncio.wait_for(engine.promote(entry("B läuft", pair=OTHER)), timeout=10)
         assert other.outcome is PromotionOutcome.NEW_NODE
-        assert (await engine.node(*OTHER, other.node_id))["inhalt"] == "B läuft"
+        assert (await engine.node(Pair(*OTHER), other.node_id))["inhalt"] == "B läuft"
 
         await asyncio.sleep(0.2)
         assert not blocked.done() and await _waiting_advisory_locks(store) == 1
         assert await _node_ids(store, PAIR) == []  # nothing of PAIR written yet
     done = await asyncio.wait_for(blocked, timeout=10)
     assert done.outcome is PromotionOutcome.NEW_NODE
-    assert (await engine.node(*PAIR, done.node_id))["inhalt"] == "A wartet"
+    assert (await engine.node(Pair(*PAIR), done.node_id))["inhalt"] == "A wartet"
     assert await _waiting_advisory_locks(store) == 0
 
 
@@ -336,7 +342,7 @@ async def test_shell_three_follows_at_most_two_edges_per_shell_two_node(
     # A —e1— S1 —e2a— S2a —e3a— three leaves; S1 —e2b— S2b —e3b— three leaves. Vectors: A on
     # axis 0 (the query), the others orthogonal or at 0.354 (Hadamard rows): no embedding edges.
     names = ("e1", "e2a", "e2b", "e3a", "e3b")
-    e1, e2a, e2b, e3a, e3b = [(await engine.upsert_entity(*PAIR, _entity(n)))[0].id for n in names]
+    e1, e2a, e2b, e3a, e3b = [(await engine.upsert_entity(Pair(*PAIR), _entity(n)))[0].id for n in names]
     hadamard = [
         np.array([1, -1, 1, -1, 1, -1, 1, -1], dtype=np.float32) / np.float32(math.sqrt(8)),
         np.array([1, 1, -1, -1, 1, 1, -1, -1], dtype=np.float32) / np.float32(math.sqrt(8)),
@@ -381,6 +387,6 @@ async def test_the_strongest_new_node_sleeps_after_6_7_years_the_weakest_after_6
         checks += [(day, node_id, True), (day + 1, node_id, False)]
     for day, node_id, awake in sorted(checks):
         await engine.run_decay(T0 + timedelta(days=day), pairs=[PAIR])
-        node = await engine.node(*PAIR, node_id)
+        node = await engine.node(Pair(*PAIR), node_id)
         assert node["aktiv"] is awake, (node_id, day, node["gewicht_decay"])
         assert (node["gewicht_decay"] >= 0.1) is awake

@@ -47,8 +47,8 @@ async def test_decay_is_incremental_deactivates_below_the_floor_and_leaves_edges
     # 2140 days ahead, months past today: a run scoped to its pair (an all-pairs one is refused).
     decayed, deactivated, _ = await engine.run_decay(day_2140, pairs=[PAIR])
     assert (decayed, deactivated) == (2, 0)
-    w = await engine.node(*PAIR, weak.node_id)
-    s = await engine.node(*PAIR, strong.node_id)
+    w = await engine.node(Pair(*PAIR), weak.node_id)
+    s = await engine.node(Pair(*PAIR), strong.node_id)
     assert w["gewicht_decay"] == pytest.approx(damp(0.5) * math.exp(-0.0015 * 2140), rel=1e-12)
     assert w["gewicht_absolut"] == pytest.approx(damp(0.5))  # never changed by decay
     assert w["decay_am"] == day_2140 and w["verstaerkt_am"] == T0
@@ -56,7 +56,7 @@ async def test_decay_is_incremental_deactivates_below_the_floor_and_leaves_edges
     # 2.801 × e^(−0.0015 × 2140) = 0.113 → after another 100 days 0.097 < 0.1
     decayed, deactivated, _ = await engine.run_decay(day_2140 + timedelta(days=100), pairs=[PAIR])
     assert (decayed, deactivated) == (2, 1)
-    assert not (await engine.node(*PAIR, weak.node_id))["aktiv"]
+    assert not (await engine.node(Pair(*PAIR), weak.node_id))["aktiv"]
     # inactive nodes are not decayed any more, nothing is deleted, edges are untouched
     decayed, deactivated, _ = await engine.run_decay(day_2140 + timedelta(days=101), pairs=[PAIR])
     assert (decayed, deactivated) == (1, 0)
@@ -74,7 +74,7 @@ async def test_decay_twice_on_one_day_does_not_decay_twice(
     assert await engine.run_decay(day) == (0, 0, pytest.approx(0.0, abs=10_000))
     assert await dump(store, "lzg_knoten") == once  # same as_of again: nothing at all
     await engine.run_decay(day + timedelta(hours=6))  # later that day: only the 6 hours elapsed
-    twice = (await engine.node(*PAIR, node.node_id))["gewicht_decay"]
+    twice = (await engine.node(Pair(*PAIR), node.node_id))["gewicht_decay"]
     single = damp(0.8) * math.exp(-0.0015 * (30 + 0.25))
     assert twice == pytest.approx(single, rel=1e-12)
     # a backdated run (as_of before the last one) decays nothing
@@ -86,12 +86,14 @@ async def test_decay_twice_on_one_day_does_not_decay_twice(
 
 async def _graph(engine: LzgEngine, provider: TableProvider) -> list[int]:
     """A small graph with every layer: 7 nodes, entities, timelines, themes, close vectors."""
-    anna = (await engine.upsert_entity(*PAIR, _entity("Anna")))[0].id
-    berlin = (await engine.upsert_entity(*PAIR, _entity("Berlin")))[0].id
+    anna = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
+    berlin = (await engine.upsert_entity(Pair(*PAIR), _entity("Berlin")))[0].id
     tl = [
-        (await engine.upsert_timeline(*PAIR, Timeline(0, Pair("", ""), T0 + timedelta(days=d), "tag", "", ())))[
-            0
-        ].id
+        (
+            await engine.upsert_timeline(
+                Pair(*PAIR), Timeline(0, Pair("", ""), T0 + timedelta(days=d), "tag", "", ())
+            )
+        )[0].id
         for d in (0, 5, 12)
     ]
     specs = [
@@ -117,18 +119,21 @@ async def test_trigger2_after_reinforcement_equals_a_from_scratch_recompute(
     assert await assert_edges_equal_from_scratch(store, PAIR) > 10
     provider.vectors["Antwort über Anna"] = at_cosine(unit(1, 0, 0), 0.9, axis=5)
     record = await engine.reinforce_used(
-        Pair(*PAIR), "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1),
+        Pair(*PAIR),
+        "Antwort über Anna",
+        [ids[0], ids[2], ids[6]],
+        as_of=T0 + timedelta(days=1),
         turn=LogScope("t1"),
     )
     assert record.ausgang.value == "gerechnet"
     assert record.verwendet == [ids[0]]
-    node = await engine.node(*PAIR, ids[0])
+    node = await engine.node(Pair(*PAIR), ids[0])
     expected = reinforced_weights(0.5)
     assert node["gewicht_roh"] == pytest.approx(expected.gewicht_roh)
     assert node["gewicht_absolut"] == pytest.approx(expected.gewicht_absolut)
     assert node["gewicht_decay"] == node["gewicht_absolut"] and node["haeufigkeit"] == 3
     assert node["verstaerkt_am"] == node["decay_am"] == T0 + timedelta(days=1)
-    n_edges = len([e for e in await engine.edges(*PAIR, ids[0], 0)])
+    n_edges = len([e for e in await engine.edges(Pair(*PAIR), ids[0], 0)])
     assert record.kanten_neu == n_edges > 0
     assert await assert_edges_equal_from_scratch(store, PAIR) > 10
 
@@ -144,7 +149,7 @@ async def test_reinforcement_in_sql_equals_the_python_rule_to_the_last_bit(
     written = await store.reinforce_used(*PAIR, ids[:4], 0.1, T0 + timedelta(days=3), 0.9)
     assert written.reinforced == sorted(ids[:4]) and written.error is None
     for node_id in ids[:4]:
-        node = await engine.node(*PAIR, node_id)
+        node = await engine.node(Pair(*PAIR), node_id)
         expected = reinforced_weights(before[node_id])
         assert node["gewicht_roh"] == expected.gewicht_roh
         assert node["gewicht_absolut"] == pytest.approx(expected.gewicht_absolut, rel=1e-15)
@@ -168,14 +173,17 @@ async def test_a_failing_trigger2_keeps_the_reinforcement_and_reports_every_node
     )
     provider.vectors["Antwort über Anna"] = at_cosine(unit(1, 0, 0), 0.9, axis=5)
     record = await engine.reinforce_used(
-        Pair(*PAIR), "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1),
+        Pair(*PAIR),
+        "Antwort über Anna",
+        [ids[0], ids[2], ids[6]],
+        as_of=T0 + timedelta(days=1),
         turn=LogScope("t1"),
     )
     assert record.ausgang.value == "gerechnet" and record.verwendet == [ids[0]]
     assert record.kanten_fehler == 1 and record.kanten_neu == 0
     assert record.kanten_fehler_knoten == [ids[0]]  # the seed names the failing nodes (SPEC §5.6)
     assert record.error is not None and "kanten gesperrt" in record.error and str(ids[0]) in record.error
-    node = await engine.node(*PAIR, ids[0])
+    node = await engine.node(Pair(*PAIR), ids[0])
     assert node["haeufigkeit"] == 3 and node["gewicht_roh"] == reinforced_weights(0.5).gewicht_roh
     assert await dump(store, "lzg_kanten") == edges_before
 
@@ -186,17 +194,17 @@ async def test_trigger2_touches_only_the_edges_of_the_node(
     ids = await _graph(engine, provider)
     others_before = {
         (e["knoten_a_id"], e["knoten_b_id"]): e["gewicht_roh"]
-        for e in await engine.edges(*PAIR, 0, 0)
+        for e in await engine.edges(Pair(*PAIR), 0, 0)
         if ids[3] not in (e["knoten_a_id"], e["knoten_b_id"])
     }
     async with store.pool.acquire() as conn:
         await conn.execute("UPDATE lzg.lzg_knoten SET gewicht_absolut = 9.5 WHERE id = $1", ids[3])
     async with store.pair_writer(*PAIR) as tx:
         updated, skipped = await engine.trigger2(tx, ids[3])
-    assert updated == len(await engine.edges(*PAIR, ids[3], 0)) and not skipped
+    assert updated == len(await engine.edges(Pair(*PAIR), ids[3], 0)) and not skipped
     others_after = {
         (e["knoten_a_id"], e["knoten_b_id"]): e["gewicht_roh"]
-        for e in await engine.edges(*PAIR, 0, 0)
+        for e in await engine.edges(Pair(*PAIR), 0, 0)
         if ids[3] not in (e["knoten_a_id"], e["knoten_b_id"])
     }
     assert others_after == others_before
@@ -209,29 +217,31 @@ async def test_trigger2_touches_only_the_edges_of_the_node(
 async def test_entity_merge_rewrites_nodes_and_equals_a_from_scratch_recompute(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
-    annie = (await engine.upsert_entity(*PAIR, Entity(0, Pair("", ""), "Annie", "person", ("Ann",))))[0].id
-    anna = (await engine.upsert_entity(*PAIR, _entity("Anna")))[0].id
+    annie = (await engine.upsert_entity(Pair(*PAIR), Entity(0, Pair("", ""), "Annie", "person", ("Ann",))))[
+        0
+    ].id
+    anna = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
     a = await promote(engine, provider, "mit Annie", unit(1, 0), entitaet_ids=[annie])
     b = await promote(engine, provider, "mit Anna", unit(0, 1), entitaet_ids=[anna])
     c = await promote(engine, provider, "mit beiden", unit(0, 0, 1), entitaet_ids=[anna, annie])
     assert await assert_edges_equal_from_scratch(store, PAIR) == 4  # a↔c, b↔c; a and b unconnected
     result = await engine.merge_entities(Pair(*PAIR), annie, anna)
     assert result.nodes_rewritten == 2
-    assert list((await engine.node(*PAIR, c.node_id))["entitaet_ids"]) == [anna]
-    assert list((await engine.node(*PAIR, a.node_id))["entitaet_ids"]) == [anna]
+    assert list((await engine.node(Pair(*PAIR), c.node_id))["entitaet_ids"]) == [anna]
+    assert list((await engine.node(Pair(*PAIR), a.node_id))["entitaet_ids"]) == [anna]
     # a and b now share Anna: the merge connects them; the other edges carry Anna instead of Annie
     assert await assert_edges_equal_from_scratch(store, PAIR) == 6
     assert result.edges_recomputed == 6 and result.edges_deleted == 0
-    merged = (await engine.entities(*PAIR, [anna]))[0]
+    merged = (await engine.entities(Pair(*PAIR), [anna]))[0]
     assert merged.aliases == ("Annie", "Ann")
-    assert await engine.entities(*PAIR, [annie]) == []
+    assert await engine.entities(Pair(*PAIR), [annie]) == []
     assert b.node_id
 
 
 async def test_entity_delete_removes_the_layer_and_edges_left_without_one(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
-    anna = (await engine.upsert_entity(*PAIR, _entity("Anna")))[0].id
+    anna = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
     await promote(engine, provider, "a", unit(1, 0), entitaet_ids=[anna])
     await promote(engine, provider, "b", unit(0, 1), entitaet_ids=[anna], themen=["x"])
     await promote(engine, provider, "c", unit(0, 0, 1), entitaet_ids=[anna], themen=["x"])
@@ -249,9 +259,9 @@ async def test_timeline_move_precision_change_and_delete_equal_a_from_scratch_re
     def tl(days: int, p: str = "tag", id_: int = 0) -> Timeline:
         return Timeline(id_, Pair("", ""), T0 + timedelta(days=days), p, "", ())
 
-    t_a = (await engine.upsert_timeline(*PAIR, tl(0)))[0]
-    t_b = (await engine.upsert_timeline(*PAIR, tl(30)))[0]
-    t_c = (await engine.upsert_timeline(*PAIR, tl(10)))[0]
+    t_a = (await engine.upsert_timeline(Pair(*PAIR), tl(0)))[0]
+    t_b = (await engine.upsert_timeline(Pair(*PAIR), tl(30)))[0]
+    t_c = (await engine.upsert_timeline(Pair(*PAIR), tl(10)))[0]
     a = await promote(engine, provider, "a", unit(1, 0), timeline_id=t_a.id)
     await promote(engine, provider, "b", unit(0, 1), timeline_id=t_b.id)
     await promote(engine, provider, "c", unit(0, 0, 1), timeline_id=t_c.id, themen=["q"])
@@ -270,16 +280,18 @@ async def test_timeline_move_precision_change_and_delete_equal_a_from_scratch_re
 
     result = await engine.delete_timeline(Pair(*PAIR), t_a.id)
     assert result.nodes_rewritten == 2
-    assert (await engine.node(*PAIR, a.node_id))["timeline_id"] is None
+    assert (await engine.node(Pair(*PAIR), a.node_id))["timeline_id"] is None
     assert await assert_edges_equal_from_scratch(store, PAIR) == 4  # c↔d (theme), c↔b (timeline)
 
 
 async def test_trigger3_input_errors_change_nothing(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
-    mine = (await engine.upsert_entity(*PAIR, _entity("Anna")))[0].id
-    theirs = (await engine.upsert_entity(*OTHER, _entity("Anna")))[0].id
-    foreign_tl = (await engine.upsert_timeline(*OTHER, Timeline(0, Pair("", ""), T0, "tag", "", ())))[0].id
+    mine = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
+    theirs = (await engine.upsert_entity(Pair(*OTHER), _entity("Anna")))[0].id
+    foreign_tl = (await engine.upsert_timeline(Pair(*OTHER), Timeline(0, Pair("", ""), T0, "tag", "", ())))[
+        0
+    ].id
     await promote(engine, provider, "a", unit(1), entitaet_ids=[mine])
     before = await dump(store)
     with pytest.raises(NotFound, match=f"entity {theirs} \\(source_id\\) is not an entity of this pair"):
@@ -293,5 +305,5 @@ async def test_trigger3_input_errors_change_nothing(
     with pytest.raises(NotFound):
         await engine.update_timeline(Pair(*PAIR), Timeline(foreign_tl, Pair("", ""), T0, "tag", "", ()))
     with pytest.raises(InvalidArgument, match=r"timeline\.praezision 'sekunde' is not a timeline precision"):
-        await engine.upsert_timeline(*PAIR, Timeline(0, Pair("", ""), T0, "sekunde", "", ()))
+        await engine.upsert_timeline(Pair(*PAIR), Timeline(0, Pair("", ""), T0, "sekunde", "", ()))
     assert await dump(store) == before
