@@ -28,7 +28,7 @@ from novaberg_core.server import wait_for_serving
 from novaberg_core.tls import ENV_TLS_MODE, PLAINTEXT, CertificateFiles, TlsConfig, channel_credentials
 from novaberg_dev.devcerts import CertificateAuthority, write_identity_files
 from novaberg_dev.embedded import StoreUrls, start_stores, stop_stores
-from novaberg_dev.embedded.state import free_port
+from novaberg_dev.embedded.state import free_ports
 
 # Start order: what others call comes first (log ← all, kzg/lzg ← pixie/pipeline).
 SERVICES: tuple[str, ...] = ("log", "kzg", "lzg", "pixie", "pipeline")
@@ -212,8 +212,9 @@ async def start_stack(
     if urls is None:
         stores_dir = root / "stores"
         urls = await asyncio.to_thread(start_stores, stores_dir)
-    addresses = {service: f"127.0.0.1:{free_port()}" for service in SERVICES}
-    metrics_ports = {service: free_port() for service in SERVICES}
+    ports = free_ports(2 * len(SERVICES))  # one gRPC and one metrics listener per service, all distinct
+    addresses = {service: f"127.0.0.1:{port}" for service, port in zip(SERVICES, ports, strict=False)}
+    metrics_ports = dict(zip(SERVICES, ports[len(SERVICES) :], strict=True))
     env = stack_env(urls, addresses, extra_env, metrics_ports)
     ca = CertificateAuthority.create("Novaberg local stack CA") if mtls else None
     identities = (

@@ -145,9 +145,7 @@ class LzgRights:
         for each in characters:
             self.engine.cache.forget(user, each)  # this replica at once; the others by the generation
         counted = count_fields(counts, ERASED_COUNTS)
-        erasure_written(
-            self.engine.log, turn_id="loeschung", tabelle="lzg", character_id=character, **counted
-        )
+        erasure_written(self.engine.log, turn_id="loeschung", tabelle="lzg", character_id=character, **counted)
         return counts
 
     # ================================================================ export / import

@@ -25,7 +25,6 @@ __all__ = ["EXPORT_CHUNK", "LzgRightsServicer"]
 EXPORT_CHUNK = 500
 """Records per export message (well under gRPC's 4 MB message limit without vectors)."""
 
-
 def _ts(message: Any, name: str) -> Any:
     return from_timestamp(getattr(message, name)) if message.HasField(name) else None
 

@@ -117,9 +117,7 @@ class StoredNode:
 
 
 _STORED_NODE_FIELDS = tuple(
-    f.name
-    for f in fields(NewNode)
-    if f.name not in {"pair", "inhalt", "embedding", "erstellt_am", "magnets", "ei"}
+    f.name for f in fields(NewNode) if f.name not in {"pair", "inhalt", "embedding", "erstellt_am", "magnets", "ei"}
 )
 
 

@@ -40,9 +40,7 @@ async def create_server(
             store, provider, profile, default_clusters(), log, cache_max_bytes=cfg.cache_max_mb << 20
         )
         servicer = LzgServicer(engine)
-        stop_sampling = sampled_until_shutdown(
-            store.graph_size, min_interval_s=30.0
-        )  # memory growth, when scraped
+        stop_sampling = sampled_until_shutdown(store.graph_size, min_interval_s=30.0)  # memory growth, when scraped
         return await create_grpc_server(
             cfg.common,
             lambda server: lzg_pb2_grpc.add_LzgServiceServicer_to_server(servicer, server),

@@ -335,9 +335,7 @@ class LzgStore:
     async def open(cls, url: str, *, dimension: int, min_size: int = 1, max_size: int = 10) -> LzgStore:
         """Pool on schema ``lzg``, migrations applied (vector column of ``dimension``), queries loaded."""
         migrations = _SQL_DIR / "migrations"
-        pool = await open_migrated_pool(
-            url, SCHEMA, migrations, {"dimension": dimension}, min_size=min_size, max_size=max_size
-        )
+        pool = await open_migrated_pool(url, SCHEMA, migrations, {"dimension": dimension}, min_size=min_size, max_size=max_size)
         return cls(pool, load_queries(_SQL_DIR / "queries.sql"), dimension)
 
     async def close(self) -> None:

@@ -6,8 +6,8 @@ hits are scored lexically here with that idf (``novaberg_core.lexical.bm25_score
 layers rank on one scale: per source, every item of either layer by the same signal, fused by
 reciprocal rank (``novaberg_core.fusion``); before the cut to ``recall_k`` each score is weighed by
 what the memory can hold (``memory_prior``: a question or a few words hold less than a statement).
-A KZG entry and the node promoted from it are one
-item (same turn; the node is kept, it knows its associations).
+A KZG entry and the node promoted from it are one item (same turn; the node is kept, it knows its
+associations).
 
 Gates judge the question, not each memory: the LZG lists candidates only for a question that got
 a gated candidate there; a KZG hit passes its gate when found by meaning above the KZG's threshold
@@ -89,9 +89,7 @@ def merge_recall(
         for source in _LZG_LISTS:
             if source in entry.sources:
                 lzg_order[source].append(entry.key)
-    texts = [
-        speaker_text(_speaker(h.entry.sprecher, h.entry.beobachter, names), h.entry.inhalt) for h in kzg_hits
-    ]
+    texts = [speaker_text(_speaker(h.entry.sprecher, h.entry.beobachter, names), h.entry.inhalt) for h in kzg_hits]
     scored = list(zip(kzg_hits, bm25_scores(texts, sprache, query), strict=True))
     on_topic = bool(entries) or any(
         set(hit.quellen) != {"lexical"} or strength >= LEXICAL_GATE for hit, (_, strength) in scored
@@ -138,6 +136,4 @@ def named_entity_ids(resolved: Mapping[str, int], speakers: Sequence[str]) -> li
     them ("Thanks, Evan!") — the wrong turns (issue: speaker-aware recall).
     """
     own = {name.strip().casefold() for name in speakers if name}
-    return list(
-        dict.fromkeys(i for name, i in resolved.items() if i > 0 and name.strip().casefold() not in own)
-    )
+    return list(dict.fromkeys(i for name, i in resolved.items() if i > 0 and name.strip().casefold() not in own))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from novaberg_dev.embedded import state
-from novaberg_dev.embedded.state import HOST, free_port
+from novaberg_dev.embedded.state import HOST, free_port, free_ports
 
 
 def test_a_free_port_lies_below_the_ephemeral_range_and_can_be_listened_on() -> None:
@@ -27,3 +27,10 @@ def test_without_a_readable_range_the_kernel_chooses(monkeypatch: pytest.MonkeyP
     port = free_port()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((HOST, port))
+
+
+def test_ports_drawn_together_are_distinct_even_when_the_draws_repeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert len(set(free_ports(10))) == 10  # the real draw
+    draws = iter([12_001, 12_001, 12_002, 12_001, 12_003])  # what one-by-one draws may give
+    monkeypatch.setattr(state, "free_port", lambda: next(draws))
+    assert free_ports(3) == [12_001, 12_002, 12_003]

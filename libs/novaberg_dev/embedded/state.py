@@ -30,6 +30,7 @@ __all__ = [
     "StoresStatus",
     "candidate_ports",
     "free_port",
+    "free_ports",
     "kill",
     "kill_unless_exited",
     "locked",
@@ -189,6 +190,21 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((HOST, 0))
         return int(sock.getsockname()[1])
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports, each free on ``HOST`` now (``free_port``).
+
+    Ports drawn one by one for servers that have not bound yet can repeat: nothing holds the first
+    while the second is drawn (seen: a stack's pipeline exiting with "cannot listen on
+    127.0.0.1:11051", the port drawn for another of its listeners too).
+    """
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
 
 
 def _port_is_free(port: int) -> bool:

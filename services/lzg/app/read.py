@@ -43,9 +43,7 @@ class Read(UseCase):
 
     def query_vector(self, values: Sequence[float]) -> npt.NDArray[np.float32]:
         """A caller's query vector checked against the model and scaled to norm 1."""
-        vector = check_vector(values, self.provider.dimension, "query_vector", self.provider.model_id).astype(
-            np.float64
-        )
+        vector = check_vector(values, self.provider.dimension, "query_vector", self.provider.model_id).astype(np.float64)
         norm = float(np.linalg.norm(vector))
         if norm == 0.0:
             raise InvalidArgument("query_vector is all zeros")

@@ -52,10 +52,7 @@ async def test_hops_follow_the_cluster_and_paths_are_complete(
 ) -> None:
     ids = await _chain(engine, provider)
     result = await engine.spreading_read(
-        Pair(*PAIR),
-        query_values=unit(1.0, 0.1).tolist(),
-        query_text=None,
-        cluster=cluster,
+        Pair(*PAIR), query_values=unit(1.0, 0.1).tolist(), query_text=None, cluster=cluster,
         nova_emotion="freude",
     )
     res = result.resonanz
@@ -313,9 +310,7 @@ async def test_a_failed_usage_run_is_logged_at_the_turns_time(
     await engine.log.flush()
     logged = [r for r in log_sink.records if r.node == "verwendung"]
     assert sorted(r.art for r in logged) == ["fehler", "switch"]
-    assert {(r.turn_id, r.span_id, r.erstellt_am) for r in logged} == {
-        ("turn-9", span, T0 + timedelta(days=3))
-    }
+    assert {(r.turn_id, r.span_id, r.erstellt_am) for r in logged} == {("turn-9", span, T0 + timedelta(days=3))}
 
 
 async def test_the_six_outcomes_stay_distinguishable(

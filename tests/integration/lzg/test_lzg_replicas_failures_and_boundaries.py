@@ -126,9 +126,7 @@ async def test_a_replica_with_a_warm_cache_sees_nodes_another_replica_promoted(
 async def _every_layer_graph(engine: LzgEngine, provider: TableProvider) -> list[int]:
     """About 30 nodes with varied weights: entity, embedding, theme and timeline winners of every precision."""
     rng = np.random.default_rng(20260501)
-    entities = [
-        (await engine.upsert_entity(Pair(*PAIR), _entity(n)))[0].id for n in ("Anna", "Berlin", "Chor")
-    ]
+    entities = [(await engine.upsert_entity(Pair(*PAIR), _entity(n)))[0].id for n in ("Anna", "Berlin", "Chor")]
     timelines: list[int] = []
     for praezision, offsets in (
         ("minute", (0.0, 0.37, 3.9)),
@@ -291,11 +289,7 @@ async def test_a_held_pair_lock_blocks_that_pair_only(
     async with store.pair_writer(*PAIR):  # the lock every write of PAIR takes, held open
         blocked = asyncio.create_task(engine.promote(entry("A wartet")))
         await eventually(
-            lambda: _waiting_advisory_locks(store),
-            lambda n: n == 1,
-            within=2.0,
-            every=0.01,
-            what="one waiting lock",
+            lambda: _waiting_advisory_locks(store), lambda n: n == 1, within=2.0, every=0.01, what="one waiting lock"
         )
         assert await _waiting_advisory_locks(store) == 1 and not blocked.done()
 

@@ -44,9 +44,7 @@ SECOND = ("anna-user", "luna")
 async def _memories(engine: LzgEngine, provider: TableProvider, pair: tuple[str, str]) -> list[int]:
     """Three connected nodes with an entity and a timeline ref (every LZG table gets rows)."""
     user, character = pair
-    entity = (
-        await engine.upsert_entity(Pair(user, character), Entity(0, Pair("", ""), "Anna", "person", ()))
-    )[0]
+    entity = (await engine.upsert_entity(Pair(user, character), Entity(0, Pair("", ""), "Anna", "person", ())))[0]
     timeline = (await engine.upsert_timeline(
         Pair(user, character), Timeline(0, Pair("", ""), T0, "tag", "Geburtstag", ("feier",))))[0]  # fmt: skip
     ids = []
@@ -93,10 +91,7 @@ async def test_erase_pair_removes_every_row_and_leaves_the_other_pairs_byte_iden
     assert await _rows_naming(store, f"{PAIR[0]}:{PAIR[1]}") == []
     assert await _rows_naming(store, f"({PAIR[0]}/{PAIR[1]})") == []  # the pair's memories
     # What stays is the one-way key (the tombstone and the generation), equal to the KZG's token.
-    assert {r.split(": ")[0] for r in await _rows_naming(store, pair_token(*PAIR))} == {
-        "loeschung",
-        "paar_generation",
-    }
+    assert {r.split(": ")[0] for r in await _rows_naming(store, pair_token(*PAIR))} == {"loeschung", "paar_generation"}
     await assert_rank_rows_match_edges(store)
     # idempotent
     assert (await LzgRights(engine).erase(PAIR, None)).nodes == 0
@@ -140,9 +135,7 @@ async def test_a_promotion_of_an_entry_written_before_the_erasure_is_dropped(
     await LzgRights(engine).erase(PAIR, None)
     before = await dump(store, *TABLES)
     now = datetime.now(UTC)
-    late = await promote(
-        engine, provider, "noch unterwegs", unit(0, 0, 1), erstellt_am=now - timedelta(minutes=1)
-    )
+    late = await promote(engine, provider, "noch unterwegs", unit(0, 0, 1), erstellt_am=now - timedelta(minutes=1))
     assert late.outcome is PromotionOutcome.ERASED and late.node_id == 0
     assert await dump(store, *TABLES) == before
     # An entry written after the erasure is a new memory of the pair.
@@ -222,10 +215,7 @@ async def test_correct_re_embeds_and_forms_the_edges_again_by_trigger1(
     assert edges == {(a.node_id, c.node_id), (c.node_id, a.node_id)}
     provider.vectors["die Katze miaut"] = at_cosine(unit(0, 1, 0), 0.7)
     result = await LzgRights(engine).correct(
-        Pair(*PAIR),
-        node_id=c.node_id,
-        kzg_quell_key="",
-        inhalt="die Katze miaut",
+        Pair(*PAIR), node_id=c.node_id, kzg_quell_key="", inhalt="die Katze miaut",
         as_of=T0 + timedelta(days=1),
     )
     assert result.previous_inhalt == "der Hund bellt" and result.node["inhalt"] == "die Katze miaut"
@@ -234,10 +224,7 @@ async def test_correct_re_embeds_and_forms_the_edges_again_by_trigger1(
     assert edges == {(b.node_id, c.node_id), (c.node_id, b.node_id)}
     # exactly what Trigger 1 forms from scratch, with the node's weight unchanged
     await assert_edges_equal_from_scratch(store, PAIR)
-    node = await engine.node(
-        Pair(*PAIR),
-        c.node_id,
-    )
+    node = await engine.node(Pair(*PAIR), c.node_id, )
     assert np.allclose(node["embedding"].to_numpy(), provider.vectors["die Katze miaut"])
     # the cache serves the new vector: a read for the cat finds the corrected node
     read = await engine.spreading_read(Pair(*PAIR), query_values=unit(0, 1, 0).tolist(), query_text=None,

@@ -89,11 +89,9 @@ async def _graph(engine: LzgEngine, provider: TableProvider) -> list[int]:
     anna = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
     berlin = (await engine.upsert_entity(Pair(*PAIR), _entity("Berlin")))[0].id
     tl = [
-        (
-            await engine.upsert_timeline(
-                Pair(*PAIR), Timeline(0, Pair("", ""), T0 + timedelta(days=d), "tag", "", ())
-            )
-        )[0].id
+        (await engine.upsert_timeline(Pair(*PAIR), Timeline(0, Pair("", ""), T0 + timedelta(days=d), "tag", "", ())))[
+            0
+        ].id
         for d in (0, 5, 12)
     ]
     specs = [
@@ -119,10 +117,7 @@ async def test_trigger2_after_reinforcement_equals_a_from_scratch_recompute(
     assert await assert_edges_equal_from_scratch(store, PAIR) > 10
     provider.vectors["Antwort über Anna"] = at_cosine(unit(1, 0, 0), 0.9, axis=5)
     record = await engine.reinforce_used(
-        Pair(*PAIR),
-        "Antwort über Anna",
-        [ids[0], ids[2], ids[6]],
-        as_of=T0 + timedelta(days=1),
+        Pair(*PAIR), "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1),
         turn=LogScope("t1"),
     )
     assert record.ausgang.value == "gerechnet"
@@ -173,10 +168,7 @@ async def test_a_failing_trigger2_keeps_the_reinforcement_and_reports_every_node
     )
     provider.vectors["Antwort über Anna"] = at_cosine(unit(1, 0, 0), 0.9, axis=5)
     record = await engine.reinforce_used(
-        Pair(*PAIR),
-        "Antwort über Anna",
-        [ids[0], ids[2], ids[6]],
-        as_of=T0 + timedelta(days=1),
+        Pair(*PAIR), "Antwort über Anna", [ids[0], ids[2], ids[6]], as_of=T0 + timedelta(days=1),
         turn=LogScope("t1"),
     )
     assert record.ausgang.value == "gerechnet" and record.verwendet == [ids[0]]
@@ -217,9 +209,7 @@ async def test_trigger2_touches_only_the_edges_of_the_node(
 async def test_entity_merge_rewrites_nodes_and_equals_a_from_scratch_recompute(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
-    annie = (await engine.upsert_entity(Pair(*PAIR), Entity(0, Pair("", ""), "Annie", "person", ("Ann",))))[
-        0
-    ].id
+    annie = (await engine.upsert_entity(Pair(*PAIR), Entity(0, Pair("", ""), "Annie", "person", ("Ann",))))[0].id
     anna = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
     a = await promote(engine, provider, "mit Annie", unit(1, 0), entitaet_ids=[annie])
     b = await promote(engine, provider, "mit Anna", unit(0, 1), entitaet_ids=[anna])
@@ -289,9 +279,7 @@ async def test_trigger3_input_errors_change_nothing(
 ) -> None:
     mine = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
     theirs = (await engine.upsert_entity(Pair(*OTHER), _entity("Anna")))[0].id
-    foreign_tl = (await engine.upsert_timeline(Pair(*OTHER), Timeline(0, Pair("", ""), T0, "tag", "", ())))[
-        0
-    ].id
+    foreign_tl = (await engine.upsert_timeline(Pair(*OTHER), Timeline(0, Pair("", ""), T0, "tag", "", ())))[0].id
     await promote(engine, provider, "a", unit(1), entitaet_ids=[mine])
     before = await dump(store)
     with pytest.raises(NotFound, match=f"entity {theirs} \\(source_id\\) is not an entity of this pair"):
