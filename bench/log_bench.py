@@ -44,7 +44,7 @@ from novaberg_core.pipeline_log import GrpcLogSink, InMemorySink, PipelineLog
 from novaberg_core.server import wait_for_serving
 from novaberg_core.telemetry import setup_telemetry, tracer
 from novaberg_dev.embedded import create_database, start_stores, stop_stores
-from novaberg_dev.stack import free_port
+from novaberg_dev.embedded.state import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HEALTH_NAME = "novaberg.log.v1.LogService"

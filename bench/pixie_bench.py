@@ -51,7 +51,8 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.embedding import kzg_embed_text, lzg_embed_text, make_provider
 from novaberg_core.model import Ei, Magnets, Pair
 from novaberg_dev.embedded import stores_status
-from novaberg_dev.stack import REPO_ROOT, Stack, free_port, start_stack
+from novaberg_dev.embedded.state import free_port
+from novaberg_dev.stack import REPO_ROOT, Stack, start_stack
 from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
 from services.lzg.rows import NewNode
 from services.lzg.store import LzgStore

@@ -17,7 +17,7 @@ import pytest
 import redis.exceptions
 
 from novaberg_core import metrics
-from novaberg_dev.stack import free_port
+from novaberg_dev.embedded.state import free_port
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "novaberg-memory-core.json"
 _PROMQL_WORDS = frozenset(

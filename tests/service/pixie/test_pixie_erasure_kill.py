@@ -26,7 +26,7 @@ from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.server import RunningServer
-from novaberg_dev.stack import free_port
+from novaberg_dev.embedded.state import free_port
 from tests.service.pixie.conftest import PAIR, PixieCluster, kzg_has, nodes_of, store_entry
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

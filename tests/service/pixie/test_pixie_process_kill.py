@@ -22,7 +22,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg_core.server import RunningServer
-from novaberg_dev.stack import free_port
+from novaberg_dev.embedded.state import free_port
 from services.pixie.store import PixieStore
 from services.pixie.tasks import TASK_DECAY
 from tests.service.pixie.conftest import QueueState, kzg_has, nodes_of, queue_state, store_entry
