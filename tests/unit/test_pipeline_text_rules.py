@@ -12,6 +12,7 @@ from services.pipeline.text_rules import (
     analyze_text,
     extract_themes,
     find_mentions,
+    has_subject,
     salience_heuristic,
 )
 from services.pipeline.tokens import tokenize
@@ -154,6 +155,14 @@ def test_english_conversation_words_are_no_themes() -> None:
     findings = analyze_text("Yesterday Tom asked me about hiking and the mountains.", AS_OF)
     assert findings.themen == ["tom", "hiking", "mountains"]
     assert analyze_text("Vielleicht erzählt Anna vom Zahnarzt.", AS_OF).themen == ["anna", "zahnarzt"]
+
+
+def test_a_question_that_points_back_has_no_subject() -> None:
+    # "one" stands for something said before, like "ones" (SPEC §11: such a question gets no anchors).
+    assert not has_subject("What about that one?")
+    assert not has_subject("Did you do it together?")
+    assert has_subject("What about the other dog?")
+    assert has_subject("Which one of the hiking trails did you like?")
 
 
 NEW_YEAR = datetime(2026, 1, 2, 15, 0, tzinfo=UTC)
