@@ -101,11 +101,6 @@ def _counter(name: str, unit: str, description: str) -> otel_metrics.Counter:
     return _METER.create_counter(name, unit=unit, description=description)
 
 
-def _up_down_counter(name: str, unit: str, description: str) -> otel_metrics.UpDownCounter:
-    _declared.add(name)
-    return _METER.create_up_down_counter(name, unit=unit, description=description)
-
-
 _Callback = Callable[[CallbackOptions], Iterable[Observation]]
 
 
@@ -119,12 +114,31 @@ def _observed(name: str, unit: str, description: str, callback: _Callback, *, co
 RPC_DURATION: Final = _histogram(
     "rpc.server.duration", "ms", "Duration of an RPC on the server, by method and status", _RPC_BUCKETS_MS
 )
-IN_FLIGHT: Final = _up_down_counter(
+class LiveCount:
+    """A count per attribute set, kept in the process and read by an observable up-down counter when
+    metrics are collected: a call's +1 and −1 are two dict updates, not two trips through the SDK's
+    measurement path (aggregation lookup, lock, exemplar filter) on every RPC of every service.
+    Exported like an up-down counter (a Prometheus gauge of the same name)."""
+
+    def __init__(self, name: str, unit: str, description: str) -> None:
+        _declared.add(name)
+        self._counts: dict[tuple[tuple[str, Any], ...], int] = {}
+        _METER.create_observable_up_down_counter(name, callbacks=[self._observe], unit=unit, description=description)
+
+    def add(self, amount: int, attributes: Mapping[str, Any] | None = None) -> None:
+        key = tuple(attributes.items()) if attributes else ()
+        self._counts[key] = self._counts.get(key, 0) + amount
+
+    def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(value, dict(key)) for key, value in list(self._counts.items())]
+
+
+IN_FLIGHT: Final = LiveCount(
     "novaberg.grpc.server.in_flight_calls",
     "{call}",
     "Calls a server is handling now, by service (the chart's custom-metric HPA target)",
 )
-TURNS_IN_FLIGHT: Final = _up_down_counter(
+TURNS_IN_FLIGHT: Final = LiveCount(
     "novaberg.pipeline.turns_in_flight",
     "{call}",
     "ObserveTurn, BuildDossier and Dispatch calls the pipeline is handling now",
