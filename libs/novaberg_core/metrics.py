@@ -120,10 +120,12 @@ class LiveCount:
     measurement path (aggregation lookup, lock, exemplar filter) on every RPC of every service.
     Exported like an up-down counter (a Prometheus gauge of the same name)."""
 
-    def __init__(self, name: str, unit: str, description: str) -> None:
+    def __init__(self, name: str, unit: str, description: str, *, meter: otel_metrics.Meter | None = None) -> None:
         _declared.add(name)
         self._counts: dict[tuple[tuple[str, Any], ...], int] = {}
-        _METER.create_observable_up_down_counter(name, callbacks=[self._observe], unit=unit, description=description)
+        (meter or _METER).create_observable_up_down_counter(
+            name, callbacks=[self._observe], unit=unit, description=description
+        )
 
     def add(self, amount: int, attributes: Mapping[str, Any] | None = None) -> None:
         key = tuple(attributes.items()) if attributes else ()
@@ -216,16 +218,19 @@ class StoreSampler:
 
     def values(self) -> Mapping[str, float]:
         """The latest values, refreshed first when older than the interval."""
+        # A loop that no longer runs (its service stopping, a finished test's) would never answer: the
+        # last values stand, and the scrape does not wait wait_s for each such sampler.
+        running = self._loop.is_running()
         with self._guard:
             stale = time.monotonic() - self._read_at >= self.min_interval_s
-            if stale and (self._pending is None or self._pending.done()) and not self._loop.is_closed():
+            if stale and running and (self._pending is None or self._pending.done()):
                 self._read_at = time.monotonic()
                 try:
                     self._pending = asyncio.run_coroutine_threadsafe(self._refresh(), self._loop)
                 except RuntimeError:  # the loop has stopped
                     self._pending = None
             pending = self._pending
-        if pending is not None and not pending.done() and not _on_loop_thread(self._loop):
+        if running and pending is not None and not pending.done() and not _on_loop_thread(self._loop):
             try:
                 pending.result(timeout=self.wait_s)
             except (concurrent.futures.TimeoutError, concurrent.futures.CancelledError, RuntimeError):
