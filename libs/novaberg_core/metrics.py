@@ -114,6 +114,8 @@ def _observed(name: str, unit: str, description: str, callback: _Callback, *, co
 RPC_DURATION: Final = _histogram(
     "rpc.server.duration", "ms", "Duration of an RPC on the server, by method and status", _RPC_BUCKETS_MS
 )
+
+
 class LiveCount:
     """A count per attribute set, kept in the process and read by an observable up-down counter when
     metrics are collected: a call's +1 and −1 are two dict updates, not two trips through the SDK's

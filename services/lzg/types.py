@@ -1,4 +1,4 @@
-"""The LZG's domain types: what its operations take and return (SPEC §5), and the pair rule (SPEC §0)."""
+"""The LZG's domain types: what its operations take and return (SPEC §5)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from novaberg_core.contract import check_pair as check_pair_ids
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.lexical import QueryTerms
 from novaberg_core.model import Beobachter, Ei, Magnets, Pair, PromotionOutcome
@@ -26,19 +25,12 @@ __all__ = [
     "Timeline",
     "Trigger3Result",
     "check_finite",
-    "check_pair",
     "entity_from_row",
     "timeline_from_row",
 ]
 
 BEOBACHTER: tuple[Beobachter, ...] = tuple(Beobachter)
 """Perspectives of an entry (SPEC §0): the shared model's names."""
-
-
-def check_pair(user_id: str, character_id: str, field_name: str = "pair") -> tuple[str, str]:
-    """The shared pair rule (SPEC §0); returns the ids for convenience."""
-    check_pair_ids(user_id, character_id, field_name)
-    return user_id, character_id
 
 
 def check_finite(value: float, name: str) -> float:
