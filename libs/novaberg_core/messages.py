@@ -1,5 +1,6 @@
-"""Records as proto messages: one conversion for every dataclass whose fields carry the message's
-field names (Pixie's results, the stores' erasure counts), so no servicer lists them field by field."""
+"""Records as proto messages and back: one conversion each way for every dataclass whose fields
+carry the message's field names (Pixie's results, the stores' erasure counts, the LZG's stored
+nodes and edges), so no servicer lists them field by field."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
-from novaberg_core.timeutil import to_timestamp
+from novaberg_core.timeutil import from_timestamp, to_timestamp
 
-__all__ = ["to_message"]
+__all__ = ["from_message", "to_message"]
 
 _M = TypeVar("_M", bound=Message)
+_R = TypeVar("_R")
 
 
 def to_message(message_type: type[_M], record: Any, **converted: Any) -> _M:
@@ -26,3 +28,27 @@ def to_message(message_type: type[_M], record: Any, **converted: Any) -> _M:
         if f.name in names and f.name not in converted and value is not None:
             values[f.name] = to_timestamp(value) if isinstance(value, datetime) else value
     return message_type(**values, **converted)
+
+
+def from_message(record_type: type[_R], message: Message, **converted: Any) -> _R:
+    """The dataclass ``record_type`` filled from ``message``: every field the message has, by name
+    (a Timestamp as a datetime, a repeated field as a tuple, an unset field with presence as None),
+    except those given ``converted``; a field the message lacks keeps its default."""
+    descriptors = message.DESCRIPTOR.fields_by_name
+    values: dict[str, Any] = {}
+    for f in fields(record_type):  # type: ignore[arg-type]
+        descriptor = descriptors.get(f.name)
+        if descriptor is None or f.name in converted:
+            continue
+        value = getattr(message, f.name)
+        if descriptor.is_repeated:
+            value = tuple(value)
+        elif descriptor.has_presence and not message.HasField(f.name):
+            value = None
+        elif descriptor.message_type is not None and descriptor.message_type.full_name == _TIMESTAMP:
+            value = from_timestamp(value)
+        values[f.name] = value
+    return record_type(**values, **converted)
+
+
+_TIMESTAMP = "google.protobuf.Timestamp"

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,20 +12,24 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.embedding.base import Vectors
-from novaberg_core.messages import to_message
-from novaberg_core.model import EI_SCALARS, Beobachter, Ei, Magnets, Pair, check_vector
+from novaberg_core.messages import from_message, to_message
+from novaberg_core.model import Beobachter, Ei, Magnets, Pair, check_vector
 from novaberg_core.pipeline_log import LogScope
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
 from services.lzg.reading import RecallCandidate
+from services.lzg.rows import StoredEdge, StoredNode
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
 from services.lzg.types import Entity, PromotionInput, Timeline, Trigger3Result
 from services.lzg.usage import Ausgang, Verwendungsprotokoll
 
 __all__ = [
     "answer_vector",
+    "edge_from_proto",
     "edge_to_proto",
+    "entity_from_proto",
     "entity_to_proto",
     "erinnerungen_from_proto",
+    "node_from_proto",
     "node_to_proto",
     "promotion_input",
     "protokoll_to_proto",
@@ -72,61 +75,25 @@ def span_of(turn: common_pb2.TurnContext) -> str | None:
     return turn.span_id or None
 
 
-_NODE_COLUMNS = (
-    *("id", "kzg_quell_key", "inhalt", "dimension", "gewicht_roh", "gewicht_absolut", "gewicht_decay"),
-    *("haeufigkeit", "aktiv", "sprecher", "sprache", "quell_turn_id"),
-)
-"""The node columns a Node message carries under their own name and type."""
-_NODE_TIMES = ("erstellt_am", "verstaerkt_am", "decay_am", "kzg_erstellt_am")
-_EDGE_COLUMNS = ("id", "knoten_a_id", "knoten_b_id", "gewicht_roh", "gewicht_absolut", "anzahl_schichten")
-_EDGE_LISTS = ("verbindungs_gruende", "geteilte_entitaet_ids", "geteilte_themen")
-_EDGE_OPTIONAL = ("timeline_naehe_tage", "embedding_cosine_initial")
-"""Edge columns that may be NULL: the message leaves them unset."""
-
-
-def _columns(row: Mapping[str, Any], columns: Sequence[str], as_field: Any = None) -> dict[str, Any]:
-    """The row's ``columns`` as message fields of the same names (each through ``as_field``)."""
-    if as_field is None:
-        return {column: row[column] for column in columns}
-    return {column: as_field(row[column]) for column in columns}
-
-
-def node_to_proto(row: Mapping[str, Any], include_embedding: bool = False) -> lzg_pb2.Node:
-    """One ``lzg_knoten`` row as a Node message."""
-    node = lzg_pb2.Node(
-        **_columns(row, _NODE_COLUMNS),
-        **_columns(row, _NODE_TIMES, _ts),
-        pair=Pair.of_row(row).to_proto(),
-        beobachter=Beobachter.proto_of_name(row["beobachter"]),
-        themen=list(row["themen"]),
-        gedaechtnistyp=row["gedaechtnistyp"] or "",
-        ei=common_pb2.EiFields(**_columns(row, EI_SCALARS), intentionen=_intentionen(row["intentionen"])),
-        magnets=Magnets.of(row["entitaet_ids"], row["timeline_id"]).to_proto(),
+def node_to_proto(node: StoredNode, include_embedding: bool = False) -> lzg_pb2.Node:
+    """A stored node as a Node message (its vector only if asked and present)."""
+    vector = node.embedding.tolist() if include_embedding and node.embedding is not None else []
+    return to_message(
+        lzg_pb2.Node,
+        node,
+        pair=node.pair.to_proto(),
+        beobachter=Beobachter.proto_of_name(node.beobachter),
+        themen=list(node.themen),
+        gedaechtnistyp=node.gedaechtnistyp or "",
+        ei=node.ei.to_proto(),
+        magnets=node.magnets.to_proto(),
+        embedding=vector,
     )
-    if include_embedding and row["embedding"] is not None:
-        node.embedding.extend(row["embedding"].to_numpy().tolist())
-    return node
 
 
-def _intentionen(raw: str) -> list[str]:
-    try:
-        values = json.loads(raw or "[]")
-    except ValueError:
-        return []
-    return [str(v) for v in values] if isinstance(values, list) else []
-
-
-def edge_to_proto(row: Mapping[str, Any]) -> lzg_pb2.Edge:
-    """One ``lzg_kanten`` row as an Edge message."""
-    edge = lzg_pb2.Edge(
-        **_columns(row, _EDGE_COLUMNS),
-        **_columns(row, _EDGE_LISTS, list),
-        erstellt_am=_ts(row["erstellt_am"]),
-    )
-    for column in _EDGE_OPTIONAL:
-        if row[column] is not None:
-            setattr(edge, column, row[column])
-    return edge
+def edge_to_proto(edge: StoredEdge) -> lzg_pb2.Edge:
+    """A stored directed edge as an Edge message (a NULL frozen value left unset)."""
+    return to_message(lzg_pb2.Edge, edge)
 
 
 def resonanz_to_proto(resonanz: LzgResonanz) -> lzg_pb2.LzgResonanz:
@@ -265,13 +232,36 @@ def timeline_to_proto(timeline: Timeline) -> lzg_pb2.Timeline:
 
 
 def timeline_from_proto(pair: common_pb2.Pair, message: lzg_pb2.Timeline) -> Timeline:
-    return Timeline(
-        id=message.id,
-        pair=Pair.of_proto(pair),
-        zeitpunkt=_optional_ts(message, "zeitpunkt"),  # type: ignore[arg-type]  # None: refused by the use case
-        praezision=message.praezision,
-        titel=message.titel,
-        themen=tuple(message.themen),
+    """A timeline as UpsertTimeline and the import take it; an unset zeitpunkt is None, refused by the use case."""
+    return from_message(Timeline, message, pair=Pair.of_proto(pair))
+
+
+def entity_from_proto(pair: Pair, message: lzg_pb2.Entity) -> Entity:
+    """An exported entity as the import takes it, in the pair it is imported into."""
+    return from_message(Entity, message, pair=pair)
+
+
+def node_from_proto(pair: Pair, message: lzg_pb2.Node) -> StoredNode:
+    """An exported node as the import takes it, in the pair it is imported into, without its vector
+    (the import embeds the text); an unset time is None, refused by the use case."""
+    return from_message(
+        StoredNode,
+        message,
+        pair=pair,
+        beobachter=Beobachter.name_of_proto(message.beobachter),
+        magnets=Magnets.from_proto(message.magnets),
+        ei=Ei.from_proto(message.ei),
+        embedding=None,
+    )
+
+
+def edge_from_proto(message: lzg_pb2.Edge) -> StoredEdge:
+    """An exported edge as the import takes it (no time: now; no layer count: one)."""
+    return from_message(
+        StoredEdge,
+        message,
+        erstellt_am=_optional_ts(message, "erstellt_am") or as_of_or_now(None),
+        anzahl_schichten=message.anzahl_schichten or 1,
     )
 
 

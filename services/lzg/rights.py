@@ -15,18 +15,16 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field, replace
 
 import asyncpg
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
-from novaberg_core.model import Pair
+from novaberg_core.model import Magnets, Pair
 from novaberg_core.pipeline_log import LogScope, count_fields
 from novaberg_core.rights import check_erasure_target, erasure_written, kzg_key, rights_write
 from services.lzg.app.context import NO_TURN
@@ -36,6 +34,7 @@ from services.lzg.layers import parse_praezision
 from services.lzg.records import ERASED_COUNTS
 from services.lzg.rights_store import (
     EraseCounts,
+    ExportRows,
     ForgottenNode,
     characters_of_user,
     erase_rows,
@@ -46,12 +45,12 @@ from services.lzg.rights_store import (
     import_timeline,
     lift_tombstone,
     move_generation,
-    node_importer,
     pair_is_empty,
     pair_key,
     record_tombstone,
     user_key,
 )
+from services.lzg.rows import Entity, StoredEdge, StoredNode, Timeline
 from services.lzg.store import PairTx
 from services.lzg.types import BEOBACHTER
 
@@ -73,24 +72,20 @@ _GEDAECHTNISTYP_MAX = 20
 
 
 @dataclass(frozen=True)
-class ExportData:
-    """Everything of a pair as rows (column name → value), read in one consistent view."""
+class ExportData(ExportRows):
+    """Everything of a pair, read in one consistent view, and the model that filled the store."""
 
     model_id: str
-    entities: list[Mapping[str, Any]]
-    timelines: list[Mapping[str, Any]]
-    nodes: list[Mapping[str, Any]]
-    edges: list[Mapping[str, Any]]
 
 
 @dataclass
 class ImportChunk:
-    """One chunk of an import as rows with the exported (old) ids."""
+    """One chunk of an import, the records with their exported (old) ids."""
 
-    entities: list[Mapping[str, Any]] = field(default_factory=list)
-    timelines: list[Mapping[str, Any]] = field(default_factory=list)
-    nodes: list[Mapping[str, Any]] = field(default_factory=list)
-    edges: list[Mapping[str, Any]] = field(default_factory=list)
+    entities: list[Entity] = field(default_factory=list)
+    timelines: list[Timeline] = field(default_factory=list)
+    nodes: list[StoredNode] = field(default_factory=list)
+    edges: list[StoredEdge] = field(default_factory=list)
 
 
 @dataclass
@@ -106,11 +101,6 @@ class ImportResult:
 class ForgetResult:
     nodes: tuple[ForgottenNode, ...]
     edges: int
-
-
-def _intentionen_json(value: Any) -> str:
-    """The ``intentionen`` column (JSON text) from a list, or from the column's own text as exported."""
-    return value if isinstance(value, str) else json.dumps(list(value), ensure_ascii=False)
 
 
 def _target_key(key: str, user_id: str, character_id: str) -> str:
@@ -155,7 +145,7 @@ class LzgRights:
         pair.check()
         async with self.store.reader() as conn:
             rows = await export_rows(conn, pair.user_id, pair.character_id)
-        return ExportData(await self.store.model_id(), rows.entities, rows.timelines, rows.nodes, rows.edges)
+        return ExportData(rows.entities, rows.timelines, rows.nodes, rows.edges, await self.store.model_id())
 
     async def import_pair(self, pair: Pair, chunks: AsyncIterator[ImportChunk]) -> ImportResult:
         """Writes exported records into the empty pair in one transaction (ids new, references remapped)."""
@@ -184,128 +174,101 @@ class LzgRights:
         )  # fmt: skip
         return result
 
-    async def _import_entities(
-        self, tx: PairTx, rows: Sequence[Mapping[str, Any]], result: ImportResult
-    ) -> None:
+    async def _import_entities(self, tx: PairTx, entities: Sequence[Entity], result: ImportResult) -> None:
         # One INSERT per record: each new id is mapped to its exported one (a rare, offline operation).
-        for row in rows:
-            if not str(row["name"]).strip():
-                raise InvalidArgument(f"entity {row['id']}: name must not be empty")
-            if row["id"] in result.entity_ids:
-                raise InvalidArgument(f"entity {row['id']} appears twice")
+        for entity in entities:
+            if not entity.name.strip():
+                raise InvalidArgument(f"entity {entity.id}: name must not be empty")
+            if entity.id in result.entity_ids:
+                raise InvalidArgument(f"entity {entity.id} appears twice")
             try:
-                new_id = await import_entity(tx.conn, tx.pair, row["name"], row["typ"], row["aliases"])
+                new_id = await import_entity(tx.conn, tx.pair, entity.name, entity.typ, entity.aliases)
             except asyncpg.UniqueViolationError:
-                raise InvalidArgument(f"entity {row['id']}: the name {row['name']!r} appears twice") from None
-            result.entity_ids[int(row["id"])] = new_id
+                raise InvalidArgument(f"entity {entity.id}: the name {entity.name!r} appears twice") from None
+            result.entity_ids[entity.id] = new_id
 
-    async def _import_timelines(
-        self, tx: PairTx, rows: Sequence[Mapping[str, Any]], result: ImportResult
-    ) -> None:
-        for row in rows:
-            if row["zeitpunkt"] is None:
-                raise InvalidArgument(f"timeline {row['id']}: zeitpunkt must be set")
-            praezision = parse_praezision(row["praezision"], f"timeline {row['id']}.praezision")
+    async def _import_timelines(self, tx: PairTx, timelines: Sequence[Timeline], result: ImportResult) -> None:
+        for timeline in timelines:
+            if timeline.zeitpunkt is None:
+                raise InvalidArgument(f"timeline {timeline.id}: zeitpunkt must be set")
+            praezision = parse_praezision(timeline.praezision, f"timeline {timeline.id}.praezision")
             new_id = await import_timeline(
-                tx.conn, tx.pair, row["zeitpunkt"], praezision.value, row["titel"], row["themen"]
+                tx.conn, tx.pair, timeline.zeitpunkt, praezision.value, timeline.titel, timeline.themen
             )
-            result.timeline_ids[int(row["id"])] = new_id
+            result.timeline_ids[timeline.id] = new_id
 
-    async def _import_nodes(
-        self, tx: PairTx, rows: Sequence[Mapping[str, Any]], result: ImportResult
-    ) -> None:
-        for start in range(0, len(rows), _EMBED_BATCH):
-            batch = rows[start : start + _EMBED_BATCH]
-            for row in batch:
-                self._check_node(row, result)
-            vectors = await self.engine.provider.embed(
-                [lzg_embed_text(row["inhalt"], row.get("sprecher", "")) for row in batch]
-            )
-            insert_node = await node_importer(tx)
-            for row, vector in zip(batch, vectors, strict=True):
-                timeline_id = row["timeline_id"]
-                key = _target_key(row["kzg_quell_key"], *tx.pair)
+    async def _import_nodes(self, tx: PairTx, nodes: Sequence[StoredNode], result: ImportResult) -> None:
+        pair = Pair(*tx.pair)
+        for start in range(0, len(nodes), _EMBED_BATCH):
+            batch = nodes[start : start + _EMBED_BATCH]
+            for node in batch:
+                self._check_node(node, result)
+            vectors = await self.engine.provider.embed([lzg_embed_text(n.inhalt, n.sprecher) for n in batch])
+            for node, vector in zip(batch, vectors, strict=True):
+                key = _target_key(node.kzg_quell_key, *tx.pair)
                 if key in result.quell_keys:
-                    raise InvalidArgument(f"node {row['id']}: its kzg_quell_key appears twice in the import")
+                    raise InvalidArgument(f"node {node.id}: its kzg_quell_key appears twice in the import")
                 result.quell_keys.add(key)
-                columns = (
-                    row["beobachter"],
-                    row["inhalt"],
-                    row["dimension"],
-                    row["gewicht_roh"],
-                    row["gewicht_absolut"],
-                    row["gewicht_decay"],
-                    max(int(row["haeufigkeit"]), 1),
-                    bool(row["aktiv"]),
-                    row["erstellt_am"],
-                    row["verstaerkt_am"],
-                    row["decay_am"],
-                    row["kzg_erstellt_am"],
-                    list(row["themen"]),
-                    row["gedaechtnistyp"] or None,
-                    [result.entity_ids[i] for i in row["entitaet_ids"]],
-                    result.timeline_ids[timeline_id] if timeline_id is not None else None,
-                    row["emotion"],
-                    row["arousal"],
-                    row["emotions_vektor"],
-                    _intentionen_json(row["intentionen"]),
-                    row["modus"],
-                    row["sprach_stil"],
-                    row["beziehungs_dynamik"],
-                    row["tone"],
-                    row.get("sprecher", ""),
-                    row.get("sprache", ""),
-                    row.get("quell_turn_id", ""),
+                timeline_id = node.magnets.timeline_id
+                imported = replace(
+                    node,
+                    kzg_quell_key=key,
+                    pair=pair,
+                    embedding=vector,
+                    haeufigkeit=max(node.haeufigkeit, 1),
+                    gedaechtnistyp=node.gedaechtnistyp or None,
+                    magnets=Magnets.of(
+                        [result.entity_ids[i] for i in node.magnets.entitaet_ids],
+                        result.timeline_ids[timeline_id] if timeline_id is not None else None,
+                    ),
                 )
-                result.node_ids[int(row["id"])] = await insert_node(key, vector, columns)
+                result.node_ids[node.id] = await tx.insert_node(imported)
 
-    def _check_node(self, row: Mapping[str, Any], result: ImportResult) -> None:
-        name = f"node {row['id']}"
-        if row["id"] in result.node_ids:
+    def _check_node(self, node: StoredNode, result: ImportResult) -> None:
+        name = f"node {node.id}"
+        if node.id in result.node_ids:
             raise InvalidArgument(f"{name} appears twice")
-        if row["beobachter"] not in BEOBACHTER:
+        if node.beobachter not in BEOBACHTER:
             raise InvalidArgument(f"{name}: beobachter must be one of {', '.join(BEOBACHTER)}")
-        if not str(row["inhalt"]).strip():
+        if not node.inhalt.strip():
             raise InvalidArgument(f"{name}: inhalt must not be empty")
-        if len(row["gedaechtnistyp"] or "") > _GEDAECHTNISTYP_MAX:
+        if len(node.gedaechtnistyp or "") > _GEDAECHTNISTYP_MAX:
             raise InvalidArgument(f"{name}: gedaechtnistyp is longer than {_GEDAECHTNISTYP_MAX} characters")
         for column in ("erstellt_am", "verstaerkt_am", "decay_am", "kzg_erstellt_am"):
-            if row[column] is None:
+            if getattr(node, column) is None:
                 raise InvalidArgument(f"{name}: {column} must be set")
         for column in ("gewicht_roh", "gewicht_absolut", "gewicht_decay"):
-            if not (math.isfinite(row[column]) and row[column] >= 0.0):
+            value = getattr(node, column)
+            if not (math.isfinite(value) and value >= 0.0):
                 raise InvalidArgument(f"{name}: {column} must be a finite number >= 0")
-        missing = [i for i in row["entitaet_ids"] if i not in result.entity_ids]
+        missing = [i for i in node.magnets.entitaet_ids if i not in result.entity_ids]
         if missing:
             raise InvalidArgument(f"{name} names entities {missing} that the import did not bring before it")
-        if row["timeline_id"] is not None and row["timeline_id"] not in result.timeline_ids:
-            raise InvalidArgument(
-                f"{name} names timeline {row['timeline_id']} that the import did not bring before it"
-            )
+        timeline_id = node.magnets.timeline_id
+        if timeline_id is not None and timeline_id not in result.timeline_ids:
+            raise InvalidArgument(f"{name} names timeline {timeline_id} that the import did not bring before it")
 
-    async def _import_edges(
-        self, tx: PairTx, rows: Sequence[Mapping[str, Any]], result: ImportResult
-    ) -> None:
-        if not rows:
+    async def _import_edges(self, tx: PairTx, edges: Sequence[StoredEdge], result: ImportResult) -> None:
+        if not edges:
             return
         records = []
-        for row in rows:
-            a, b = row["knoten_a_id"], row["knoten_b_id"]
+        for edge in edges:
+            a, b = edge.knoten_a_id, edge.knoten_b_id
             if a not in result.node_ids or b not in result.node_ids or a == b:
-                raise InvalidArgument(f"edge {row['id']} joins nodes {a} → {b} the import did not bring")
+                raise InvalidArgument(f"edge {edge.id} joins nodes {a} → {b} the import did not bring")
             records.append(
                 (
                     result.node_ids[a],
                     result.node_ids[b],
-                    row["gewicht_roh"],
-                    row["gewicht_absolut"],
-                    row["erstellt_am"],
-                    list(row["verbindungs_gruende"]),
-                    [result.entity_ids.get(i, i) for i in row["geteilte_entitaet_ids"]],
-                    list(row["geteilte_themen"]),
-                    row["timeline_naehe_tage"],
-                    row["embedding_cosine_initial"],
-                    int(row["anzahl_schichten"]),
+                    edge.gewicht_roh,
+                    edge.gewicht_absolut,
+                    edge.erstellt_am,
+                    list(edge.verbindungs_gruende),
+                    [result.entity_ids.get(i, i) for i in edge.geteilte_entitaet_ids],
+                    list(edge.geteilte_themen),
+                    edge.timeline_naehe_tage,
+                    edge.embedding_cosine_initial,
+                    edge.anzahl_schichten,
                 )
             )
         try:

@@ -12,11 +12,21 @@ import grpc
 
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.messages import to_message
-from novaberg_core.model import Beobachter, Ei, Magnets, Pair
+from novaberg_core.model import Pair
 from novaberg_core.rights import StreamPair, chunks, named_target
 from novaberg_core.servicers import EraseServicer
-from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
-from services.lzg.convert import edge_to_proto, node_to_proto, turn_of
+from novaberg_core.timeutil import as_of_or_now
+from services.lzg.convert import (
+    edge_from_proto,
+    edge_to_proto,
+    entity_from_proto,
+    entity_to_proto,
+    node_from_proto,
+    node_to_proto,
+    timeline_from_proto,
+    timeline_to_proto,
+    turn_of,
+)
 from services.lzg.engine import LzgEngine
 from services.lzg.rights import ImportChunk, LzgRights
 
@@ -24,92 +34,6 @@ __all__ = ["EXPORT_CHUNK", "LzgRightsServicer"]
 
 EXPORT_CHUNK = 500
 """Records per export message (well under gRPC's 4 MB message limit without vectors)."""
-
-def _ts(message: Any, name: str) -> Any:
-    return from_timestamp(getattr(message, name)) if message.HasField(name) else None
-
-
-def _entity_row(message: lzg_pb2.Entity) -> Mapping[str, Any]:
-    return {"id": message.id, "name": message.name, "typ": message.typ, "aliases": list(message.aliases)}
-
-
-def _timeline_row(message: lzg_pb2.Timeline) -> Mapping[str, Any]:
-    return {
-        "id": message.id,
-        "zeitpunkt": _ts(message, "zeitpunkt"),
-        "praezision": message.praezision,
-        "titel": message.titel,
-        "themen": list(message.themen),
-    }
-
-
-def _node_row(message: lzg_pb2.Node) -> Mapping[str, Any]:
-    magnets = Magnets.from_proto(message.magnets)
-    return {
-        "id": message.id,
-        "kzg_quell_key": message.kzg_quell_key,
-        "beobachter": Beobachter.name_of_proto(message.beobachter),
-        "inhalt": message.inhalt,
-        "dimension": message.dimension,
-        "gewicht_roh": message.gewicht_roh,
-        "gewicht_absolut": message.gewicht_absolut,
-        "gewicht_decay": message.gewicht_decay,
-        "haeufigkeit": message.haeufigkeit,
-        "aktiv": message.aktiv,
-        "erstellt_am": _ts(message, "erstellt_am"),
-        "verstaerkt_am": _ts(message, "verstaerkt_am"),
-        "decay_am": _ts(message, "decay_am"),
-        "kzg_erstellt_am": _ts(message, "kzg_erstellt_am"),
-        "themen": list(message.themen),
-        "gedaechtnistyp": message.gedaechtnistyp,
-        "entitaet_ids": list(magnets.entitaet_ids),
-        "timeline_id": magnets.timeline_id,
-        **Ei.from_proto(message.ei).as_dict(),
-        "sprecher": message.sprecher,
-        "sprache": message.sprache,
-        "quell_turn_id": message.quell_turn_id,
-    }
-
-
-def _edge_row(message: lzg_pb2.Edge) -> Mapping[str, Any]:
-    return {
-        "id": message.id,
-        "knoten_a_id": message.knoten_a_id,
-        "knoten_b_id": message.knoten_b_id,
-        "gewicht_roh": message.gewicht_roh,
-        "gewicht_absolut": message.gewicht_absolut,
-        "erstellt_am": _ts(message, "erstellt_am") or as_of_or_now(None),
-        "verbindungs_gruende": list(message.verbindungs_gruende),
-        "geteilte_entitaet_ids": list(message.geteilte_entitaet_ids),
-        "geteilte_themen": list(message.geteilte_themen),
-        "timeline_naehe_tage": message.timeline_naehe_tage
-        if message.HasField("timeline_naehe_tage")
-        else None,
-        "embedding_cosine_initial": (
-            message.embedding_cosine_initial if message.HasField("embedding_cosine_initial") else None
-        ),
-        "anzahl_schichten": message.anzahl_schichten or 1,
-    }
-
-
-def _entity_pb(row: Mapping[str, Any]) -> lzg_pb2.Entity:
-    message = lzg_pb2.Entity(
-        id=row["id"], name=row["name"], typ=row["typ"], aliases=list(row["aliases"] or ())
-    )
-    message.pair.user_id, message.pair.character_id = row["user_id"], row["character_id"]
-    return message
-
-
-def _timeline_pb(row: Mapping[str, Any]) -> lzg_pb2.Timeline:
-    message = lzg_pb2.Timeline(
-        id=row["id"],
-        zeitpunkt=to_timestamp(row["zeitpunkt"]),
-        praezision=row["praezision"],
-        titel=row["titel"],
-        themen=list(row["themen"] or ()),
-    )
-    message.pair.user_id, message.pair.character_id = row["user_id"], row["character_id"]
-    return message
 
 
 class LzgRightsServicer(EraseServicer[LzgRights]):
@@ -134,9 +58,9 @@ class LzgRightsServicer(EraseServicer[LzgRights]):
             ),
             model_id=data.model_id,
         )
-        kinds: tuple[tuple[str, Sequence[Mapping[str, Any]], Callable[[Mapping[str, Any]], Any]], ...] = (
-            ("entities", data.entities, _entity_pb),
-            ("timelines", data.timelines, _timeline_pb),
+        kinds: tuple[tuple[str, Sequence[Any], Callable[[Any], Any]], ...] = (
+            ("entities", data.entities, entity_to_proto),
+            ("timelines", data.timelines, timeline_to_proto),
             ("nodes", data.nodes, node_to_proto),
             ("edges", data.edges, edge_to_proto),
         )
@@ -153,20 +77,21 @@ class LzgRightsServicer(EraseServicer[LzgRights]):
         first = await anext(messages, None)
         stream = StreamPair()
         pair = stream.check(first if first is not None else lzg_pb2.ImportPairChunk())
+        target = Pair.of_proto(pair)
 
         async def import_chunks() -> AsyncIterator[ImportChunk]:
             message: lzg_pb2.ImportPairChunk | None = first
             while message is not None:
                 stream.check(message)
                 yield ImportChunk(
-                    entities=[_entity_row(m) for m in message.entities],
-                    timelines=[_timeline_row(m) for m in message.timelines],
-                    nodes=[_node_row(m) for m in message.nodes],
-                    edges=[_edge_row(m) for m in message.edges],
+                    entities=[entity_from_proto(target, m) for m in message.entities],
+                    timelines=[timeline_from_proto(pair, m) for m in message.timelines],
+                    nodes=[node_from_proto(target, m) for m in message.nodes],
+                    edges=[edge_from_proto(m) for m in message.edges],
                 )
                 message = await anext(messages, None)
 
-        result = await self.rights.import_pair(Pair.of_proto(pair), import_chunks())
+        result = await self.rights.import_pair(target, import_chunks())
 
         def mapped(ids: Mapping[int, int]) -> list[lzg_pb2.IdMapping]:
             return [lzg_pb2.IdMapping(old_id=old, new_id=new) for old, new in ids.items()]

@@ -8,20 +8,23 @@ only code naming a rights query: :mod:`services.lzg.rights` decides, these funct
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
-import numpy as np
 from pgvector import Vector
 
 from novaberg_core.migrations import load_queries
-from novaberg_core.model import Ei, Magnets, Pair
-from services.lzg.layers import TimelineRef
-from services.lzg.rows import NewNode
-from services.lzg.store import PairTx, timeline_ref
+from services.lzg.rows import (
+    Entity,
+    StoredEdge,
+    StoredNode,
+    Timeline,
+    entity_from_row,
+    timeline_from_row,
+)
 
 __all__ = [
     "RIGHTS_QUERIES",
@@ -42,7 +45,6 @@ __all__ = [
     "move_generation",
     "new_nodes",
     "node_for_correction",
-    "node_importer",
     "pair_is_empty",
     "pair_key",
     "promotion_erased",
@@ -91,45 +93,12 @@ async def promotion_erased(conn: Any, user_id: str, character_id: str, erstellt_
     )
 
 
-@dataclass(frozen=True)
-class StoredNode:
-    """A node as CorrectNode reads it: what it shows, its timeline, and every column for Trigger 1."""
-
-    id: int
-    inhalt: str
-    sprecher: str
-    timeline: TimelineRef | None
-    columns: Mapping[str, Any]
-
-    def as_new_node(self, inhalt: str, vector: Any, as_of: datetime) -> NewNode:
-        """Trigger 1's input: the stored weights and layers with the new content (edges dated ``as_of``)."""
-        stored = {name: self.columns[name] for name in _STORED_NODE_FIELDS}
-        columns = self.columns
-        return NewNode(
-            **stored,
-            pair=Pair.of_row(columns),
-            inhalt=inhalt,
-            embedding=vector,
-            erstellt_am=as_of,
-            magnets=Magnets.of(columns["entitaet_ids"], columns["timeline_id"]),
-            ei=Ei.from_row({**columns, "intentionen": ()}),  # Trigger 1 reads no intentionen
-        )
-
-
-_STORED_NODE_FIELDS = tuple(
-    f.name for f in fields(NewNode) if f.name not in {"pair", "inhalt", "embedding", "erstellt_am", "magnets", "ei"}
-)
-
-
 async def node_for_correction(
     conn: Any, user_id: str, character_id: str, node_id: int, kzg_key: str
 ) -> StoredNode | None:
-    """The pair's node by id (> 0) or by its KZG key, with what Trigger 1 needs, or None."""
+    """The pair's node by id (> 0) or by its KZG key, with its timeline (what Trigger 1 needs), or None."""
     row = await conn.fetchrow(RIGHTS_QUERIES["node_for_correction"], user_id, character_id, node_id, kzg_key)
-    if row is None:
-        return None
-    timeline = timeline_ref(row["zeitpunkt"], row["praezision"])
-    return StoredNode(int(row["id"]), str(row["inhalt"]), row["sprecher"], timeline, row)
+    return None if row is None else StoredNode.from_row(row)
 
 
 async def correct_node(
@@ -155,12 +124,12 @@ class EraseCounts:
 
 @dataclass(frozen=True)
 class ExportRows:
-    """A pair's rows (column name → value): entities, timelines, nodes (no vectors), edges."""
+    """A pair's records: entities, timelines, nodes (no vectors), edges."""
 
-    entities: list[Mapping[str, Any]]
-    timelines: list[Mapping[str, Any]]
-    nodes: list[Mapping[str, Any]]
-    edges: list[Mapping[str, Any]]
+    entities: list[Entity]
+    timelines: list[Timeline]
+    nodes: list[StoredNode]
+    edges: list[StoredEdge]
 
 
 @dataclass(frozen=True)
@@ -204,10 +173,10 @@ async def export_rows(conn: Any, user_id: str, character_id: str) -> ExportRows:
     """The pair's rows, read in ``conn`` (a reader: one consistent view)."""
     q = RIGHTS_QUERIES
     return ExportRows(
-        list(await conn.fetch(q["export_entities"], user_id, character_id)),
-        list(await conn.fetch(q["export_timelines"], user_id, character_id)),
-        list(await conn.fetch(q["export_nodes"], user_id, character_id)),
-        list(await conn.fetch(q["export_edges"], user_id, character_id)),
+        [entity_from_row(r) for r in await conn.fetch(q["export_entities"], user_id, character_id)],
+        [timeline_from_row(r) for r in await conn.fetch(q["export_timelines"], user_id, character_id)],
+        [StoredNode.from_row(r) for r in await conn.fetch(q["export_nodes"], user_id, character_id)],
+        [StoredEdge.from_row(r) for r in await conn.fetch(q["export_edges"], user_id, character_id)],
     )
 
 
@@ -235,20 +204,6 @@ async def import_timeline(
             RIGHTS_QUERIES["import_timeline"], *pair, zeitpunkt, praezision, titel, list(themen)
         )
     )
-
-
-async def node_importer(tx: PairTx) -> Callable[[str, Any, Sequence[Any]], Awaitable[int]]:
-    """The insert of exported nodes into ``tx``'s pair, prepared once: ``insert(kzg_key, vector,
-    columns)`` → new id; ``columns`` are those of ``insert_node`` (sql/queries.sql) after the
-    vector, from dimension to quell_turn_id, with beobachter and inhalt first."""
-    statement = await tx.conn.prepare(tx.q["insert_node"])
-
-    async def insert(kzg_key: str, vector: Any, columns: Sequence[Any]) -> int:
-        beobachter, inhalt, *rest = columns
-        embedding = Vector(np.asarray(vector, dtype=np.float32))
-        return int(await statement.fetchval(kzg_key, *tx.pair, beobachter, inhalt, embedding, *rest))
-
-    return insert
 
 
 # --- forget ------------------------------------------------------------------------------------

@@ -179,26 +179,26 @@ class LzgServicer(ModelServicer, LzgRightsServicer, lzg_pb2_grpc.LzgServiceServi
     async def GetNode(
         self, request: lzg_pb2.GetNodeRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.GetNodeResponse:
-        row = await self.engine.node(Pair.of_proto(request.pair), request.node_id)
-        return lzg_pb2.GetNodeResponse(node=node_to_proto(row, request.include_embedding))
+        node = await self.engine.node(Pair.of_proto(request.pair), request.node_id)
+        return lzg_pb2.GetNodeResponse(node=node_to_proto(node, request.include_embedding))
 
     async def ListNodes(
         self, request: lzg_pb2.ListNodesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ListNodesResponse:
-        rows = await self.engine.nodes(Pair.of_proto(request.pair), request.limit, request.include_inactive)
-        return lzg_pb2.ListNodesResponse(nodes=[node_to_proto(r) for r in rows])
+        nodes = await self.engine.nodes(Pair.of_proto(request.pair), request.limit, request.include_inactive)
+        return lzg_pb2.ListNodesResponse(nodes=[node_to_proto(n) for n in nodes])
 
     async def ListEdges(
         self, request: lzg_pb2.ListEdgesRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.ListEdgesResponse:
-        rows = await self.engine.edges(Pair.of_proto(request.pair), request.node_id, request.limit)
-        return lzg_pb2.ListEdgesResponse(edges=[edge_to_proto(r) for r in rows])
+        edges = await self.engine.edges(Pair.of_proto(request.pair), request.node_id, request.limit)
+        return lzg_pb2.ListEdgesResponse(edges=[edge_to_proto(e) for e in edges])
 
     async def GetPairStats(
         self, request: lzg_pb2.GetPairStatsRequest, context: grpc.aio.ServicerContext
     ) -> lzg_pb2.GetPairStatsResponse:
-        row, model_id = await self.engine.pair_stats(Pair.of_proto(request.pair))
-        return lzg_pb2.GetPairStatsResponse(**dict(row), model_id=model_id)  # the counts by their names
+        stats, model_id = await self.engine.pair_stats(Pair.of_proto(request.pair))
+        return to_message(lzg_pb2.GetPairStatsResponse, stats, model_id=model_id)
 
     async def UpsertEntity(
         self, request: lzg_pb2.UpsertEntityRequest, context: grpc.aio.ServicerContext

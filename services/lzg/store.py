@@ -8,7 +8,6 @@ repeatable-read transaction: a spreading read sees one consistent graph and can 
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
@@ -16,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-from pgvector import Vector
+import numpy as np
+import numpy.typing as npt
 
 from novaberg_core.embedding import ModelStamp, check_store_model
 from novaberg_core.migrations import load_queries
@@ -27,11 +27,16 @@ from services.lzg.rows import (
     EDGE_COLUMNS,
     EdgeInsert,
     Entity,
+    LayerNode,
     NewNode,
+    PairStats,
+    StoredEdge,
+    StoredNode,
     Timeline,
     UsageWrite,
     entity_from_row,
     timeline_from_row,
+    timeline_ref,
 )
 
 # The rows it writes (services/lzg/rows.py) are offered here too, for the store's callers.
@@ -64,13 +69,6 @@ def _rows(status: str) -> int:
     return int(status.split()[-1])
 
 
-def timeline_ref(zeitpunkt: datetime | None, praezision: str | None) -> TimelineRef | None:
-    """A timeline reference from two nullable columns."""
-    if zeitpunkt is None or praezision is None:
-        return None
-    return TimelineRef(zeitpunkt, Praezision(praezision))
-
-
 class PairTx:
     """A transaction holding one pair's write lock; every method stays inside that pair."""
 
@@ -86,8 +84,9 @@ class PairTx:
 
     # --- promotion --------------------------------------------------------------------------
 
-    async def node_by_quell_key(self, kzg_key: str) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(self.q["node_by_quell_key"], kzg_key)
+    async def node_id_by_quell_key(self, kzg_key: str) -> int | None:
+        """The node made from the KZG entry ``kzg_key``, if any (an entry is promoted once)."""
+        return await self.conn.fetchval(self.q["node_by_quell_key"], kzg_key)
 
     async def known_entity_ids(self, ids: Sequence[int]) -> set[int]:
         if not ids:
@@ -127,54 +126,20 @@ class PairTx:
         themen: Sequence[str],
         entitaet_ids: Sequence[int],
         timeline_ids: Sequence[int],
-    ) -> list[asyncpg.Record]:
-        return list(
-            await self.conn.fetch(
-                self.q["promotion_candidates"],
-                *self.pair,
-                list(node_ids),
-                list(themen),
-                list(entitaet_ids),
-                list(timeline_ids),
-            )
+    ) -> list[LayerNode]:
+        rows = await self.conn.fetch(
+            self.q["promotion_candidates"],
+            *self.pair,
+            list(node_ids),
+            list(themen),
+            list(entitaet_ids),
+            list(timeline_ids),
         )
+        return [LayerNode.from_row(r) for r in rows]
 
     async def insert_node(self, node: NewNode) -> int:
-        node_id = await self.conn.fetchval(
-            self.q["insert_node"],
-            node.kzg_quell_key,
-            node.pair.user_id,
-            node.pair.character_id,
-            node.beobachter,
-            node.inhalt,
-            Vector(node.embedding),
-            node.dimension,
-            node.gewicht_roh,
-            node.gewicht_absolut,
-            node.gewicht_decay,
-            node.haeufigkeit,
-            True,  # aktiv
-            node.erstellt_am,  # erstellt_am, verstaerkt_am and decay_am: a new node starts at its creation
-            node.erstellt_am,
-            node.erstellt_am,
-            node.kzg_erstellt_am,
-            list(node.themen),
-            node.gedaechtnistyp,
-            list(node.magnets.entitaet_ids),
-            node.magnets.timeline_id,
-            node.ei.emotion,
-            node.ei.arousal,
-            node.ei.emotions_vektor,
-            json.dumps(list(node.ei.intentionen), ensure_ascii=False),
-            node.ei.modus,
-            node.ei.sprach_stil,
-            node.ei.beziehungs_dynamik,
-            node.ei.tone,
-            node.sprecher,
-            node.sprache,
-            node.quell_turn_id,
-        )
-        return int(node_id)
+        """The node as new (promotion) or as stored (import): see :meth:`NewNode.record`."""
+        return int(await self.conn.fetchval(self.q["insert_node"], *node.record()))
 
     async def insert_edges(self, edges: Sequence[EdgeInsert]) -> int:
         """Bulk insert with binary COPY (Trigger 1), then the pairs' rank rows (migration 003)."""
@@ -222,8 +187,9 @@ class PairTx:
         rows = await self.conn.fetch(self.q[query], *args)
         return {(r["x"], r["y"]) for r in rows}
 
-    async def node(self, node_id: int) -> asyncpg.Record | None:
-        return await self.conn.fetchrow(self.q["node"], node_id, *self.pair)
+    async def node(self, node_id: int) -> StoredNode | None:
+        row = await self.conn.fetchrow(self.q["node"], node_id, *self.pair)
+        return None if row is None else StoredNode.from_row(row)
 
     async def _entity(self, query: str, *args: Any) -> Entity | None:
         row = await self.conn.fetchrow(self.q[query], *args)
@@ -289,11 +255,15 @@ class PairTx:
         """Node pairs (x < y) of every edge from or to ``node_ids``."""
         return await self._edge_pairs("edge_pairs_of_nodes", list(node_ids))
 
-    async def nodes_for_layers(self, node_ids: Iterable[int]) -> list[asyncpg.Record]:
-        return list(await self.conn.fetch(self.q["nodes_for_layers"], list(node_ids), *self.pair))
+    async def nodes_for_layers(self, node_ids: Iterable[int]) -> dict[int, LayerNode]:
+        """The pair's nodes among ``node_ids`` by id, with their timelines and vectors."""
+        rows = await self.conn.fetch(self.q["nodes_for_layers"], list(node_ids), *self.pair)
+        return {r["id"]: LayerNode.from_row(r) for r in rows}
 
-    async def edges_among(self, node_ids: Iterable[int]) -> list[asyncpg.Record]:
-        return list(await self.conn.fetch(self.q["edges_among"], list(node_ids)))
+    async def frozen_cosines_among(self, node_ids: Iterable[int]) -> list[tuple[int, int, float | None]]:
+        """Every edge between two of ``node_ids`` as (from, to, its frozen ``embedding_cosine_initial``)."""
+        rows = await self.conn.fetch(self.q["edges_among"], list(node_ids))
+        return [(r["knoten_a_id"], r["knoten_b_id"], r["embedding_cosine_initial"]) for r in rows]
 
     async def upsert_edges(self, edges: Sequence[EdgeInsert]) -> int:
         """Insert or rewrite directed edges, all in one pipelined round trip; returns how many were new."""
@@ -393,34 +363,34 @@ class LzgStore:
 
     # --- reads (SPEC §5.8, §5.9, the Get/List RPCs) ---------------------------------------------
 
-    async def node(self, node_id: int, user_id: str, character_id: str) -> asyncpg.Record | None:
-        return await self._fetchrow("node", node_id, user_id, character_id)
+    async def node(self, node_id: int, user_id: str, character_id: str) -> StoredNode | None:
+        row = await self._fetchrow("node", node_id, user_id, character_id)
+        return None if row is None else StoredNode.from_row(row)
 
-    async def nodes(
-        self, user_id: str, character_id: str, include_inactive: bool, limit: int
-    ) -> list[asyncpg.Record]:
-        return await self._fetch("nodes", user_id, character_id, include_inactive, limit)
+    async def nodes(self, user_id: str, character_id: str, include_inactive: bool, limit: int) -> list[StoredNode]:
+        return [StoredNode.from_row(r) for r in await self._fetch("nodes", user_id, character_id, include_inactive, limit)]
 
-    async def edges_of_node(self, node_id: int, limit: int) -> list[asyncpg.Record]:
-        return await self._fetch("edges_of_node", node_id, limit)
+    async def edges_of_node(self, node_id: int, limit: int) -> list[StoredEdge]:
+        return [StoredEdge.from_row(r) for r in await self._fetch("edges_of_node", node_id, limit)]
 
-    async def edges_of_pair(self, user_id: str, character_id: str, limit: int) -> list[asyncpg.Record]:
-        return await self._fetch("edges_of_pair", user_id, character_id, limit)
+    async def edges_of_pair(self, user_id: str, character_id: str, limit: int) -> list[StoredEdge]:
+        return [StoredEdge.from_row(r) for r in await self._fetch("edges_of_pair", user_id, character_id, limit)]
 
-    async def pair_stats(self, user_id: str, character_id: str) -> asyncpg.Record:
+    async def pair_stats(self, user_id: str, character_id: str) -> PairStats:
         row = await self._fetchrow("pair_stats", user_id, character_id)
         assert row is not None
-        return row
+        return PairStats.from_row(row)
 
     async def node_ids_of_pair(self, node_ids: Sequence[int], user_id: str, character_id: str) -> set[int]:
         """The ids among ``node_ids`` that are nodes of the pair."""
         return {r["id"] for r in await self._fetch("node_ids_of_pair", list(node_ids), user_id, character_id)}
 
-    async def served_nodes(
+    async def served_vectors(
         self, node_ids: Sequence[int], user_id: str, character_id: str
-    ) -> list[asyncpg.Record]:
-        """The pair's nodes among ``node_ids`` with their vectors (SPEC §5.6)."""
-        return await self._fetch("served_nodes", list(node_ids), user_id, character_id)
+    ) -> dict[int, npt.NDArray[np.float32] | None]:
+        """The pair's nodes among ``node_ids`` with their vectors, None where a node has none (SPEC §5.6)."""
+        rows = await self._fetch("served_nodes", list(node_ids), user_id, character_id)
+        return {r["id"]: None if r["embedding"] is None else r["embedding"].to_numpy() for r in rows}
 
     async def entities(self, user_id: str, character_id: str, ids: Sequence[int]) -> list[Entity]:
         """The pair's entities, only ``ids`` unless empty."""

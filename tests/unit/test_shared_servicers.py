@@ -14,10 +14,11 @@ import pytest
 
 from novaberg.common.v1 import common_pb2
 from novaberg.log.v1 import log_pb2
+from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.bootstrap import profiled_provider
 from novaberg_core.embedding import EmbeddingProvider, ModelStamp, Vectors, profile_for
 from novaberg_core.errors import InvalidArgument, ModelMismatch
-from novaberg_core.messages import to_message
+from novaberg_core.messages import from_message, to_message
 from novaberg_core.servicers import EraseServicer, ModelServicer
 
 STAMP = ModelStamp("test-model", 4)
@@ -98,6 +99,26 @@ def test_a_record_becomes_the_message_of_its_field_names() -> None:
     assert message.id == 7 and message.turn_id == "t1" and message.node == "given"
     assert message.erstellt_am.ToDatetime(tzinfo=UTC) == at
     assert not message.span_id  # None is left unset
+
+
+@dataclasses.dataclass(frozen=True)
+class _Edge:
+    id: int
+    erstellt_am: datetime | None
+    geteilte_themen: tuple[str, ...]
+    timeline_naehe_tage: int | None
+    embedding_cosine_initial: float | None
+    not_in_the_message: str = "default"
+
+
+def test_a_message_becomes_the_record_of_its_field_names_and_back() -> None:
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    edge = _Edge(3, at, ("Garten", "Anna"), 4, None)
+    message = to_message(lzg_pb2.Edge, edge)
+    assert not message.HasField("embedding_cosine_initial")  # None left unset …
+    assert from_message(_Edge, message) == edge  # … and read back as None; repeated as a tuple
+    unset = from_message(_Edge, lzg_pb2.Edge(id=4), not_in_the_message="given")
+    assert unset == _Edge(4, None, (), None, None, "given")  # an unset time and optional are None
 
 
 class _Provider(EmbeddingProvider):

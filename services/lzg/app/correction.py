@@ -8,10 +8,8 @@ the node itself left out of its candidates → one log row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-
-import asyncpg
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import InvalidArgument, NotFound
@@ -26,13 +24,14 @@ from services.lzg.rights_store import (
     node_for_correction,
     pair_key,
 )
+from services.lzg.rows import StoredNode
 
 __all__ = ["CorrectResult", "Correction"]
 
 
 @dataclass(frozen=True)
 class CorrectResult:
-    node: asyncpg.Record
+    node: StoredNode
     previous_inhalt: str
     edges_removed: int
     edges_created: int
@@ -59,24 +58,25 @@ class Correction(UseCase):
         if node_id <= 0 and not kzg_quell_key:
             raise InvalidArgument("name the node by node_id or kzg_quell_key")
         async with self.store.pair_writer(user_id, character_id) as tx:
-            row = await node_for_correction(tx.conn, user_id, character_id, node_id, kzg_quell_key)
-            if row is None:
+            stored = await node_for_correction(tx.conn, user_id, character_id, node_id, kzg_quell_key)
+            if stored is None:
                 what = f"node {node_id}" if node_id > 0 else f"the node of {kzg_quell_key}"
                 raise NotFound(f"{what} is not a node of this pair")
-            vector = await self.provider.embed_one(lzg_embed_text(inhalt, row.sprecher))
-            target = row.id
+            vector = await self.provider.embed_one(lzg_embed_text(inhalt, stored.sprecher))
+            target = stored.id
             await correct_node(tx.conn, target, user_id, character_id, inhalt, vector)
             removed = await tx.delete_edges_between(sorted(await tx.edge_pairs_of_nodes([target])))
             # The vector changed: every cache re-reads the pair (this one in this transaction).
             await move_generation(tx.conn, [await pair_key(tx.conn, user_id, character_id)])
             snapshot = await self.cache.snapshot(tx.conn, user_id, character_id)
             cosines = snapshot.cosines(vector)
-            node = row.as_new_node(inhalt, vector, as_of)
-            timeline = row.timeline
+            # Trigger 1's input: the stored weights and layers with the new content, edges dated as_of.
+            node = replace(stored, inhalt=inhalt, embedding=vector, erstellt_am=as_of)
+            timeline = stored.timeline
             # Trigger 1 exactly as at promotion, the node itself left out of its candidates.
             schwelle = self.profile.embedding_layer
             candidates, near = await trigger1_candidates(tx, snapshot, cosines, node, timeline, schwelle)
-            candidates = [c for c in candidates if c["id"] != target]
+            candidates = [c for c in candidates if c.id != target]
             edges = trigger1_edges(target, node, timeline, candidates, near, snapshot, cosines, schwelle)
             created = await tx.insert_edges(edges)
             updated = await tx.node(target)
@@ -86,4 +86,4 @@ class Correction(UseCase):
             self.log, **where, operation="correct", tabelle="lzg_knoten",
             knoten_id=target, kanten_entfernt=removed, kanten_neu=created,
         )  # fmt: skip
-        return CorrectResult(updated, row.inhalt, removed, created)
+        return CorrectResult(updated, stored.inhalt, removed, created)

@@ -26,7 +26,7 @@ from services.lzg.edges import Connection, edge_rows
 from services.lzg.layers import TimelineRef, evaluate_layers
 from services.lzg.records import PromotionRecords, erased_promotion_dropped
 from services.lzg.rights_store import promotion_erased
-from services.lzg.rows import EdgeInsert, NewNode
+from services.lzg.rows import EdgeInsert, LayerNode, NewNode
 from services.lzg.store import PairTx
 from services.lzg.types import (
     ERASED,
@@ -89,11 +89,11 @@ class Promotion(UseCase):
         async with self.store.pair_writer(entry.pair.user_id, entry.pair.character_id) as tx:
             if await self._erased(tx.conn, entry):  # an erasure committed while this one waited
                 return ERASED
-            prior = await tx.node_by_quell_key(entry.kzg_key)
+            prior = await tx.node_id_by_quell_key(entry.kzg_key)
             if prior is not None:
                 # The same job ran before (at-least-once delivery): the entry has fully arrived.
-                records.already_promoted(entry.kzg_key, prior["id"])
-                return PromotionResult(PromotionOutcome.NEW_NODE, prior["id"], 0.0, 0, True, True, 0)
+                records.already_promoted(entry.kzg_key, prior)
+                return PromotionResult(PromotionOutcome.NEW_NODE, prior, 0.0, 0, True, True, 0)
 
             entitaet_ids = await _known_entities(tx, entry, records)
             timeline = await _known_timeline(tx, entry, records)
@@ -240,7 +240,7 @@ async def trigger1_candidates(
     node: NewNode,
     timeline: TimelineRef | None,
     embedding_schwelle: float,
-) -> tuple[list[asyncpg.Record], dict[int, TimelineRef]]:
+) -> tuple[list[LayerNode], dict[int, TimelineRef]]:
     """Fresh data of every node a layer may connect to the new one (SPEC §5.4).
 
     Embedding neighbours come from the cache's cosines; theme and entity neighbours from the
@@ -259,7 +259,7 @@ def trigger1_edges(
     node_id: int,
     node: NewNode,
     timeline: TimelineRef | None,
-    candidates: Sequence[asyncpg.Record],
+    candidates: Sequence[LayerNode],
     near_timelines: Mapping[int, TimelineRef],
     snapshot: PairSnapshot,
     cosines: npt.NDArray[np.float64],
@@ -268,17 +268,17 @@ def trigger1_edges(
     """Trigger 1: layers per candidate, then both directed weights for all at once (SPEC §5.4)."""
     if not candidates:
         return []
-    cand_rows = snapshot.row_of([c["id"] for c in candidates])
+    cand_rows = snapshot.row_of([c.id for c in candidates])
     connected: list[Connection] = []
     for candidate, row in zip(candidates, cand_rows.tolist(), strict=True):
-        known_row = row < len(snapshot) and int(snapshot.ids[row]) == candidate["id"]
+        known_row = row < len(snapshot) and int(snapshot.ids[row]) == candidate.id
         # Timelines of another precision or out of tolerance are not in near_timelines: no layer.
-        timeline_id = candidate["timeline_id"]
+        timeline_id = candidate.timeline_id
         layers = evaluate_layers(
-            older_themen=candidate["themen"],
+            older_themen=candidate.themen,
             newer_themen=node.themen,
             entitaet_ids_a=node.magnets.entitaet_ids,
-            entitaet_ids_b=candidate["entitaet_ids"],
+            entitaet_ids_b=candidate.entitaet_ids,
             timeline_a=timeline,
             timeline_b=near_timelines.get(timeline_id) if timeline_id is not None else None,
             cosine=float(cosines[row]) if known_row else math.nan,
@@ -286,12 +286,6 @@ def trigger1_edges(
         )
         if layers is not None:
             connected.append(
-                Connection(
-                    node_id,
-                    int(candidate["id"]),
-                    node.gewicht_absolut,
-                    float(candidate["gewicht_absolut"]),
-                    layers,
-                )
+                Connection(node_id, candidate.id, node.gewicht_absolut, candidate.gewicht_absolut, layers)
             )
     return edge_rows(connected, node.erstellt_am)

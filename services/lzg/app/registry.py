@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from novaberg_core.errors import AlreadyExists, InvalidArgument, NotFound
 from novaberg_core.model import Pair
@@ -23,7 +24,7 @@ from services.lzg.app.context import NO_TURN, UseCase
 from services.lzg.edges import Connection, edge_rows
 from services.lzg.layers import Praezision, TimelineRef, evaluate_layers, parse_praezision
 from services.lzg.records import TRIGGER3_COUNTS
-from services.lzg.store import PairTx, timeline_ref
+from services.lzg.store import PairTx
 from services.lzg.types import Entity, Timeline, Trigger3Result
 
 __all__ = ["Registry"]
@@ -233,31 +234,31 @@ class Registry(UseCase):
         if not work.pairs:
             return Trigger3Result(nodes_rewritten=work.nodes_rewritten)
         ids = {x for p in work.pairs for x in p}
-        nodes = {r["id"]: r for r in await tx.nodes_for_layers(ids)}
+        nodes = await tx.nodes_for_layers(ids)
         existing: set[tuple[int, int]] = set()
         frozen: dict[tuple[int, int], float] = {}
-        for row in await tx.edges_among(ids):
-            key = _unordered(row["knoten_a_id"], row["knoten_b_id"])
+        for a, b, cosine_initial in await tx.frozen_cosines_among(ids):
+            key = _unordered(a, b)
             if key in work.pairs:
                 existing.add(key)
-                if row["embedding_cosine_initial"] is not None:
-                    frozen[key] = row["embedding_cosine_initial"]
-        refs = {i: timeline_ref(nodes[i]["zeitpunkt"], nodes[i]["praezision"]) for i in nodes}
+                if cosine_initial is not None:
+                    frozen[key] = cosine_initial
         connected: list[Connection] = []
         deletions: list[tuple[int, int]] = []
         for x, y in sorted(work.pairs):
             if x not in nodes or y not in nodes:
                 continue
+            older, newer = nodes[x], nodes[y]
             cosine = frozen.get((x, y))
             if cosine is None:
-                cosine = _cosine(nodes[x]["embedding"], nodes[y]["embedding"])
+                cosine = _cosine(older.embedding, newer.embedding)
             layers = evaluate_layers(
-                older_themen=nodes[x]["themen"],
-                newer_themen=nodes[y]["themen"],
-                entitaet_ids_a=nodes[x]["entitaet_ids"],
-                entitaet_ids_b=nodes[y]["entitaet_ids"],
-                timeline_a=refs[x],
-                timeline_b=refs[y],
+                older_themen=older.themen,
+                newer_themen=newer.themen,
+                entitaet_ids_a=older.entitaet_ids,
+                entitaet_ids_b=newer.entitaet_ids,
+                timeline_a=older.timeline,
+                timeline_b=newer.timeline,
                 cosine=cosine,
                 embedding_schwelle=self.profile.embedding_layer,
             )
@@ -265,9 +266,7 @@ class Registry(UseCase):
                 if (x, y) in existing:
                     deletions.append((x, y))
             else:
-                connected.append(
-                    Connection(x, y, nodes[x]["gewicht_absolut"], nodes[y]["gewicht_absolut"], layers)
-                )
+                connected.append(Connection(x, y, older.gewicht_absolut, newer.gewicht_absolut, layers))
         rows = edge_rows(connected, as_of)
         await tx.upsert_edges(rows)
         deleted = await tx.delete_edges_between(deletions)
@@ -298,11 +297,11 @@ class Registry(UseCase):
         self.log.db_write(**where, node="trigger3", tabelle="lzg_kanten", operation=art, **counts, **details)
 
 
-def _cosine(a: Any, b: Any) -> float:
+def _cosine(a: npt.NDArray[np.float32] | None, b: npt.NDArray[np.float32] | None) -> float:
     """Cosine of two stored vectors (both norm 1), computed like the cache does (float32 dot)."""
     if a is None or b is None:
         return math.nan
-    return float(np.float32(np.dot(a.to_numpy(), b.to_numpy())))
+    return float(np.float32(np.dot(a, b)))
 
 
 def _merged_aliases(target_name: str, target_aliases: Iterable[str], incoming: Iterable[str]) -> list[str]:

@@ -87,8 +87,8 @@ class Usage(UseCase):
     ) -> None:
         # Foreign ids are an error of the call, checked before anything else happens; the same
         # read brings the served nodes' vectors.
-        rows = await self.store.served_nodes(served, pair.user_id, pair.character_id) if served else []
-        missing = sorted(set(served) - {r["id"] for r in rows})
+        vectors = await self.store.served_vectors(served, pair.user_id, pair.character_id) if served else {}
+        missing = sorted(set(served) - vectors.keys())
         if missing:
             raise NotFound(f"served_node_ids {missing} are not nodes of this pair")
         if not answer_text.strip():
@@ -106,9 +106,8 @@ class Usage(UseCase):
             record.ausgang = Ausgang.EMBED_FEHLER
             record.error = f"{type(exc).__name__}: {exc}"
             return
-        vectors = {r["id"]: r["embedding"].to_numpy() for r in rows if r["embedding"] is not None}
         answer_norm = float(np.linalg.norm(answer))
-        usable = {i: v for i, v in vectors.items() if float(np.linalg.norm(v)) > 0.0}
+        usable = {i: v for i, v in vectors.items() if v is not None and float(np.linalg.norm(v)) > 0.0}
         if answer_norm == 0.0 or not usable:
             record.ausgang = Ausgang.VEKTOR_LEER
             record.error = "answer vector is empty" if answer_norm == 0.0 else "served nodes have no vectors"

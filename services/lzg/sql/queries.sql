@@ -203,7 +203,7 @@ SELECT aktualisiert, uebersprungen FROM kanten_neu_berechnen($1::int[], $2);
 
 -- name: nodes_for_layers
 -- What re-evaluating all four layers needs of a set of nodes (Trigger 3).
-SELECT k.id, k.gewicht_absolut, k.themen, k.entitaet_ids, k.embedding, t.zeitpunkt, t.praezision
+SELECT k.id, k.gewicht_absolut, k.themen, k.entitaet_ids, k.timeline_id, k.embedding, t.zeitpunkt, t.praezision
 FROM lzg_knoten k
 LEFT JOIN timeline t ON t.id = k.timeline_id
 WHERE k.id = ANY($1::int[]) AND k.user_id = $2 AND k.character_id = $3;

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import replace
 from datetime import timedelta
 
@@ -51,23 +50,22 @@ async def test_new_node_takes_every_kzg_field_and_allows_deleting_the_entry(
     assert result.candidates == 0 and result.best_cosine == 0.0
 
     node = await engine.node(Pair(*PAIR), result.node_id)
-    assert node["kzg_quell_key"] == job.kzg_key
-    assert node["inhalt"] == job.inhalt and node["beobachter"] == "user"
-    assert node["gewicht_roh"] == 0.673
-    assert round(node["gewicht_absolut"], 3) == 3.248
-    assert node["gewicht_decay"] == node["gewicht_absolut"]
-    assert node["aktiv"] and node["haeufigkeit"] == 2
-    assert node["erstellt_am"] == node["verstaerkt_am"] == node["decay_am"] == T0
-    assert node["kzg_erstellt_am"] == job.erstellt_am
-    assert list(node["themen"]) == ["Anna", "Schokolade"]
-    assert list(node["entitaet_ids"]) == [ent.id]  # each id once
-    assert node["timeline_id"] == tl.id
-    for field in ("emotion", "modus", "emotions_vektor", "sprach_stil", "beziehungs_dynamik", "tone"):
-        assert node[field] == getattr(job.ei, field), field
-    assert node["dimension"] == job.dimension
-    assert node["gedaechtnistyp"] == "episodisch" and node["arousal"] == 0.6
-    assert json.loads(node["intentionen"]) == ["information_teilen"]
-    assert node["embedding"].to_numpy().tolist() == pytest.approx(unit(1, 0).tolist())
+    assert node.kzg_quell_key == job.kzg_key
+    assert node.inhalt == job.inhalt and node.beobachter == "user"
+    assert node.gewicht_roh == 0.673
+    assert round(node.gewicht_absolut, 3) == 3.248
+    assert node.gewicht_decay == node.gewicht_absolut
+    assert node.aktiv and node.haeufigkeit == 2
+    assert node.erstellt_am == node.verstaerkt_am == node.decay_am == T0
+    assert node.kzg_erstellt_am == job.erstellt_am
+    assert list(node.themen) == ["Anna", "Schokolade"]
+    assert list(node.magnets.entitaet_ids) == [ent.id]  # each id once
+    assert node.magnets.timeline_id == tl.id
+    assert node.ei == job.ei
+    assert node.dimension == job.dimension
+    assert node.gedaechtnistyp == "episodisch" and node.ei.arousal == 0.6
+    assert list(node.ei.intentionen) == ["information_teilen"]
+    assert node.embedding.tolist() == pytest.approx(unit(1, 0).tolist())
     bridge = (await dump(store, "verbindung"))["verbindung"]
     assert len(bridge) == 1 and "neu" in bridge[0] and job.kzg_key in bridge[0]
 
@@ -139,14 +137,14 @@ async def test_half_reactivation_wakes_an_inactive_hit_and_holds_after_the_next_
     assert not hit.kzg_delete_allowed
     node = await engine.node(Pair(*PAIR), old.node_id)
     half = half_reactivation_decay(damp(0.9))
-    assert node["aktiv"] and node["gewicht_decay"] == pytest.approx(half)
-    assert node["gewicht_roh"] == 0.9 and node["gewicht_absolut"] == pytest.approx(damp(0.9))
-    assert node["verstaerkt_am"] == node["decay_am"] == woken_at
+    assert node.aktiv and node.gewicht_decay == pytest.approx(half)
+    assert node.gewicht_roh == 0.9 and node.gewicht_absolut == pytest.approx(damp(0.9))
+    assert node.verstaerkt_am == node.decay_am == woken_at
     await engine.run_decay(woken_at + timedelta(days=1), pairs=[PAIR])
     node = await engine.node(Pair(*PAIR), old.node_id)
     # decays from the half value, not from gewicht_absolut (the seed's one-day defect)
-    assert node["gewicht_decay"] == pytest.approx(half * 0.998501124, rel=1e-9)
-    assert node["aktiv"]
+    assert node.gewicht_decay == pytest.approx(half * 0.998501124, rel=1e-9)
+    assert node.aktiv
 
 
 async def test_inactive_nodes_are_candidates_and_get_edges(
@@ -164,11 +162,11 @@ async def test_inactive_nodes_are_candidates_and_get_edges(
     )
     assert fresh.outcome is PromotionOutcome.NEW_NODE and fresh.edges_created == 2
     edges = await engine.edges(Pair(*PAIR), sleeper.node_id, 0)
-    assert {(e["knoten_a_id"], e["knoten_b_id"]) for e in edges} == {
+    assert {(e.knoten_a_id, e.knoten_b_id) for e in edges} == {
         (fresh.node_id, sleeper.node_id),
         (sleeper.node_id, fresh.node_id),
     }
-    assert list(edges[0]["geteilte_themen"]) == ["Garten"]
+    assert list(edges[0].geteilte_themen) == ["Garten"]
 
 
 async def test_edges_to_every_candidate_match_the_formula_for_all_layers(
@@ -199,17 +197,17 @@ async def test_edges_to_every_candidate_match_the_formula_for_all_layers(
     count = await assert_edges_equal_from_scratch(store, PAIR)
     assert count == 2 * 5  # new↔a, b, c, d plus c↔d (formed when d came)
     out = {
-        e["knoten_b_id"]: e
+        e.knoten_b_id: e
         for e in await engine.edges(Pair(*PAIR), result.node_id, 0)
-        if e["knoten_a_id"] == result.node_id
+        if e.knoten_a_id == result.node_id
     }
     gruende = {
-        (await engine.node(Pair(*PAIR), other))["inhalt"]: list(e["verbindungs_gruende"])
+        (await engine.node(Pair(*PAIR), other)).inhalt: list(e.verbindungs_gruende)
         for other, e in out.items()
     }
     assert gruende == {"a": ["entitaet"], "b": ["themen", "timeline"], "c": ["embedding"], "d": ["embedding"]}
-    b_edge = next(e for e in out.values() if list(e["verbindungs_gruende"]) == ["themen", "timeline"])
-    assert b_edge["timeline_naehe_tage"] == 4 and list(b_edge["geteilte_themen"]) == ["y"]
+    b_edge = next(e for e in out.values() if list(e.verbindungs_gruende) == ["themen", "timeline"])
+    assert b_edge.timeline_naehe_tage == 4 and list(b_edge.geteilte_themen) == ["y"]
 
 
 async def test_pairs_never_share_an_edge(engine: LzgEngine, provider: TableProvider, store: LzgStore) -> None:
@@ -229,7 +227,7 @@ async def test_pairs_never_share_an_edge(engine: LzgEngine, provider: TableProvi
     # an identical text in another pair is no duplicate of this pair's node
     foreign = await promote(engine, provider, f"Schokolade {PAIR[0]} kopie", unit(1, 0), pair=OTHER)
     assert foreign.outcome is PromotionOutcome.DUPLICATE
-    assert (await engine.node(Pair(*OTHER), foreign.node_id))["user_id"] == OTHER[0]
+    assert (await engine.node(Pair(*OTHER), foreign.node_id)).pair.user_id == OTHER[0]
 
 
 async def test_same_pair_promotions_are_serialised_and_all_edges_form(
@@ -276,7 +274,7 @@ async def test_unknown_entity_and_foreign_timeline_are_dropped_and_logged(
         engine, provider, "x", unit(1), entitaet_ids=[999, mine.id], timeline_id=foreign_tl.id
     )
     node = await engine.node(Pair(*PAIR), result.node_id)
-    assert list(node["entitaet_ids"]) == [mine.id] and node["timeline_id"] is None
+    assert list(node.magnets.entitaet_ids) == [mine.id] and node.magnets.timeline_id is None
     await engine.log.flush()
     errors = [r.inhalt["typ"] for r in log_sink.records if r.art == "fehler"]  # type: ignore[attr-defined]
     assert errors == ["UnbekannteEntitaet", "UnbekannteTimeline"]

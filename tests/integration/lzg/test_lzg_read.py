@@ -274,8 +274,8 @@ async def test_reinforcement_takes_the_closest_three_over_the_threshold(
     # nodes are recomputed once each (the run's directed edges, syn §7.1a), so 3 × 8 − 6
     assert record.kanten_neu == 3 * 8 - 6 and record.kanten_fehler == 0 and record.kanten_dauer_ms > 0
     for node_id in ids[:3]:
-        assert (await engine.node(Pair(*PAIR), node_id))["haeufigkeit"] == 3
-    assert (await engine.node(Pair(*PAIR), ids[3]))["haeufigkeit"] == 2
+        assert (await engine.node(Pair(*PAIR), node_id)).haeufigkeit == 3
+    assert (await engine.node(Pair(*PAIR), ids[3])).haeufigkeit == 2
     await engine.log.flush()
     logged = [r for r in log_sink.records if r.node == "verwendung"]
     assert len(logged) == 1 and logged[0].inhalt["ausgang"] == "gerechnet"

@@ -245,7 +245,7 @@ async def test_a_failed_edge_insert_leaves_the_node_without_edges_and_logs_an_er
     assert result.edges_created == 0 and result.kzg_delete_allowed and not result.already_promoted
 
     node = await engine.node(Pair(*PAIR), result.node_id)
-    assert node["kzg_quell_key"] == job.kzg_key and list(node["entitaet_ids"]) == [anna]
+    assert node.kzg_quell_key == job.kzg_key and list(node.magnets.entitaet_ids) == [anna]
     assert await _edge_rows(store, result.node_id) == []
     assert await dump(store, "lzg_kanten") == edges_before  # the neighbours' edge untouched
     assert await _node_ids(store, PAIR) == [first, second, result.node_id]
@@ -295,14 +295,14 @@ async def test_a_held_pair_lock_blocks_that_pair_only(
 
         other = await asyncio.wait_for(engine.promote(entry("B läuft", pair=OTHER)), timeout=10)
         assert other.outcome is PromotionOutcome.NEW_NODE
-        assert (await engine.node(Pair(*OTHER), other.node_id))["inhalt"] == "B läuft"
+        assert (await engine.node(Pair(*OTHER), other.node_id)).inhalt == "B läuft"
 
         await asyncio.sleep(0.2)
         assert not blocked.done() and await _waiting_advisory_locks(store) == 1
         assert await _node_ids(store, PAIR) == []  # nothing of PAIR written yet
     done = await asyncio.wait_for(blocked, timeout=10)
     assert done.outcome is PromotionOutcome.NEW_NODE
-    assert (await engine.node(Pair(*PAIR), done.node_id))["inhalt"] == "A wartet"
+    assert (await engine.node(Pair(*PAIR), done.node_id)).inhalt == "A wartet"
     assert await _waiting_advisory_locks(store) == 0
 
 
@@ -382,5 +382,5 @@ async def test_the_strongest_new_node_sleeps_after_6_7_years_the_weakest_after_6
     for day, node_id, awake in sorted(checks):
         await engine.run_decay(T0 + timedelta(days=day), pairs=[PAIR])
         node = await engine.node(Pair(*PAIR), node_id)
-        assert node["aktiv"] is awake, (node_id, day, node["gewicht_decay"])
-        assert (node["gewicht_decay"] >= 0.1) is awake
+        assert node.aktiv is awake, (node_id, day, node.gewicht_decay)
+        assert (node.gewicht_decay >= 0.1) is awake

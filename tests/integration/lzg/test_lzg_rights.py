@@ -4,6 +4,7 @@ correct (Trigger 1), export → import (services/lzg/rights.py, docs/decisions.m
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import asdict, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -211,21 +212,21 @@ async def test_correct_re_embeds_and_forms_the_edges_again_by_trigger1(
     a = await promote(engine, provider, "Hund im Garten", unit(1, 0, 0))
     b = await promote(engine, provider, "Katze auf dem Dach", unit(0, 1, 0))
     c = await promote(engine, provider, "der Hund bellt", at_cosine(unit(1, 0, 0), 0.7))
-    edges = {(e["knoten_a_id"], e["knoten_b_id"]) for e in await engine.edges(Pair(*PAIR), 0, 100)}
+    edges = {(e.knoten_a_id, e.knoten_b_id) for e in await engine.edges(Pair(*PAIR), 0, 100)}
     assert edges == {(a.node_id, c.node_id), (c.node_id, a.node_id)}
     provider.vectors["die Katze miaut"] = at_cosine(unit(0, 1, 0), 0.7)
     result = await LzgRights(engine).correct(
         Pair(*PAIR), node_id=c.node_id, kzg_quell_key="", inhalt="die Katze miaut",
         as_of=T0 + timedelta(days=1),
     )
-    assert result.previous_inhalt == "der Hund bellt" and result.node["inhalt"] == "die Katze miaut"
+    assert result.previous_inhalt == "der Hund bellt" and result.node.inhalt == "die Katze miaut"
     assert (result.edges_removed, result.edges_created) == (2, 2)
-    edges = {(e["knoten_a_id"], e["knoten_b_id"]) for e in await engine.edges(Pair(*PAIR), 0, 100)}
+    edges = {(e.knoten_a_id, e.knoten_b_id) for e in await engine.edges(Pair(*PAIR), 0, 100)}
     assert edges == {(b.node_id, c.node_id), (c.node_id, b.node_id)}
     # exactly what Trigger 1 forms from scratch, with the node's weight unchanged
     await assert_edges_equal_from_scratch(store, PAIR)
     node = await engine.node(Pair(*PAIR), c.node_id, )
-    assert np.allclose(node["embedding"].to_numpy(), provider.vectors["die Katze miaut"])
+    assert np.allclose(node.embedding, provider.vectors["die Katze miaut"])
     # the cache serves the new vector: a read for the cat finds the corrected node
     read = await engine.spreading_read(Pair(*PAIR), query_values=unit(0, 1, 0).tolist(), query_text=None,
                                        cluster="werkstatt", nova_emotion="")  # fmt: skip
@@ -244,23 +245,23 @@ async def _chunks_of(data: Any) -> AsyncIterator[ImportChunk]:
 
 def _content(data: Any) -> dict[str, Any]:
     """What must survive export → import: everything but ids (references as contents)."""
-    entity = {e["id"]: e["name"] for e in data.entities}
-    timeline = {t["id"]: (t["zeitpunkt"], t["praezision"]) for t in data.timelines}
-    node = {n["id"]: n["inhalt"] for n in data.nodes}
-    skip = {"id", "timeline_id", "entitaet_ids", "kzg_quell_key", "user_id", "character_id"}
+    entity = {e.id: e.name for e in data.entities}
+    timeline = {t.id: (t.zeitpunkt, t.praezision) for t in data.timelines}
+    node = {n.id: n.inhalt for n in data.nodes}
+    skip = {"id", "magnets", "kzg_quell_key", "pair", "ei"}  # the EI fields compared one by one
     return {
-        "entities": sorted((e["name"], e["typ"], tuple(e["aliases"])) for e in data.entities),
-        "timelines": sorted((t["zeitpunkt"], t["praezision"], t["titel"], tuple(t["themen"])) for t in data.timelines),
+        "entities": sorted((e.name, e.typ, tuple(e.aliases)) for e in data.entities),
+        "timelines": sorted((t.zeitpunkt, t.praezision, t.titel, tuple(t.themen)) for t in data.timelines),
         "nodes": sorted(
-            (tuple((k, v if not isinstance(v, list) else tuple(v)) for k, v in sorted(n.items()) if k not in skip),
-             tuple(entity[i] for i in n["entitaet_ids"]), timeline.get(n["timeline_id"]),
-             n["kzg_quell_key"].rsplit(":", 1)[-1])
+            (tuple((f.name, getattr(n, f.name)) for f in fields(n) if f.name not in skip), tuple(asdict(n.ei).items()),
+             tuple(entity[i] for i in n.magnets.entitaet_ids), timeline.get(n.magnets.timeline_id),
+             n.kzg_quell_key.rsplit(":", 1)[-1])
             for n in data.nodes
         ),
         "edges": sorted(
-            (node[e["knoten_a_id"]], node[e["knoten_b_id"]], e["gewicht_roh"], e["gewicht_absolut"], e["erstellt_am"],
-             tuple(e["verbindungs_gruende"]), tuple(entity[i] for i in e["geteilte_entitaet_ids"]),
-             tuple(e["geteilte_themen"]), e["timeline_naehe_tage"], e["embedding_cosine_initial"], e["anzahl_schichten"])
+            (node[e.knoten_a_id], node[e.knoten_b_id], e.gewicht_roh, e.gewicht_absolut, e.erstellt_am,
+             tuple(e.verbindungs_gruende), tuple(entity[i] for i in e.geteilte_entitaet_ids),
+             tuple(e.geteilte_themen), e.timeline_naehe_tage, e.embedding_cosine_initial, e.anzahl_schichten)
             for e in data.edges
         ),
     }  # fmt: skip
@@ -278,7 +279,7 @@ async def test_export_then_import_into_the_erased_pair_restores_it(
     assert (len(result.node_ids), result.edges) == (3, 6)
     restored = await rights.export(Pair(*PAIR))
     assert _content(restored) == _content(exported)
-    assert {n["id"] for n in restored.nodes}.isdisjoint({n["id"] for n in exported.nodes})  # ids are new
+    assert {n.id for n in restored.nodes}.isdisjoint({n.id for n in exported.nodes})  # ids are new
     await assert_rank_rows_match_edges(store)
     # the tombstone is lifted: an entry written before the erasure may be promoted into the new pair
     assert (await engine.promote(entry("wieder da", erstellt_am=datetime.now(UTC) - timedelta(hours=1)))).outcome \

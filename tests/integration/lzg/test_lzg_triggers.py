@@ -49,14 +49,14 @@ async def test_decay_is_incremental_deactivates_below_the_floor_and_leaves_edges
     assert (decayed, deactivated) == (2, 0)
     w = await engine.node(Pair(*PAIR), weak.node_id)
     s = await engine.node(Pair(*PAIR), strong.node_id)
-    assert w["gewicht_decay"] == pytest.approx(damp(0.5) * math.exp(-0.0015 * 2140), rel=1e-12)
-    assert w["gewicht_absolut"] == pytest.approx(damp(0.5))  # never changed by decay
-    assert w["decay_am"] == day_2140 and w["verstaerkt_am"] == T0
-    assert s["aktiv"] and w["aktiv"]
+    assert w.gewicht_decay == pytest.approx(damp(0.5) * math.exp(-0.0015 * 2140), rel=1e-12)
+    assert w.gewicht_absolut == pytest.approx(damp(0.5))  # never changed by decay
+    assert w.decay_am == day_2140 and w.verstaerkt_am == T0
+    assert s.aktiv and w.aktiv
     # 2.801 × e^(−0.0015 × 2140) = 0.113 → after another 100 days 0.097 < 0.1
     decayed, deactivated, _ = await engine.run_decay(day_2140 + timedelta(days=100), pairs=[PAIR])
     assert (decayed, deactivated) == (2, 1)
-    assert not (await engine.node(Pair(*PAIR), weak.node_id))["aktiv"]
+    assert not (await engine.node(Pair(*PAIR), weak.node_id)).aktiv
     # inactive nodes are not decayed any more, nothing is deleted, edges are untouched
     decayed, deactivated, _ = await engine.run_decay(day_2140 + timedelta(days=101), pairs=[PAIR])
     assert (decayed, deactivated) == (1, 0)
@@ -74,7 +74,7 @@ async def test_decay_twice_on_one_day_does_not_decay_twice(
     assert await engine.run_decay(day) == (0, 0, pytest.approx(0.0, abs=10_000))
     assert await dump(store, "lzg_knoten") == once  # same as_of again: nothing at all
     await engine.run_decay(day + timedelta(hours=6))  # later that day: only the 6 hours elapsed
-    twice = (await engine.node(Pair(*PAIR), node.node_id))["gewicht_decay"]
+    twice = (await engine.node(Pair(*PAIR), node.node_id)).gewicht_decay
     single = damp(0.8) * math.exp(-0.0015 * (30 + 0.25))
     assert twice == pytest.approx(single, rel=1e-12)
     # a backdated run (as_of before the last one) decays nothing
@@ -124,10 +124,10 @@ async def test_trigger2_after_reinforcement_equals_a_from_scratch_recompute(
     assert record.verwendet == [ids[0]]
     node = await engine.node(Pair(*PAIR), ids[0])
     expected = reinforced_weights(0.5)
-    assert node["gewicht_roh"] == pytest.approx(expected.gewicht_roh)
-    assert node["gewicht_absolut"] == pytest.approx(expected.gewicht_absolut)
-    assert node["gewicht_decay"] == node["gewicht_absolut"] and node["haeufigkeit"] == 3
-    assert node["verstaerkt_am"] == node["decay_am"] == T0 + timedelta(days=1)
+    assert node.gewicht_roh == pytest.approx(expected.gewicht_roh)
+    assert node.gewicht_absolut == pytest.approx(expected.gewicht_absolut)
+    assert node.gewicht_decay == node.gewicht_absolut and node.haeufigkeit == 3
+    assert node.verstaerkt_am == node.decay_am == T0 + timedelta(days=1)
     n_edges = len([e for e in await engine.edges(Pair(*PAIR), ids[0], 0)])
     assert record.kanten_neu == n_edges > 0
     assert await assert_edges_equal_from_scratch(store, PAIR) > 10
@@ -146,9 +146,9 @@ async def test_reinforcement_in_sql_equals_the_python_rule_to_the_last_bit(
     for node_id in ids[:4]:
         node = await engine.node(Pair(*PAIR), node_id)
         expected = reinforced_weights(before[node_id])
-        assert node["gewicht_roh"] == expected.gewicht_roh
-        assert node["gewicht_absolut"] == pytest.approx(expected.gewicht_absolut, rel=1e-15)
-        assert node["gewicht_decay"] == node["gewicht_absolut"]
+        assert node.gewicht_roh == expected.gewicht_roh
+        assert node.gewicht_absolut == pytest.approx(expected.gewicht_absolut, rel=1e-15)
+        assert node.gewicht_decay == node.gewicht_absolut
     # another pair's ids are not reinforced, even when named
     assert (await store.reinforce_used(*OTHER, ids[:1], 0.1, T0, 0.9)).reinforced == []
 
@@ -176,7 +176,7 @@ async def test_a_failing_trigger2_keeps_the_reinforcement_and_reports_every_node
     assert record.kanten_fehler_knoten == [ids[0]]  # the seed names the failing nodes (SPEC §5.6)
     assert record.error is not None and "kanten gesperrt" in record.error and str(ids[0]) in record.error
     node = await engine.node(Pair(*PAIR), ids[0])
-    assert node["haeufigkeit"] == 3 and node["gewicht_roh"] == reinforced_weights(0.5).gewicht_roh
+    assert node.haeufigkeit == 3 and node.gewicht_roh == reinforced_weights(0.5).gewicht_roh
     assert await dump(store, "lzg_kanten") == edges_before
 
 
@@ -185,9 +185,9 @@ async def test_trigger2_touches_only_the_edges_of_the_node(
 ) -> None:
     ids = await _graph(engine, provider)
     others_before = {
-        (e["knoten_a_id"], e["knoten_b_id"]): e["gewicht_roh"]
+        (e.knoten_a_id, e.knoten_b_id): e.gewicht_roh
         for e in await engine.edges(Pair(*PAIR), 0, 0)
-        if ids[3] not in (e["knoten_a_id"], e["knoten_b_id"])
+        if ids[3] not in (e.knoten_a_id, e.knoten_b_id)
     }
     async with store.pool.acquire() as conn:
         await conn.execute("UPDATE lzg.lzg_knoten SET gewicht_absolut = 9.5 WHERE id = $1", ids[3])
@@ -195,9 +195,9 @@ async def test_trigger2_touches_only_the_edges_of_the_node(
         updated, skipped = await engine.trigger2(tx, ids[3])
     assert updated == len(await engine.edges(Pair(*PAIR), ids[3], 0)) and not skipped
     others_after = {
-        (e["knoten_a_id"], e["knoten_b_id"]): e["gewicht_roh"]
+        (e.knoten_a_id, e.knoten_b_id): e.gewicht_roh
         for e in await engine.edges(Pair(*PAIR), 0, 0)
-        if ids[3] not in (e["knoten_a_id"], e["knoten_b_id"])
+        if ids[3] not in (e.knoten_a_id, e.knoten_b_id)
     }
     assert others_after == others_before
     await assert_edges_equal_from_scratch(store, PAIR)
@@ -217,8 +217,8 @@ async def test_entity_merge_rewrites_nodes_and_equals_a_from_scratch_recompute(
     assert await assert_edges_equal_from_scratch(store, PAIR) == 4  # a↔c, b↔c; a and b unconnected
     result = await engine.merge_entities(Pair(*PAIR), annie, anna)
     assert result.nodes_rewritten == 2
-    assert list((await engine.node(Pair(*PAIR), c.node_id))["entitaet_ids"]) == [anna]
-    assert list((await engine.node(Pair(*PAIR), a.node_id))["entitaet_ids"]) == [anna]
+    assert list((await engine.node(Pair(*PAIR), c.node_id)).magnets.entitaet_ids) == [anna]
+    assert list((await engine.node(Pair(*PAIR), a.node_id)).magnets.entitaet_ids) == [anna]
     # a and b now share Anna: the merge connects them; the other edges carry Anna instead of Annie
     assert await assert_edges_equal_from_scratch(store, PAIR) == 6
     assert result.edges_recomputed == 6 and result.edges_deleted == 0
@@ -270,7 +270,7 @@ async def test_timeline_move_precision_change_and_delete_equal_a_from_scratch_re
 
     result = await engine.delete_timeline(Pair(*PAIR), t_a.id)
     assert result.nodes_rewritten == 2
-    assert (await engine.node(Pair(*PAIR), a.node_id))["timeline_id"] is None
+    assert (await engine.node(Pair(*PAIR), a.node_id)).magnets.timeline_id is None
     assert await assert_edges_equal_from_scratch(store, PAIR) == 4  # c↔d (theme), c↔b (timeline)
 
 
