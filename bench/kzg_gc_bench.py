@@ -31,6 +31,7 @@ import kzg_bench
 
 from novaberg_core.embedding import make_provider
 from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.timeutil import utc_now
 from novaberg_dev.embedded import reset_redis, start_stores, stop_stores
 from services.kzg.memory import KzgMemory
 from services.kzg.models import RetrieveQuery
@@ -63,7 +64,7 @@ async def run_interval(redis_url: str, interval_s: int, turns: int) -> dict[str,
                     store_ms.append((time.perf_counter() - started) * 1000)
                     fan_out.append(stored.reinforced_count)
             query = RetrieveQuery(
-                kzg_bench.PAIR, query_vector=model.vector(), top_k=25, as_of=time.time(),
+                kzg_bench.PAIR, query_vector=model.vector(), top_k=25, as_of=utc_now(),
                 lexical_text="Thema Spezial Garten", sprache="de",
             )  # fmt: skip
             started = time.perf_counter()

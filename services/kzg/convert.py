@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
-import math
+from datetime import datetime
 from typing import Any, TypedDict
 
 import numpy as np
@@ -15,6 +15,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.messages import to_message
 from novaberg_core.model import Beobachter, Ei, Magnets
 from novaberg_core.telemetry import current_traceparent
+from novaberg_core.timeutil import from_timestamp, to_timestamp
 from services.kzg.models import (
     AppendResult,
     EntryInput,
@@ -46,7 +47,6 @@ __all__ = [
     "session_turn_from_pb",
     "session_turn_pb",
     "store_pb",
-    "timestamp",
     "turn_ref",
 ]
 
@@ -66,29 +66,18 @@ def turn_ref(turn: common_pb2.TurnContext) -> TurnRef:
     return TurnRef(turn_id=turn.turn_id, span_id=turn.span_id)
 
 
-def _seconds(ts: Timestamp) -> float:
-    return ts.seconds + ts.nanos / 1e9
+def as_of(ts: Timestamp) -> datetime | None:
+    """A request's ``as_of``; None when unset or all-zero (→ now)."""
+    return _moment(ts)
 
 
-def as_of(ts: Timestamp) -> float | None:
-    """A request's ``as_of`` in unix seconds; None when unset or all-zero (→ now)."""
-    if ts.seconds == 0 and ts.nanos == 0:
-        return None
-    return _seconds(ts)
+def _moment(ts: Timestamp) -> datetime | None:
+    """A time field; None when unset or all-zero."""
+    return None if ts.seconds == 0 and ts.nanos == 0 else from_timestamp(ts)
 
 
-def timestamp(seconds: float) -> Timestamp:
-    """Unix seconds as a Timestamp, to the microsecond as ``datetime.fromtimestamp`` rounds (half
-    to even); 0 → the empty Timestamp. Without the datetime: a retrieval converts two per hit."""
-    if not seconds:
-        return Timestamp()
-    fraction, whole = math.modf(seconds)
-    micros = round(fraction * 1e6)
-    if micros >= 1_000_000:
-        whole, micros = whole + 1, micros - 1_000_000
-    elif micros < 0:
-        whole, micros = whole - 1, micros + 1_000_000
-    return Timestamp(seconds=int(whole), nanos=micros * 1000)
+def _timestamp(moment: datetime | None) -> Timestamp | None:
+    return None if moment is None else to_timestamp(moment)
 
 
 _ENTRY_AS_IS = (
@@ -114,11 +103,10 @@ def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
         haeufigkeit=entry.haeufigkeit,
         ei=entry.ei.to_proto(),
         magnets=entry.magnets.to_proto(),
-        erstellt_am=timestamp(entry.erstellt_am),
+        erstellt_am=to_timestamp(entry.erstellt_am),
+        ablauf_am=_timestamp(entry.ablauf_am),
         traceparent=entry.traceparent,
     )
-    if entry.ablauf_am is not None:
-        message.ablauf_am.CopyFrom(timestamp(entry.ablauf_am))
     if entry.embedding is not None:
         message.embedding.extend(entry.embedding.tolist())
     return message
@@ -136,7 +124,7 @@ def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
         haeufigkeit=message.haeufigkeit or 1,
         ei=Ei.from_proto(message.ei),
         magnets=Magnets.from_proto(message.magnets),
-        erstellt_am=_seconds(message.erstellt_am),
+        erstellt_am=from_timestamp(message.erstellt_am),
     )
 
 
@@ -147,14 +135,14 @@ def job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
         ausloeser_turn_id=job.ausloeser_turn_id,
         pair=job.pair.to_proto(),
         delivery_count=job.delivery_count,
-        ausgeloest_am=timestamp(job.ausgeloest_am) if job.ausgeloest_am else None,
+        ausgeloest_am=_timestamp(job.ausgeloest_am),
     )
 
 
 def session_turn_from_pb(message: kzg_pb2.SessionTurn) -> SessionTurnRecord:
-    """A session turn of a request (unset ``created_at`` → 0, stamped by the use case)."""
+    """A session turn of a request (unset ``created_at`` → None, stamped by the use case)."""
     return SessionTurnRecord(
-        role=message.role, text=message.text, turn_id=message.turn_id, created_at=_seconds(message.created_at),
+        role=message.role, text=message.text, turn_id=message.turn_id, created_at=_moment(message.created_at),
         intention=message.intention, emotion=message.emotion, modus=message.modus, arousal=message.arousal,
         emotions_vektor=message.emotions_vektor,
     )
@@ -162,7 +150,7 @@ def session_turn_from_pb(message: kzg_pb2.SessionTurn) -> SessionTurnRecord:
 
 def session_turn_pb(turn: SessionTurnRecord) -> kzg_pb2.SessionTurn:
     return kzg_pb2.SessionTurn(
-        role=turn.role, text=turn.text, turn_id=turn.turn_id, created_at=timestamp(turn.created_at),
+        role=turn.role, text=turn.text, turn_id=turn.turn_id, created_at=_timestamp(turn.created_at),
         intention=turn.intention, emotion=turn.emotion, modus=turn.modus, arousal=turn.arousal,
         emotions_vektor=turn.emotions_vektor,
     )

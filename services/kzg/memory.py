@@ -7,12 +7,13 @@ per process and offers their operations under one name.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+from datetime import datetime
 
 from novaberg_core.canon import Canon, default_canon
 from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.timeutil import utc_now
 from services.kzg.app.context import KzgContext
 from services.kzg.app.entries import Entries
 from services.kzg.app.promotion_queue import DEFAULT_RECLAIM_IDLE_MS, PromotionQueue
@@ -40,7 +41,7 @@ class KzgMemory:
         reinforcement: str = "thema",
         summariser: Summariser | None = None,
         reclaim_idle_ms: int = DEFAULT_RECLAIM_IDLE_MS,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         if reinforcement not in REINFORCEMENT_MODES:
             raise ValueError(f"reinforcement must be one of {REINFORCEMENT_MODES}, got {reinforcement!r}")

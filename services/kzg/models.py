@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
@@ -56,8 +57,8 @@ class EntryInput:
     """Precomputed embedding of the KZG embed text; None → the service embeds."""
     entry_id: str = ""
     """Empty → generated."""
-    as_of: float | None = None
-    """Unix seconds; None → now."""
+    as_of: datetime | None = None
+    """The turn's own time; None → now."""
     writer: str = ""
     """Who writes, for the canon ERROR lines."""
     sprecher: str = ""
@@ -101,14 +102,14 @@ class KzgEntryData:
     dimension: str
     ei: Ei
     magnets: Magnets
-    erstellt_am: float
+    erstellt_am: datetime
     turn_id: str
     ttl_seconds: int
     promotion_queued: bool = False
     embedding: Vector | None = None
     sprecher: str = ""
     sprache: str = ""
-    ablauf_am: float | None = None
+    ablauf_am: datetime | None = None
     """Expiry in the turn's own time (SPEC §11); None for entries written before it was kept."""
     traceparent: str = ""
 
@@ -138,8 +139,8 @@ class RetrieveQuery:
     top_k: int = 10
     turn_id: str = ""
     span_id: str = ""
-    as_of: float | None = None
-    """Unix seconds of the read (a replay's simulated time); None → now. Entries expired then, or
+    as_of: datetime | None = None
+    """The time of the read (a replay's simulated time); None → now. Entries expired then, or
     made later, are not returned (SPEC §11)."""
     lexical_text: str = ""
     """The question's text for full-text candidates (hybrid retrieval, SPEC §11); empty → dense only."""
@@ -172,8 +173,8 @@ class PromotionJobData:
     ausloeser_turn_id: str
     pair: Pair
     delivery_count: int
-    ausgeloest_am: float | None = None
-    """The queueing turn's own time (unix seconds): the promotion happens as of then (SPEC §11)."""
+    ausgeloest_am: datetime | None = None
+    """The queueing turn's own time: the promotion happens as of then (SPEC §11)."""
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,8 @@ class SessionTurnRecord:
     role: str
     text: str
     turn_id: str = ""
-    created_at: float = 0.0
+    created_at: datetime | None = None
+    """When the turn was made; None until the use case stamps it (the caller's, else ``as_of``, else now)."""
     intention: str = ""
     emotion: str = ""
     modus: str = ""

@@ -1,35 +1,40 @@
-"""The KZG's float seconds → Timestamp conversion rounds as ``datetime.fromtimestamp`` does."""
+"""The KZG keeps its times in Redis as unix seconds (the search index ranges over them, SPEC §11) and
+hands them on as aware datetimes: a stored time reads back as the instant written, and a hash written
+with the seconds' full float digits reads as the Timestamp ``datetime.fromtimestamp`` would give."""
 
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.kzg.convert import timestamp
+from novaberg_core.timeutil import to_timestamp
+from services.kzg.store.codec import moment_or_none, seconds
 
 
-def _via_datetime(seconds: float) -> Timestamp:
+def _via_datetime(at: float) -> Timestamp:
     ts = Timestamp()
-    ts.FromDatetime(datetime.fromtimestamp(seconds, tz=UTC))
+    ts.FromDatetime(datetime.fromtimestamp(at, tz=UTC))
     return ts
 
 
+def test_a_stored_time_reads_back_as_the_instant_written() -> None:
+    rng = random.Random(11)
+    start = datetime(2020, 1, 1, tzinfo=UTC)
+    moments = [start + timedelta(microseconds=rng.randrange(10**15)) for _ in range(5_000)]
+    assert [moment_or_none(seconds(m).encode()) for m in moments] == moments
+
+
 @pytest.mark.parametrize(
-    "seconds",
+    "at",
     [1_790_000_000.25, 1_790_000_000.0000005, 1_790_000_000.9999996, 1.5, -1.5, -0.0000004, 86_400.000_001],
 )
-def test_edges_round_like_datetime(seconds: float) -> None:
-    assert timestamp(seconds) == _via_datetime(seconds)
+def test_float_seconds_round_to_the_microsecond_like_datetime(at: float) -> None:
+    moment = moment_or_none(repr(at).encode())
+    assert moment is not None and to_timestamp(moment) == _via_datetime(at)
 
 
-def test_random_turn_times_round_like_datetime() -> None:
-    rng = random.Random(11)
-    values = [rng.uniform(1.5e9, 2.0e9) for _ in range(5_000)]
-    assert [timestamp(v) for v in values] == [_via_datetime(v) for v in values]
-
-
-def test_zero_is_the_empty_timestamp() -> None:
-    assert timestamp(0.0) == Timestamp()
+def test_an_absent_or_unreadable_time_is_none() -> None:
+    assert moment_or_none(None) is None and moment_or_none(b"") is None and moment_or_none(b"gestern") is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from novaberg_core.canon import Canon
 from novaberg_core.embedding import EmbeddingProvider
@@ -16,7 +16,7 @@ from services.kzg.store import KzgStore
 from services.kzg.summary import Summariser
 
 __all__ = [
-    "READ_NODE", "RIGHTS_NODE", "WRITE_NODE", "KzgContext", "log_scope", "log_span", "log_time", "log_turn",
+    "READ_NODE", "RIGHTS_NODE", "WRITE_NODE", "KzgContext", "log_scope", "log_span", "log_turn",
 ]  # fmt: skip
 
 WRITE_NODE = "kzg_speicher"
@@ -41,16 +41,11 @@ class KzgContext:
     """Folds the oldest session turns into the summary (SPEC §3); replaceable at run time."""
     reclaim_idle_ms: int
     """Pending jobs idle this long are taken over from a consumer presumed dead (SPEC §4.6)."""
-    clock: Callable[[], float]
+    clock: Callable[[], datetime]
 
-    def now(self, as_of: float | None) -> float:
+    def now(self, as_of: datetime | None) -> datetime:
         """A request's ``as_of``, or the clock's now when unset."""
         return as_of if as_of is not None else self.clock()
-
-
-def log_time(as_of: float | None) -> datetime | None:
-    """A request's ``as_of`` as the log records' time (None → the log's now)."""
-    return None if as_of is None else datetime.fromtimestamp(as_of, UTC)
 
 
 def log_turn(turn_id: str) -> str:
@@ -69,7 +64,7 @@ def log_span(span_id: str) -> str | None:
     return span_id
 
 
-def log_scope(pair: Pair, turn_id: str = "", span_id: str = "", as_of: float | None = None) -> LogScope:
+def log_scope(pair: Pair, turn_id: str = "", span_id: str = "", as_of: datetime | None = None) -> LogScope:
     """Where a record of a step of ``pair`` belongs: the caller's turn (or a fresh one, per
-    record), the caller's span when it is a UUID, and a replay's time."""
-    return LogScope.of_pair(log_turn(turn_id), pair, log_span(span_id), log_time(as_of))
+    record), the caller's span when it is a UUID, and a replay's time (None → the log's now)."""
+    return LogScope.of_pair(log_turn(turn_id), pair, log_span(span_id), as_of)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from novaberg_core.errors import NotFound
 from services.kzg.app.checks import check_key
 from services.kzg.app.context import READ_NODE, WRITE_NODE, KzgContext, log_scope
@@ -19,7 +21,7 @@ class Entries:
 
     async def get_entry(
         self, pair: Pair, key: str, *, include_embedding: bool = False, turn_id: str = "", span_id: str = "",
-        as_of: float | None = None,
+        as_of: datetime | None = None,
     ) -> KzgEntryData:
         """The entry, read fresh (SPEC §5.3 step 1); the read is logged here, under the caller's turn."""
         check_key(pair, key)
@@ -34,7 +36,7 @@ class Entries:
 
     async def delete_entry(
         self, pair: Pair, key: str, *, turn_id: str = "", span_id: str = "", hash_dirty_reason: str = "",
-        as_of: float | None = None,
+        as_of: datetime | None = None,
     ) -> tuple[bool, bool]:
         """DEL, then EXISTS to verify (SPEC §5.3 step 6); a missing key is reported, not an error.
 
@@ -56,7 +58,7 @@ class Entries:
         )
         return deleted, gone
 
-    async def mark_hash_dirty(self, pair: Pair, reason: str, *, as_of: float | None = None) -> None:
+    async def mark_hash_dirty(self, pair: Pair, reason: str, *, as_of: datetime | None = None) -> None:
         pair.check()
         await self.store.mark_hash_dirty(pair, reason or "unbenannt", self.ctx.now(as_of))
         self.ctx.log.db_write(

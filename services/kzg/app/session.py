@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from datetime import datetime
 
 from novaberg_core.errors import InvalidArgument
 from services.kzg.app.checks import batch_item, check_batch
@@ -17,13 +18,13 @@ __all__ = ["Session", "session_as_of"]
 _SESSION_NODE = "session"
 
 
-def session_as_of(state: SessionState, as_of: float) -> SessionState:
+def session_as_of(state: SessionState, as_of: datetime) -> SessionState:
     """``state`` as it was at ``as_of``: later turns left out, empty when SESSION_TTL had run out (SPEC §3, §11)."""
-    turns = tuple(t for t in state.turns if t.created_at <= as_of)
-    if not turns or as_of - max(t.created_at for t in turns) > SESSION_TTL:
+    made = [(t, t.created_at) for t in state.turns if t.created_at is not None and t.created_at <= as_of]
+    idle_s = (as_of - max(at for _, at in made)).total_seconds() if made else math.inf
+    if idle_s > SESSION_TTL:
         return SessionState(turns=(), summary="", ttl_seconds=-2)
-    remaining = int(SESSION_TTL - (as_of - max(t.created_at for t in turns)))
-    return SessionState(turns=turns, summary=state.summary, ttl_seconds=remaining)
+    return SessionState(turns=tuple(t for t, _ in made), summary=state.summary, ttl_seconds=int(SESSION_TTL - idle_s))
 
 
 def _check_session_turn(pair: Pair, turn: SessionTurnRecord) -> None:
@@ -43,12 +44,12 @@ class Session:
         self.ctx = ctx
         self.store = ctx.store
 
-    def _stamped(self, turn: SessionTurnRecord, as_of: float | None) -> SessionTurnRecord:
+    def _stamped(self, turn: SessionTurnRecord, as_of: datetime | None) -> SessionTurnRecord:
         """The turn with its ``created_at`` (the caller's, else ``as_of``, else now)."""
-        return turn if turn.created_at else dataclasses.replace(turn, created_at=self.ctx.now(as_of))
+        return turn if turn.created_at is not None else dataclasses.replace(turn, created_at=self.ctx.now(as_of))
 
     async def append_session_turns(
-        self, appends: Sequence[tuple[Pair, SessionTurnRecord, float | None]]
+        self, appends: Sequence[tuple[Pair, SessionTurnRecord, datetime | None]]
     ) -> list[AppendResult]:
         """Many appends of one pair, in order, as :meth:`append_session_turn` one after another.
 
@@ -83,7 +84,7 @@ class Session:
         return results
 
     async def append_session_turn(
-        self, pair: Pair, turn: SessionTurnRecord, *, as_of: float | None = None
+        self, pair: Pair, turn: SessionTurnRecord, *, as_of: datetime | None = None
     ) -> AppendResult:
         """Append, refresh the 4 h TTL, fold the oldest 10 turns into the summary above 25."""
         _check_session_turn(pair, turn)
@@ -97,14 +98,14 @@ class Session:
         self._log_append(pair, turn, as_of, result)
         return result
 
-    def _log_append(self, pair: Pair, turn: SessionTurnRecord, as_of: float | None, result: AppendResult) -> None:
+    def _log_append(self, pair: Pair, turn: SessionTurnRecord, as_of: datetime | None, result: AppendResult) -> None:
         self.ctx.log.db_write(
             **log_scope(pair, turn.turn_id, as_of=as_of), node=_SESSION_NODE, tabelle="session",
             operation="append", rolle=turn.role, laenge=result.turn_count, zusammengefasst=result.summarized,
             gekuerzt=result.trimmed,
         )
 
-    async def get_session(self, pair: Pair, *, as_of: float | None = None) -> SessionState:
+    async def get_session(self, pair: Pair, *, as_of: datetime | None = None) -> SessionState:
         """The session as of ``as_of`` (SPEC §3, §11): turns made by then, empty once it had expired.
 
         A session expires SESSION_TTL after its last turn; read at a later ``as_of`` (a replay's

@@ -10,6 +10,7 @@ import random
 import uuid
 import weakref
 from collections.abc import Sequence
+from datetime import datetime
 
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument
@@ -147,13 +148,11 @@ class Storing:
             updates = self._updates(neighbours, scope)
             outcome = await self.store.write_entry(
                 key, fields, ttl_seconds=ttl, queue=queue, hash_dirty_key_=hash_dirty_key(pair),
-                hash_dirty_reason="kzg_salienz_high" if queue else "", now=float(now), updates=updates,
+                hash_dirty_reason="kzg_salienz_high" if queue else "", now=now, updates=updates,
             )
             if not outcome.created:
                 raise AlreadyExists(f"KZG entry {key} exists already; entry ids are unique")
-            reinforced, queued = await self._settle(
-                key, pair, updates, list(outcome.codes), scope, float(now)
-            )
+            reinforced, queued = await self._settle(key, pair, updates, list(outcome.codes), scope, now)
 
         log.db_write(
             **scope, node=WRITE_NODE, tabelle="kzg", operation="hset",
@@ -249,7 +248,7 @@ class Storing:
         updates: list[NeighbourUpdate],
         codes: list[int],
         scope: LogScope,
-        now: float,
+        now: datetime,
     ) -> tuple[int, int]:
         """Retry neighbours whose haeufigkeit changed concurrently (compare-and-set); → (reinforced, queued)."""
         reinforced, queued = _counts(codes)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -33,8 +34,10 @@ __all__ = [
     "float_or_none",
     "int_or_none",
     "job_from_fields",
+    "moment_or_none",
     "search_rows",
     "search_total",
+    "seconds",
     "stream_entries",
     "text",
 ]
@@ -54,6 +57,20 @@ def float_or_none(value: bytes | None) -> float | None:
         return float(value)
     except ValueError:
         return None
+
+
+def moment_or_none(value: bytes | None) -> datetime | None:
+    """A time field (unix seconds, as every KZG time is kept in Redis); None when absent or unreadable."""
+    at = float_or_none(value)
+    return None if at is None else datetime.fromtimestamp(at, UTC)
+
+
+def seconds(moment: datetime) -> str:
+    """A time as a Redis field: unix seconds, so the search index can range over it (SPEC §11)."""
+    return repr(moment.timestamp())
+
+
+_EPOCH = datetime.fromtimestamp(0, UTC)
 
 
 def int_or_none(value: bytes | None) -> int | None:
@@ -86,7 +103,7 @@ def entry_fields(
     salienz: float,
     vector: Vector,
     *,
-    now: float,
+    now: datetime,
     queued: bool,
     ttl_seconds: int,
 ) -> dict[str, str | bytes]:
@@ -122,14 +139,14 @@ def entry_fields(
         "beobachter": entry.beobachter,
         "entitaet_ids": ",".join(str(i) for i in dedupe_entitaet_ids(entry.magnets.entitaet_ids)),
         "embedding": encode_vector(vector),
-        "erstellt_am": repr(float(now)),
+        "erstellt_am": seconds(now),
         "turn_id": entry.turn_id,
         "promotion_queued": "1" if queued else "0",
         "sprecher": entry.sprecher,
         "sprache": sprache,
         "suchsprache": LANGUAGES[sprache],
         "suchtext": speaker_text(entry.sprecher, entry.inhalt),
-        "ablauf_am": f"{now + ttl_seconds:.3f}",
+        "ablauf_am": f"{now.timestamp() + ttl_seconds:.3f}",
         "traceparent": entry.traceparent,
     }
     if entry.magnets.timeline_id is not None:
@@ -185,25 +202,28 @@ def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embeddi
             [i for part in _split(raw.get(b"entitaet_ids"), ",") if (i := int_or_none(part.encode()))],
             int_or_none(raw.get(b"timeline_id")),
         ),
-        erstellt_am=float_or_none(raw.get(b"erstellt_am")) or 0.0,
+        erstellt_am=moment_or_none(raw.get(b"erstellt_am")) or _EPOCH,
         turn_id=field("turn_id"),
         ttl_seconds=ttl,
         promotion_queued=raw.get(b"promotion_queued") == b"1",
         embedding=embedding,
         sprecher=field("sprecher"),
         sprache=field("sprache"),
-        ablauf_am=float_or_none(raw.get(b"ablauf_am")),
+        ablauf_am=moment_or_none(raw.get(b"ablauf_am")),
         traceparent=field("traceparent"),
     )
 
 
 def encode_turn(turn: SessionTurnRecord) -> str:
-    """A session turn as one JSON item of the list (SPEC §3)."""
-    return json.dumps(turn.__dict__, ensure_ascii=False)
+    """A session turn as one JSON item of the list (SPEC §3), its time in unix seconds (0: none)."""
+    at = turn.created_at.timestamp() if turn.created_at is not None else 0.0
+    return json.dumps({**turn.__dict__, "created_at": at}, ensure_ascii=False)
 
 
 def decode_turn(raw: bytes | str) -> SessionTurnRecord:
-    return SessionTurnRecord(**json.loads(raw))
+    item = json.loads(raw)
+    at = item.pop("created_at", 0.0)
+    return SessionTurnRecord(**item, created_at=datetime.fromtimestamp(at, UTC) if at else None)
 
 
 def search_rows(response: Any) -> list[tuple[str, dict[bytes, bytes]]]:
@@ -248,5 +268,5 @@ def job_from_fields(message_id: str, fields: Mapping[bytes, bytes], deliveries: 
         ausloeser_turn_id=text(fields.get(b"ausloeser_turn_id")),
         pair=Pair(text(fields.get(b"user_id")), text(fields.get(b"character_id"))),
         delivery_count=deliveries,
-        ausgeloest_am=float_or_none(fields.get(b"ausgeloest_am")),
+        ausgeloest_am=moment_or_none(fields.get(b"ausgeloest_am")),
     )

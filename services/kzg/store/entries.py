@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from services.kzg.domain import Reinforcement
@@ -18,6 +19,7 @@ from services.kzg.store.codec import (
     decode_vector,
     encode_vector,
     float_or_none,
+    seconds,
     text,
 )
 from services.kzg.store.keys import PROMOTION_STREAM, hash_dirty_key
@@ -55,8 +57,8 @@ class WriteOutcome:
     """Per update: 1 reinforced, 2 reinforced and queued, 0 gone, -1 changed meanwhile."""
 
 
-def _hash_dirty_fields(reason: str, now: float) -> dict[Any, str]:
-    return {"reason": reason, "gesetzt_am": repr(now)}
+def _hash_dirty_fields(reason: str, now: datetime) -> dict[Any, str]:
+    return {"reason": reason, "gesetzt_am": seconds(now)}
 
 
 class EntryStore(StoreBase):
@@ -87,14 +89,14 @@ class EntryStore(StoreBase):
         queue: bool,
         hash_dirty_key_: str,
         hash_dirty_reason: str,
-        now: float,
+        now: datetime,
         updates: Sequence[NeighbourUpdate],
         create: bool = True,
     ) -> WriteOutcome:
         """One atomic script: create the hash (unless it exists), TTL, queue, hash_dirty, reinforce."""
         args: list[str | bytes | int] = [
             "create" if create else "reinforce", ttl_seconds, "1" if queue else "0",
-            hash_dirty_reason, repr(now), len(fields),
+            hash_dirty_reason, seconds(now), len(fields),
         ]
         for name, value in fields.items():
             args += [name, value]
@@ -146,7 +148,7 @@ class EntryStore(StoreBase):
             return None
         return decode_entry(key, raw, int(ttl), with_embedding=with_embedding)
 
-    async def delete_entry(self, key: str, *, hash_dirty: tuple[Pair, str, float] | None = None) -> tuple[bool, bool]:
+    async def delete_entry(self, key: str, *, hash_dirty: tuple[Pair, str, datetime] | None = None) -> tuple[bool, bool]:
         """DEL then EXISTS in one round trip: (deleted, verified_gone).
 
         ``hash_dirty`` = (pair, reason, time): the pair's marker is set first, in the same round trip.
@@ -177,7 +179,7 @@ class EntryStore(StoreBase):
         previous = await self._correct_entry(keys=[key], args=[inhalt, encode_vector(vector)])
         return None if previous is None else text(previous)
 
-    async def mark_hash_dirty(self, pair: Pair, reason: str, now: float) -> None:
+    async def mark_hash_dirty(self, pair: Pair, reason: str, now: datetime) -> None:
         await self.redis.hset(hash_dirty_key(pair), mapping=_hash_dirty_fields(reason, now))
 
     async def hash_dirty(self, pair: Pair) -> dict[str, str]:

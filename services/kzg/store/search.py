@@ -4,10 +4,11 @@ and the paged key lists of a pair or a user."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from services.kzg.models import Pair, RetrieveFilters, Vector
 from services.kzg.store.base import StoreBase
-from services.kzg.store.codec import encode_vector, float_or_none, search_rows, search_total, text
+from services.kzg.store.codec import encode_vector, float_or_none, search_rows, search_total, seconds, text
 from services.kzg.store.entries import Neighbour
 from services.kzg.store.keys import escape_tag, pair_clause, tag_any
 
@@ -34,11 +35,12 @@ def _filter_clause(beobachter: str | None, filters: RetrieveFilters) -> str:
     return " ".join(p for p in parts if p)
 
 
-def _time_clause(as_of: float | None) -> str:
+def _time_clause(as_of: datetime | None) -> str:
     """Entries alive at ``as_of`` in the turns' own time: made by then, not expired (SPEC §11)."""
     if as_of is None:
         return ""
-    return f"@ablauf_am:[{as_of!r} +inf] @erstellt_am:[-inf {as_of!r}]"
+    at = seconds(as_of)
+    return f"@ablauf_am:[{at} +inf] @erstellt_am:[-inf {at}]"
 
 
 def _all_of(*clauses: str) -> str:
@@ -80,7 +82,7 @@ class SearchStore(StoreBase):
         *,
         beobachter: str | None = None,
         filters: RetrieveFilters | None = None,
-        as_of: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[tuple[str, float]]:
         """Keys of the ``top_k`` nearest entries of the pair with cosine similarity (1 − distance), best first."""
         clause = _all_of(
@@ -104,7 +106,7 @@ class SearchStore(StoreBase):
         limit: int,
         *,
         beobachter: str | None = None,
-        as_of: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[str]:
         """Keys of the pair's entries whose ``suchtext`` matches any of ``words``, best BM25 first (SPEC §11)."""
         terms = [escape_tag(word) for word in words if word]

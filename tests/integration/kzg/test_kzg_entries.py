@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ async def test_get_returns_the_entry_of_the_pair(kzg: KzgMemory, rng: np.random.
         entry(0.6, ("Garten", "Kräuter"), embedding=vector, beobachter="assistant",
               ei=Ei(emotion="freude", modus="alltag", intentionen=("planung",)),
               magnets=Magnets(entitaet_ids=(5, 2), timeline_id=9), turn_id="t-1",
-              as_of=1_790_000_000.5)
+              as_of=datetime.fromtimestamp(1_790_000_000.5, UTC))
     )
     got = await kzg.get_entry(PAIR, stored.kzg_key, include_embedding=True)
     assert got.kzg_key == stored.kzg_key and got.entry_id == stored.kzg_key.rsplit(":", 1)[1]
@@ -47,7 +48,7 @@ async def test_get_returns_the_entry_of_the_pair(kzg: KzgMemory, rng: np.random.
     assert got.themen == ("Garten", "Kräuter") and got.ei.intentionen == ("planung",)
     assert got.magnets == Magnets(entitaet_ids=(5, 2), timeline_id=9)
     assert got.salienz == stored.salienz and got.salienz_eingang == 0.6 and got.haeufigkeit == 1
-    assert got.erstellt_am == 1_790_000_000.5 and got.turn_id == "t-1"
+    assert got.erstellt_am.timestamp() == 1_790_000_000.5 and got.turn_id == "t-1"
     assert 0 < got.ttl_seconds <= stored.ttl_seconds
     assert got.embedding is not None and np.array_equal(got.embedding, vector)
     assert (await kzg.get_entry(PAIR, stored.kzg_key)).embedding is None
@@ -79,7 +80,7 @@ async def test_delete_verifies_with_exists(kzg: KzgMemory, rng: np.random.Genera
 
 
 async def test_mark_hash_dirty_sets_the_pair_marker(kzg: KzgMemory) -> None:
-    await kzg.mark_hash_dirty(PAIR, "promotion kzg:x -> node 7", as_of=1_790_000_100.0)
+    await kzg.mark_hash_dirty(PAIR, "promotion kzg:x -> node 7", as_of=datetime.fromtimestamp(1_790_000_100, UTC))
     marker = await kzg.store.hash_dirty(PAIR)
     assert marker["reason"] == "promotion kzg:x -> node 7"
     assert float(marker["gesetzt_am"]) == 1_790_000_100.0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import numpy as np
 
 from services.kzg.domain import SESSION_TTL
@@ -9,11 +11,11 @@ from services.kzg.memory import KzgMemory, session_as_of
 from services.kzg.models import RetrieveQuery, SessionState, SessionTurnRecord
 from tests.integration.kzg.conftest import PAIR, entry
 
-T0 = 1_700_000_000.0  # a replayed turn's own time, long before the wall clock
-DAY = 86_400.0
+T0 = datetime.fromtimestamp(1_700_000_000, UTC)  # a replayed turn's own time, long before the wall clock
+DAY = timedelta(days=1)
 
 
-async def _keys_at(kzg: KzgMemory, vector: np.ndarray, as_of: float) -> set[str]:
+async def _keys_at(kzg: KzgMemory, vector: np.ndarray, as_of: datetime) -> set[str]:
     result = await kzg.retrieve(RetrieveQuery(pair=PAIR, query_vector=vector, top_k=10, as_of=as_of))
     return {hit.entry.kzg_key for hit in result.hits}
 
@@ -22,10 +24,10 @@ async def test_an_entry_expires_in_the_turns_own_time_and_reinforcement_extends_
     vector = np.zeros(kzg.provider.dimension, dtype=np.float32)
     vector[0] = 1.0
     minimum = await kzg.store_entry(entry(0.3, ("Garten",), embedding=vector, as_of=T0))  # MINIMUM: 7 d
-    assert minimum.ttl_seconds == 7 * DAY
+    assert minimum.ttl_seconds == 7 * DAY.total_seconds()
     assert await _keys_at(kzg, vector, T0 + 6 * DAY) == {minimum.kzg_key}
     assert await _keys_at(kzg, vector, T0 + 8 * DAY) == set()  # expired at as_of, though Redis still holds it
-    assert await _keys_at(kzg, vector, T0 - 1.0) == set()  # not made yet
+    assert await _keys_at(kzg, vector, T0 - timedelta(seconds=1)) == set()  # not made yet
     # A turn on the same theme on day 5 reinforces it: TTL max(remaining, tier) counted from day 5.
     later = await kzg.store_entry(entry(0.3, ("garten",), embedding=vector, as_of=T0 + 5 * DAY))
     assert later.reinforced_count == 1
@@ -35,13 +37,13 @@ async def test_an_entry_expires_in_the_turns_own_time_and_reinforcement_extends_
     assert stored.ablauf_am == T0 + 12 * DAY
 
 
-def _turn(created_at: float) -> SessionTurnRecord:
+def _turn(created_at: datetime) -> SessionTurnRecord:
     return SessionTurnRecord(role="user", text="Hallo", turn_id=f"t{created_at}", created_at=created_at)
 
 
 def test_a_session_read_at_as_of_is_empty_once_it_had_expired() -> None:
-    state = SessionState(turns=(_turn(T0), _turn(T0 + 60.0)), summary="früher", ttl_seconds=100)
-    assert [t.created_at for t in session_as_of(state, T0 + 30.0).turns] == [T0]  # the later turn not yet made
-    assert session_as_of(state, T0 + 60.0 + SESSION_TTL - 1).summary == "früher"
-    expired = session_as_of(state, T0 + 60.0 + SESSION_TTL + 1)
+    state = SessionState(turns=(_turn(T0), _turn(T0 + timedelta(seconds=60))), summary="früher", ttl_seconds=100)
+    assert [t.created_at for t in session_as_of(state, T0 + timedelta(seconds=30)).turns] == [T0]  # the later turn not yet made
+    assert session_as_of(state, T0 + timedelta(seconds=60 + SESSION_TTL - 1)).summary == "früher"
+    expired = session_as_of(state, T0 + timedelta(seconds=60 + SESSION_TTL + 1))
     assert expired.turns == () and expired.summary == ""

@@ -129,7 +129,7 @@ async def test_export_then_import_restores_entries_session_and_queue(kzg: KzgMem
     def content(e: object) -> tuple[object, ...]:
         entry_ = e.entry  # type: ignore[attr-defined]
         return (entry_.kzg_key, entry_.inhalt, entry_.themen, entry_.salienz, entry_.salienz_eingang,
-                entry_.haeufigkeit, entry_.beobachter, entry_.turn_id, round(entry_.erstellt_am, 3),
+                entry_.haeufigkeit, entry_.beobachter, entry_.turn_id, entry_.erstellt_am.replace(microsecond=entry_.erstellt_am.microsecond // 1000 * 1000),
                 e.promotion_queued)  # type: ignore[attr-defined]  # fmt: skip
 
     assert sorted(map(content, restored)) == sorted(map(content, exported))

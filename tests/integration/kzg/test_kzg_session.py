@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import pytest
 
@@ -26,7 +27,7 @@ def _turn(i: int) -> SessionTurnRecord:
 
 
 async def test_append_sets_and_refreshes_the_inactivity_ttl(kzg: KzgMemory) -> None:
-    result = await kzg.append_session_turn(PAIR, _turn(0), as_of=1_790_000_000.0)
+    result = await kzg.append_session_turn(PAIR, _turn(0), as_of=datetime.fromtimestamp(1_790_000_000, UTC))
     assert result.turn_count == 1 and not result.summarized
     redis = kzg.store.redis
     assert SESSION_TTL - 2 <= await redis.ttl(session_turns_key(PAIR)) <= SESSION_TTL
@@ -36,7 +37,7 @@ async def test_append_sets_and_refreshes_the_inactivity_ttl(kzg: KzgMemory) -> N
 
     state = await kzg.get_session(PAIR)
     assert [t.text for t in state.turns] == ["Turn 0. Mehr Text.", "Turn 1. Mehr Text."]
-    assert state.turns[0].created_at == 1_790_000_000.0 and state.turns[0].arousal == 0.25
+    assert state.turns[0].created_at == datetime.fromtimestamp(1_790_000_000, UTC) and state.turns[0].arousal == 0.25
     assert SESSION_TTL - 2 <= state.ttl_seconds <= SESSION_TTL
     assert (await kzg.get_session(OTHER_PAIR)).turns == ()
 

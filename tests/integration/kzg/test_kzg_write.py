@@ -6,6 +6,7 @@ import asyncio
 import logging
 import math
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -84,7 +85,7 @@ async def test_hash_carries_every_field_and_canon_is_enforced(
             inhalt="Meister pflanzt Schnittlauch.", gedaechtnistyp="episodisch", dimension="interessen",
             ei=Ei(emotion="freude", modus="Alltag", arousal=0.4, emotions_vektor="hin", sprach_stil="locker",
                   tone="warm", intentionen=("planung", "plaudern", "anweisung")),
-            magnets=Magnets(entitaet_ids=(3, 1, 3, 2, 1), timeline_id=42), turn_id="turn-1", as_of=1_790_000_000.25, writer="pipeline.observe",
+            magnets=Magnets(entitaet_ids=(3, 1, 3, 2, 1), timeline_id=42), turn_id="turn-1", as_of=datetime.fromtimestamp(1_790_000_000.25, UTC), writer="pipeline.observe",
         )
     )
     stored = await _hash(kzg, result.kzg_key)
@@ -198,7 +199,7 @@ async def test_entry_without_salienz_eingang_is_skipped_with_an_error(
     span = "0b7d6a52-9a51-4c1e-8f5e-3f1f2b9c1d00"
 
     result = await kzg.store_entry(
-        entry(0.4, ("Garten",), embedding=unit_vector(rng), turn_id="turn-7", span_id=span, as_of=1_790_000_000.0)
+        entry(0.4, ("Garten",), embedding=unit_vector(rng), turn_id="turn-7", span_id=span, as_of=datetime.fromtimestamp(1_790_000_000, UTC))
     )
 
     assert result.reinforced_count == 0
