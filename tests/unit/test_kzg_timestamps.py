@@ -38,3 +38,4 @@ def test_float_seconds_round_to_the_microsecond_like_datetime(at: float) -> None
 
 def test_an_absent_or_unreadable_time_is_none() -> None:
     assert moment_or_none(None) is None and moment_or_none(b"") is None and moment_or_none(b"gestern") is None
+    assert moment_or_none(b"nan") is None and moment_or_none(b"1e20") is None and moment_or_none(b"inf") is None

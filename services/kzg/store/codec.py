@@ -60,9 +60,15 @@ def float_or_none(value: bytes | None) -> float | None:
 
 
 def moment_or_none(value: bytes | None) -> datetime | None:
-    """A time field (unix seconds, as every KZG time is kept in Redis); None when absent or unreadable."""
+    """A time field (unix seconds, as every KZG time is kept in Redis); None when absent or unreadable
+    (not a number, or none a datetime can hold: a damaged hash must not break its pair's reads)."""
     at = float_or_none(value)
-    return None if at is None else datetime.fromtimestamp(at, UTC)
+    if at is None:
+        return None
+    try:
+        return datetime.fromtimestamp(at, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def seconds(moment: datetime) -> str:
