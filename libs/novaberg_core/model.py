@@ -22,7 +22,7 @@ from novaberg_core.contract import check_pair
 from novaberg_core.embedding.guard import ModelStamp
 from novaberg_core.errors import InvalidArgument
 
-__all__ = ["EI_FIELDS", "EI_SCALARS", "Beobachter", "Ei", "Magnets", "Pair", "PromotionOutcome", "check_unit_interval", "check_vector", "model_info", "model_stamp"]
+__all__ = ["EI_FIELDS", "EI_SCALARS", "READERS", "Beobachter", "Ei", "Magnets", "Pair", "PromotionOutcome", "check_reader", "check_unit_interval", "check_vector", "model_info", "model_stamp"]
 
 
 class Beobachter(StrEnum):
@@ -210,6 +210,18 @@ _PROTO_OF_OUTCOME: Mapping[PromotionOutcome, common_pb2.PromotionOutcome] = {
     PromotionOutcome.ERASED: common_pb2.PROMOTION_OUTCOME_ERASED,
 }
 _OUTCOME_OF_PROTO: Mapping[int, PromotionOutcome] = {int(value): name for name, value in _PROTO_OF_OUTCOME.items()}
+
+
+READERS: tuple[str, ...] = ("analysis", "composer")
+"""The readers a memory block is rendered for (SPEC §5.9): the analysis (character and user named as such)
+and the composer (``Person A`` / ``Person B``); a request naming none gets both, in this order."""
+
+
+def check_reader(reader: str) -> str:
+    """``reader`` if it is one of :data:`READERS`, else InvalidArgument naming the choices."""
+    if reader not in READERS:
+        raise InvalidArgument(f"unknown reader {reader!r}; known: {', '.join(READERS)}")
+    return reader
 
 
 def check_unit_interval(name: str, value: float) -> None:

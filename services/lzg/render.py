@@ -16,14 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import check_reader
 from services.lzg.layers import Schicht
 from services.lzg.spreading import Erinnerung, PfadSchritt
 
-__all__ = ["READERS", "ReaderNames", "reader_names", "render_memory_block"]
+__all__ = ["ReaderNames", "reader_names", "render_memory_block"]
 
-READERS = ("analysis", "composer")
-"""The two readers of the block (SPEC §5.9)."""
 
 _ZAHLWORT = {1: "Eine", 2: "Zwei", 3: "Drei"}
 
@@ -40,9 +38,8 @@ def reader_names(reader: str, *, user_name: str = "", character_name: str = "") 
     """Names for ``reader``; unknown reader → InvalidArgument naming the choices."""
     if reader == "analysis":
         return ReaderNames(character=character_name.strip() or "Nova", user=user_name.strip() or "Nutzer")
-    if reader == "composer":
-        return ReaderNames(character="Person A", user="Person B")
-    raise InvalidArgument(f"unknown reader {reader!r}; known: {', '.join(READERS)}")
+    check_reader(reader)
+    return ReaderNames(character="Person A", user="Person B")
 
 
 def _speaker(beobachter: str, names: ReaderNames) -> str:

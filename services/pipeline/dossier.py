@@ -7,10 +7,7 @@ from dataclasses import dataclass
 
 from novaberg.common.v1 import common_pb2
 
-__all__ = ["READERS", "PerspectiveWeights", "WeightedIndex", "weigh_hits"]
-
-READERS = ("analysis", "composer")
-"""Readers of the memory block (SPEC §5.9); an empty request list means both, in this order."""
+__all__ = ["PerspectiveWeights", "WeightedIndex", "weigh_hits"]
 
 
 @dataclass(frozen=True, slots=True)

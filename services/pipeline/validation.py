@@ -21,8 +21,7 @@ from novaberg_core.limits import (  # re-exported for callers
     PAIR_ID_MAX_LEN,
     TURN_ID_MAX_LEN,
 )
-from novaberg_core.model import Beobachter, Pair, check_unit_interval, check_vector
-from services.pipeline.dossier import READERS
+from novaberg_core.model import READERS, Beobachter, Pair, check_reader, check_unit_interval, check_vector
 
 __all__ = [
     "PAIR_ID_MAX_LEN",
@@ -103,9 +102,7 @@ def check_readers(readers: Sequence[str]) -> list[str]:
         return list(READERS)
     chosen: list[str] = []
     for reader in readers:
-        if reader not in READERS:
-            raise InvalidArgument(f"unknown reader {reader!r}; known: {', '.join(READERS)}")
-        if reader not in chosen:
+        if check_reader(reader) not in chosen:
             chosen.append(reader)
     return chosen
 

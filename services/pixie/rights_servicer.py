@@ -19,6 +19,7 @@ from novaberg_core.rights import chunks, named_target
 from novaberg_core.servicers import RightsServicer
 from services.pixie.erasure import Erasures
 from services.pixie.export_format import LINES_PER_CHUNK
+from services.pixie.paging import page_limit
 from services.pixie.rights import PixieRights
 from services.pixie.scheduler import Scheduler
 from services.pixie.store import ErasureRecord
@@ -26,7 +27,6 @@ from services.pixie.store import ErasureRecord
 __all__ = ["PixieRightsServicer", "erasures_of", "receipt_to_proto", "rights_of"]
 
 DEFAULT_ERASURES_LIMIT = 20
-MAX_LIMIT = 1000
 
 
 def _store_and_peers(scheduler: Scheduler) -> dict[str, Any]:
@@ -79,7 +79,7 @@ class PixieRightsServicer(RightsServicer[PixieRights]):
     async def ListErasures(
         self, request: pixie_pb2.ListErasuresRequest, context: grpc.aio.ServicerContext
     ) -> pixie_pb2.ListErasuresResponse:
-        limit = min(request.limit or DEFAULT_ERASURES_LIMIT, MAX_LIMIT)
+        limit = page_limit(request.limit, DEFAULT_ERASURES_LIMIT)
         return pixie_pb2.ListErasuresResponse(
             erasures=[receipt_to_proto(r) for r in await self.erasures.receipts(limit)]
         )

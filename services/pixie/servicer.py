@@ -6,23 +6,16 @@ import grpc.aio
 
 from novaberg.common.v1 import common_pb2
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
-from novaberg_core.errors import InvalidArgument
 from novaberg_core.maintenance import scope_pairs
 from novaberg_core.messages import to_message
 from novaberg_core.timeutil import from_timestamp
+from services.pixie.paging import page_limit
 from services.pixie.rights_servicer import PixieRightsServicer
 from services.pixie.scheduler import Scheduler, TaskView
 from services.pixie.store import ParkedJobRecord, RunRecord
 
 DEFAULT_RUNS_LIMIT = 20
 DEFAULT_PARKED_LIMIT = 50
-MAX_LIMIT = 1000
-
-
-def _limit(value: int, default: int, field: str) -> int:
-    if value < 0:
-        raise InvalidArgument(f"{field} must be >= 0 (0 means the default {default}), got {value}")
-    return min(value or default, MAX_LIMIT)
 
 
 def run_to_proto(run: RunRecord) -> pixie_pb2.Run:
@@ -80,14 +73,14 @@ class PixieServicer(PixieRightsServicer, pixie_pb2_grpc.PixieServiceServicer):
     async def ListRuns(
         self, request: pixie_pb2.ListRunsRequest, context: grpc.aio.ServicerContext
     ) -> pixie_pb2.ListRunsResponse:
-        limit = _limit(request.limit, DEFAULT_RUNS_LIMIT, "limit")
+        limit = page_limit(request.limit, DEFAULT_RUNS_LIMIT)
         runs = await self.scheduler.list_runs(request.task, limit)
         return pixie_pb2.ListRunsResponse(runs=[run_to_proto(r) for r in runs])
 
     async def ListParkedJobs(
         self, request: pixie_pb2.ListParkedJobsRequest, context: grpc.aio.ServicerContext
     ) -> pixie_pb2.ListParkedJobsResponse:
-        limit = _limit(request.limit, DEFAULT_PARKED_LIMIT, "limit")
+        limit = page_limit(request.limit, DEFAULT_PARKED_LIMIT)
         jobs = await self.scheduler.store.list_parked(limit)
         return pixie_pb2.ListParkedJobsResponse(jobs=[parked_to_proto(j) for j in jobs])
 

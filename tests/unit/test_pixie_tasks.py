@@ -1,4 +1,4 @@
-"""Pixie's pure scheduling rules and config (SPEC §9)."""
+"""Pixie's pure scheduling rules, config and list paging (SPEC §9)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 from novaberg_core.config import ConfigError
 from novaberg_core.errors import InvalidArgument
 from services.pixie.config import PixieConfig, parse_hhmm
+from services.pixie.paging import MAX_LIMIT, page_limit
 from services.pixie.tasks import (
     PIXIE_PROMOTION_PRIORITAET,
     TASK_DECAY,
@@ -115,3 +116,9 @@ def test_parse_hhmm() -> None:
     for bad in ("3:30", "03:60", "0330", "", "03:30:00"):
         with pytest.raises(ConfigError, match="X must be a UTC time HH:MM"):
             parse_hhmm("X", bad)
+
+
+def test_a_list_call_returns_its_default_for_0_and_never_more_than_the_cap() -> None:
+    assert [page_limit(0, 20), page_limit(7, 20), page_limit(MAX_LIMIT + 1, 20)] == [20, 7, MAX_LIMIT]
+    with pytest.raises(InvalidArgument, match="limit must be >= 0 \\(0 means the default 20\\), got -1"):
+        page_limit(-1, 20)

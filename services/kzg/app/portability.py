@@ -11,6 +11,7 @@ import numpy as np
 
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
+from novaberg_core.model import Beobachter
 from novaberg_core.pipeline_log import LogScope, count_fields, count_names
 from novaberg_core.rights import rights_write
 from services.kzg.app.context import KzgContext
@@ -49,8 +50,7 @@ def _check_import(live: Sequence[ExportedEntryData]) -> None:
         if not entry.inhalt.strip():
             raise InvalidArgument(f"entries[{index}].inhalt must not be empty")
         check_unit_interval(f"entries[{index}].salienz", entry.salienz)
-        if entry.beobachter not in ("user", "assistant"):
-            raise InvalidArgument(f"entries[{index}].beobachter must be user or assistant")
+        Beobachter.of_name(entry.beobachter, f"entries[{index}].beobachter")
     if len({e.entry.entry_id for e in live}) != len(live):
         raise InvalidArgument("an entry id appears twice in the import")
 

@@ -4,6 +4,7 @@ requeue. Real Redis with the search module."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -143,6 +144,9 @@ async def test_export_then_import_restores_entries_session_and_queue(kzg: KzgMem
     assert keys[1] in [h.entry.kzg_key for h in found.hits]
     with pytest.raises(FailedPrecondition):
         await rights.import_pair(PAIR, exported, [], "")
+    narrator = [dataclasses.replace(exported[0], entry=dataclasses.replace(exported[0].entry, beobachter="narrator"))]
+    with pytest.raises(InvalidArgument, match=r"entries\[0\]\.beobachter must be one of user, assistant, got 'narrator'"):
+        await rights.import_pair(PAIR, narrator, [], "", check_empty=False, validate_only=True)
 
 
 async def test_forget_by_key_and_by_source_turn_takes_entries_and_session_turns(
