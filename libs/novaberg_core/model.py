@@ -22,7 +22,7 @@ from novaberg_core.contract import check_pair
 from novaberg_core.embedding.guard import ModelStamp
 from novaberg_core.errors import InvalidArgument
 
-__all__ = ["EI_FIELDS", "EI_SCALARS", "READERS", "Beobachter", "Ei", "Magnets", "Pair", "PromotionOutcome", "check_reader", "check_unit_interval", "check_vector", "model_info", "model_stamp"]
+__all__ = ["EI_FIELDS", "EI_SCALARS", "READERS", "Beobachter", "Ei", "Magnets", "Pair", "Praezision", "PromotionOutcome", "check_reader", "check_unit_interval", "check_vector", "model_info", "model_stamp"]
 
 
 class Beobachter(StrEnum):
@@ -210,6 +210,19 @@ _PROTO_OF_OUTCOME: Mapping[PromotionOutcome, common_pb2.PromotionOutcome] = {
     PromotionOutcome.ERASED: common_pb2.PROMOTION_OUTCOME_ERASED,
 }
 _OUTCOME_OF_PROTO: Mapping[int, PromotionOutcome] = {int(value): name for name, value in _PROTO_OF_OUTCOME.items()}
+
+
+class Praezision(StrEnum):
+    """Precision of a timeline reference (SPEC §5.4): the LZG's timeline layer and registry, and the dates
+    the pipeline finds in a turn or a question."""
+
+    MINUTE = "minute"
+    STUNDE = "stunde"
+    TAG = "tag"
+    WOCHE = "woche"
+    MONAT = "monat"
+    QUARTAL = "quartal"
+    JAHR = "jahr"
 
 
 READERS: tuple[str, ...] = ("analysis", "composer")

@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import Praezision  # the shared model's; re-exported for the LZG's modules
 
 __all__ = [
     "LZG_SCHICHT_FAKTOR",
@@ -65,18 +66,6 @@ LZG_SCHICHT_FAKTOR: dict[Schicht, float] = {
 
 SCHICHT_ORDER: tuple[Schicht, ...] = (Schicht.ENTITAET, Schicht.EMBEDDING, Schicht.THEMEN, Schicht.TIMELINE)
 """Layers by descending factor: the canonical order of ``verbindungs_gruende``; the first firing one wins."""
-
-
-class Praezision(StrEnum):
-    """Precision of a timeline reference (SPEC §5.4)."""
-
-    MINUTE = "minute"
-    STUNDE = "stunde"
-    TAG = "tag"
-    WOCHE = "woche"
-    MONAT = "monat"
-    QUARTAL = "quartal"
-    JAHR = "jahr"
 
 
 LZG_TIMELINE_TOLERANZ: dict[Praezision, int] = {

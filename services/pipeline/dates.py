@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from novaberg_core.model import Praezision
 from services.pipeline.tokens import sentence_initial
 
 __all__ = ["DATE_WORDS", "PRAEZISIONEN", "DatedMention", "find_dated_mention"]
@@ -45,7 +46,8 @@ DATE_WORDS = frozenset(
 _MONTH_ALT = "|".join(sorted((re.escape(m) for m in _MONTHS), key=len, reverse=True))
 _WEEKDAY_ALT = "|".join(sorted(_WEEKDAYS, key=len, reverse=True))
 
-PRAEZISIONEN = ("minute", "stunde", "tag", "woche", "monat", "quartal", "jahr")
+PRAEZISIONEN: tuple[str, ...] = tuple(p.value for p in Praezision)
+"""The timeline precisions by name, finest first (the shared model's :class:`Praezision`)."""
 
 
 @dataclass(frozen=True, slots=True)
