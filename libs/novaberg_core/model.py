@@ -138,10 +138,13 @@ class Ei:
         )
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Ei:
-        """The fields of a store row (or any mapping) that names them as the proto does."""
+    def from_row(cls, row: Mapping[str, Any], intentionen: Sequence[str] | None = None) -> Ei:
+        """The fields of a store row (or any mapping) that names them as the proto does; ``intentionen``
+        given where the store keeps them in a form of its own (the LZG's JSON text)."""
         scalars = {name: row[name] for name in EI_FIELDS if name != "intentionen"}
-        return cls(**scalars, intentionen=tuple(row["intentionen"] or ()))
+        if intentionen is None:
+            intentionen = row["intentionen"] or ()
+        return cls(**scalars, intentionen=tuple(intentionen))
 
     def to_proto(self) -> common_pb2.EiFields:
         return common_pb2.EiFields(**self.as_dict())

@@ -10,7 +10,9 @@ from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-__all__ = ["SECONDS_PER_DAY", "as_of_or_now", "days_between", "from_timestamp", "to_timestamp", "utc_now"]
+__all__ = [
+    "SECONDS_PER_DAY", "as_of_or_now", "days_between", "from_timestamp", "optional_timestamp", "to_timestamp", "utc_now",
+]  # fmt: skip
 
 SECONDS_PER_DAY = 86_400.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -42,6 +44,11 @@ def to_timestamp(dt: datetime) -> Timestamp:
     _require_aware(dt, "to_timestamp")
     since = dt - _EPOCH
     return Timestamp(seconds=since.days * 86_400 + since.seconds, nanos=since.microseconds * 1_000)
+
+
+def optional_timestamp(dt: datetime | None) -> Timestamp | None:
+    """:func:`to_timestamp`, or None (the field left unset) for no time."""
+    return None if dt is None else to_timestamp(dt)
 
 
 def days_between(a: datetime, b: datetime) -> float:

@@ -213,7 +213,7 @@ async def start_stack(
         stores_dir = root / "stores"
         urls = await asyncio.to_thread(start_stores, stores_dir)
     ports = free_ports(2 * len(SERVICES))  # one gRPC and one metrics listener per service, all distinct
-    addresses = {service: f"127.0.0.1:{port}" for service, port in zip(SERVICES, ports, strict=False)}
+    addresses = {service: f"127.0.0.1:{port}" for service, port in zip(SERVICES, ports[: len(SERVICES)], strict=True)}
     metrics_ports = dict(zip(SERVICES, ports[len(SERVICES) :], strict=True))
     env = stack_env(urls, addresses, extra_env, metrics_ports)
     ca = CertificateAuthority.create("Novaberg local stack CA") if mtls else None

@@ -15,7 +15,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.messages import to_message
 from novaberg_core.model import Beobachter, Ei, Magnets
 from novaberg_core.telemetry import current_traceparent
-from novaberg_core.timeutil import from_timestamp, to_timestamp
+from novaberg_core.timeutil import from_timestamp, optional_timestamp, to_timestamp
 from services.kzg.models import (
     AppendResult,
     EntryInput,
@@ -76,10 +76,6 @@ def _moment(ts: Timestamp) -> datetime | None:
     return None if ts.seconds == 0 and ts.nanos == 0 else from_timestamp(ts)
 
 
-def _timestamp(moment: datetime | None) -> Timestamp | None:
-    return None if moment is None else to_timestamp(moment)
-
-
 _ENTRY_AS_IS = (
     *("kzg_key", "inhalt", "salienz", "salienz_eingang_herkunft", "gedaechtnistyp", "dimension", "turn_id"),
     *("ttl_seconds", "sprecher", "sprache"),
@@ -104,7 +100,7 @@ def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
         ei=entry.ei.to_proto(),
         magnets=entry.magnets.to_proto(),
         erstellt_am=to_timestamp(entry.erstellt_am),
-        ablauf_am=_timestamp(entry.ablauf_am),
+        ablauf_am=optional_timestamp(entry.ablauf_am),
         traceparent=entry.traceparent,
     )
     if entry.embedding is not None:
@@ -135,7 +131,7 @@ def job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
         ausloeser_turn_id=job.ausloeser_turn_id,
         pair=job.pair.to_proto(),
         delivery_count=job.delivery_count,
-        ausgeloest_am=_timestamp(job.ausgeloest_am),
+        ausgeloest_am=optional_timestamp(job.ausgeloest_am),
     )
 
 
@@ -150,7 +146,7 @@ def session_turn_from_pb(message: kzg_pb2.SessionTurn) -> SessionTurnRecord:
 
 def session_turn_pb(turn: SessionTurnRecord) -> kzg_pb2.SessionTurn:
     return kzg_pb2.SessionTurn(
-        role=turn.role, text=turn.text, turn_id=turn.turn_id, created_at=_timestamp(turn.created_at),
+        role=turn.role, text=turn.text, turn_id=turn.turn_id, created_at=optional_timestamp(turn.created_at),
         intention=turn.intention, emotion=turn.emotion, modus=turn.modus, arousal=turn.arousal,
         emotions_vektor=turn.emotions_vektor,
     )

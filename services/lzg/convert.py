@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
@@ -15,7 +14,7 @@ from novaberg_core.embedding.base import Vectors
 from novaberg_core.messages import from_message, to_message
 from novaberg_core.model import Beobachter, Ei, Magnets, Pair, check_vector
 from novaberg_core.pipeline_log import LogScope
-from novaberg_core.timeutil import as_of_or_now, from_timestamp, to_timestamp
+from novaberg_core.timeutil import as_of_or_now, from_timestamp, optional_timestamp, to_timestamp
 from services.lzg.reading import RecallCandidate
 from services.lzg.rows import StoredEdge, StoredNode
 from services.lzg.spreading import Erinnerung, LzgResonanz, NodeDetails, PfadSchritt
@@ -51,10 +50,6 @@ _AUSGANG = {
     Ausgang.VEKTOR_LEER: lzg_pb2.VERWENDUNG_AUSGANG_VEKTOR_LEER,
     Ausgang.DB_FEHLER: lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER,
 }
-
-
-def _ts(moment: datetime | None) -> Timestamp | None:
-    return None if moment is None else to_timestamp(moment)
 
 
 def _optional_ts(message: Any, field: str) -> datetime | None:
@@ -113,7 +108,7 @@ def resonanz_to_proto(resonanz: LzgResonanz) -> lzg_pb2.LzgResonanz:
                 themen=list(e.details.themen),
                 entitaet_ids=list(e.details.entitaet_ids),
                 emotion=e.details.emotion,
-                erstellt_am=_ts(e.details.erstellt_am),
+                erstellt_am=optional_timestamp(e.details.erstellt_am),
                 gewicht_decay=e.details.gewicht_decay,
                 schale=e.schale,
                 sortier_gewicht=e.sortier_gewicht,
@@ -145,7 +140,7 @@ def recall_to_proto(candidate: RecallCandidate) -> lzg_pb2.RecallKandidat:
         inhalt=details.inhalt,
         beobachter=Beobachter.proto_of_name(details.beobachter),
         sprecher=details.sprecher,
-        zeitpunkt=_ts(details.kzg_erstellt_am or details.erstellt_am),
+        zeitpunkt=optional_timestamp(details.kzg_erstellt_am or details.erstellt_am),
         turn_id=details.quell_turn_id,
         kzg_quell_key=details.kzg_quell_key,
         cosine=candidate.cosine,

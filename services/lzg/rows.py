@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from pgvector import Vector
 
-from novaberg_core.model import EI_SCALARS, Ei, Magnets, Pair
+from novaberg_core.model import Ei, Magnets, Pair
 from services.lzg.layers import EdgeLayers, Praezision, TimelineRef
 
 __all__ = [
@@ -109,7 +109,7 @@ class StoredNode(NewNode):
             themen=tuple(row["themen"]),
             embedding=None if vector is None else vector.to_numpy(),
             magnets=Magnets.of(row["entitaet_ids"], row["timeline_id"]),
-            ei=Ei(**{name: row[name] for name in EI_SCALARS}, intentionen=_intentionen(row["intentionen"])),
+            ei=Ei.from_row(row, _intentionen(row["intentionen"])),
             timeline=timeline_ref(row.get("zeitpunkt"), row.get("praezision")),
         )
 

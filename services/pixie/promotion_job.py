@@ -19,7 +19,7 @@ from novaberg_core.model import PromotionOutcome
 from novaberg_core.peers import PEER_FAILURES, KzgPeer, LzgPeer, describe, peer_is_down
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import link_to, tracer
-from novaberg_core.timeutil import from_timestamp, to_timestamp, utc_now
+from novaberg_core.timeutil import from_timestamp, optional_timestamp, utc_now
 from services.pixie.config import PixieConfig
 from services.pixie.promotion_types import NODE, JobFailed, StepHook, Tally
 from services.pixie.store import JobRef, PixieStore
@@ -105,7 +105,7 @@ class PromotionSteps:
                             entry=entry,
                             turn=common_pb2.TurnContext(turn_id=turn_id, span_id=span_id),
                             ausloeser_turn_id=job.ausloeser_turn_id,
-                            as_of=None if as_of is None else to_timestamp(as_of),
+                            as_of=optional_timestamp(as_of),
                         )
                     )
                 except PEER_FAILURES as error:
@@ -144,7 +144,7 @@ class PromotionSteps:
             await self.kzg_peer.mark_hash_dirty(
                 kzg_pb2.MarkHashDirtyRequest(
                     pair=job.pair, reason=f"promotion {job.kzg_key} -> {ausgang} node {node_id}",
-                    as_of=None if as_of is None else to_timestamp(as_of),
+                    as_of=optional_timestamp(as_of),
                 )
             )
         except PEER_FAILURES as error:
@@ -155,7 +155,7 @@ class PromotionSteps:
     ) -> common_pb2.KzgEntry | None:
         """The entry read fresh (SPEC §5.3 step 1); the KZG logs the read under the job's turn and span."""
         request = kzg_pb2.GetEntryRequest(
-            pair=job.pair, kzg_key=job.kzg_key, turn=turn, as_of=None if as_of is None else to_timestamp(as_of)
+            pair=job.pair, kzg_key=job.kzg_key, turn=turn, as_of=optional_timestamp(as_of)
         )
         try:
             response = await self.kzg_peer.get_entry(request)
@@ -184,7 +184,7 @@ class PromotionSteps:
                 kzg_pb2.DeleteEntryRequest(
                     pair=job.pair, kzg_key=job.kzg_key, turn=turn,
                     hash_dirty_reason=f"promotion {job.kzg_key} -> node {node_id}",
-                    as_of=None if as_of is None else to_timestamp(as_of),
+                    as_of=optional_timestamp(as_of),
                 )
             )
         except PEER_FAILURES as error:

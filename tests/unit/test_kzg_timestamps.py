@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from novaberg_core.timeutil import to_timestamp
+from novaberg_core.timeutil import optional_timestamp, to_timestamp
 from services.kzg.store.codec import moment_or_none, seconds
 
 
@@ -39,3 +39,8 @@ def test_float_seconds_round_to_the_microsecond_like_datetime(at: float) -> None
 def test_an_absent_or_unreadable_time_is_none() -> None:
     assert moment_or_none(None) is None and moment_or_none(b"") is None and moment_or_none(b"gestern") is None
     assert moment_or_none(b"nan") is None and moment_or_none(b"1e20") is None and moment_or_none(b"inf") is None
+
+
+def test_no_time_leaves_the_field_unset() -> None:
+    moment = datetime(2026, 3, 4, 5, 6, 7, 891_011, tzinfo=UTC)
+    assert optional_timestamp(None) is None and optional_timestamp(moment) == to_timestamp(moment)
