@@ -300,6 +300,36 @@ def scores_by_group(ranked: Sequence[Sequence[str]], questions: Sequence[Questio
     }
 
 
+def by_conversation(
+    rankings: Mapping[str, Sequence[Sequence[str]]], questions: Sequence[Question]
+) -> dict[str, dict[str, dict[str, Score]]]:
+    """:func:`scores_by_group` of every variant within each conversation: how far the headline
+    moves from one conversation to the next (the project is also measured on conversations it
+    does not ship)."""
+    samples = list(dict.fromkeys(q.sample_id for q in questions))
+    result: dict[str, dict[str, dict[str, Score]]] = {}
+    for sample in samples:
+        indexes = [i for i, q in enumerate(questions) if q.sample_id == sample]
+        picked = [questions[i] for i in indexes]
+        result[sample] = {
+            variant: scores_by_group([ranked[i] for i in indexes], picked) for variant, ranked in rankings.items()
+        }
+    return result
+
+
+def conversation_table(scores: Mapping[str, Mapping[str, Mapping[str, Score]]]) -> list[str]:
+    """R@10 per conversation: the dossier overall, multi-hop and temporal, and both baselines overall."""
+    lines = [f"{'R@10 by conversation':<22}{'n':>5}{'dossier':>9}{'multi-hop':>11}{'temporal':>10}{'dense':>8}{'bm25':>7}"]
+    for sample, variants in scores.items():
+        dossier = variants["dossier"]
+        lines.append(
+            f"{sample:<22}{dossier['1-4'].n:>5}{dossier['1-4'].recall[10]:>9.1f}"
+            f"{dossier['multi-hop'].recall[10]:>11.1f}{dossier['temporal'].recall[10]:>10.1f}"
+            f"{variants['dense']['1-4'].recall[10]:>8.1f}{variants['bm25']['1-4'].recall[10]:>7.1f}"
+        )
+    return lines
+
+
 # --------------------------------------------------------------------------- baselines
 
 
@@ -935,6 +965,11 @@ def report(args: argparse.Namespace, m: Measured) -> dict[str, Any]:
     for line in table(scores):
         print(line)
     print("(published reference, DRAGON, all categories, 10 conversations: R@5 56.7, R@10 66.2, R@25 76.7)")
+    per_conversation = by_conversation(m.rankings, m.questions)
+    if len(per_conversation) > 1:
+        print()
+        for line in conversation_table(per_conversation):
+            print(line)
     print()
     for line in m.location_lines:
         print(line)
@@ -977,6 +1012,12 @@ def report(args: argparse.Namespace, m: Measured) -> dict[str, Any]:
             result[f"{key}_r{k}"] = groups["1-4"].recall[k]
         result[f"{key}_all10"] = groups["1-4"].all10
         result[f"{key}_r10_by_category"] = {g: s.recall[10] for g, s in groups.items() if g != "1-4"}
+    result["dossier_r10_by_conversation"] = {
+        sample: variants["dossier"]["1-4"].recall[10] for sample, variants in per_conversation.items()
+    }
+    result["multihop_r10_by_conversation"] = {
+        sample: variants["dossier"]["multi-hop"].recall[10] for sample, variants in per_conversation.items()
+    }
     result.update(m.location)
     return {k: json_value(v, 3 if k.endswith("rate") else 2) for k, v in result.items()}
 

@@ -31,7 +31,11 @@ syn §7.1a), the others take up none. Per turn:
 - memory time = wall − model time: everything the memory core spends around the models
   (validation, Redis, PostgreSQL, spreading, rendering, the analyzer's registry calls, gRPC);
   "of it in the pipeline" is the part measured inside the pipeline process (its handlers,
-  including the KZG/LZG calls they wait for), the rest is the client's gRPC round trips.
+  including the KZG/LZG calls they wait for), the rest is the client's gRPC round trips;
+- CPU per turn of each process, and what a turn asks of the others: RPCs per method (the services'
+  ``rpc.server.duration`` counts), Redis commands and Redis's time per command (``INFO
+  commandstats``; a Lua script's own calls are counted, its time includes theirs), PostgreSQL
+  transactions.
 
     .venv/bin/python bench/turn_bench.py [--nodes 10000] [--turns 200] [--warmup 20]
 
@@ -50,19 +54,24 @@ import argparse
 import asyncio
 import json
 import random
+import re
 import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import asyncpg
 import grpc
 import grpc.aio
 import numpy as np
 import psutil
+import redis.asyncio
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
@@ -168,6 +177,71 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
             total += times.user + times.system
         used[name] = total
     return used
+
+
+@dataclass(frozen=True)
+class RoundTrips:
+    """Counters of everything a turn asks of another process, read before and after the timed turns."""
+
+    rpcs: dict[str, float]
+    """Finished server calls per ``service/method`` (the services' ``rpc.server.duration`` counts)."""
+    redis_commands: dict[str, int]
+    """Redis calls per command (``INFO commandstats``; a script's own calls count too)."""
+    redis_usec: dict[str, int]
+    """Microseconds Redis spent per command (a script's time includes its calls')."""
+    postgres_transactions: int
+    """Committed transactions of the database (``pg_stat_database``): one per autocommit statement, and
+    one per pool release (asyncpg's reset query)."""
+
+    def per_turn(self, before: RoundTrips, turns: int) -> dict[str, dict[str, float]]:
+        def delta(after: Mapping[str, float], earlier: Mapping[str, float]) -> dict[str, float]:
+            moved = {key: (value - earlier.get(key, 0)) / turns for key, value in after.items()}
+            return dict(sorted(((k, v) for k, v in moved.items() if v > 0), key=lambda kv: -kv[1]))
+
+        return {
+            "rpcs": delta(self.rpcs, before.rpcs),
+            "redis": delta(self.redis_commands, before.redis_commands),
+            "redis_ms": {k: v / 1000 for k, v in delta(self.redis_usec, before.redis_usec).items()},
+            "postgres": {"transactions": (self.postgres_transactions - before.postgres_transactions) / turns},
+        }
+
+
+RPC_COUNT = re.compile(r"^rpc_server_duration[a-z_]*_count\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
+"""A finished-calls counter line of the Prometheus exposition, e.g. ``rpc_server_duration_milliseconds_count{…} 12``."""
+
+
+def scrape(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return str(response.read().decode())
+
+
+async def round_trips(metrics_urls: dict[str, str], redis_url: str, postgres_url: str) -> RoundTrips:
+    """The counters of :class:`RoundTrips`, scraped from the services' metrics and the two stores."""
+    rpcs: dict[str, float] = defaultdict(float)
+    for url in metrics_urls.values():
+        body = await asyncio.to_thread(scrape, url)
+        for line in body.splitlines():
+            match = RPC_COUNT.match(line)
+            if match is None:
+                continue
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
+            service = labels.get("rpc_service", "?").rsplit(".", 1)[-1]
+            rpcs[f"{service}/{labels.get('rpc_method', '?')}"] += float(match["value"])
+    client = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        stats = await client.info("commandstats")
+    finally:
+        await client.aclose()
+    commands = {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
+    usec = {name.removeprefix("cmdstat_"): int(value["usec"]) for name, value in stats.items()}
+    connection = await asyncpg.connect(postgres_url)
+    try:
+        committed = await connection.fetchval(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        )
+    finally:
+        await connection.close()
+    return RoundTrips(dict(rpcs), commands, usec, int(committed))
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -383,10 +457,15 @@ async def main() -> int:
                     if store_process is not None:
                         pids[name] = store_process.pid
                 pids["bench client"] = psutil.Process().pid
+                metrics_urls = {name: stack.metrics_url(name) for name in SERVICES}
+                trips_before = await round_trips(metrics_urls, urls.redis_url, urls.postgres_url)
                 cpu_before = cpu_seconds(pids)
                 samples = Samples()
                 await run_turns(pipeline, args.turns, rng, samples)
                 cpu_after = cpu_seconds(pids)
+                trips = (await round_trips(metrics_urls, urls.redis_url, urls.postgres_url)).per_turn(
+                    trips_before, args.turns
+                )
         finally:
             if stack is not None:
                 await stack.stop()
@@ -407,6 +486,10 @@ async def main() -> int:
         print(f"{name:<22}{percentile(values, 50):>10.2f}{percentile(values, 99):>10.2f}{statistics.fmean(values):>10.2f}")
     cpu = {name: (cpu_after[name] - cpu_before[name]) * 1000.0 / args.turns for name in cpu_after if name in cpu_before}
     print("CPU ms per turn: " + ", ".join(f"{name} {ms:.1f}" for name, ms in cpu.items()))
+    print("per turn: " + ", ".join(f"{name} {count:.2f}" for name, count in trips["postgres"].items()) + " (postgres)")
+    print("  RPCs: " + ", ".join(f"{name} {count:.2f}" for name, count in trips["rpcs"].items()))
+    print("  Redis commands: " + ", ".join(f"{name} {count:.2f}" for name, count in trips["redis"].items()))
+    print("  Redis ms: " + ", ".join(f"{name} {ms:.2f}" for name, ms in trips["redis_ms"].items() if ms >= 0.01))
     print(f"load average during the run: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
     print(f"memories served per dossier: mean {statistics.fmean(samples.served):.2f}; "
           f"reinforced over the run: {samples.reinforced}")  # fmt: skip

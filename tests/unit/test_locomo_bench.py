@@ -12,6 +12,8 @@ from bench.locomo_bench import (
     Question,
     all_at,
     bm25_rankings,
+    by_conversation,
+    conversation_table,
     dense_rankings,
     dossier_turn_ids,
     evidence_turn_ids,
@@ -140,6 +142,30 @@ def test_score_averages_over_questions_in_percent() -> None:
     assert result.all10 == pytest.approx(50.0)
     assert result.curve[0] == pytest.approx(100 * (0.5 + 1.0) / 2)
     assert len(result.curve) == CURVE_K == 25
+
+
+def test_each_conversation_is_scored_on_its_own_questions() -> None:
+    questions = [
+        Question("conv-1", 0, "q0", 1, frozenset({"a"})),
+        Question("conv-2", 0, "q1", 1, frozenset({"b"})),
+        Question("conv-1", 1, "q2", 2, frozenset({"c", "d"})),
+    ]
+    rankings = {
+        "dossier": [["a"], ["x"], ["c"]],
+        "dense": [["x"], ["b"], ["d", "c"]],
+        "bm25": [[], [], []],
+    }
+    scores = by_conversation(rankings, questions)
+    assert list(scores) == ["conv-1", "conv-2"]
+    assert scores["conv-1"]["dossier"]["1-4"].recall[10] == pytest.approx(100 * (1.0 + 0.5) / 2)
+    assert scores["conv-1"]["dossier"]["multi-hop"].recall[10] == pytest.approx(100.0)
+    assert scores["conv-1"]["dossier"]["temporal"].recall[10] == pytest.approx(50.0)
+    assert scores["conv-2"]["dossier"]["1-4"].recall[10] == 0.0
+    assert scores["conv-2"]["dense"]["1-4"].recall[10] == pytest.approx(100.0)
+    header, first, second = conversation_table(scores)
+    assert header.split()[:4] == ["R@10", "by", "conversation", "n"]
+    assert first.split() == ["conv-1", "2", "75.0", "100.0", "50.0", "50.0", "0.0"]
+    assert second.split() == ["conv-2", "1", "0.0", "0.0", "nan", "100.0", "0.0"]
 
 
 # --------------------------------------------------------------------------- the mapping
