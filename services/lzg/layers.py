@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import NamedTuple, Protocol
 
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.model import Praezision  # the shared model's; re-exported for the LZG's modules
@@ -31,12 +32,15 @@ __all__ = [
     "LZG_SCHICHT_FAKTOR",
     "LZG_TIMELINE_TOLERANZ",
     "SCHICHT_ORDER",
+    "Compared",
     "EdgeLayers",
+    "LayeredNode",
     "Praezision",
     "Schicht",
     "TimelineRef",
     "embedding_tiefe",
     "evaluate_layers",
+    "layers_between",
     "parse_praezision",
     "shared_entities",
     "shared_themes",
@@ -269,4 +273,39 @@ def evaluate_layers(
         geteilte_themen=themes,
         timeline_naehe_tage=naehe,
         embedding_cosine=None if math.isnan(cosine) else float(cosine),
+    )
+
+
+class LayeredNode(Protocol):
+    """What the four layers compare of a node (SPEC §5.4): its themes, entities and timeline ref."""
+
+    @property
+    def themen(self) -> Sequence[str]: ...
+    @property
+    def entitaet_ids(self) -> Iterable[int]: ...
+    @property
+    def timeline(self) -> TimelineRef | None: ...
+
+
+class Compared(NamedTuple):
+    """A :class:`LayeredNode` put together where a node's parts come from different places (Trigger 1)."""
+
+    themen: Sequence[str]
+    entitaet_ids: Iterable[int]
+    timeline: TimelineRef | None
+
+
+def layers_between(
+    older: LayeredNode, newer: LayeredNode, cosine: float, embedding_schwelle: float
+) -> EdgeLayers | None:
+    """:func:`evaluate_layers` of two nodes, ``older`` the one with the smaller id (Triggers 1 and 3)."""
+    return evaluate_layers(
+        older_themen=older.themen,
+        newer_themen=newer.themen,
+        entitaet_ids_a=older.entitaet_ids,
+        entitaet_ids_b=newer.entitaet_ids,
+        timeline_a=older.timeline,
+        timeline_b=newer.timeline,
+        cosine=cosine,
+        embedding_schwelle=embedding_schwelle,
     )

@@ -11,10 +11,12 @@ import pytest
 from services.lzg.edges import pair_weights
 from services.lzg.layers import (
     LZG_TIMELINE_TOLERANZ,
+    Compared,
     Praezision,
     Schicht,
     TimelineRef,
     evaluate_layers,
+    layers_between,
     shared_themes,
     themen_tiefe,
     timeline_distance,
@@ -161,6 +163,25 @@ def test_example_3_shared_entity() -> None:
     assert layers.geteilte_entitaet_ids == (12,)
     ab, ba = edge_raw(0.7, 5.0, layers.faktor, layers.tiefe, layers.anzahl)
     assert (round(ab, 3), round(ba, 3)) == (2.609, 3.723)
+
+
+def test_layers_between_two_nodes_keep_the_older_nodes_theme_order() -> None:
+    # Triggers 1 and 3 compare two nodes through layers_between: every layer but the themes' order
+    # is the same whichever node comes first; the stored shared themes follow the older node.
+    older = Compared(["Kindheit", "Anna"], [47, 12], _tag(T0))
+    newer = Compared(["Anna", "Kindheit", "Schokolade"], [12], _tag(T0 + timedelta(days=4)))
+    layers = layers_between(older, newer, 0.9, NOMIC_EMBEDDING_LAYER)
+    assert layers is not None
+    assert layers.gruende == (Schicht.ENTITAET, Schicht.EMBEDDING, Schicht.THEMEN, Schicht.TIMELINE)
+    assert layers.geteilte_entitaet_ids == (12,)
+    assert layers.geteilte_themen == ("Kindheit", "Anna")
+    assert layers.timeline_naehe_tage == 4 and layers.embedding_cosine == 0.9
+    swapped = layers_between(newer, older, 0.9, NOMIC_EMBEDDING_LAYER)
+    assert swapped is not None and swapped.geteilte_themen == ("Anna", "Kindheit")
+    assert (swapped.gruende, swapped.tiefe, swapped.geteilte_entitaet_ids, swapped.timeline_naehe_tage) == (
+        layers.gruende, layers.tiefe, layers.geteilte_entitaet_ids, layers.timeline_naehe_tage,
+    )  # fmt: skip
+    assert layers_between(older, Compared([], [], None), 0.1, NOMIC_EMBEDDING_LAYER) is None
 
 
 def test_no_layer_means_no_edge() -> None:

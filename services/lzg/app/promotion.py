@@ -23,7 +23,7 @@ from novaberg_core.rights import kzg_key_prefix
 from services.lzg.app.context import UseCase
 from services.lzg.cache import PairSnapshot
 from services.lzg.edges import Connection, edge_rows
-from services.lzg.layers import TimelineRef, evaluate_layers
+from services.lzg.layers import Compared, TimelineRef, layers_between
 from services.lzg.records import PromotionRecords, erased_promotion_dropped
 from services.lzg.rights_store import promotion_erased
 from services.lzg.rows import EdgeInsert, LayerNode, NewNode
@@ -269,21 +269,14 @@ def trigger1_edges(
     if not candidates:
         return []
     cand_rows = snapshot.row_of([c.id for c in candidates])
+    newer = Compared(node.themen, node.magnets.entitaet_ids, timeline)
     connected: list[Connection] = []
     for candidate, row in zip(candidates, cand_rows.tolist(), strict=True):
         known_row = row < len(snapshot) and int(snapshot.ids[row]) == candidate.id
         # Timelines of another precision or out of tolerance are not in near_timelines: no layer.
-        timeline_id = candidate.timeline_id
-        layers = evaluate_layers(
-            older_themen=candidate.themen,
-            newer_themen=node.themen,
-            entitaet_ids_a=node.magnets.entitaet_ids,
-            entitaet_ids_b=candidate.entitaet_ids,
-            timeline_a=timeline,
-            timeline_b=near_timelines.get(timeline_id) if timeline_id is not None else None,
-            cosine=float(cosines[row]) if known_row else math.nan,
-            embedding_schwelle=embedding_schwelle,
-        )
+        near = near_timelines.get(candidate.timeline_id) if candidate.timeline_id is not None else None
+        older = Compared(candidate.themen, candidate.entitaet_ids, near)
+        layers = layers_between(older, newer, float(cosines[row]) if known_row else math.nan, embedding_schwelle)
         if layers is not None:
             connected.append(
                 Connection(node_id, candidate.id, node.gewicht_absolut, candidate.gewicht_absolut, layers)

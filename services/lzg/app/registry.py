@@ -22,7 +22,7 @@ from novaberg_core.model import Pair
 from novaberg_core.pipeline_log import LogScope, count_fields
 from services.lzg.app.context import NO_TURN, UseCase
 from services.lzg.edges import Connection, edge_rows
-from services.lzg.layers import Praezision, TimelineRef, evaluate_layers, parse_praezision
+from services.lzg.layers import Praezision, TimelineRef, layers_between, parse_praezision
 from services.lzg.records import TRIGGER3_COUNTS
 from services.lzg.store import PairTx
 from services.lzg.types import Entity, Timeline, Trigger3Result
@@ -252,16 +252,7 @@ class Registry(UseCase):
             cosine = frozen.get((x, y))
             if cosine is None:
                 cosine = _cosine(older.embedding, newer.embedding)
-            layers = evaluate_layers(
-                older_themen=older.themen,
-                newer_themen=newer.themen,
-                entitaet_ids_a=older.entitaet_ids,
-                entitaet_ids_b=newer.entitaet_ids,
-                timeline_a=older.timeline,
-                timeline_b=newer.timeline,
-                cosine=cosine,
-                embedding_schwelle=self.profile.embedding_layer,
-            )
+            layers = layers_between(older, newer, cosine, self.profile.embedding_layer)
             if layers is None:
                 if (x, y) in existing:
                     deletions.append((x, y))
