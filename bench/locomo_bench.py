@@ -252,14 +252,14 @@ def recall_at(ranked: Sequence[str], evidence: AbstractSet[str], k: int) -> floa
     """Fractional evidence recall@k: the share of the evidence turns among the top ``k``."""
     if not evidence:
         raise ValueError("a question without evidence has no recall")
-    return len(evidence.intersection(ranked[:k])) / len(evidence)
+    return len(evidence & set(ranked[:k])) / len(evidence)
 
 
 def all_at(ranked: Sequence[str], evidence: AbstractSet[str], k: int) -> float:
     """1.0 when every evidence turn is among the top ``k``, else 0.0."""
     if not evidence:
         raise ValueError("a question without evidence has no recall")
-    return 1.0 if evidence.issubset(ranked[:k]) else 0.0
+    return 1.0 if evidence <= set(ranked[:k]) else 0.0
 
 
 @dataclass(frozen=True)
