@@ -1,0 +1,38 @@
+"""The pure parts of ``bench/turn_bench.py``: what a turn asks of the other processes, per turn."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.turn_bench import RPC_COUNT, RoundTrips
+
+
+def test_round_trips_per_turn_are_the_counters_moved_over_the_timed_turns() -> None:
+    before = RoundTrips(
+        rpcs={"KzgService/StoreEntry": 40.0, "LzgService/GetModel": 2.0},
+        redis_commands={"evalsha": 10, "hset": 100},
+        redis_usec={"evalsha": 5_000, "hset": 2_000},
+        postgres_transactions=1_000,
+    )
+    after = RoundTrips(
+        rpcs={"KzgService/StoreEntry": 440.0, "LzgService/GetModel": 2.0, "KzgService/Retrieve": 200.0},
+        redis_commands={"evalsha": 540, "hset": 9_354},
+        redis_usec={"evalsha": 763_000, "hset": 450_000},
+        postgres_transactions=2_178,
+    )
+    trips = after.per_turn(before, 200)
+    assert trips["rpcs"] == {"KzgService/StoreEntry": 2.0, "KzgService/Retrieve": 1.0}  # unmoved left out
+    assert list(trips["redis"]) == ["hset", "evalsha"]  # most first
+    assert trips["redis"]["hset"] == pytest.approx(46.27)
+    assert trips["redis_ms"] == {"evalsha": pytest.approx(3.79), "hset": pytest.approx(2.24)}
+    assert trips["postgres"] == {"transactions": pytest.approx(5.89)}
+
+
+def test_the_rpc_counter_line_of_the_prometheus_exposition_is_recognised() -> None:
+    line = (
+        'rpc_server_duration_milliseconds_count{rpc_grpc_status_code="0",rpc_method="StoreEntry",'
+        'rpc_service="novaberg.kzg.v1.KzgService",rpc_system="grpc"} 12.0'
+    )
+    match = RPC_COUNT.match(line)
+    assert match is not None and match["value"] == "12.0" and 'rpc_method="StoreEntry"' in match["labels"]
+    assert RPC_COUNT.match(line.replace("_count{", "_sum{")) is None
