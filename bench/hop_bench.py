@@ -37,6 +37,7 @@ import psutil
 import uvloop
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from bench.processes import cpu_seconds
 from novaberg_dev.embedded.state import free_port
 
 VARIANTS = ("bare", "metrics+errors", "traced")
@@ -77,12 +78,7 @@ class Hop:
     server_cpu_ms: float
 
 
-def cpu_seconds(process: psutil.Process) -> float:
-    times = process.cpu_times()
-    return float(times.user + times.system)
-
-
-async def call_repeatedly(port: int, variant: str, calls: int, server: psutil.Process) -> Hop:
+async def call_repeatedly(port: int, variant: str, calls: int, server: int) -> Hop:
     options: dict[str, object] = {}
     if variant == "traced":
         from opentelemetry.instrumentation.grpc import aio_client_interceptors
@@ -95,12 +91,13 @@ async def call_repeatedly(port: int, variant: str, calls: int, server: psutil.Pr
         request = health_pb2.HealthCheckRequest()
         for _ in range(WARMUP):
             await stub.Check(request)
-        me = psutil.Process()
-        client_before, server_before, started = cpu_seconds(me), cpu_seconds(server), time.perf_counter()
+        pids = {"client": psutil.Process().pid, "server": server}
+        before, started = cpu_seconds(pids), time.perf_counter()
         for _ in range(calls):
             await stub.Check(request)
         wall = time.perf_counter() - started
-        client, served = cpu_seconds(me) - client_before, cpu_seconds(server) - server_before
+        after = cpu_seconds(pids)
+        client, served = after["client"] - before["client"], after["server"] - before["server"]
     return Hop(1000 * wall / calls, 1000 * client / calls, 1000 * served / calls)
 
 
@@ -112,7 +109,8 @@ def measure(variant: str, calls: int) -> Hop:
     try:
         if not ready.wait(30):
             raise RuntimeError(f"the {variant} server did not start")
-        return uvloop.run(call_repeatedly(port, variant, calls, psutil.Process(process.pid)))
+        assert process.pid is not None
+        return uvloop.run(call_repeatedly(port, variant, calls, process.pid))
     finally:
         process.terminate()
         process.join(10)

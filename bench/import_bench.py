@@ -50,8 +50,8 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from bench.locomo_bench import Conversation, default_data, load_conversations, stack_pids, wait_for_promotion
-from bench.turn_bench import cpu_seconds
+from bench.locomo_bench import Conversation, default_data, load_conversations, wait_for_promotion
+from bench.processes import cpu_seconds, stack_pids
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc

@@ -65,11 +65,10 @@ import grpc
 import grpc.aio
 import numpy as np
 import numpy.typing as npt
-import psutil
 import Stemmer
 
 from bench.embedding_quality import ANAPHORIC_QUESTIONS, OFF_TOPIC_QUESTIONS, parse_ids
-from bench.turn_bench import cpu_seconds, percentile
+from bench.processes import cpu_seconds, percentile, stack_pids
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
@@ -78,7 +77,7 @@ from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.embedding import lzg_embed_text, make_provider, profile_for, query_embed_text
 from novaberg_core.timeutil import to_timestamp
 from novaberg_dev.cli import STACK_FILE, ImportedTurn, parse_locomo, write_stack_file
-from novaberg_dev.embedded import start_stores, stop_stores, stores_status
+from novaberg_dev.embedded import start_stores, stop_stores
 from novaberg_dev.stack import Stack, start_stack
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -775,17 +774,6 @@ class Measured:
     rankings: dict[str, list[list[str]]]
     location_lines: list[str]
     location: dict[str, float]
-
-
-def stack_pids(stack: Stack, stores_dir: Path) -> dict[str, int]:
-    """Service, store and client processes (for the CPU seconds of the import)."""
-    status = stores_status(stores_dir)
-    pids = {name: process.pid for name, process in stack.processes.items()}
-    for name, store_process in (("postgres", status.postgres), ("redis", status.redis)):
-        if store_process is not None:
-            pids[name] = store_process.pid
-    pids["bench client"] = psutil.Process().pid
-    return pids
 
 
 async def measure(args: argparse.Namespace, stack: Stack, conversations: list[Conversation]) -> Measured:

@@ -54,25 +54,19 @@ import argparse
 import asyncio
 import json
 import random
-import re
 import statistics
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import asyncpg
 import grpc
 import grpc.aio
-import numpy as np
-import psutil
-import redis.asyncio
 
+from bench.processes import cpu_seconds, percentile, round_trips, stack_pids
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
@@ -84,7 +78,7 @@ from novaberg_core.embedding import (
     profile_for,
 )
 from novaberg_core.model import Ei, Magnets, Pair
-from novaberg_dev.embedded import start_stores, stop_stores, stores_status
+from novaberg_dev.embedded import start_stores, stop_stores
 from novaberg_dev.stack import start_stack
 from services.lzg.layers import TimelineRef, evaluate_layers
 from services.lzg.store import EdgeInsert, LzgStore, NewNode
@@ -157,95 +151,6 @@ class Samples:
     model_step_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     reinforced: int = 0
     served: list[int] = field(default_factory=list)
-
-
-def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
-    """User + system CPU seconds of each process; PostgreSQL with its backends."""
-    used: dict[str, float] = {}
-    for name, pid in pids.items():
-        try:
-            process = psutil.Process(pid)
-            members = [process, *process.children(recursive=True)] if name == "postgres" else [process]
-        except psutil.NoSuchProcess:
-            continue
-        total = 0.0
-        for member in members:
-            try:
-                times = member.cpu_times()
-            except psutil.NoSuchProcess:
-                continue
-            total += times.user + times.system
-        used[name] = total
-    return used
-
-
-@dataclass(frozen=True)
-class RoundTrips:
-    """Counters of everything a turn asks of another process, read before and after the timed turns."""
-
-    rpcs: dict[str, float]
-    """Finished server calls per ``service/method`` (the services' ``rpc.server.duration`` counts)."""
-    redis_commands: dict[str, int]
-    """Redis calls per command (``INFO commandstats``; a script's own calls count too)."""
-    redis_usec: dict[str, int]
-    """Microseconds Redis spent per command (a script's time includes its calls')."""
-    postgres_transactions: int
-    """Committed transactions of the database (``pg_stat_database``): one per autocommit statement, and
-    one per pool release (asyncpg's reset query)."""
-
-    def per_turn(self, before: RoundTrips, turns: int) -> dict[str, dict[str, float]]:
-        def delta(after: Mapping[str, float], earlier: Mapping[str, float]) -> dict[str, float]:
-            moved = {key: (value - earlier.get(key, 0)) / turns for key, value in after.items()}
-            return dict(sorted(((k, v) for k, v in moved.items() if v > 0), key=lambda kv: -kv[1]))
-
-        return {
-            "rpcs": delta(self.rpcs, before.rpcs),
-            "redis": delta(self.redis_commands, before.redis_commands),
-            "redis_ms": {k: v / 1000 for k, v in delta(self.redis_usec, before.redis_usec).items()},
-            "postgres": {"transactions": (self.postgres_transactions - before.postgres_transactions) / turns},
-        }
-
-
-RPC_COUNT = re.compile(r"^rpc_server_duration[a-z_]*_count\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
-"""A finished-calls counter line of the Prometheus exposition, e.g. ``rpc_server_duration_milliseconds_count{…} 12``."""
-
-
-def scrape(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return str(response.read().decode())
-
-
-async def round_trips(metrics_urls: dict[str, str], redis_url: str, postgres_url: str) -> RoundTrips:
-    """The counters of :class:`RoundTrips`, scraped from the services' metrics and the two stores."""
-    rpcs: dict[str, float] = defaultdict(float)
-    for url in metrics_urls.values():
-        body = await asyncio.to_thread(scrape, url)
-        for line in body.splitlines():
-            match = RPC_COUNT.match(line)
-            if match is None:
-                continue
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
-            service = labels.get("rpc_service", "?").rsplit(".", 1)[-1]
-            rpcs[f"{service}/{labels.get('rpc_method', '?')}"] += float(match["value"])
-    client = redis.asyncio.Redis.from_url(redis_url)
-    try:
-        stats = await client.info("commandstats")
-    finally:
-        await client.aclose()
-    commands = {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
-    usec = {name.removeprefix("cmdstat_"): int(value["usec"]) for name, value in stats.items()}
-    connection = await asyncpg.connect(postgres_url)
-    try:
-        committed = await connection.fetchval(
-            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
-        )
-    finally:
-        await connection.close()
-    return RoundTrips(dict(rpcs), commands, usec, int(committed))
-
-
-def percentile(values: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else float("nan")
 
 
 def corpus(n: int, rng: random.Random) -> list[tuple[str, list[str], list[str]]]:
@@ -451,12 +356,7 @@ async def main() -> int:
                 )
                 stats = await lzg.GetPairStats(lzg_pb2.GetPairStatsRequest(pair=PAIR))
                 await run_turns(pipeline, args.kzg + args.warmup, rng, None)
-                status = stores_status(root / "stores")
-                pids = {name: process.pid for name, process in stack.processes.items()}
-                for name, store_process in (("postgres", status.postgres), ("redis", status.redis)):
-                    if store_process is not None:
-                        pids[name] = store_process.pid
-                pids["bench client"] = psutil.Process().pid
+                pids = stack_pids(stack, root / "stores")
                 metrics_urls = {name: stack.metrics_url(name) for name in SERVICES}
                 trips_before = await round_trips(metrics_urls, urls.redis_url, urls.postgres_url)
                 cpu_before = cpu_seconds(pids)

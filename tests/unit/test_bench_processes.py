@@ -1,10 +1,10 @@
-"""The pure parts of ``bench/turn_bench.py``: what a turn asks of the other processes, per turn."""
+"""The pure parts of ``bench/processes.py``: what a turn asks of the other processes, per turn."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.turn_bench import RPC_COUNT, RoundTrips
+from bench.processes import RPC_COUNT, RoundTrips
 
 
 def test_round_trips_per_turn_are_the_counters_moved_over_the_timed_turns() -> None:

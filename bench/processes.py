@@ -1,0 +1,128 @@
+"""What the processes of a running stack spend and ask of each other, for the benchmarks that drive
+one (``turn_bench``, ``locomo_bench``, ``import_bench``, ``hop_bench``): CPU seconds per process,
+the RPCs, Redis commands and PostgreSQL transactions between two moments, and percentiles."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import urllib.request
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import numpy as np
+import psutil
+import redis.asyncio
+
+from novaberg_dev.embedded import stores_status
+from novaberg_dev.stack import Stack
+
+__all__ = ["RPC_COUNT", "RoundTrips", "cpu_seconds", "percentile", "round_trips", "scrape", "stack_pids"]
+
+
+def stack_pids(stack: Stack, stores_dir: Path) -> dict[str, int]:
+    """The stack's service processes, its stores' servers and this client, by name."""
+    status = stores_status(stores_dir)
+    pids = {name: process.pid for name, process in stack.processes.items()}
+    for name, store_process in (("postgres", status.postgres), ("redis", status.redis)):
+        if store_process is not None:
+            pids[name] = store_process.pid
+    pids["bench client"] = psutil.Process().pid
+    return pids
+
+
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User + system CPU seconds of each process; PostgreSQL with its backends."""
+    used: dict[str, float] = {}
+    for name, pid in pids.items():
+        try:
+            process = psutil.Process(pid)
+            members = [process, *process.children(recursive=True)] if name == "postgres" else [process]
+        except psutil.NoSuchProcess:
+            continue
+        total = 0.0
+        for member in members:
+            try:
+                times = member.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        used[name] = total
+    return used
+
+
+@dataclass(frozen=True)
+class RoundTrips:
+    """Counters of everything a turn asks of another process, read before and after the timed turns."""
+
+    rpcs: dict[str, float]
+    """Finished server calls per ``service/method`` (the services' ``rpc.server.duration`` counts)."""
+    redis_commands: dict[str, int]
+    """Redis calls per command (``INFO commandstats``; a script's own calls count too)."""
+    redis_usec: dict[str, int]
+    """Microseconds Redis spent per command (a script's time includes its calls')."""
+    postgres_transactions: int
+    """Committed transactions of the database (``pg_stat_database``): one per autocommit statement, and
+    one per pool release (asyncpg's reset query). PostgreSQL takes a backend's counts in up to ~10 s
+    late, so over a short run this is approximate."""
+
+    def per_turn(self, before: RoundTrips, turns: int) -> dict[str, dict[str, float]]:
+        def delta(after: Mapping[str, float], earlier: Mapping[str, float]) -> dict[str, float]:
+            moved = {key: (value - earlier.get(key, 0)) / turns for key, value in after.items()}
+            return dict(sorted(((k, v) for k, v in moved.items() if v > 0), key=lambda kv: -kv[1]))
+
+        return {
+            "rpcs": delta(self.rpcs, before.rpcs),
+            "redis": delta(self.redis_commands, before.redis_commands),
+            "redis_ms": {k: v / 1000 for k, v in delta(self.redis_usec, before.redis_usec).items()},
+            "postgres": {"transactions": (self.postgres_transactions - before.postgres_transactions) / turns},
+        }
+
+
+RPC_COUNT = re.compile(r"^rpc_server_duration[a-z_]*_count\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
+"""A finished-calls counter line of the Prometheus exposition, e.g. ``rpc_server_duration_milliseconds_count{…} 12``."""
+
+
+def scrape(url: str) -> str:
+    """The body of a metrics endpoint."""
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return str(response.read().decode())
+
+
+async def round_trips(metrics_urls: dict[str, str], redis_url: str, postgres_url: str) -> RoundTrips:
+    """The counters of :class:`RoundTrips`, scraped from the services' metrics and the two stores."""
+    rpcs: dict[str, float] = defaultdict(float)
+    for url in metrics_urls.values():
+        body = await asyncio.to_thread(scrape, url)
+        for line in body.splitlines():
+            match = RPC_COUNT.match(line)
+            if match is None:
+                continue
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
+            service = labels.get("rpc_service", "?").rsplit(".", 1)[-1]
+            rpcs[f"{service}/{labels.get('rpc_method', '?')}"] += float(match["value"])
+    client = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        stats = await client.info("commandstats")
+    finally:
+        await client.aclose()
+    commands = {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
+    usec = {name.removeprefix("cmdstat_"): int(value["usec"]) for name, value in stats.items()}
+    connection = await asyncpg.connect(postgres_url)
+    try:
+        committed = await connection.fetchval(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        )
+    finally:
+        await connection.close()
+    return RoundTrips(dict(rpcs), commands, usec, int(committed))
+
+
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q``-th percentile of ``values``; NaN for none."""
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else float("nan")
