@@ -1,4 +1,5 @@
-"""The pure parts of ``bench/locomo_bench.py``: evidence ids, recall math, dossier → turn ids."""
+"""The pure parts of ``bench/locomo_bench.py`` and its scores (``bench/locomo_scores.py``): evidence ids, recall
+math, dossier → turn ids."""
 
 from __future__ import annotations
 
@@ -8,16 +9,18 @@ import numpy as np
 import pytest
 
 from bench.locomo_bench import (
-    CURVE_K,
-    Question,
-    all_at,
     bm25_rankings,
-    by_conversation,
-    conversation_table,
     dense_rankings,
     dossier_turn_ids,
     evidence_turn_ids,
     load_conversations,
+)
+from bench.locomo_scores import (
+    CURVE_K,
+    Question,
+    all_at,
+    by_conversation,
+    conversation_table,
     recall_at,
     score,
 )
