@@ -40,6 +40,7 @@ from typing import Any
 import asyncpg
 import psutil
 
+from bench.processes import cpu_seconds
 from novaberg_core.pipeline_log import GrpcLogSink, InMemorySink, PipelineLog
 from novaberg_core.server import wait_for_serving
 from novaberg_core.telemetry import setup_telemetry, tracer
@@ -121,21 +122,9 @@ def _start_service(env: dict[str, str], log_path: Path) -> subprocess.Popen[byte
         )
 
 
-def _cpu_seconds(processes: list[psutil.Process]) -> float:
-    total = 0.0
-    for process in processes:
-        try:
-            times = process.cpu_times()
-        except psutil.Error:
-            continue
-        total += times.user + times.system
-    return total
-
-
-def _postgres_processes(data_dir: str) -> list[psutil.Process]:
+def _postmaster_pid(data_dir: str) -> int:
     state = json.loads((Path(data_dir) / "stores.json").read_text())
-    postmaster = psutil.Process(int(state["postgres"]["pid"]))
-    return [postmaster, *postmaster.children(recursive=True)]
+    return int(state["postgres"]["pid"])
 
 
 async def _fill(plog: PipelineLog, rows: int) -> int:
@@ -214,17 +203,15 @@ async def bench_ingest(
         #    start until the last row is committed (writer side conversion included).
         plog = writer()
         written = await _fill(plog, rows)
-        me, svc, pg = psutil.Process(), [psutil.Process(service.pid)], _postgres_processes(data_dir)
-        cpu_before = (_cpu_seconds([me]), _cpu_seconds(svc), _cpu_seconds(pg))
+        # the client, the log service, PostgreSQL with its backends
+        pids = {"bench client": psutil.Process().pid, "log": service.pid, "postgres": _postmaster_pid(data_dir)}
+        cpu_before = cpu_seconds(pids)
         started = time.perf_counter()
         await plog.start()
         await plog.close()
         ingest_s = time.perf_counter() - started
-        cpu = (
-            _cpu_seconds([me]) - cpu_before[0],
-            _cpu_seconds(svc) - cpu_before[1],
-            _cpu_seconds(_postgres_processes(data_dir)) - cpu_before[2],
-        )
+        cpu_after = cpu_seconds(pids)
+        cpu = tuple(cpu_after[name] - cpu_before[name] for name in ("bench client", "log", "postgres"))
         _check(plog, await _count_and_truncate(pg_url), written)
 
         # B. End to end: writing and flushing at the same time in one process (flush every batch).
