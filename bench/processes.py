@@ -1,11 +1,16 @@
 """What the processes of a running stack spend and ask of each other, for the benchmarks that drive
 one (``turn_bench``, ``locomo_bench``, ``import_bench``, ``hop_bench``): CPU seconds per process,
-the RPCs, Redis commands and PostgreSQL transactions between two moments, and percentiles."""
+the RPCs, Redis commands and PostgreSQL transactions between two moments, percentiles, and the
+machine's pace (how fast it runs Python and how long one process takes to answer another)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import subprocess
+import sys
+import time
 import urllib.request
 from collections import defaultdict
 from collections.abc import Mapping
@@ -20,7 +25,17 @@ import redis.asyncio
 from novaberg_dev.embedded import stores_status
 from novaberg_dev.stack import Stack
 
-__all__ = ["RPC_COUNT", "RoundTrips", "cpu_seconds", "percentile", "round_trips", "scrape", "stack_pids"]
+__all__ = [
+    "RPC_COUNT",
+    "MachinePace",
+    "RoundTrips",
+    "cpu_seconds",
+    "machine_pace",
+    "percentile",
+    "round_trips",
+    "scrape",
+    "stack_pids",
+]
 
 
 def stack_pids(stack: Stack, stores_dir: Path) -> dict[str, int]:
@@ -126,3 +141,47 @@ async def round_trips(metrics_urls: dict[str, str], redis_url: str, postgres_url
 def percentile(values: list[float], q: float) -> float:
     """The ``q``-th percentile of ``values``; NaN for none."""
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else float("nan")
+
+
+@dataclass(frozen=True)
+class MachinePace:
+    """How fast the machine is right now, in the two ways a turn's latency depends on.
+
+    The machine drifts by day and by hour, and not in one way: a pure-Python loop and a round trip
+    between two processes can move apart (on this VM an idle CPU is woken by the hypervisor, measured
+    75–150 µs a pipe or socket round trip idle against 12–14 µs with the other CPU busy). A turn crosses
+    processes ~100 times (gRPC, Redis, PostgreSQL), so compare latency runs only at a similar pace.
+    """
+
+    python_loop_s: float
+    """Seconds of ``sum(i * i for i in range(10**7))`` in this process."""
+    round_trip_us: float
+    """Median microseconds of one byte to another process and back over pipes (its CPU idle between)."""
+
+    def line(self) -> str:
+        return f"machine pace: Python loop {self.python_loop_s:.2f} s, process round trip {self.round_trip_us:.0f} µs"
+
+
+_ECHO = "import os\nwhile (b := os.read(0, 1)):\n    os.write(1, b)\n"
+
+
+def machine_pace(round_trips_count: int = 2_000) -> MachinePace:
+    """Measure :class:`MachinePace` (about a second)."""
+    start = time.perf_counter()
+    sum(i * i for i in range(10**7))
+    loop_s = time.perf_counter() - start
+    echo = subprocess.Popen([sys.executable, "-c", _ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert echo.stdin is not None and echo.stdout is not None
+    write_fd, read_fd = echo.stdin.fileno(), echo.stdout.fileno()
+    times = []
+    try:
+        for _ in range(round_trips_count):
+            start = time.perf_counter()
+            os.write(write_fd, b"x")
+            os.read(read_fd, 1)
+            times.append(time.perf_counter() - start)
+    finally:
+        echo.stdin.close()
+        echo.wait()
+    return MachinePace(loop_s, float(np.median(times)) * 1e6)
+

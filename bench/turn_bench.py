@@ -39,8 +39,11 @@ syn §7.1a), the others take up none. Per turn:
 
     .venv/bin/python bench/turn_bench.py [--nodes 10000] [--turns 200] [--warmup 20]
 
-Target on this machine: memory time p50 ≤ 25 ms, p99 ≤ 60 ms. The last line printed is one JSON
-object with ``memory_p50_ms``, ``memory_p99_ms``, ``model_p50_ms``.
+Target on this machine: memory time p50 ≤ 25 ms, p99 ≤ 60 ms. The machine's pace is measured just
+before and after the timed turns (``bench.processes.machine_pace``: a Python loop, and a round trip
+between two processes, which moves with how fast the VM wakes an idle CPU); compare runs only at a
+similar pace. The last line printed is one JSON object with ``memory_p50_ms``, ``memory_p99_ms``,
+``model_p50_ms``, ``pace_python_loop_s`` and ``pace_round_trip_us`` (means of before and after).
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ from pathlib import Path
 import grpc
 import grpc.aio
 
-from bench.processes import cpu_seconds, percentile, round_trips, stack_pids
+from bench.processes import cpu_seconds, machine_pace, percentile, round_trips, stack_pids
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
@@ -358,11 +361,13 @@ async def main() -> int:
                 await run_turns(pipeline, args.kzg + args.warmup, rng, None)
                 pids = stack_pids(stack, root / "stores")
                 metrics_urls = {name: stack.metrics_url(name) for name in SERVICES}
+                pace_before = await asyncio.to_thread(machine_pace)
                 trips_before = await round_trips(metrics_urls, urls.redis_url, urls.postgres_url)
                 cpu_before = cpu_seconds(pids)
                 samples = Samples()
                 await run_turns(pipeline, args.turns, rng, samples)
                 cpu_after = cpu_seconds(pids)
+                pace_after = await asyncio.to_thread(machine_pace)
                 trips = (await round_trips(metrics_urls, urls.redis_url, urls.postgres_url)).per_turn(
                     trips_before, args.turns
                 )
@@ -391,12 +396,15 @@ async def main() -> int:
     print("  Redis commands: " + ", ".join(f"{name} {count:.2f}" for name, count in trips["redis"].items()))
     print("  Redis ms: " + ", ".join(f"{name} {ms:.2f}" for name, ms in trips["redis_ms"].items() if ms >= 0.01))
     print(f"load average during the run: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
+    print(f"before the timed turns: {pace_before.line()}; after: {pace_after.line().removeprefix('machine pace: ')}")
     print(f"memories served per dossier: mean {statistics.fmean(samples.served):.2f}; "
           f"reinforced over the run: {samples.reinforced}")  # fmt: skip
     result = {
         "memory_p50_ms": round(percentile(samples.memory_ms, 50), 2),
         "memory_p99_ms": round(percentile(samples.memory_ms, 99), 2),
         "model_p50_ms": round(percentile(samples.model_ms, 50), 2),
+        "pace_python_loop_s": round((pace_before.python_loop_s + pace_after.python_loop_s) / 2, 3),
+        "pace_round_trip_us": round((pace_before.round_trip_us + pace_after.round_trip_us) / 2, 1),
     }
     print(json.dumps(result))
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.processes import RPC_COUNT, RoundTrips
+from bench.processes import RPC_COUNT, RoundTrips, machine_pace
 
 
 def test_round_trips_per_turn_are_the_counters_moved_over_the_timed_turns() -> None:
@@ -36,3 +36,10 @@ def test_the_rpc_counter_line_of_the_prometheus_exposition_is_recognised() -> No
     match = RPC_COUNT.match(line)
     assert match is not None and match["value"] == "12.0" and 'rpc_method="StoreEntry"' in match["labels"]
     assert RPC_COUNT.match(line.replace("_count{", "_sum{")) is None
+
+
+def test_the_machine_pace_measures_a_python_loop_and_a_round_trip_to_another_process() -> None:
+    pace = machine_pace(round_trips_count=50)
+    assert 0.0 < pace.python_loop_s < 60.0
+    assert 0.0 < pace.round_trip_us < 1_000_000.0
+    assert pace.line().startswith("machine pace: Python loop ")
