@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-from typing import Any
 
 import numpy as np
 
@@ -20,11 +19,6 @@ from services.kzg.domain import themen_norm
 from services.kzg.models import Hit, RetrieveQuery, RetrieveResult, Vector
 
 __all__ = ["DEFAULT_TOP_K", "MAX_TOP_K", "Retrieval"]
-
-
-async def _nothing() -> list[Any]:
-    """A search that was not asked for (an empty source of :meth:`Retrieval.retrieve`)."""
-    return []
 
 
 class Retrieval:
@@ -60,14 +54,17 @@ class Retrieval:
         # The sources are independent searches: one round trip for all of them (SPEC §11).
         words = lexical_words(query.lexical_text, query.sprache) if query.lexical_text else []
         named = dataclasses.replace(filters, entitaet_ids=query.question_entity_ids)
-        found, lexical, by_entity = await asyncio.gather(
-            self.store.knn(pair, vector, top_k, beobachter=query.beobachter, filters=filters, as_of=as_of),
-            self.store.full_text(
-                pair, words, LANGUAGES[language_of(query.sprache)], top_k, beobachter=query.beobachter, as_of=as_of
-            ) if words else _nothing(),
-            self.store.knn(pair, vector, top_k, beobachter=query.beobachter, filters=named, as_of=as_of)
-            if query.question_entity_ids else _nothing(),
-        )  # fmt: skip
+        dense = self.store.knn_search(pair, vector, top_k, beobachter=query.beobachter, filters=filters, as_of=as_of)
+        lexical_search = self.store.full_text_search(
+            pair, words, LANGUAGES[language_of(query.sprache)], top_k, beobachter=query.beobachter, as_of=as_of
+        )
+        entity_search = (
+            self.store.knn_search(pair, vector, top_k, beobachter=query.beobachter, filters=named, as_of=as_of)
+            if query.question_entity_ids
+            else None
+        )
+        found, lexical, by_entity = await self.store.search_all([dense, lexical_search, entity_search])
+        lexical, by_entity = lexical or [], by_entity or []
         similarity = {key: sim for key, sim in found}
         sources: dict[str, list[str]] = {key: ["dense"] for key, sim in found if sim >= threshold}
         dropped = len(found) - len(sources)

@@ -3,8 +3,10 @@ and the paged key lists of a pair or a user."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, Generic, TypeVar
 
 from services.kzg.models import Pair, RetrieveFilters, Vector
 from services.kzg.store.base import StoreBase
@@ -12,12 +14,22 @@ from services.kzg.store.codec import encode_vector, float_or_none, search_rows, 
 from services.kzg.store.entries import Neighbour
 from services.kzg.store.keys import escape_tag, pair_clause, tag_any
 
-__all__ = ["KEY_PAGE", "SearchStore"]
+__all__ = ["KEY_PAGE", "Search", "SearchStore"]
+
+T = TypeVar("T")
 
 _NEIGHBOUR_LIMIT = 100_000
 """Upper bound of neighbours read per write; far above any pair's size in the seeds."""
 KEY_PAGE = 1_000
 """Keys per page of a key listing (and per SCAN step of an erasure)."""
+
+
+@dataclass(frozen=True)
+class Search(Generic[T]):
+    """One FT.SEARCH: its arguments and how its reply reads, so several can share a round trip."""
+
+    command: tuple[str | bytes, ...]
+    read: Callable[[Any], T]
 
 
 def _filter_clause(beobachter: str | None, filters: RetrieveFilters) -> str:
@@ -74,6 +86,79 @@ class SearchStore(StoreBase):
             )
         return neighbours
 
+    def knn_search(
+        self,
+        pair: Pair,
+        vector: Vector,
+        top_k: int,
+        *,
+        beobachter: str | None = None,
+        filters: RetrieveFilters | None = None,
+        as_of: datetime | None = None,
+    ) -> Search[list[tuple[str, float]]]:
+        """The ``top_k`` nearest entries of the pair: keys with cosine similarity (1 − distance), best first."""
+        clause = _all_of(
+            pair_clause(pair), _filter_clause(beobachter, filters or RetrieveFilters()), _time_clause(as_of)
+        )
+        query = f"({clause})=>[KNN {int(top_k)} @embedding $vec AS __distance]"
+        return Search(
+            (
+                "FT.SEARCH", self.index_name, query,
+                "PARAMS", "2", "vec", encode_vector(vector),
+                "SORTBY", "__distance", "ASC",
+                "RETURN", "1", "__distance",
+                "LIMIT", "0", str(int(top_k)), "DIALECT", "2",
+            ),
+            lambda response: [
+                (key, 1.0 - float(fields.get(b"__distance", b"2"))) for key, fields in search_rows(response)
+            ],
+        )  # fmt: skip
+
+    def full_text_search(
+        self,
+        pair: Pair,
+        words: Sequence[str],
+        language: str,
+        limit: int,
+        *,
+        beobachter: str | None = None,
+        as_of: datetime | None = None,
+    ) -> Search[list[str]] | None:
+        """The pair's entries whose ``suchtext`` matches any of ``words``, best BM25 first (SPEC §11); None
+        without a word to search."""
+        terms = [escape_tag(word) for word in words if word]
+        if not terms:
+            return None
+        clause = _all_of(
+            pair_clause(pair),
+            tag_any("beobachter", [beobachter] if beobachter else []),
+            _time_clause(as_of),
+            f"@suchtext:({'|'.join(terms)})",
+        )
+        return Search(
+            (
+                "FT.SEARCH", self.index_name, clause,
+                "NOCONTENT", "SCORER", "BM25", "LANGUAGE", language,
+                "LIMIT", "0", str(int(limit)), "DIALECT", "2",
+            ),
+            lambda response: [key for key, _ in search_rows(response)],
+        )  # fmt: skip
+
+    async def search(self, search: Search[T]) -> T:
+        """One search, one round trip."""
+        return search.read(await self.redis.execute_command(*search.command))
+
+    async def search_all(self, searches: Sequence[Search[Any] | None]) -> list[Any]:
+        """Independent searches in one round trip (a pipeline); each answer in place, None where none was asked."""
+        asked = [search for search in searches if search is not None]
+        if not asked:
+            return [None] * len(searches)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for search in asked:
+                pipe.execute_command(*search.command)
+            replies = iter(await pipe.execute())
+        return [None if search is None else search.read(next(replies)) for search in searches]
+
     async def knn(
         self,
         pair: Pair,
@@ -84,46 +169,10 @@ class SearchStore(StoreBase):
         filters: RetrieveFilters | None = None,
         as_of: datetime | None = None,
     ) -> list[tuple[str, float]]:
-        """Keys of the ``top_k`` nearest entries of the pair with cosine similarity (1 − distance), best first."""
-        clause = _all_of(
-            pair_clause(pair), _filter_clause(beobachter, filters or RetrieveFilters()), _time_clause(as_of)
+        """Keys of the ``top_k`` nearest entries of the pair with cosine similarity, best first (:meth:`knn_search`)."""
+        return await self.search(
+            self.knn_search(pair, vector, top_k, beobachter=beobachter, filters=filters, as_of=as_of)
         )
-        query = f"({clause})=>[KNN {int(top_k)} @embedding $vec AS __distance]"
-        response = await self.redis.execute_command(
-            "FT.SEARCH", self.index_name, query,
-            "PARAMS", "2", "vec", encode_vector(vector),
-            "SORTBY", "__distance", "ASC",
-            "RETURN", "1", "__distance",
-            "LIMIT", "0", str(int(top_k)), "DIALECT", "2",
-        )
-        return [(key, 1.0 - float(fields.get(b"__distance", b"2"))) for key, fields in search_rows(response)]
-
-    async def full_text(
-        self,
-        pair: Pair,
-        words: Sequence[str],
-        language: str,
-        limit: int,
-        *,
-        beobachter: str | None = None,
-        as_of: datetime | None = None,
-    ) -> list[str]:
-        """Keys of the pair's entries whose ``suchtext`` matches any of ``words``, best BM25 first (SPEC §11)."""
-        terms = [escape_tag(word) for word in words if word]
-        if not terms:
-            return []
-        clause = _all_of(
-            pair_clause(pair),
-            tag_any("beobachter", [beobachter] if beobachter else []),
-            _time_clause(as_of),
-            f"@suchtext:({'|'.join(terms)})",
-        )
-        response = await self.redis.execute_command(
-            "FT.SEARCH", self.index_name, clause,
-            "NOCONTENT", "SCORER", "BM25", "LANGUAGE", language,
-            "LIMIT", "0", str(int(limit)), "DIALECT", "2",
-        )
-        return [key for key, _ in search_rows(response)]
 
     async def index_keys(self, clause: str, *, offset: int = 0, limit: int = KEY_PAGE) -> tuple[list[str], int]:
         """Keys matching an index clause (one page) and the total number of matches."""
