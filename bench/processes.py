@@ -145,12 +145,12 @@ def percentile(values: list[float], q: float) -> float:
 
 @dataclass(frozen=True)
 class MachinePace:
-    """How fast the machine is right now, in the two ways a turn's latency depends on.
+    """How fast the machine is right now, in two ways a turn's latency may depend on.
 
-    The machine drifts by day and by hour, and not in one way: a pure-Python loop and a round trip
-    between two processes can move apart (on this VM an idle CPU is woken by the hypervisor, measured
-    75–150 µs a pipe or socket round trip idle against 12–14 µs with the other CPU busy). A turn crosses
-    processes ~100 times (gRPC, Redis, PostgreSQL), so compare latency runs only at a similar pace.
+    The machine drifts by day and by hour, and the two measures move apart: on 2026-12-02 the Python
+    loop read 0.41–0.81 s and the round trip 7–151 µs (an idle CPU of this VM is woken by the
+    hypervisor: 75–90 µs idle, 12–14 µs with the other CPU busy). Compare latency runs only at a
+    similar pace.
     """
 
     python_loop_s: float
