@@ -15,7 +15,7 @@ import pytest
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_dev.stack import SERVICES, Stack
-from tests.e2e.helpers import Clients
+from tests.e2e.helpers import Clients, eventually
 
 PAIR = common_pb2.Pair(user_id="metrics-meister", character_id="nova")
 
@@ -58,7 +58,16 @@ async def test_a_turn_shows_in_the_pipeline_and_kzg_metrics(stack: Stack, client
         await clients.pipeline.ObserveTurn(refused)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
-    pipeline = await asyncio.to_thread(_scrape, stack.metrics_url("pipeline"))
+    # A server records a call once its handler has returned, which its client may see first.
+    pipeline = await eventually(
+        lambda: asyncio.to_thread(_scrape, stack.metrics_url("pipeline")),
+        lambda text: any(
+            'rpc_method="ObserveTurn"' in labels and 'rpc_grpc_status_code="3"' in labels
+            for labels, _ in _samples(text, "rpc_server_duration_milliseconds_count")
+        ),
+        within=10.0,
+        what="the refused ObserveTurn in the pipeline's metrics",
+    )
     observed = [
         labels
         for labels, count in _samples(pipeline, "rpc_server_duration_milliseconds_count")
