@@ -32,7 +32,9 @@ by plain cosine among the pair's nodes an evidence node sits, and how often KZG 
         [--limit-questions N] [--data-dir DIR] [--keep]
 
 Prints a table, writes a recall@k plot (k = 1..25) under ``bench/results/``, and as the last line one
-JSON object (recall values in percent, rates as fractions).
+JSON object (recall values in percent, rates as fractions), with the machine's pace measured after the
+questions (``pace_python_loop_s``, ``pace_round_trip_us``, ``bench.processes.machine_pace``): the
+dossier's latency is comparable only between runs at a similar pace.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ from bench.locomo_scores import (
     scores_by_group,
     table,
 )
-from bench.processes import cpu_seconds, percentile, stack_pids
+from bench.processes import cpu_seconds, machine_pace, percentile, stack_pids
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
@@ -927,7 +929,10 @@ async def run(args: argparse.Namespace, root: Path) -> int:
         )
         print(f"stack up in {time.perf_counter() - started:.1f} s ({root})", file=sys.stderr, flush=True)
         measured = await measure(args, stack, conversations)
+        pace = await asyncio.to_thread(machine_pace)
         summary = report(args, measured)
+        print(f"after the questions: {pace.line()}")
+        summary |= {"pace_python_loop_s": round(pace.python_loop_s, 3), "pace_round_trip_us": round(pace.round_trip_us, 1)}
         if args.keep:
             write_stack_file(
                 root, stack.addresses, {"postgres_url": urls.postgres_url, "redis_url": urls.redis_url}

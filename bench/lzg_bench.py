@@ -26,7 +26,9 @@ table of precomputed vectors — MiniLM adds ~3 ms per text, notes/measured-here
 With ``--only`` the JSON line holds only the keys of the stages that ran.
 
 The last line printed is one JSON object with ``promote_p50_ms_3k``, ``promote_p50_ms_20k``,
-``spread_p50_ms_20k``, ``trigger2_p50_ms_1k``, ``decay_s_1m``, ``hybrid_read_p50_ms_100k``.
+``spread_p50_ms_20k``, ``trigger2_p50_ms_1k``, ``decay_s_1m``, ``hybrid_read_p50_ms_100k``, and the
+machine's pace measured after the stages (``pace_python_loop_s``, ``pace_round_trip_us``,
+``bench.processes.machine_pace``): compare timings only at a similar pace.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "libs"))
 
 from pgvector import Vector
 
+from bench.processes import machine_pace
 from novaberg_core.clusters import default_clusters
 from novaberg_core.embedding import EmbeddingProvider, profile_for
 from novaberg_core.model import Ei, Magnets, Pair
@@ -676,6 +679,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     out = asyncio.run(run(args))
+    pace = machine_pace()
 
     def row(name: str, values: Sequence[float], target: str, unit: str = "ms") -> None:
         print(f"| {name} | {pct(values, 0.5):.1f} {unit} | {pct(values, 0.99):.1f} {unit} | {target} |")
@@ -719,6 +723,8 @@ def main() -> None:
         (d1, n1, _), (d2, n2, _) = out["decay"]
         print(f"| decay over {n1:,} nodes (day 1 / day 2: {n2:,}) | {d1:.1f} s | {d2:.1f} s | ≤ 20 s |")
         summary["decay_s_1m"] = round(max(d1, d2), 2)
+    print(pace.line())
+    summary |= {"pace_python_loop_s": round(pace.python_loop_s, 3), "pace_round_trip_us": round(pace.round_trip_us, 1)}
     print(json.dumps(summary))
 
 

@@ -1,7 +1,8 @@
 """What the processes of a running stack spend and ask of each other, for the benchmarks that drive
 one (``turn_bench``, ``locomo_bench``, ``import_bench``, ``hop_bench``): CPU seconds per process,
 the RPCs, Redis commands and PostgreSQL transactions between two moments, percentiles, and the
-machine's pace (how fast it runs Python and how long one process takes to answer another)."""
+machine's pace (how fast it runs Python and how long one process takes to answer another; printed by
+``turn_bench``, ``locomo_bench`` and ``lzg_bench`` with their timings)."""
 
 from __future__ import annotations
 
