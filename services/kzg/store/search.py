@@ -159,21 +159,6 @@ class SearchStore(StoreBase):
             replies = iter(await pipe.execute())
         return [None if search is None else search.read(next(replies)) for search in searches]
 
-    async def knn(
-        self,
-        pair: Pair,
-        vector: Vector,
-        top_k: int,
-        *,
-        beobachter: str | None = None,
-        filters: RetrieveFilters | None = None,
-        as_of: datetime | None = None,
-    ) -> list[tuple[str, float]]:
-        """Keys of the ``top_k`` nearest entries of the pair with cosine similarity, best first (:meth:`knn_search`)."""
-        return await self.search(
-            self.knn_search(pair, vector, top_k, beobachter=beobachter, filters=filters, as_of=as_of)
-        )
-
     async def index_keys(self, clause: str, *, offset: int = 0, limit: int = KEY_PAGE) -> tuple[list[str], int]:
         """Keys matching an index clause (one page) and the total number of matches."""
         response = await self.redis.execute_command(
