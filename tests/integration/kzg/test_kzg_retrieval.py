@@ -129,3 +129,29 @@ async def test_field_filters(kzg: KzgMemory, rng: np.random.Generator) -> None:
 async def test_bad_queries_are_refused(kzg: KzgMemory, query: RetrieveQuery, field: str) -> None:
     with pytest.raises(InvalidArgument, match=field.replace(".", r"\.")):
         await kzg.retrieve(query)
+
+
+async def test_independent_searches_share_one_round_trip_and_answer_in_place(
+    kzg: KzgMemory, rng: np.random.Generator
+) -> None:
+    """The retrieval's sources (dense, lexical, entity) go to Redis as one pipeline (SPEC §11); each
+    reply is read by its own search, and a search not asked stays None in its place."""
+    base = unit_vector(rng)
+    chives = await kzg.store_entry(entry(0.5, ("Garten",), inhalt="Meister grows chives in the garden.",
+                                         embedding=_near(base, rng, 0.05), magnets=Magnets((4,), None)))
+    nights = await kzg.store_entry(entry(0.5, ("Arbeit",), inhalt="Meister works nights at the hospital.",
+                                         embedding=_near(base, rng, 0.01)))
+    store = kzg.store
+    dense, nothing, lexical, named = await store.search_all([
+        store.knn_search(PAIR, base, 2),
+        None,
+        store.full_text_search(PAIR, ["chives"], "english", 5),
+        store.knn_search(PAIR, base, 2, filters=RetrieveFilters(entitaet_ids=(4,))),
+    ])  # fmt: skip
+    assert [key for key, _ in dense] == [nights.kzg_key, chives.kzg_key]  # the nearer first
+    assert dense[0][1] > dense[1][1] > 0.9
+    assert nothing is None
+    assert lexical == [chives.kzg_key]
+    assert [key for key, _ in named] == [chives.kzg_key] and named[0][1] == pytest.approx(dense[1][1])
+    assert store.full_text_search(PAIR, [""], "english", 5) is None  # no word, no search
+    assert await store.search_all([None, None]) == [None, None]
