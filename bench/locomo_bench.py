@@ -932,7 +932,7 @@ async def run(args: argparse.Namespace, root: Path) -> int:
         pace = await asyncio.to_thread(machine_pace)
         summary = report(args, measured)
         print(f"after the questions: {pace.line()}")
-        summary |= {"pace_python_loop_s": round(pace.python_loop_s, 3), "pace_round_trip_us": round(pace.round_trip_us, 1)}
+        summary |= pace.json_fields()
         if args.keep:
             write_stack_file(
                 root, stack.addresses, {"postgres_url": urls.postgres_url, "redis_url": urls.redis_url}

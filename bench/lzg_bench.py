@@ -724,7 +724,7 @@ def main() -> None:
         print(f"| decay over {n1:,} nodes (day 1 / day 2: {n2:,}) | {d1:.1f} s | {d2:.1f} s | ≤ 20 s |")
         summary["decay_s_1m"] = round(max(d1, d2), 2)
     print(pace.line())
-    summary |= {"pace_python_loop_s": round(pace.python_loop_s, 3), "pace_round_trip_us": round(pace.round_trip_us, 1)}
+    summary |= pace.json_fields()
     print(json.dumps(summary))
 
 

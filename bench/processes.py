@@ -137,8 +137,6 @@ async def round_trips(metrics_urls: dict[str, str], redis_url: str, postgres_url
     return RoundTrips(dict(rpcs), commands, usec, int(committed))
 
 
-
-
 def percentile(values: list[float], q: float) -> float:
     """The ``q``-th percentile of ``values``; NaN for none."""
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else float("nan")
@@ -149,7 +147,7 @@ class MachinePace:
     """How fast the machine is right now, in two ways a turn's latency may depend on.
 
     The machine drifts by day and by hour, and the two measures move apart: on 2026-12-02 the Python
-    loop read 0.41–0.81 s and the round trip 7–151 µs (an idle CPU of this VM is woken by the
+    loop read 0.41–0.81 s and the round trip 6–151 µs (an idle CPU of this VM is woken by the
     hypervisor: 75–90 µs idle, 12–14 µs with the other CPU busy). Compare latency runs only at a
     similar pace.
     """
@@ -162,6 +160,17 @@ class MachinePace:
     def line(self) -> str:
         return f"machine pace: Python loop {self.python_loop_s:.2f} s, process round trip {self.round_trip_us:.0f} µs"
 
+    def json_fields(self) -> dict[str, float]:
+        """The pace as a benchmark's JSON line carries it."""
+        return {"pace_python_loop_s": round(self.python_loop_s, 3), "pace_round_trip_us": round(self.round_trip_us, 1)}
+
+    @classmethod
+    def mean(cls, *paces: MachinePace) -> MachinePace:
+        """The mean of several measurements (e.g. before and after the timed part)."""
+        return cls(
+            sum(p.python_loop_s for p in paces) / len(paces), sum(p.round_trip_us for p in paces) / len(paces)
+        )
+
 
 _ECHO = "import os\nwhile (b := os.read(0, 1)):\n    os.write(1, b)\n"
 
@@ -171,18 +180,15 @@ def machine_pace(round_trips_count: int = 2_000) -> MachinePace:
     start = time.perf_counter()
     sum(i * i for i in range(10**7))
     loop_s = time.perf_counter() - start
-    echo = subprocess.Popen([sys.executable, "-c", _ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert echo.stdin is not None and echo.stdout is not None
-    write_fd, read_fd = echo.stdin.fileno(), echo.stdout.fileno()
     times = []
-    try:
+    # The context closes both pipes (the echo's stdin last: it ends the loop) and waits for it.
+    with subprocess.Popen([sys.executable, "-c", _ECHO], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as echo:
+        assert echo.stdin is not None and echo.stdout is not None
+        write_fd, read_fd = echo.stdin.fileno(), echo.stdout.fileno()
         for _ in range(round_trips_count):
             start = time.perf_counter()
             os.write(write_fd, b"x")
             os.read(read_fd, 1)
             times.append(time.perf_counter() - start)
-    finally:
-        echo.stdin.close()
-        echo.wait()
     return MachinePace(loop_s, float(np.median(times)) * 1e6)
 

@@ -69,7 +69,7 @@ from pathlib import Path
 import grpc
 import grpc.aio
 
-from bench.processes import cpu_seconds, machine_pace, percentile, round_trips, stack_pids
+from bench.processes import MachinePace, cpu_seconds, machine_pace, percentile, round_trips, stack_pids
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
@@ -403,8 +403,7 @@ async def main() -> int:
         "memory_p50_ms": round(percentile(samples.memory_ms, 50), 2),
         "memory_p99_ms": round(percentile(samples.memory_ms, 99), 2),
         "model_p50_ms": round(percentile(samples.model_ms, 50), 2),
-        "pace_python_loop_s": round((pace_before.python_loop_s + pace_after.python_loop_s) / 2, 3),
-        "pace_round_trip_us": round((pace_before.round_trip_us + pace_after.round_trip_us) / 2, 1),
+        **MachinePace.mean(pace_before, pace_after).json_fields(),
     }
     print(json.dumps(result))
     return 0

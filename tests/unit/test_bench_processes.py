@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.processes import RPC_COUNT, RoundTrips, machine_pace
+from bench.processes import RPC_COUNT, MachinePace, RoundTrips, machine_pace
 
 
 def test_round_trips_per_turn_are_the_counters_moved_over_the_timed_turns() -> None:
@@ -43,3 +43,9 @@ def test_the_machine_pace_measures_a_python_loop_and_a_round_trip_to_another_pro
     assert 0.0 < pace.python_loop_s < 60.0
     assert 0.0 < pace.round_trip_us < 1_000_000.0
     assert pace.line().startswith("machine pace: Python loop ")
+
+
+def test_the_pace_of_a_run_is_the_mean_of_its_measurements_as_the_json_line_carries_it() -> None:
+    before, after = MachinePace(0.41, 59.04), MachinePace(0.674, 6.0)
+    assert MachinePace.mean(before, after) == MachinePace(pytest.approx(0.542), pytest.approx(32.52))
+    assert MachinePace.mean(before, after).json_fields() == {"pace_python_loop_s": 0.542, "pace_round_trip_us": 32.5}
