@@ -27,7 +27,7 @@ from novaberg_dev.embedded import stores_status
 from novaberg_dev.stack import Stack
 
 __all__ = [
-    "RPC_COUNT",
+    "RPC_TOTAL",
     "MachinePace",
     "RoundTrips",
     "cpu_seconds",
@@ -76,6 +76,8 @@ class RoundTrips:
 
     rpcs: dict[str, float]
     """Finished server calls per ``service/method`` (the services' ``rpc.server.duration`` counts)."""
+    rpc_ms: dict[str, float]
+    """Milliseconds the servers spent in those calls, per ``service/method`` (the histograms' sums)."""
     redis_commands: dict[str, int]
     """Redis calls per command (``INFO commandstats``; a script's own calls count too)."""
     redis_usec: dict[str, int]
@@ -90,16 +92,20 @@ class RoundTrips:
             moved = {key: (value - earlier.get(key, 0)) / turns for key, value in after.items()}
             return dict(sorted(((k, v) for k, v in moved.items() if v > 0), key=lambda kv: -kv[1]))
 
+        calls = delta(self.rpcs, before.rpcs)
+        spent = delta(self.rpc_ms, before.rpc_ms)
         return {
-            "rpcs": delta(self.rpcs, before.rpcs),
+            "rpcs": calls,
+            "rpc_ms_per_call": {name: spent.get(name, 0.0) / count for name, count in calls.items()},
             "redis": delta(self.redis_commands, before.redis_commands),
             "redis_ms": {k: v / 1000 for k, v in delta(self.redis_usec, before.redis_usec).items()},
             "postgres": {"transactions": (self.postgres_transactions - before.postgres_transactions) / turns},
         }
 
 
-RPC_COUNT = re.compile(r"^rpc_server_duration[a-z_]*_count\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
-"""A finished-calls counter line of the Prometheus exposition, e.g. ``rpc_server_duration_milliseconds_count{…} 12``."""
+RPC_TOTAL = re.compile(r"^rpc_server_duration[a-z_]*_(?P<total>count|sum)\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
+"""A histogram's total line of the Prometheus exposition: the finished calls
+(``rpc_server_duration_milliseconds_count{…} 12``) or the milliseconds they took (``…_sum{…} 30.5``)."""
 
 
 def scrape(url: str) -> str:
@@ -110,16 +116,16 @@ def scrape(url: str) -> str:
 
 async def round_trips(metrics_urls: dict[str, str], redis_url: str, postgres_url: str) -> RoundTrips:
     """The counters of :class:`RoundTrips`, scraped from the services' metrics and the two stores."""
-    rpcs: dict[str, float] = defaultdict(float)
+    totals: dict[str, dict[str, float]] = {"count": defaultdict(float), "sum": defaultdict(float)}
     for url in metrics_urls.values():
         body = await asyncio.to_thread(scrape, url)
         for line in body.splitlines():
-            match = RPC_COUNT.match(line)
+            match = RPC_TOTAL.match(line)
             if match is None:
                 continue
             labels = dict(re.findall(r'(\w+)="([^"]*)"', match["labels"]))
             service = labels.get("rpc_service", "?").rsplit(".", 1)[-1]
-            rpcs[f"{service}/{labels.get('rpc_method', '?')}"] += float(match["value"])
+            totals[match["total"]][f"{service}/{labels.get('rpc_method', '?')}"] += float(match["value"])
     client = redis.asyncio.Redis.from_url(redis_url)
     try:
         stats = await client.info("commandstats")
@@ -134,7 +140,7 @@ async def round_trips(metrics_urls: dict[str, str], redis_url: str, postgres_url
         )
     finally:
         await connection.close()
-    return RoundTrips(dict(rpcs), commands, usec, int(committed))
+    return RoundTrips(dict(totals["count"]), dict(totals["sum"]), commands, usec, int(committed))
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -33,7 +33,7 @@ syn §7.1a), the others take up none. Per turn:
   "of it in the pipeline" is the part measured inside the pipeline process (its handlers,
   including the KZG/LZG calls they wait for), the rest is the client's gRPC round trips;
 - CPU per turn of each process, and what a turn asks of the others: RPCs per method (the services'
-  ``rpc.server.duration`` counts), Redis commands and Redis's time per command (``INFO
+  ``rpc.server.duration`` counts) and the servers' mean milliseconds per call (its sums), Redis commands and Redis's time per command (``INFO
   commandstats``; a Lua script's own calls are counted, its time includes theirs), PostgreSQL
   transactions.
 
@@ -393,6 +393,9 @@ async def main() -> int:
     print("CPU ms per turn: " + ", ".join(f"{name} {ms:.1f}" for name, ms in cpu.items()))
     print("per turn: " + ", ".join(f"{name} {count:.2f}" for name, count in trips["postgres"].items()) + " (postgres)")
     print("  RPCs: " + ", ".join(f"{name} {count:.2f}" for name, count in trips["rpcs"].items()))
+    print("  server ms per call: " + ", ".join(
+        f"{name} {ms:.2f}" for name, ms in sorted(trips["rpc_ms_per_call"].items(), key=lambda kv: -kv[1])
+    ))  # fmt: skip
     print("  Redis commands: " + ", ".join(f"{name} {count:.2f}" for name, count in trips["redis"].items()))
     print("  Redis ms: " + ", ".join(f"{name} {ms:.2f}" for name, ms in trips["redis_ms"].items() if ms >= 0.01))
     print(f"load average during the run: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
