@@ -18,11 +18,20 @@ from novaberg_core.timeutil import utc_now
 
 __all__ = [
     "FUTURE_TOLERANCE",
+    "TASKS",
+    "TASK_DECAY",
+    "TASK_PROMOTION",
     "PairKey",
     "check_scope",
     "describe_scope",
     "scope_pairs",
 ]
+
+TASK_PROMOTION: Final = "synapsen_promotion"
+"""Pixie's continuous task: the KZG promotion queue (SPEC §5.3, §9); a name of its API."""
+TASK_DECAY: Final = "synapsen_decay"
+"""Pixie's daily task: LZG decay, then log retention (SPEC §5.7, §8, §9); a name of its API."""
+TASKS: Final = (TASK_PROMOTION, TASK_DECAY)
 
 FUTURE_TOLERANCE: Final = timedelta(minutes=1)
 """How far an all-pairs ``as_of`` may lie ahead of this host's clock (clock skew between hosts)."""

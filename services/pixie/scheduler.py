@@ -52,8 +52,8 @@ from services.pixie.tasks import (
 _LOG = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
-DECAY_NODE = "synapsen_decay"
-"""pipeline_log node of the daily run (syn §10, SPEC §8)."""
+DECAY_NODE = TASK_DECAY
+"""pipeline_log node of the daily run, named after its task (syn §10, SPEC §8)."""
 
 PAUSED_CACHE_S = 1.0
 """How long the worker trusts a read of the paused set (pause takes effect within this)."""
@@ -216,7 +216,7 @@ class Scheduler:
                 await heartbeat
         for message in errors:
             for pair in where:
-                self.plog.error(turn_id=run.turn_id, node=DECAY_NODE, typ="synapsen_decay", message=message,
+                self.plog.error(turn_id=run.turn_id, node=DECAY_NODE, typ=TASK_DECAY, message=message,
                                 span_id=span.span_id, **pair)
         outcome = OUTCOME_FAILED if errors else OUTCOME_OK
         finished = await self.store.finish_run(

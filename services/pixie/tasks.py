@@ -14,9 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Final, TypeVar
 
 from novaberg_core.errors import InvalidArgument
-
-TASK_PROMOTION: Final = "synapsen_promotion"
-TASK_DECAY: Final = "synapsen_decay"
+from novaberg_core.maintenance import TASK_DECAY, TASK_PROMOTION
 
 PIXIE_PROMOTION_PRIORITAET: Final = 0.9
 """Scheduler priority of the promotion task (kzg §8 constant table)."""

@@ -56,6 +56,16 @@ def test_without_data_dir_the_stack_file_or_the_variables_decide() -> None:
     assert getattr(cli.build_parser().parse_args(["pixie", "runs"]), "data_dir", None) is None
 
 
+@pytest.mark.parametrize("command", [["trigger"], ["pause"], ["resume"], ["runs", "--task"]])
+def test_a_task_name_is_one_of_pixies_tasks(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    parser = cli.build_parser()
+    assert parser.parse_args(["pixie", *command, "synapsen_decay"]).task == "synapsen_decay"
+    with pytest.raises(SystemExit) as refused:  # a misspelt task fails here, before any call
+        parser.parse_args(["pixie", *command, "synapsen_decy"])
+    assert refused.value.code == 2
+    assert "invalid choice: 'synapsen_decy'" in capsys.readouterr().err
+
+
 def test_help_links_the_glossary(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         cli.main(["--help"])

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from novaberg_core.errors import NovabergError
+from novaberg_core.maintenance import TASKS
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 from novaberg_dev.cli.common import (
     DEFAULT_CHARACTER,
@@ -190,17 +191,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     action("tasks", "the tasks, their schedule and last run")
     runs = action("runs", "recent runs, newest first")
-    runs.add_argument("--task", help="only runs of this task (synapsen_promotion or synapsen_decay)")
+    runs.add_argument("--task", choices=TASKS, help="only runs of this task")
     runs.add_argument("--limit", type=int, default=20, help="at most this many runs (default 20)")
     trigger = action("trigger", "run a task now")
-    trigger.add_argument("task", help="synapsen_promotion or synapsen_decay")
+    trigger.add_argument("task", choices=TASKS, help="the task to run")
     trigger.add_argument("--as-of", help="the day a daily run belongs to (ISO time)")
     trigger.add_argument("--force", action="store_true", help="run even if paused or already run that day")
     trigger.add_argument("--pair", action="append", metavar="USER:CHARACTER",
                          help="limit the run to this pair (repeatable; default all pairs). A run with --as-of in "
                               "the future must name its pairs")
     for name in ("pause", "resume"):
-        action(name, f"{name} a task").add_argument("task", help="synapsen_promotion or synapsen_decay")
+        action(name, f"{name} a task").add_argument("task", choices=TASKS, help=f"the task to {name}")
     parked = action("parked", "promotion jobs that kept failing")
     parked.add_argument("--limit", type=int, default=50, help="at most this many jobs (default 50)")
     add_pixie_commands(action)

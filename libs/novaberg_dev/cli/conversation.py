@@ -22,6 +22,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
+from novaberg_core.maintenance import TASK_PROMOTION
 from novaberg_core.timeutil import to_timestamp
 from novaberg_dev.cli.common import (
     DEFAULT_CHARACTER,
@@ -311,7 +312,7 @@ async def cmd_import(clients: DevClients, args: argparse.Namespace, out: Callabl
                             if name in tiers) + f"; {queued} queued for promotion")
     if args.promote:
         run = (await clients.call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(
-            task="synapsen_promotion", force=True), timeout=600.0)).run  # fmt: skip
+            task=TASK_PROMOTION, force=True), timeout=600.0)).run  # fmt: skip
         out("promotion run (Pixie's continuous worker promotes at the same time; "
             "`novaberg pixie runs` lists its runs too):")
         print_run(run, out)

@@ -16,6 +16,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
+from novaberg_core.maintenance import TASK_DECAY, TASK_PROMOTION
 from novaberg_core.timeutil import to_timestamp
 from novaberg_dev.clients import DevClients
 from novaberg_dev.demo.report import describe_path, format_dossier, format_protokoll, quote, run_counts
@@ -23,8 +24,6 @@ from novaberg_dev.demo.script import AnalysisSpec, DemoScript, TurnSpec, load_sc
 
 __all__ = ["DemoResult", "DemoRunner", "QuestionOutcome", "TurnOutcome", "run_demo"]
 
-TASK_PROMOTION = "synapsen_promotion"
-TASK_DECAY = "synapsen_decay"
 DECAY_TIME = time(3, 30)
 """Time of day of the demo's decay run (Pixie's default ``NOVABERG_PIXIE_DECAY_AT``)."""
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from novaberg_core.maintenance import check_scope
+from novaberg_core.maintenance import TASK_DECAY, check_scope
 from novaberg_core.metrics import record_decay
 from novaberg_core.pipeline_log import LogScope
 from services.lzg.app.context import NO_TURN, UseCase
@@ -46,7 +46,7 @@ class Decay(UseCase):
         # (its counts are the run's, over all of its pairs).
         run_scope: dict[str, Any] = {"paare": len(pairs)} if pairs else {}
         targets: Sequence[tuple[str | None, str | None]] = pairs or [(None, None)]
-        turn_id = turn.turn_id or f"synapsen_decay:{as_of.astimezone(UTC).isoformat()}"
+        turn_id = turn.turn_id or f"{TASK_DECAY}:{as_of.astimezone(UTC).isoformat()}"
         for user_id, character_id in targets:
             where = LogScope(turn_id, turn.span_id, user_id, character_id, as_of)
             self.log.db_write(
