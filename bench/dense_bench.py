@@ -51,7 +51,10 @@ def pair_of(n: int, dimension: int, rng: np.random.Generator) -> PairSnapshot:
     codes = QuantizedRows(dimension)
     codes.add(vectors)
     ids = np.arange(1, n + 1, dtype=np.int64)
-    return PairSnapshot(ids=ids, embeddings=vectors, times=np.zeros(n), lexical=LexicalIndex(), codes=codes)
+    return PairSnapshot(
+        ids=ids, embeddings=vectors, times=np.zeros(n), questions=np.zeros(n, dtype=bool),
+        lexical=LexicalIndex(), codes=codes,
+    )  # fmt: skip
 
 
 def main() -> int:

@@ -25,6 +25,7 @@ __all__ = [
     "SOURCE_WEIGHTS",
     "Fused",
     "fuse",
+    "is_question",
     "memory_prior",
 ]
 
@@ -34,16 +35,18 @@ RRF_K = 10
 """The rank offset: 1 / (RRF_K + rank). Measured on the LoCoMo dev split with dense and BM25 lists over
 the same turns: R@10 63.7 with 10, 59.1 with the customary 60 (a pair holds hundreds to thousands of
 memories, not millions of documents, so the first ranks must count more)."""
-SOURCES = ("dense", "lexical", "entity", "timeline", "kontext", "assoziation")
+SOURCES = ("dense", "lexical", "entity", "timeline", "antwort", "kontext", "assoziation")
 SOURCE_WEIGHTS: Mapping[str, float] = {
     "dense": 1.0,
     "lexical": 1.0,
     "entity": 1.0,
     "timeline": 1.0,
+    "antwort": 0.5,
     "kontext": 0.5,
     "assoziation": 0.5,
 }
-"""Weight of each source; the context of a memory and the associations support, they do not lead."""
+"""Weight of each source; the answer to a question found, the context of a memory and the associations
+support, they do not lead."""
 RECALL_DEPTH = 25
 """How many memories of each layer the recall list is fused from, whatever ``recall_k`` asks: the first
 ten of a list are the same whether 10 or 25 are asked (SPEC §11). LoCoMo dev R@10 66.7 with depth 50,
@@ -91,8 +94,13 @@ def fuse(
     return sorted(fused.values(), key=lambda item: -item.score)
 
 
+def is_question(text: str) -> bool:
+    """Whether a memory asks rather than tells: its text ends in "?"."""
+    return text.rstrip().endswith("?")
+
+
 def memory_prior(text: str) -> float:
     """The fused score's factor for a memory of this text (``QUESTION_PRIOR``, ``INFORMATIVE_WORDS``)."""
-    question = QUESTION_PRIOR if text.rstrip().endswith("?") else 1.0
+    question = QUESTION_PRIOR if is_question(text) else 1.0
     words = len(_WORD.findall(text))
     return question * math.sqrt(min(1.0, words / INFORMATIVE_WORDS))

@@ -3,8 +3,8 @@
 Promotion compares a new vector with *every* node of the pair, and the spreading read searches
 anchors among them; exact cosine in SQL costs 18–110 ms for a pair of 20,000 nodes, numpy over an
 in-memory matrix ~1 ms (notes/measured-here.md). Only what never changes after a node's
-promotion is cached — id, embedding, the turn's time and the terms of its text (the lexical index
-of SPEC §11, :class:`novaberg_core.lexical.LexicalIndex`) — so the cache can never serve a stale
+promotion is cached — id, embedding, the turn's time, the terms of its text (the lexical index
+of SPEC §11, :class:`novaberg_core.lexical.LexicalIndex`) and whether it asks a question — so the cache can never serve a stale
 weight, activity, theme, entity or timeline; those are always read fresh from PostgreSQL.
 
 Validity across replicas: decay never deletes a node (SPEC §5.7) and a pair's ids grow in commit
@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from novaberg_core.embedding import speaker_text
+from novaberg_core.fusion import is_question
 from novaberg_core.lexical import LexicalIndex, QueryTerms, tokenize
 from services.lzg.recall import top_rows
 from services.lzg.rights_store import new_nodes
@@ -50,6 +51,8 @@ class PairSnapshot:
     """(n, dimension), one L2-normalised row per node (zero row when a node has no vector)."""
     times: npt.NDArray[np.float64]
     """The turn's time of each node (``kzg_erstellt_am``, unix seconds), in row order."""
+    questions: npt.NDArray[np.bool_]
+    """Whether each node's text asks a question (``novaberg_core.fusion.is_question``), in row order."""
     lexical: LexicalIndex
     """The terms of every node's ``"{sprecher}: {inhalt}"``; rows beyond ``len(self)`` are not this view's."""
     codes: QuantizedRows
@@ -115,6 +118,7 @@ class _Entry:
         self.ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.embeddings: npt.NDArray[np.float32] = np.zeros((0, dimension), dtype=np.float32)
         self.times: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
+        self.questions: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
         self.lexical = LexicalIndex()
         self.codes = QuantizedRows(dimension)
 
@@ -124,6 +128,7 @@ class _Entry:
             self.embeddings.nbytes
             + self.ids.nbytes
             + self.times.nbytes
+            + self.questions.nbytes
             + self.lexical.nbytes
             + self.codes.nbytes
         )
@@ -135,11 +140,13 @@ class _Entry:
             ids = np.zeros(capacity, dtype=np.int64)
             embeddings = np.zeros((capacity, dimension), dtype=np.float32)
             times = np.zeros(capacity, dtype=np.float64)
+            questions = np.zeros(capacity, dtype=bool)
             ids[: self.n] = self.ids[: self.n]
             embeddings[: self.n] = self.embeddings[: self.n]
             times[: self.n] = self.times[: self.n]
+            questions[: self.n] = self.questions[: self.n]
             # Earlier snapshots keep viewing the old arrays, which are never written again.
-            self.ids, self.embeddings, self.times = ids, embeddings, times
+            self.ids, self.embeddings, self.times, self.questions = ids, embeddings, times, questions
         for offset, row in enumerate(rows):
             index = self.n + offset
             self.ids[index] = row["id"]
@@ -147,6 +154,7 @@ class _Entry:
             if vector is not None:
                 self.embeddings[index] = vector.to_numpy()
             self.times[index] = row["zeit"]
+            self.questions[index] = is_question(row["inhalt"])
             self.lexical.append(tokenize(speaker_text(row["sprecher"], row["inhalt"]), row["sprache"]))
         self.codes.add(self.embeddings[self.n : need])
         self.n = need
@@ -157,6 +165,7 @@ class _Entry:
             ids=self.ids[:n],
             embeddings=self.embeddings[:n],
             times=self.times[:n],
+            questions=self.questions[:n],
             lexical=self.lexical,
             codes=self.codes,
         )

@@ -21,7 +21,15 @@ from novaberg_core.lexical import QueryTerms
 from services.lzg.cache import PairSnapshot
 from services.lzg.layers import LZG_TIMELINE_TOLERANZ, Praezision
 from services.lzg.read_store import PairReader
-from services.lzg.recall import CANDIDATES_PER_SOURCE, KONTEXT_SEEDS, context_rows, top_rows
+from services.lzg.recall import (
+    ANTWORT_SEEDS,
+    CANDIDATES_PER_SOURCE,
+    KONTEXT_SEEDS,
+    answer_rows,
+    context_rows,
+    interleave,
+    top_rows,
+)
 from services.lzg.spreading import ANKER_ANZAHL, NodeDetails, PfadSchritt, PoolItem
 from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 
@@ -160,8 +168,12 @@ async def rank_candidates(
         lists["timeline"] = await reader.timeline_candidates(centres, tolerances, CANDIDATES_PER_SOURCE)
         admitted |= set(lists["timeline"])
     candidates = Candidates(snapshot, query_terms, query.vector, bm25, strength, visible, lists, admitted)
+    # The anchors are ranked by the sources that found them; the answers below rank the recall list only.
+    gated = [item.key for item in fuse(lists) if item.key in admitted][: 4 * ANKER_ANZAHL] if admitted else []
+    if query.recall_k:
+        found = interleave(dense_rows[:ANTWORT_SEEDS].tolist(), lexical_rows[:ANTWORT_SEEDS].tolist())
+        lists["antwort"] = _rows_to_ids(snapshot, answer_rows(snapshot.times, snapshot.questions, found, visible))
     candidates.fused = fuse(lists) if admitted else []
-    gated = [item.key for item in candidates.fused if item.key in admitted][: 4 * ANKER_ANZAHL]
     # The recall list's best recall_k, and a few in reserve for memories inactive at as_of.
     listed = (
         [item.key for item in candidates.fused[: query.recall_k + 4 * ANKER_ANZAHL]] if query.recall_k else []

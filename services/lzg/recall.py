@@ -14,7 +14,10 @@ Sources and gates:
 - ``entity``: memories carrying an entity the question names (registry ids), by cosine;
 - ``timeline``: memories whose timeline ref or turn time lies within the SPEC §5.4 tolerance of a
   date the question names, nearest first;
-- ``kontext`` and ``assoziation`` only join the recall list, never the anchors.
+- ``antwort``: the turn right after a question that the dense or lexical search found among its
+  first ``ANTWORT_SEEDS`` (the question matches the words of the question asked; the turn that
+  answers it often does not: "What did you research?" — "Adoption agencies.");
+- ``antwort``, ``kontext`` and ``assoziation`` only join the recall list, never the anchors.
 
 Both gates are calibrated so that no off-topic or anaphoric probe of ``bench/embedding_quality.py``
 gets an anchor or a recall item (the seeds' rule behind the anchor threshold); see
@@ -28,7 +31,16 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["CANDIDATES_PER_SOURCE", "KONTEXT_FENSTER_S", "KONTEXT_SEEDS", "context_rows", "top_rows"]
+__all__ = [
+    "ANTWORT_SEEDS",
+    "CANDIDATES_PER_SOURCE",
+    "KONTEXT_FENSTER_S",
+    "KONTEXT_SEEDS",
+    "answer_rows",
+    "context_rows",
+    "interleave",
+    "top_rows",
+]
 
 CANDIDATES_PER_SOURCE = 50
 """How many memories each source ranks."""
@@ -36,6 +48,8 @@ KONTEXT_FENSTER_S = 30 * 60.0
 """A context memory was made at most this long before or after the memory it accompanies."""
 KONTEXT_SEEDS = 5
 """The best fused memories whose neighbours in time join the recall list."""
+ANTWORT_SEEDS = 10
+"""How deep into the dense and the lexical list a question is looked for whose answer joins the recall list."""
 
 Rows = npt.NDArray[np.int64]
 
@@ -57,10 +71,12 @@ def context_rows(
     seeds: Sequence[int],
     visible: npt.NDArray[np.bool_],
     window_s: float = KONTEXT_FENSTER_S,
+    steps: tuple[int, ...] = (-1, 1),
 ) -> list[int]:
     """For each seed row, the visible rows made last before it and first after it within ``window_s``.
 
     Order: seed by seed, the earlier neighbour first; each row once, seeds themselves left out.
+    ``steps=(1,)`` asks for the row after each seed alone.
     """
     if not seeds or times.size == 0:
         return []
@@ -71,7 +87,7 @@ def context_rows(
     found: list[int] = []
     for seed in seeds:
         at = int(position[seed])
-        for step in (-1, 1):
+        for step in steps:
             index = at + step
             while 0 <= index < order.size:
                 row = int(order[index])
@@ -83,3 +99,29 @@ def context_rows(
                     break
                 index += step
     return found
+
+
+def interleave(*ranked: Sequence[int]) -> list[int]:
+    """The lists' first items, then their second items, …; each item once, where it first stands."""
+    merged: dict[int, None] = {}
+    for rank in range(max((len(r) for r in ranked), default=0)):
+        for items in ranked:
+            if rank < len(items):
+                merged.setdefault(int(items[rank]), None)
+    return list(merged)
+
+
+def answer_rows(
+    times: npt.NDArray[np.float64],
+    questions: npt.NDArray[np.bool_],
+    found: Sequence[int],
+    visible: npt.NDArray[np.bool_],
+    window_s: float = KONTEXT_FENSTER_S,
+) -> list[int]:
+    """The row made next after each question among ``found`` (best first), within ``window_s``: its answer.
+
+    An answer found by a source itself stays in this list too (two sources found it); a question
+    answered by another found question is not (it is no seed's answer, ``context_rows``).
+    """
+    asked = [row for row in found if questions[row]]
+    return context_rows(times, asked, visible, window_s, steps=(1,))

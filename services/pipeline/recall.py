@@ -31,7 +31,7 @@ from novaberg_core.lexical import QueryTerms, bm25_scores
 
 __all__ = ["RecallEntry", "merge_recall", "named_entity_ids", "query_terms_of"]
 
-_LZG_LISTS = ("timeline", "kontext", "assoziation")
+_LZG_LISTS = ("timeline", "antwort", "kontext", "assoziation")
 """Sources only the LZG has; their lists keep the LZG's order."""
 
 

@@ -28,6 +28,7 @@ def _snapshot(n: int, seed: int) -> tuple[PairSnapshot, np.ndarray]:
         ids=np.arange(1, n + 1, dtype=np.int64),
         embeddings=vectors,
         times=np.zeros(n),
+        questions=np.zeros(n, dtype=bool),
         lexical=LexicalIndex(),
         codes=codes,
     )

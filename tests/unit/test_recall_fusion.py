@@ -10,11 +10,11 @@ import pytest
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
-from novaberg_core.fusion import INFORMATIVE_WORDS, QUESTION_PRIOR, RRF_K, fuse, memory_prior
+from novaberg_core.fusion import INFORMATIVE_WORDS, QUESTION_PRIOR, RRF_K, fuse, is_question, memory_prior
 from novaberg_core.lexical import LexicalIndex, tokenize
 from services.lzg.layers import Praezision
 from services.lzg.reading import window
-from services.lzg.recall import context_rows, top_rows
+from services.lzg.recall import answer_rows, context_rows, interleave, top_rows
 from services.pipeline.recall import merge_recall, named_entity_ids
 
 USER, ASSISTANT = common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT
@@ -44,6 +44,30 @@ def test_context_is_the_turn_before_and_after_within_the_window() -> None:
     assert context_rows(times, [2], visible) == [1, 4]
     assert context_rows(times, [4], visible) == [2]  # the next turn is 83 minutes later: not its context
     assert context_rows(times, [1], np.array([False, True, True, True, True])) == [2]
+
+
+def test_the_answer_is_the_turn_right_after_a_found_question() -> None:
+    # rows: 0 "What did you research?" 1 "Adoption agencies." 2 "Nice!" 3 "Do you paint?" (another
+    # session) 4 "Anything else?" 5 "No." — found best first: 4, 0, 1, 3
+    times = np.array([0.0, 30.0, 60.0, 5_000.0, 90.0, 120.0])
+    questions = np.array([is_question(t) for t in (
+        "What did you research?", "Adoption agencies.", "Nice!", "Do you paint? ", "Anything else?", "No.",
+    )])  # fmt: skip
+    visible = np.ones(6, dtype=bool)
+    assert questions.tolist() == [True, False, False, True, True, False]
+    assert answer_rows(times, questions, [4, 0, 1, 3], visible) == [5, 1]  # nothing follows row 3
+    times[4] = 3_000.0  # "Anything else?" at 50 min: the next turn (row 3) comes 33 min later, too late
+    assert answer_rows(times, questions, [4, 0], visible) == [1]
+    hidden = visible.copy()
+    hidden[1] = False  # the answer made after as_of: the next visible turn answers
+    assert answer_rows(times, questions, [0], hidden) == [2]
+    assert answer_rows(times, questions, [1, 2], visible) == []  # no question found, no answer
+
+
+def test_interleave_takes_each_list_in_turn_each_item_once() -> None:
+    assert interleave([1, 2, 3], [2, 9]) == [1, 2, 9, 3]
+    assert interleave([], [4]) == [4]
+    assert interleave() == []
 
 
 def test_a_question_date_window_uses_the_spec_tolerance_of_its_precision() -> None:
@@ -92,6 +116,24 @@ def test_the_recall_list_merges_layers_and_keeps_one_item_per_turn() -> None:
     assert [r.score for r in recall] == sorted((r.score for r in recall), reverse=True)
     assert merge_recall(kzg, lzg, query, "en", 2, ("Caroline", "Melanie"))[0].turn_id == recall[0].turn_id
     assert merge_recall(kzg, lzg, query, "en", 0, ("C", "M")) == []
+
+
+def test_the_lzgs_answers_keep_its_order_and_weigh_half_a_source() -> None:
+    query = _query_terms(["Caroline: What did you research?", "Melanie: Adoption agencies."])
+    lzg = [
+        lzg_pb2.RecallKandidat(knoten_id=1, turn_id="q", inhalt="What did you research? Tell me everything now.",
+                               beobachter=ASSISTANT, cosine=0.7, quellen=["dense"]),
+        lzg_pb2.RecallKandidat(knoten_id=3, turn_id="b", inhalt="Agencies that help people adopt are great, believe me.",
+                               beobachter=USER, cosine=0.0, quellen=["antwort"]),
+        lzg_pb2.RecallKandidat(knoten_id=2, turn_id="a", inhalt="Adoption agencies, the ones that welcome everyone.",
+                               beobachter=USER, cosine=0.0, quellen=["antwort"]),
+    ]  # fmt: skip
+    recall = merge_recall([], lzg, query, "en", 10, ("Caroline", "Melanie"))
+    by_turn = {r.turn_id: r for r in recall}
+    assert list(by_turn["b"].quellen) == ["antwort"]  # the sources that found it in its layer
+    # dense ranks q, b, a (cosine, then order); the answers' own list keeps the LZG's order b, a
+    assert by_turn["b"].score == pytest.approx((1 / (RRF_K + 2) + 0.5 / (RRF_K + 1)) * (9 / 20) ** 0.5)
+    assert by_turn["a"].score == pytest.approx((1 / (RRF_K + 3) + 0.5 / (RRF_K + 2)) * (7 / 20) ** 0.5)
 
 
 def test_a_question_without_a_gated_candidate_in_either_layer_gets_an_empty_list() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -358,3 +358,44 @@ async def test_foreign_served_ids_are_not_found_and_nothing_changes(
     with pytest.raises(NotFound):
         await engine.edges(Pair(*PAIR), theirs, 0)
     assert await dump(store) == before
+
+
+async def test_the_turn_after_a_found_question_joins_the_recall_list_as_its_answer(
+    engine: LzgEngine, provider: TableProvider
+) -> None:
+    """SPEC §11 recall sources: "What did you research?" matches the question; the turn right after it
+    answers it without sharing its words or meaning — the source ``antwort`` (recall list only)."""
+    asked_at = datetime(2026, 4, 20, 9, 0, tzinfo=UTC)
+    query = unit(1)
+
+    async def conversation(pair: tuple[str, str], answer_after: timedelta) -> dict[str, int]:
+        turns = (
+            (f"{pair[0]}, what did you research?", query, asked_at, "user"),
+            (f"{pair[0]}, adoption agencies.", unit(0, 1), asked_at + answer_after, "assistant"),
+            (f"{pair[0]}, I had tea in the garden.", at_cosine(query, 0.3, axis=2), asked_at + timedelta(hours=3), "user"),
+        )  # fmt: skip
+        ids = {}
+        for text, vector, when, beobachter in turns:
+            node = await promote(engine, provider, text, vector, pair=pair, erstellt_am=when, beobachter=beobachter)
+            ids[text.split()[1]] = node.node_id
+        return ids
+
+    async def recall(pair: tuple[str, str]) -> tuple[int, dict[int, tuple[str, ...]]]:
+        result = await engine.spreading_read(
+            Pair(*pair), query_values=query.tolist(), query_text=None, cluster="werkstatt", nova_emotion="",
+            recall_k=10,
+        )  # fmt: skip
+        return result.resonanz.anker_anzahl, {c.knoten_id: c.quellen for c in result.recall}
+
+    nodes = await conversation(PAIR, timedelta(seconds=30))
+    anchors, found = await recall(PAIR)
+    assert anchors == 1  # the question alone passes the anchor gate; an answer is never an anchor
+    # The answer (dense rank 3, answer rank 1: 1/13 + 0.5/11) above the question (1/11) and a closer memory.
+    assert list(found) == [nodes["adoption"], nodes["what"], nodes["I"]]
+    assert found[nodes["adoption"]] == ("dense", "antwort") and "antwort" not in found[nodes["I"]]
+
+    # An answer more than half an hour after the question belongs to another exchange.
+    late = await conversation(OTHER, timedelta(minutes=40))
+    _, found = await recall(OTHER)
+    assert list(found) == [late["what"], late["I"], late["adoption"]]
+    assert all("antwort" not in sources for sources in found.values())
