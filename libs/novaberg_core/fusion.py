@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Generic, TypeVar
 
 __all__ = [
@@ -99,6 +100,7 @@ def is_question(text: str) -> bool:
     return text.rstrip().endswith("?")
 
 
+@lru_cache(maxsize=4096)  # a pair's memories come back question after question
 def memory_prior(text: str) -> float:
     """The fused score's factor for a memory of this text (``QUESTION_PRIOR``, ``INFORMATIVE_WORDS``)."""
     question = QUESTION_PRIOR if is_question(text) else 1.0

@@ -25,7 +25,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +39,7 @@ __all__ = [
     "LexicalIndex",
     "QueryTerms",
     "bm25_scores",
+    "clear_term_counts",
     "language_of",
     "lexical_words",
     "strength",
@@ -182,14 +183,30 @@ class LexicalIndex:
         return bm25, (matched_idf / total if total > 0 else matched_idf)
 
 
+TERM_COUNTS_CACHED = 4096
+"""Texts whose term counts :func:`bm25_scores` keeps: a pair's short-term memories come back question after
+question, and tokenising them was most of the pipeline's recall merge (bench/recall_merge_bench.py)."""
+
+
+@lru_cache(maxsize=TERM_COUNTS_CACHED)
+def _term_counts(text: str, language: str) -> tuple[Mapping[str, int], int]:
+    """The terms of ``text`` with their counts, and its length in terms (read-only: shared by callers)."""
+    terms = Counter(tokenize(text, language))
+    return terms, sum(terms.values())
+
+
+def clear_term_counts() -> None:
+    """Forget every remembered text (for benchmarks of the cold path; a text's terms never change)."""
+    _term_counts.cache_clear()
+
+
 def bm25_scores(texts: Sequence[str], language: str, query: QueryTerms) -> list[tuple[float, float]]:
     """(BM25, lexical strength) of texts outside an index, with the idf of ``query``'s corpus."""
     results: list[tuple[float, float]] = []
     weights = dict(zip(query.terms, query.idf, strict=True))
     total = query.total_idf
     for text in texts:
-        terms = Counter(tokenize(text, language))
-        length = sum(terms.values())
+        terms, length = _term_counts(text, language)
         norm = K1 * (1.0 - B + B * length / max(query.average_length, 1e-9))
         score = matched = 0.0
         for term, idf in weights.items():

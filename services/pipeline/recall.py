@@ -40,10 +40,29 @@ class RecallEntry:
     """One source turn with every signal that found it, in whichever layer."""
 
     key: str
-    item: pipeline_pb2.RecallItem
+    found: kzg_pb2.RetrieveHit | lzg_pb2.RecallKandidat
+    """What the layer answered: a KZG hit, or an LZG recall candidate (kept when both name the turn)."""
+    inhalt: str
     cosine: float
     lexical: float
     sources: set[str] = field(default_factory=set)
+
+    def item(self, names: tuple[str, str], score: float) -> pipeline_pb2.RecallItem:
+        """The recall item of this turn (built only for the turns listed)."""
+        quellen = [source for source in SOURCES if source in self.sources]
+        found = self.found
+        if isinstance(found, lzg_pb2.RecallKandidat):
+            return pipeline_pb2.RecallItem(
+                layer="lzg", beobachter=found.beobachter, speaker=_speaker(found.sprecher, found.beobachter, names),
+                zeitpunkt=found.zeitpunkt, inhalt=found.inhalt, turn_id=found.turn_id, knoten_id=found.knoten_id,
+                schale=found.schale, pfad=found.pfad, score=score, quellen=quellen,
+            )  # fmt: skip
+        e = found.entry
+        return pipeline_pb2.RecallItem(
+            layer="kzg", beobachter=e.beobachter, speaker=_speaker(e.sprecher, e.beobachter, names),
+            zeitpunkt=e.erstellt_am, inhalt=e.inhalt, turn_id=e.turn_id, kzg_key=e.kzg_key, score=score,
+            quellen=quellen,
+        )  # fmt: skip
 
 
 def query_terms_of(response: lzg_pb2.SpreadingReadResponse) -> QueryTerms:
@@ -56,16 +75,6 @@ def _speaker(sprecher: str, beobachter: int, names: tuple[str, str]) -> str:
     if sprecher:
         return sprecher
     return names[0] if beobachter == common_pb2.BEOBACHTER_USER else names[1]
-
-
-def _lzg_entry(candidate: lzg_pb2.RecallKandidat, names: tuple[str, str]) -> RecallEntry:
-    item = pipeline_pb2.RecallItem(
-        layer="lzg", beobachter=candidate.beobachter, speaker=_speaker(candidate.sprecher, candidate.beobachter, names),
-        zeitpunkt=candidate.zeitpunkt, inhalt=candidate.inhalt, turn_id=candidate.turn_id, knoten_id=candidate.knoten_id,
-        schale=candidate.schale, pfad=candidate.pfad,
-    )  # fmt: skip
-    key = candidate.turn_id or f"lzg:{candidate.knoten_id}"
-    return RecallEntry(key, item, candidate.cosine, candidate.lexical_score, set(candidate.quellen))
 
 
 def merge_recall(
@@ -82,13 +91,14 @@ def merge_recall(
     entries: dict[str, RecallEntry] = {}
     lzg_order: dict[str, list[str]] = {source: [] for source in _LZG_LISTS}
     for candidate in lzg:
-        entry = _lzg_entry(candidate, names)
-        if entry.key in entries:
+        key = candidate.turn_id or f"lzg:{candidate.knoten_id}"
+        if key in entries:
             continue
-        entries[entry.key] = entry
+        sources = set(candidate.quellen)
+        entries[key] = RecallEntry(key, candidate, candidate.inhalt, candidate.cosine, candidate.lexical_score, sources)
         for source in _LZG_LISTS:
-            if source in entry.sources:
-                lzg_order[source].append(entry.key)
+            if source in sources:
+                lzg_order[source].append(key)
     texts = [speaker_text(_speaker(h.entry.sprecher, h.entry.beobachter, names), h.entry.inhalt) for h in kzg_hits]
     scored = list(zip(kzg_hits, bm25_scores(texts, sprache, query), strict=True))
     on_topic = bool(entries) or any(
@@ -102,30 +112,19 @@ def merge_recall(
         if key in entries:  # the node promoted from this entry is already listed: one item per turn
             entries[key].sources |= found
             continue
-        e = hit.entry
-        item = pipeline_pb2.RecallItem(
-            layer="kzg", beobachter=e.beobachter, speaker=_speaker(e.sprecher, e.beobachter, names),
-            zeitpunkt=e.erstellt_am, inhalt=e.inhalt, turn_id=e.turn_id, kzg_key=e.kzg_key,
-        )  # fmt: skip
-        entries[key] = RecallEntry(key, item, hit.similarity, bm25, found)
-    values = list(entries.values())
+        entries[key] = RecallEntry(key, hit, hit.entry.inhalt, hit.similarity, bm25, found)
+    by_cosine = sorted(entries.values(), key=lambda e: -e.cosine)
     lists: dict[str, list[str]] = {
-        "dense": [e.key for e in sorted(values, key=lambda e: -e.cosine)],
-        "lexical": [e.key for e in sorted(values, key=lambda e: -e.lexical) if e.lexical > 0.0],
-        "entity": [e.key for e in sorted(values, key=lambda e: -e.cosine) if "entity" in e.sources],
+        "dense": [e.key for e in by_cosine],
+        "lexical": [e.key for e in sorted(entries.values(), key=lambda e: -e.lexical) if e.lexical > 0.0],
+        "entity": [e.key for e in by_cosine if "entity" in e.sources],
         **lzg_order,
     }
     ranked = fuse(lists)
     for fused in ranked:
-        fused.score *= memory_prior(entries[fused.key].item.inhalt)
+        fused.score *= memory_prior(entries[fused.key].inhalt)
     ranked.sort(key=lambda fused: -fused.score)  # stable: ties keep the fusion's order
-    result = []
-    for fused in ranked[:recall_k]:
-        entry = entries[fused.key]
-        entry.item.score = fused.score
-        entry.item.quellen.extend(source for source in SOURCES if source in entry.sources)
-        result.append(entry.item)
-    return result
+    return [entries[fused.key].item(names, fused.score) for fused in ranked[:recall_k]]
 
 
 def named_entity_ids(resolved: Mapping[str, int], speakers: Sequence[str]) -> list[int]:

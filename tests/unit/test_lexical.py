@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import Stemmer
 
-from novaberg_core.lexical import K1, LexicalIndex, bm25_scores, lexical_words, tokenize
+from novaberg_core.lexical import K1, LexicalIndex, bm25_scores, clear_term_counts, lexical_words, tokenize
 
 DOCS = [
     "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
@@ -76,6 +76,19 @@ def test_texts_outside_the_index_score_alike() -> None:
     inside, strength = index.scores(query)
     outside = bm25_scores([DOCS[4]], "en", query)
     assert outside[0] == pytest.approx((inside[4], strength[4]))
+
+
+def test_remembered_texts_score_as_when_first_seen_in_their_own_language() -> None:
+    clear_term_counts()
+    german = LexicalIndex()
+    german.append(tokenize("Wir spielten im Garten", "de"))
+    query = german.query_terms(tokenize("spielten", "de"))
+    text = "Die Kinder spielten im Garten"
+    first = bm25_scores([text], "de", query)
+    assert first[0][0] > 0.0 and bm25_scores([text], "de", query) == first
+    # the same text under English rules keeps "die" and stems "spielten" otherwise: no match
+    assert bm25_scores([text], "en", query) == [(0.0, 0.0)]
+    assert bm25_scores([text], "de", query) == first
 
 
 def test_the_index_counts_its_bytes_as_documents_arrive() -> None:
