@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import grpc
@@ -20,6 +21,8 @@ from bench.locomo_scores import HEADLINE
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg_core.fusion import is_question
+from services.lzg.recall import KONTEXT_FENSTER_S
 
 if TYPE_CHECKING:  # the bench's own records; it imports this module
     from bench.locomo_bench import Asked, Conversation, ImportResult
@@ -76,6 +79,14 @@ def share(part: float, whole: float) -> float:
     return 100.0 * part / whole if whole else float("nan")
 
 
+def _layer(key: str, node_of_key: Mapping[str, int], active: Mapping[int, int], alive: AbstractSet[str]) -> str:
+    """Where a stored turn lives now: an active LZG node, a live KZG entry, or neither."""
+    node_id = node_of_key.get(key) if key else None
+    if node_id is not None and node_id in active:
+        return "LZG"
+    return "KZG" if key in alive else "neither"
+
+
 def evidence_location(
     conversations: Sequence[Conversation],
     asked: Mapping[tuple[str, int], Asked],
@@ -97,10 +108,19 @@ def evidence_location(
     kzg_hits = kzg_hits_evidence = lzg_served = lzg_served_evidence = 0
     questions_with_kzg_evidence = questions_with_lzg_evidence = questions_with_anchor_evidence = 0
     questions = 0
+    answers: Counter[tuple[str, str]] = Counter()
+    """(layer of the evidence turn, layer of the question right before it) for evidence that answers."""
     for conv in conversations:
         pn = nodes[conv.sample_id]
         node_of_key = {key: node_id for node_id, key in pn.keys.items()}
         active_index = {node_id: i for i, node_id in enumerate(pn.active_ids)}
+        asked_before = {
+            turn.turn_id: previous.turn_id
+            for previous, turn in pairwise(conv.turns)
+            if is_question(previous.text) and previous.as_of and turn.as_of
+            and (turn.as_of - previous.as_of).total_seconds() <= KONTEXT_FENSTER_S
+        }  # fmt: skip
+
         for qi, q in enumerate(conv.questions):
             if q.category not in HEADLINE:
                 continue
@@ -128,6 +148,12 @@ def evidence_location(
                     place = "gone (expired or deleted)"
                 places[place] += 1
                 unique_places[turn_id] = place
+                if turn_id in asked_before:
+                    answer_key, question_key = turn_key.get(turn_id, ""), turn_key.get(asked_before[turn_id], "")
+                    answers[(
+                        _layer(answer_key, node_of_key, active_index, alive),
+                        _layer(question_key, node_of_key, active_index, alive),
+                    )] += 1  # fmt: skip
                 if place == "LZG node" and node_id is not None:
                     i = active_index[node_id]
                     rank = int(np.sum(sims > sims[i])) + 1
@@ -185,6 +211,12 @@ def evidence_location(
         f"LZG memories served: {lzg_served / max(questions, 1):.2f} per question, "
         f"{share(lzg_served_evidence, lzg_served):5.1f} % of them evidence"
     )
+    answering = sum(answers.values())
+    lines.append(
+        f"evidence that answers the question right before it ({answering}, {share(answering, total):4.1f} %), "
+        "by layer of answer / question (the LZG's antwort source joins LZG / LZG only): "
+        + ", ".join(f"{a} / {q} {n}" for (a, q), n in sorted(answers.items(), key=lambda kv: -kv[1]))
+    )
     numbers = {
         "evidence_in_lzg_pct": share(places["LZG node"], total),
         "evidence_in_kzg_pct": share(sum(v for k, v in places.items() if k.startswith("KZG")), total),
@@ -195,5 +227,7 @@ def evidence_location(
         "evidence_node_served_pct": share(served_lzg, len(ranks)),
         "kzg_hit_precision_pct": share(kzg_hits_evidence, kzg_hits),
         "evidence_kzg_retrieved_pct": share(served_kzg, in_kzg),
+        "evidence_answers_pct": share(answering, total),
+        "evidence_answers_within_lzg_pct": share(answers[("LZG", "LZG")], answering),
     }
     return lines, numbers
