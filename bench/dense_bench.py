@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "libs"))
 
 from novaberg_core.lexical import LexicalIndex
 from services.lzg.cache import PairSnapshot
-from services.lzg.recall import CANDIDATES_PER_SOURCE, top_rows
+from services.lzg.recall import CANDIDATES_PER_SOURCE, TimeOrder, top_rows
 from services.lzg.vector_index import EXACT_SCAN_ROWS, QuantizedRows
 
 
@@ -52,7 +52,7 @@ def pair_of(n: int, dimension: int, rng: np.random.Generator) -> PairSnapshot:
     codes.add(vectors)
     ids = np.arange(1, n + 1, dtype=np.int64)
     return PairSnapshot(
-        ids=ids, embeddings=vectors, times=np.zeros(n), questions=np.zeros(n, dtype=bool),
+        ids=ids, embeddings=vectors, times=np.zeros(n), questions=np.zeros(n, dtype=bool), order=TimeOrder.of(np.zeros(n)),
         lexical=LexicalIndex(), codes=codes,
     )  # fmt: skip
 

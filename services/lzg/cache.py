@@ -32,7 +32,7 @@ import numpy.typing as npt
 from novaberg_core.embedding import speaker_text
 from novaberg_core.fusion import is_question
 from novaberg_core.lexical import LexicalIndex, QueryTerms, tokenize
-from services.lzg.recall import top_rows
+from services.lzg.recall import TimeOrder, top_rows
 from services.lzg.rights_store import new_nodes
 from services.lzg.vector_index import EXACT_SCAN_ROWS, PREFILTER, QuantizedRows
 
@@ -53,6 +53,8 @@ class PairSnapshot:
     """The turn's time of each node (``kzg_erstellt_am``, unix seconds), in row order."""
     questions: npt.NDArray[np.bool_]
     """Whether each node's text asks a question (``novaberg_core.fusion.is_question``), in row order."""
+    order: TimeOrder
+    """The rows in the order their turns were made (kept by the cache until new nodes arrive)."""
     lexical: LexicalIndex
     """The terms of every node's ``"{sprecher}: {inhalt}"``; rows beyond ``len(self)`` are not this view's."""
     codes: QuantizedRows
@@ -119,6 +121,7 @@ class _Entry:
         self.embeddings: npt.NDArray[np.float32] = np.zeros((0, dimension), dtype=np.float32)
         self.times: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
         self.questions: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self.order = TimeOrder.of(self.times)
         self.lexical = LexicalIndex()
         self.codes = QuantizedRows(dimension)
 
@@ -129,6 +132,8 @@ class _Entry:
             + self.ids.nbytes
             + self.times.nbytes
             + self.questions.nbytes
+            + self.order.by_time.nbytes
+            + self.order.place.nbytes
             + self.lexical.nbytes
             + self.codes.nbytes
         )
@@ -161,11 +166,14 @@ class _Entry:
 
     def snapshot(self) -> PairSnapshot:
         n = self.n
+        if self.order.by_time.size != n:  # sorted once per arrival of new nodes, not per read
+            self.order = TimeOrder.of(self.times[:n])
         return PairSnapshot(
             ids=self.ids[:n],
             embeddings=self.embeddings[:n],
             times=self.times[:n],
             questions=self.questions[:n],
+            order=self.order,
             lexical=self.lexical,
             codes=self.codes,
         )

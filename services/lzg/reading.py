@@ -172,14 +172,14 @@ async def rank_candidates(
     gated = [item.key for item in fuse(lists) if item.key in admitted][: 4 * ANKER_ANZAHL] if admitted else []
     if query.recall_k:
         found = interleave(dense_rows[:ANTWORT_SEEDS].tolist(), lexical_rows[:ANTWORT_SEEDS].tolist())
-        lists["antwort"] = _rows_to_ids(snapshot, answer_rows(snapshot.times, snapshot.questions, found, visible))
+        lists["antwort"] = _rows_to_ids(snapshot, answer_rows(snapshot.order, snapshot.questions, found, visible))
     candidates.fused = fuse(lists) if admitted else []
     # The recall list's best recall_k, and a few in reserve for memories inactive at as_of.
     listed = (
         [item.key for item in candidates.fused[: query.recall_k + 4 * ANKER_ANZAHL]] if query.recall_k else []
     )
     seeds = [int(np.searchsorted(snapshot.ids, key)) for key in listed[:KONTEXT_SEEDS]]
-    kontext = _rows_to_ids(snapshot, context_rows(snapshot.times, seeds, visible)) if query.recall_k else []
+    kontext = _rows_to_ids(snapshot, context_rows(snapshot.order, seeds, visible)) if query.recall_k else []
     lists["kontext"] = kontext
     wanted = list(dict.fromkeys(gated + listed + kontext))
     # The memories read as of the read's time (made by then, active with their weight then).

@@ -27,6 +27,7 @@ docs/decisions.md for the measurement.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,7 @@ __all__ = [
     "CANDIDATES_PER_SOURCE",
     "KONTEXT_FENSTER_S",
     "KONTEXT_SEEDS",
+    "TimeOrder",
     "answer_rows",
     "context_rows",
     "interleave",
@@ -66,8 +68,27 @@ def top_rows(scores: npt.NDArray[np.float64], eligible: npt.NDArray[np.bool_], l
     return rows[np.argsort(-scores[rows], kind="stable")].astype(np.int64)
 
 
+@dataclass(frozen=True)
+class TimeOrder:
+    """A pair's memories in the order they were made: what the context and the answers walk along."""
+
+    times: npt.NDArray[np.float64]
+    """The turn's time of each row (unix seconds)."""
+    by_time: Rows
+    """Row numbers, earliest first (ties in row order)."""
+    place: Rows
+    """Each row's index in ``by_time``."""
+
+    @classmethod
+    def of(cls, times: npt.NDArray[np.float64]) -> TimeOrder:
+        by_time = np.argsort(times, kind="stable").astype(np.int64)
+        place = np.empty_like(by_time)
+        place[by_time] = np.arange(by_time.size)
+        return cls(times, by_time, place)
+
+
 def context_rows(
-    times: npt.NDArray[np.float64],
+    order: TimeOrder,
     seeds: Sequence[int],
     visible: npt.NDArray[np.bool_],
     window_s: float = KONTEXT_FENSTER_S,
@@ -78,19 +99,15 @@ def context_rows(
     Order: seed by seed, the earlier neighbour first; each row once, seeds themselves left out.
     ``steps=(1,)`` asks for the row after each seed alone.
     """
-    if not seeds or times.size == 0:
-        return []
-    order = np.argsort(times, kind="stable")
-    position = np.empty_like(order)
-    position[order] = np.arange(order.size)
+    times, by_time = order.times, order.by_time
     taken = set(seeds)
     found: list[int] = []
     for seed in seeds:
-        at = int(position[seed])
+        at = int(order.place[seed])
         for step in steps:
             index = at + step
-            while 0 <= index < order.size:
-                row = int(order[index])
+            while 0 <= index < by_time.size:
+                row = int(by_time[index])
                 if abs(times[row] - times[seed]) > window_s:
                     break
                 if visible[row] and row not in taken:
@@ -112,7 +129,7 @@ def interleave(*ranked: Sequence[int]) -> list[int]:
 
 
 def answer_rows(
-    times: npt.NDArray[np.float64],
+    order: TimeOrder,
     questions: npt.NDArray[np.bool_],
     found: Sequence[int],
     visible: npt.NDArray[np.bool_],
@@ -124,4 +141,4 @@ def answer_rows(
     answered by another found question is not (it is no seed's answer, ``context_rows``).
     """
     asked = [row for row in found if questions[row]]
-    return context_rows(times, asked, visible, window_s, steps=(1,))
+    return context_rows(order, asked, visible, window_s, steps=(1,))

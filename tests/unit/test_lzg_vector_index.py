@@ -7,7 +7,7 @@ import pytest
 
 from novaberg_core.lexical import LexicalIndex
 from services.lzg.cache import PairSnapshot
-from services.lzg.recall import top_rows
+from services.lzg.recall import TimeOrder, top_rows
 from services.lzg.vector_index import EXACT_SCAN_ROWS, QuantizedRows
 
 DIM = 384
@@ -29,6 +29,7 @@ def _snapshot(n: int, seed: int) -> tuple[PairSnapshot, np.ndarray]:
         embeddings=vectors,
         times=np.zeros(n),
         questions=np.zeros(n, dtype=bool),
+        order=TimeOrder.of(np.zeros(n)),
         lexical=LexicalIndex(),
         codes=codes,
     )

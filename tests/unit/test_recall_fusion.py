@@ -14,7 +14,7 @@ from novaberg_core.fusion import INFORMATIVE_WORDS, QUESTION_PRIOR, RRF_K, fuse,
 from novaberg_core.lexical import LexicalIndex, tokenize
 from services.lzg.layers import Praezision
 from services.lzg.reading import window
-from services.lzg.recall import answer_rows, context_rows, interleave, top_rows
+from services.lzg.recall import TimeOrder, answer_rows, context_rows, interleave, top_rows
 from services.pipeline.recall import merge_recall, named_entity_ids
 
 USER, ASSISTANT = common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT
@@ -40,10 +40,10 @@ def test_top_rows_keeps_the_best_eligible_ties_to_the_older_node() -> None:
 def test_context_is_the_turn_before_and_after_within_the_window() -> None:
     times = np.array([0.0, 30.0, 60.0, 5_000.0, 90.0])  # row 3 lies in another session
     visible = np.array([True, True, True, True, True])
-    assert context_rows(times, [1], visible) == [0, 2]
-    assert context_rows(times, [2], visible) == [1, 4]
-    assert context_rows(times, [4], visible) == [2]  # the next turn is 83 minutes later: not its context
-    assert context_rows(times, [1], np.array([False, True, True, True, True])) == [2]
+    assert context_rows(TimeOrder.of(times), [1], visible) == [0, 2]
+    assert context_rows(TimeOrder.of(times), [2], visible) == [1, 4]
+    assert context_rows(TimeOrder.of(times), [4], visible) == [2]  # the next turn is 83 minutes later: not its context
+    assert context_rows(TimeOrder.of(times), [1], np.array([False, True, True, True, True])) == [2]
 
 
 def test_the_answer_is_the_turn_right_after_a_found_question() -> None:
@@ -55,13 +55,13 @@ def test_the_answer_is_the_turn_right_after_a_found_question() -> None:
     )])  # fmt: skip
     visible = np.ones(6, dtype=bool)
     assert questions.tolist() == [True, False, False, True, True, False]
-    assert answer_rows(times, questions, [4, 0, 1, 3], visible) == [5, 1]  # nothing follows row 3
+    assert answer_rows(TimeOrder.of(times), questions, [4, 0, 1, 3], visible) == [5, 1]  # nothing follows row 3
     times[4] = 3_000.0  # "Anything else?" at 50 min: the next turn (row 3) comes 33 min later, too late
-    assert answer_rows(times, questions, [4, 0], visible) == [1]
+    assert answer_rows(TimeOrder.of(times), questions, [4, 0], visible) == [1]
     hidden = visible.copy()
     hidden[1] = False  # the answer made after as_of: the next visible turn answers
-    assert answer_rows(times, questions, [0], hidden) == [2]
-    assert answer_rows(times, questions, [1, 2], visible) == []  # no question found, no answer
+    assert answer_rows(TimeOrder.of(times), questions, [0], hidden) == [2]
+    assert answer_rows(TimeOrder.of(times), questions, [1, 2], visible) == []  # no question found, no answer
 
 
 def test_interleave_takes_each_list_in_turn_each_item_once() -> None:

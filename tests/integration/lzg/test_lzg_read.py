@@ -399,3 +399,21 @@ async def test_the_turn_after_a_found_question_joins_the_recall_list_as_its_answ
     _, found = await recall(OTHER)
     assert list(found) == [late["what"], late["I"], late["adoption"]]
     assert all("antwort" not in sources for sources in found.values())
+
+
+async def test_the_cache_orders_a_pairs_memories_by_time_once_per_arrival(
+    engine: LzgEngine, provider: TableProvider, store: LzgStore
+) -> None:
+    """The context and the answers walk the memories in the order they were made; the order is sorted
+    when nodes arrive, not on every read (``services.lzg.cache``)."""
+    start = datetime(2026, 4, 20, 9, 0, tzinfo=UTC)
+    for minutes, axis in ((20, 1), (0, 2), (10, 3)):  # promoted out of time order
+        await promote(engine, provider, f"turn at {minutes}", unit(*([0.0] * axis), 1.0),
+                      erstellt_am=start + timedelta(minutes=minutes))  # fmt: skip
+    async with store.pool.acquire() as conn:
+        first = await engine.cache.snapshot(conn, *PAIR)
+        assert first.order.by_time.tolist() == [1, 2, 0] and first.order.place.tolist() == [2, 0, 1]
+        assert (await engine.cache.snapshot(conn, *PAIR)).order is first.order  # nothing new: not sorted again
+        await promote(engine, provider, "turn at 5", unit(0, 0, 0, 0, 1), erstellt_am=start + timedelta(minutes=5))
+        grown = await engine.cache.snapshot(conn, *PAIR)
+    assert grown.order.by_time.tolist() == [1, 3, 2, 0] and first.order.by_time.tolist() == [1, 2, 0]
