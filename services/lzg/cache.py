@@ -4,8 +4,9 @@ Promotion compares a new vector with *every* node of the pair, and the spreading
 anchors among them; exact cosine in SQL costs 18–110 ms for a pair of 20,000 nodes, numpy over an
 in-memory matrix ~1 ms (notes/measured-here.md). Only what never changes after a node's
 promotion is cached — id, embedding, the turn's time, the terms of its text (the lexical index
-of SPEC §11, :class:`novaberg_core.lexical.LexicalIndex`) and whether it asks a question — so the cache can never serve a stale
-weight, activity, theme, entity or timeline; those are always read fresh from PostgreSQL.
+of SPEC §11, :class:`novaberg_core.lexical.LexicalIndex`) and whether it asks a question, with the
+order of the turns in time derived from them — so the cache can never serve a stale weight,
+activity, theme, entity or timeline; those are always read fresh from PostgreSQL.
 
 Validity across replicas: decay never deletes a node (SPEC §5.7) and a pair's ids grow in commit
 order (its writes are serialised by a transaction-scoped advisory lock, and the id is drawn inside
