@@ -1,7 +1,8 @@
 """Reciprocal-rank fusion of the recall sources, shared by the LZG's anchors and the pipeline's recall list (SPEC §11).
 
 Each source ranks memories its own way (dense cosine, lexical BM25, entities and dates a question
-names, the context of the best memories, the associations of the spreading read); fusion adds
+names, the answers to the questions found, the context of the best memories, the associations of the
+spreading read); fusion adds
 ``weight / (RRF_K + rank)`` over the lists a memory appears in. One definition for both layers,
 so a memory ranks the same whichever service fuses. ``memory_prior`` then weighs the pipeline's final
 recall list only (applied inside the LZG's candidate cut as well it lowered R@10: docs/decisions.md).
