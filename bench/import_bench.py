@@ -50,7 +50,8 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from bench.locomo_bench import Conversation, default_data, load_conversations, wait_for_promotion
+from bench.locomo_import import wait_for_promotion
+from bench.locomo_turns import Conversation, default_data, load_conversations
 from bench.processes import cpu_seconds, stack_pids
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc

@@ -28,6 +28,10 @@ any LZG anchor or any recall item (the seeds' rule: they must get none, SPEC §1
 shows where the evidence lies after import + promotion (LZG node, KZG entry, not stored), at which rank
 by plain cosine among the pair's nodes an evidence node sits, and how often KZG hits are evidence.
 
+The parts: ``bench/locomo_turns.py`` (the conversations as imported, the dense and BM25 baselines),
+``bench/locomo_import.py`` (the import and the wait for Pixie), ``bench/locomo_scores.py`` (the metrics and
+tables), ``bench/locomo_evidence.py`` (the diagnostics); this module runs the stack and asks the questions.
+
     .venv/bin/python bench/locomo_bench.py [--data FILE] [--sample conv-26 ...] [--model minilm]
         [--limit-questions N] [--data-dir DIR] [--keep]
 
@@ -54,22 +58,27 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import bm25s
 import grpc
 import grpc.aio
 import numpy as np
-import Stemmer
 
-from bench.embedding_quality import ANAPHORIC_QUESTIONS, OFF_TOPIC_QUESTIONS, parse_ids
+from bench.embedding_quality import ANAPHORIC_QUESTIONS, OFF_TOPIC_QUESTIONS
 from bench.locomo_evidence import RPC_TIMEOUT_S, Matrix, PairNodes, evidence_location, kzg_alive, pair_nodes
+from bench.locomo_import import (
+    IMPORT_FILE,
+    ImportResult,
+    PromotionResult,
+    import_turns,
+    load_import,
+    save_import,
+    wait_for_promotion,
+)
 from bench.locomo_scores import (
     CURVE_K,
     KS,
@@ -80,106 +89,31 @@ from bench.locomo_scores import (
     scores_by_group,
     table,
 )
-from bench.processes import cpu_seconds, machine_pace, percentile, stack_pids
-from novaberg.common.v1 import common_pb2
-from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from bench.locomo_turns import (
+    REPO_ROOT,
+    Conversation,
+    bm25_rankings,
+    default_data,
+    dense_rankings,
+    load_conversations,
+)
+from bench.processes import machine_pace, percentile, stack_pids
+from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
-from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
+from novaberg.pixie.v1 import pixie_pb2_grpc
 from novaberg_core.embedding import lzg_embed_text, make_provider, profile_for, query_embed_text
 from novaberg_core.timeutil import to_timestamp
-from novaberg_dev.cli import STACK_FILE, ImportedTurn, parse_locomo, write_stack_file
+from novaberg_dev.cli import STACK_FILE, write_stack_file
 from novaberg_dev.embedded import start_stores, stop_stores
 from novaberg_dev.stack import Stack, start_stack
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DATA_RELATIVE = Path("shared/data/locomo/locomo_dev.json")
 RESULTS = REPO_ROOT / "bench" / "results"
 VARIANTS = ("dossier", "dense", "dense-bare", "bm25")
 PROBES: tuple[tuple[str, str], ...] = (
     *(("off-topic", q) for q in OFF_TOPIC_QUESTIONS),
     *(("anaphoric", q) for q in ANAPHORIC_QUESTIONS),
 )
-
-
-def default_data() -> Path:
-    """``../shared/…`` beside the repository; from a nested worktree, the nearest ancestor's ``shared/``."""
-    for parent in REPO_ROOT.parents:
-        candidate = parent / DATA_RELATIVE
-        if candidate.exists():
-            return candidate
-    return REPO_ROOT.parent / DATA_RELATIVE
-
-
-# --------------------------------------------------------------------------- data
-
-
-@dataclass
-class Conversation:
-    """One LoCoMo sample: its pair, the turns as imported, the questions with usable evidence."""
-
-    sample_id: str
-    pair: common_pb2.Pair
-    speakers: tuple[str, str]
-    turns: list[ImportedTurn]
-    questions: list[Question]
-    excluded: int
-    """Questions whose evidence names no imported turn (after lenient parsing)."""
-    as_of: datetime
-    """One day after the pair's last session: when every question is asked."""
-
-    def speaker(self, turn: ImportedTurn) -> str:
-        return self.speakers[0] if turn.beobachter == common_pb2.BEOBACHTER_USER else self.speakers[1]
-
-
-def evidence_turn_ids(raw: Any, sample_id: str, known_turn_ids: AbstractSet[str]) -> frozenset[str]:
-    """Lenient evidence ids (data README) as turn ids; ids naming no imported turn are dropped."""
-    prefix = f"{sample_id}:"
-    known_dia = {turn_id.removeprefix(prefix) for turn_id in known_turn_ids if turn_id.startswith(prefix)}
-    return frozenset(prefix + dia_id for dia_id in parse_ids(raw, known_dia))
-
-
-def load_conversations(
-    data: Any, samples: Sequence[str] = (), limit_questions: int = 0
-) -> list[Conversation]:
-    """The samples of a LoCoMo file (all, or those named), turns via the CLI's ``parse_locomo``."""
-    turns = parse_locomo(data, samples=samples)
-    by_sample: dict[str, list[ImportedTurn]] = defaultdict(list)
-    for turn in turns:
-        by_sample[turn.turn_id.split(":", 1)[0]].append(turn)
-    conversations = []
-    for sample in data:
-        sample_id = str(sample.get("sample_id", ""))
-        if sample_id not in by_sample:
-            continue
-        own = by_sample[sample_id]
-        known = {t.turn_id for t in own}
-        questions: list[Question] = []
-        excluded = 0
-        for number, qa in enumerate(sample.get("qa", [])):
-            evidence = evidence_turn_ids(qa.get("evidence", []), sample_id, known)
-            if not evidence:
-                excluded += 1
-                continue
-            questions.append(Question(sample_id, number, str(qa["question"]), int(qa["category"]), evidence))
-        if limit_questions:
-            questions = questions[:limit_questions]
-        dated = [t.as_of for t in own if t.as_of is not None]
-        if not dated:
-            raise ValueError(f"sample {sample_id} has no session date; the questions need an as_of")
-        conv = sample["conversation"]
-        conversations.append(
-            Conversation(
-                sample_id=sample_id,
-                pair=own[0].pair,
-                speakers=(str(conv["speaker_a"]), str(conv["speaker_b"])),
-                turns=own,
-                questions=questions,
-                excluded=excluded,
-                as_of=max(dated) + timedelta(days=1),
-            )
-        )
-    return conversations
 
 
 # --------------------------------------------------------------------------- the one mapping
@@ -231,84 +165,7 @@ def dossier_turn_ids(
     )
 
 
-# --------------------------------------------------------------------------- baselines
-
-
-def dense_rankings(
-    doc_vectors: Matrix, query_vectors: Matrix, turn_ids: Sequence[str], k: int
-) -> list[list[str]]:
-    """Top ``k`` turn ids by cosine (rows are norm 1), ties in turn order."""
-    if len(turn_ids) == 0 or len(query_vectors) == 0:
-        return [[] for _ in range(len(query_vectors))]
-    order = np.argsort(-(query_vectors @ doc_vectors.T), axis=1, kind="stable")[:, :k]
-    return [[turn_ids[i] for i in row] for row in order]
-
-
-def bm25_rankings(
-    documents: Sequence[str], queries: Sequence[str], turn_ids: Sequence[str], k: int
-) -> list[list[str]]:
-    """Top ``k`` turn ids by BM25 (English stopwords, Snowball stemming); documents scoring 0 are left out."""
-    if not documents or not queries:
-        return [[] for _ in queries]
-    stemmer = Stemmer.Stemmer("english")
-    retriever = bm25s.BM25()
-    retriever.index(
-        bm25s.tokenize(list(documents), stopwords="en", stemmer=stemmer, show_progress=False),
-        show_progress=False,
-    )
-    tokens = bm25s.tokenize(
-        list(queries), stopwords="en", stemmer=stemmer, return_ids=False, show_progress=False
-    )
-    indexes, scores = retriever.retrieve(tokens, k=min(k, len(documents)), show_progress=False)
-    return [
-        [turn_ids[int(i)] for i, s in zip(row, row_scores, strict=True) if s > 0.0]
-        for row, row_scores in zip(indexes, scores, strict=True)
-    ]
-
-
 # --------------------------------------------------------------------------- the run
-
-
-@dataclass
-class ImportResult:
-    turns: int = 0
-    seconds: float = 0.0
-    tiers: Counter[str] = field(default_factory=Counter)
-    queued: int = 0
-    key_turns: dict[str, str] = field(default_factory=dict)
-    """KZG key → turn id, from ObserveTurnResponse.kzg.kzg_key."""
-    turn_tier: dict[str, str] = field(default_factory=dict)
-    cpu_s: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class PromotionResult:
-    seconds: float
-    drained: bool
-    counts: Counter[str]
-    runs: int
-    parked: int
-
-
-IMPORT_FILE = "locomo-import.json"
-"""With ``--reuse``: what the import and the promotion gave, so a later run can skip both."""
-
-
-def save_import(path: Path, imported: ImportResult, promotion: PromotionResult) -> None:
-    """The import's and the promotion's results as JSON (Counters as plain objects)."""
-    data = {
-        "import": {**vars(imported), "tiers": dict(imported.tiers)},
-        "promotion": {**vars(promotion), "counts": dict(promotion.counts)},
-    }
-    path.write_text(json.dumps(data), encoding="utf-8")
-
-
-def load_import(path: Path) -> tuple[ImportResult, PromotionResult]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    raw_import, raw_promotion = data["import"], data["promotion"]
-    imported = ImportResult(**{**raw_import, "tiers": Counter(raw_import["tiers"])})
-    promotion = PromotionResult(**{**raw_promotion, "counts": Counter(raw_promotion["counts"])})
-    return imported, promotion
 
 
 @dataclass
@@ -320,88 +177,6 @@ class Asked:
     anchors: int
     lzg_ids: list[int]
     kzg_turns: list[str]
-
-
-def _tier_name(stored: kzg_pb2.StoreEntryResponse) -> str:
-    if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE:
-        return "rejected"
-    return kzg_pb2.Tier.Name(stored.tier).removeprefix("TIER_").lower()
-
-
-async def import_turns(
-    pipeline: pipeline_pb2_grpc.PipelineServiceStub,
-    conversations: Sequence[Conversation],
-    pids: Mapping[str, int],
-) -> ImportResult:
-    """ObserveTurn for every turn, pair after pair, in session order (analyzer on, as ``novaberg import``)."""
-    result = ImportResult()
-    cpu_before = cpu_seconds(dict(pids))
-    started = time.perf_counter()
-    for conv in conversations:
-        t0 = time.perf_counter()
-        for turn in conv.turns:
-            request = pipeline_pb2.ObserveTurnRequest(
-                pair=turn.pair, turn_id=turn.turn_id, beobachter=turn.beobachter, text=turn.text, profile=turn.profile
-            )
-            if turn.as_of is not None:
-                request.as_of.CopyFrom(to_timestamp(turn.as_of))
-            stored = (await pipeline.ObserveTurn(request, timeout=RPC_TIMEOUT_S)).kzg
-            tier = _tier_name(stored)
-            result.tiers[tier] += 1
-            result.turn_tier[turn.turn_id] = tier
-            result.queued += int(stored.queued_for_promotion) + stored.reinforced_queued_count
-            if stored.kzg_key:
-                result.key_turns[stored.kzg_key] = turn.turn_id
-        seconds = time.perf_counter() - t0
-        print(
-            f"  imported {conv.sample_id}: {len(conv.turns)} turns in {seconds:.1f} s",
-            file=sys.stderr,
-            flush=True,
-        )
-    result.seconds = time.perf_counter() - started
-    result.turns = sum(len(c.turns) for c in conversations)
-    cpu_after = cpu_seconds(dict(pids))
-    result.cpu_s = {name: cpu_after[name] - cpu_before[name] for name in cpu_after if name in cpu_before}
-    return result
-
-
-async def wait_for_promotion(
-    kzg: kzg_pb2_grpc.KzgServiceStub,
-    pixie: pixie_pb2_grpc.PixieServiceStub,
-    timeout: float,  # noqa: ASYNC109
-) -> PromotionResult:
-    """Until the promotion queue is empty, nothing pending and no promotion run open, three polls in a row."""
-    started = time.perf_counter()
-    stable = 0
-    drained = False
-    while True:
-        queue = await kzg.InspectPromotionQueue(
-            kzg_pb2.InspectPromotionQueueRequest(limit=0), timeout=RPC_TIMEOUT_S
-        )
-        runs = await pixie.ListRuns(
-            pixie_pb2.ListRunsRequest(task="synapsen_promotion", limit=5), timeout=RPC_TIMEOUT_S
-        )
-        open_run = any(run.outcome == "running" for run in runs.runs)
-        stable = stable + 1 if queue.length == 0 and queue.pending == 0 and not open_run else 0
-        if stable >= 3:
-            drained = True
-            break
-        if time.perf_counter() - started > timeout:
-            print(
-                f"  promotion not drained after {timeout:.0f} s: "
-                f"queue {queue.length}, pending {queue.pending}",
-                file=sys.stderr,
-            )
-            break
-        await asyncio.sleep(1.0)
-    runs = await pixie.ListRuns(
-        pixie_pb2.ListRunsRequest(task="synapsen_promotion", limit=100_000), timeout=RPC_TIMEOUT_S
-    )
-    counts: Counter[str] = Counter()
-    for run in runs.runs:
-        counts.update(dict(run.counts))
-    parked = await pixie.ListParkedJobs(pixie_pb2.ListParkedJobsRequest(limit=100_000), timeout=RPC_TIMEOUT_S)
-    return PromotionResult(time.perf_counter() - started, drained, counts, len(runs.runs), len(parked.jobs))
 
 
 async def ask(

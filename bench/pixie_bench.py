@@ -58,7 +58,7 @@ from services.lzg.rows import NewNode
 from services.lzg.store import LzgStore
 from services.lzg.weights import node_weights_at_creation
 from services.pixie.store import PixieStore
-from services.pixie.tasks import TASK_DECAY
+from services.pixie.tasks import TASK_DECAY, TASK_PROMOTION
 
 SUBJECTS = (
     "Meister", "Seine Schwester", "Der Nachbar", "Die Kollegin", "Sein Vater", "Die alte Lehrerin",
@@ -284,7 +284,7 @@ async def phase(stack: Stack, kzg: kzg_pb2_grpc.KzgServiceStub, provider: Any, a
     counts: dict[str, int] = {}
     store = await PixieStore.open(stack.urls.postgres_url, max_size=2)
     try:
-        for run in await store.list_runs("synapsen_promotion", 1000):
+        for run in await store.list_runs(TASK_PROMOTION, 1000):
             if run.replica in replicas:
                 for key, value in run.counts.items():
                     counts[key] = counts.get(key, 0) + value

@@ -168,12 +168,15 @@ async def rank_candidates(
         lists["timeline"] = await reader.timeline_candidates(centres, tolerances, CANDIDATES_PER_SOURCE)
         admitted |= set(lists["timeline"])
     candidates = Candidates(snapshot, query_terms, query.vector, bm25, strength, visible, lists, admitted)
+    candidates.fused = fuse(lists) if admitted else []
     # The anchors are ranked by the sources that found them; the answers below rank the recall list only.
-    gated = [item.key for item in fuse(lists) if item.key in admitted][: 4 * ANKER_ANZAHL] if admitted else []
+    gated = [item.key for item in candidates.fused if item.key in admitted][: 4 * ANKER_ANZAHL]
     if query.recall_k:
         found = interleave(dense_rows[:ANTWORT_SEEDS].tolist(), lexical_rows[:ANTWORT_SEEDS].tolist())
-        lists["antwort"] = _rows_to_ids(snapshot, answer_rows(snapshot.order, snapshot.questions, found, visible))
-    candidates.fused = fuse(lists) if admitted else []
+        answers = _rows_to_ids(snapshot, answer_rows(snapshot.order, snapshot.questions, found, visible))
+        lists["antwort"] = answers
+        if answers and admitted:
+            candidates.fused = fuse(lists)
     # The recall list's best recall_k, and a few in reserve for memories inactive at as_of.
     listed = (
         [item.key for item in candidates.fused[: query.recall_k + 4 * ANKER_ANZAHL]] if query.recall_k else []

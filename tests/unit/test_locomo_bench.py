@@ -1,5 +1,5 @@
-"""The pure parts of ``bench/locomo_bench.py`` and its scores (``bench/locomo_scores.py``): evidence ids, recall
-math, dossier → turn ids."""
+"""The pure parts of ``bench/locomo_bench.py``, its turns and baselines (``bench/locomo_turns.py``) and its
+scores (``bench/locomo_scores.py``): evidence ids, recall math, dossier → turn ids."""
 
 from __future__ import annotations
 
@@ -8,13 +8,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from bench.locomo_bench import (
-    bm25_rankings,
-    dense_rankings,
-    dossier_turn_ids,
-    evidence_turn_ids,
-    load_conversations,
-)
+from bench.locomo_bench import dossier_turn_ids
 from bench.locomo_scores import (
     CURVE_K,
     Question,
@@ -24,6 +18,7 @@ from bench.locomo_scores import (
     recall_at,
     score,
 )
+from bench.locomo_turns import bm25_rankings, dense_rankings, evidence_turn_ids, load_conversations
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2

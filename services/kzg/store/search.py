@@ -144,10 +144,6 @@ class SearchStore(StoreBase):
             lambda response: [key for key, _ in search_rows(response)],
         )  # fmt: skip
 
-    async def search(self, search: Search[T]) -> T:
-        """One search, one round trip."""
-        return search.read(await self.redis.execute_command(*search.command))
-
     async def search_all(self, searches: Sequence[Search[Any] | None]) -> list[Any]:
         """Independent searches in one round trip (a pipeline); each answer in place, None where none was asked."""
         asked = [search for search in searches if search is not None]
