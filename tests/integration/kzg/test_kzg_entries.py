@@ -142,7 +142,7 @@ async def _knn_once_indexed(store: KzgStore, vector: Vector, within: float = 5.0
     async def knn_when_indexed() -> list[tuple[str, float]]:
         info = await store.redis.ft(store.index_name).info()
         indexed = not int(_field(info, "indexing")) and float(_field(info, "percent_indexed")) >= 1.0
-        return await store.search(store.knn_search(PAIR, vector, 3)) if indexed else []
+        return (await store.search_all([store.knn_search(PAIR, vector, 3)]))[0] if indexed else []
 
     return await eventually(knn_when_indexed, bool, within=within, every=0.05, what="a KNN hit on the rebuilt index")
 
