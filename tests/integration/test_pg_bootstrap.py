@@ -38,3 +38,24 @@ async def test_a_failing_migration_closes_the_pool(
     with pytest.raises(asyncpg.PostgresSyntaxError):
         await pg.open_migrated_pool(empty_pg_url, "bootstrap_test", tmp_path, vector=False)
     assert len(opened) == 1 and opened[0].is_closing()
+
+
+async def test_a_released_connection_keeps_no_transaction_and_costs_no_reset_round_trip(
+    empty_pg_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "001_things.sql").write_text("CREATE TABLE things (id int PRIMARY KEY);\n")
+    pool = await pg.open_migrated_pool(empty_pg_url, "release_test", tmp_path, vector=False, max_size=1)
+    sent: list[str] = []
+    try:
+        async with pool.acquire() as conn:
+            conn.add_query_logger(lambda logged: sent.append(logged.query))
+            await conn.execute("BEGIN")  # left open on purpose: released inside a transaction
+            await conn.execute("INSERT INTO things VALUES (1)")
+        async with pool.acquire() as again:  # max_size 1: the same connection
+            released = [q.strip() for q in sent]
+            assert again.is_in_transaction() is False
+            assert await again.fetchval("SELECT count(*) FROM things") == 0  # rolled back on release
+            assert await again.fetchval("SHOW search_path") == "release_test,public"
+        assert released == ["BEGIN", "INSERT INTO things VALUES (1)", "ROLLBACK"]  # and no RESET ALL
+    finally:
+        await pool.close()
