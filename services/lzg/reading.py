@@ -2,13 +2,14 @@
 
 :func:`rank_candidates` ranks the pair's memories by every source of :mod:`services.lzg.recall`
 (in memory: cosine and BM25 over the cached pair; in PostgreSQL: the entities and dates a
-question names), fuses them and reads the best ones as of the read's time — their anchors start
+question names, :class:`NamedLookups` run beside the read's transaction), fuses them and reads the best ones as of the read's time — their anchors start
 the seeds' spreading read. :func:`recall_list` then fuses again with the context around the best
 memories and the associations the read reached. Reads only.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,6 +36,7 @@ from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 
 __all__ = [
     "Candidates",
+    "NamedLookups",
     "RecallCandidate",
     "RecallQuery",
     "rank_candidates",
@@ -129,15 +131,61 @@ class Candidates:
         return 0.0, 0.0, 0.0
 
 
+@dataclass(frozen=True)
+class NamedLookups:
+    """The memories carrying an entity, or dated near a date, that a question names: looked up in
+    PostgreSQL on their own pool connections while the read's transaction opens and the cached
+    sources rank. Ids only, from whatever view those connections see: the read keeps those of its
+    snapshot and reads their details in its own view, so a node made or erased meanwhile is no
+    memory of the read (the same rule as for the cached sources)."""
+
+    entity: asyncio.Task[list[int]] | None
+    timeline: asyncio.Task[list[int]] | None
+
+    @classmethod
+    def start(cls, pool_reader: PairReader, query: RecallQuery) -> NamedLookups:
+        """The lookups the question needs, started; :meth:`cancel` when the read ends."""
+        entity = None
+        if query.entity_ids:
+            entity = asyncio.ensure_future(pool_reader.entity_candidates(query.entity_ids))
+        timeline = None
+        if query.zeitfenster:
+            centres, tolerances = zip(*(window(z, p) for z, p in query.zeitfenster), strict=True)
+            timeline = asyncio.ensure_future(
+                pool_reader.timeline_candidates(centres, tolerances, CANDIDATES_PER_SOURCE)
+            )
+        return cls(entity, timeline)
+
+    def cancel(self) -> None:
+        """Stop what still runs (a read that failed before it needed them); their outcome is dropped
+        (the read's own error is the one raised)."""
+        for task in (self.entity, self.timeline):
+            if task is None:
+                continue
+            if not task.done():
+                task.cancel()
+            elif not task.cancelled():
+                task.exception()
+
+
+def _rows_in_view(
+    snapshot: PairSnapshot, node_ids: Sequence[int], visible: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.int64]:
+    """The rows of ``node_ids`` that the read's snapshot holds and that exist at its time, in the given order."""
+    rows = snapshot.row_of(node_ids) if node_ids else np.zeros(0, dtype=np.int64)
+    held = [r for r, i in zip(rows, node_ids, strict=True) if r < len(snapshot) and int(snapshot.ids[r]) == i]
+    return np.array([r for r in held if visible[r]], dtype=np.int64)
+
+
 def _rows_to_ids(snapshot: PairSnapshot, rows: npt.NDArray[np.int64] | Sequence[int]) -> list[int]:
     return [int(snapshot.ids[row]) for row in rows]
 
 
 async def rank_candidates(
-    reader: PairReader, snapshot: PairSnapshot, query: RecallQuery, anchor_gate: float
+    reader: PairReader, snapshot: PairSnapshot, query: RecallQuery, anchor_gate: float, named: NamedLookups
 ) -> Candidates:
-    """Every source ranked, gates applied, fused, the best read as of ``query.as_of``; anchors chosen."""
-    n = len(snapshot)
+    """Every source ranked, gates applied, fused, the best read as of ``query.as_of`` in ``reader``'s
+    view; anchors chosen. ``named`` are the question's entity and date lookups, already running."""
     visible = snapshot.times <= query.as_of.timestamp()
     query_terms, bm25, strength = snapshot.lexical_scores(query.lexical_text, query.sprache)
     dense_rows = snapshot.nearest(query.vector, visible, CANDIDATES_PER_SOURCE)
@@ -151,21 +199,14 @@ async def rank_candidates(
         strength[searched] >= LEXICAL_GATE
     )
     admitted: set[int] = set(_rows_to_ids(snapshot, searched[passed]))
-    if query.entity_ids and n:
-        found = await reader.entity_candidates(query.entity_ids)
-        rows = snapshot.row_of(found) if found else np.zeros(0, dtype=np.int64)
-        rows = np.array(
-            [r for r, i in zip(rows, found, strict=True) if r < n and int(snapshot.ids[r]) == i],
-            dtype=np.int64,
-        )
-        rows = np.unique(rows[visible[rows]])
+    if named.entity is not None:
+        rows = np.unique(_rows_in_view(snapshot, await named.entity, visible))
         lists["entity"] = _rows_to_ids(
             snapshot, snapshot.nearest_among(query.vector, rows, CANDIDATES_PER_SOURCE)
         )
         admitted |= set(lists["entity"])
-    if query.zeitfenster:
-        centres, tolerances = zip(*(window(z, p) for z, p in query.zeitfenster), strict=True)
-        lists["timeline"] = await reader.timeline_candidates(centres, tolerances, CANDIDATES_PER_SOURCE)
+    if named.timeline is not None:  # nearest to the named date first, as looked up
+        lists["timeline"] = _rows_to_ids(snapshot, _rows_in_view(snapshot, await named.timeline, visible))
         admitted |= set(lists["timeline"])
     candidates = Candidates(snapshot, query_terms, query.vector, bm25, strength, visible, lists, admitted)
     candidates.fused = fuse(lists) if admitted else []

@@ -1,6 +1,7 @@
 """The spreading read (SPEC §5.8 with §11) and the memory block (SPEC §5.9); reads only.
 
-Steps: validate (unknown readers, windows, the query) → the query vector → in one consistent view:
+Steps: validate (unknown readers, windows, the query) → the query vector → the lookups of the
+entities and dates the question names, started on their own connections → in one consistent view:
 the pair's anchors and recall candidates (``reading.rank_candidates``) → the shells along the
 strongest edges (``spreading``) → dedup, sort, top 3 → the memory blocks (``render``) → the log.
 """
@@ -21,7 +22,7 @@ from novaberg_core.timeutil import utc_now
 from services.lzg.app.context import NO_TURN, UseCase
 from services.lzg.layers import parse_praezision
 from services.lzg.read_store import PairReader
-from services.lzg.reading import RecallQuery, rank_candidates, recall_list
+from services.lzg.reading import NamedLookups, RecallQuery, rank_candidates, recall_list
 from services.lzg.render import reader_names, render_memory_block
 from services.lzg.spreading import (
     K_PRO_SCHALE,
@@ -95,26 +96,31 @@ class Read(UseCase):
             entity_ids=tuple(dict.fromkeys(question_entity_ids)), zeitfenster=windows, recall_k=recall_k,
         )  # fmt: skip
 
-        async with self.store.pair_reader(pair.user_id, pair.character_id) as graph:
-            snapshot = await self.cache.snapshot(graph.conn, pair.user_id, pair.character_id)
-            candidates = await rank_candidates(graph, snapshot, query, self.profile.anchor)
-            anchors = candidates.anchors
-            pool: list[PoolItem] = list(anchors)
-            frontier = anchors
-            for schale in range(1, hops + 1):
-                if not frontier:
-                    break
-                frontier = await graph.shell(
-                    frontier,
-                    schale,
-                    K_PRO_SCHALE[schale],
-                    moment,
-                    LZG_KNOTEN_DECAY_RATE,
-                    LZG_KNOTEN_MIN_GEWICHT,
-                )
-                pool.extend(frontier)
-            top = select_top(pool, nova_emotion)
-            names = await _entity_names(graph, top) if readers else {}
+        # The entities and dates the question names are looked up while the transaction opens.
+        named = NamedLookups.start(self.store.pool_reader(pair.user_id, pair.character_id), query)
+        try:
+            async with self.store.pair_reader(pair.user_id, pair.character_id) as graph:
+                snapshot = await self.cache.snapshot(graph.conn, pair.user_id, pair.character_id)
+                candidates = await rank_candidates(graph, snapshot, query, self.profile.anchor, named)
+                anchors = candidates.anchors
+                pool: list[PoolItem] = list(anchors)
+                frontier = anchors
+                for schale in range(1, hops + 1):
+                    if not frontier:
+                        break
+                    frontier = await graph.shell(
+                        frontier,
+                        schale,
+                        K_PRO_SCHALE[schale],
+                        moment,
+                        LZG_KNOTEN_DECAY_RATE,
+                        LZG_KNOTEN_MIN_GEWICHT,
+                    )
+                    pool.extend(frontier)
+                top = select_top(pool, nova_emotion)
+                names = await _entity_names(graph, top) if readers else {}
+        finally:
+            named.cancel()
         blocks = {
             reader: render_memory_block(
                 top, reader, names, user_name=user_name, character_name=character_name

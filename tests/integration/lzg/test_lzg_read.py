@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from novaberg_core.errors import InvalidArgument, NotFound
-from novaberg_core.model import Pair
+from novaberg_core.model import Pair, Praezision
 from novaberg_core.pipeline_log import InMemorySink, LogScope
 from services.lzg.engine import LzgEngine
+from services.lzg.reading import NamedLookups, RecallQuery, rank_candidates, recall_list
 from services.lzg.spreading import SCHALEN_FAKTOR, sektor_faktor
 from services.lzg.store import LzgStore
 from services.lzg.types import Entity
@@ -417,3 +419,68 @@ async def test_the_cache_orders_a_pairs_memories_by_time_once_per_arrival(
         await promote(engine, provider, "turn at 5", unit(0, 0, 0, 0, 1), erstellt_am=start + timedelta(minutes=5))
         grown = await engine.cache.snapshot(conn, *PAIR)
     assert grown.order.by_time.tolist() == [1, 3, 2, 0] and first.order.by_time.tolist() == [1, 2, 0]
+
+
+async def test_the_entities_and_dates_a_question_names_find_their_memories_beyond_meaning_and_words(
+    engine: LzgEngine, provider: TableProvider
+) -> None:
+    """SPEC §11 recall sources: a memory carrying an entity the question names (``entity``) and one
+    made on a day it names (``timeline``: the day ± its tolerance, SPEC §5.4) are listed however far
+    their vectors and words; a memory made after the read's time is none, whatever it carries."""
+    clara = await _entity(engine, "Clara")
+    query = unit(1)
+    day = datetime(2026, 3, 14, tzinfo=UTC)
+    close = await promote(engine, provider, "We baked bread.", at_cosine(query, 0.6, axis=2),
+                          erstellt_am=datetime(2026, 1, 5, 9, 0, tzinfo=UTC))  # fmt: skip
+    named = await promote(engine, provider, "She phoned at noon.", unit(0, 1), entitaet_ids=[clara],
+                          erstellt_am=datetime(2026, 2, 2, 12, 0, tzinfo=UTC))  # fmt: skip
+    dated = await promote(engine, provider, "The storm broke the fence.", unit(0, 0, 0, 1),
+                          erstellt_am=day + timedelta(hours=18))  # fmt: skip
+    later = await promote(engine, provider, "She came by again.", unit(0, 0, 0, 0, 1), entitaet_ids=[clara],
+                          erstellt_am=day + timedelta(hours=20))  # fmt: skip
+
+    async def recall(as_of: datetime) -> dict[int, tuple[str, ...]]:
+        result = await engine.spreading_read(
+            Pair(*PAIR), query_values=query.tolist(), query_text=None, cluster="werkstatt", nova_emotion="",
+            recall_k=10, question_entity_ids=[clara], zeitfenster=[(day, "tag")], as_of=as_of,
+        )  # fmt: skip
+        return {c.knoten_id: c.quellen for c in result.recall}
+
+    found = await recall(T0)
+    assert {i for i, sources in found.items() if "entity" in sources} == {named.node_id, later.node_id}
+    assert {i for i, sources in found.items() if "timeline" in sources} == {dated.node_id, later.node_id}
+    assert "entity" not in found[close.node_id] and "timeline" not in found[close.node_id]
+    # Read as of an hour before the later visit: it was not made yet.
+    before = await recall(day + timedelta(hours=19))
+    assert later.node_id not in before
+    assert "entity" in before[named.node_id] and "timeline" in before[dated.node_id]
+
+
+async def test_named_lookups_keep_only_the_memories_of_the_reads_own_view(
+    engine: LzgEngine, provider: TableProvider
+) -> None:
+    """The entity and date lookups run on their own connections, beside the read's transaction: an id
+    they return that the read's view does not hold (a node made or erased meanwhile) is no memory,
+    neither listed nor admitted, and a lookup still running when the read ends is cancelled."""
+    clara = await _entity(engine, "Clara")
+    held = await promote(engine, provider, "Clara phoned.", unit(0, 1), entitaet_ids=[clara])
+    unseen = held.node_id + 1_000
+
+    async def ids(*values: int) -> list[int]:
+        return list(values)
+
+    query = RecallQuery(
+        vector=unit(1), as_of=T0, entity_ids=(clara,), zeitfenster=((T0, Praezision.TAG),), recall_k=10
+    )
+    named = NamedLookups(asyncio.ensure_future(ids(unseen, held.node_id)), asyncio.ensure_future(ids(unseen)))
+    async with engine.store.pair_reader(*PAIR) as graph:
+        snapshot = await engine.cache.snapshot(graph.conn, *PAIR)
+        candidates = await rank_candidates(graph, snapshot, query, 0.99, named)
+    assert candidates.lists["entity"] == [held.node_id] and candidates.lists["timeline"] == []
+    assert candidates.admitted == {held.node_id}
+    assert [c.knoten_id for c in recall_list(candidates, candidates.anchors, 10)] == [held.node_id]
+
+    pending = NamedLookups(asyncio.ensure_future(asyncio.sleep(60, [held.node_id])), None)
+    pending.cancel()
+    await asyncio.sleep(0)
+    assert pending.entity is not None and pending.entity.cancelled()
