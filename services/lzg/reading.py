@@ -2,9 +2,10 @@
 
 :func:`rank_candidates` ranks the pair's memories by every source of :mod:`services.lzg.recall`
 (in memory: cosine and BM25 over the cached pair; in PostgreSQL: the entities and dates a
-question names, :class:`NamedLookups` run beside the read's transaction), fuses them and reads the best ones as of the read's time — their anchors start
-the seeds' spreading read. :func:`recall_list` then fuses again with the context around the best
-memories and the associations the read reached. Reads only.
+question names, :class:`NamedLookups` run beside the read's transaction), fuses them and reads
+the best ones as of the read's time — their anchors start the seeds' spreading read.
+:func:`recall_list` then fuses again with the context around the best memories and the
+associations the read reached. Reads only.
 """
 
 from __future__ import annotations
