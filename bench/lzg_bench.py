@@ -282,6 +282,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await conn.execute("VACUUM (ANALYZE, FREEZE) lzg.lzg_knoten")
             await conn.execute("VACUUM (ANALYZE, FREEZE) lzg.lzg_kanten")
             await conn.execute("VACUUM (ANALYZE, FREEZE) lzg.lzg_kanten_rang")
+            await conn.execute("RESET maintenance_work_mem")  # pooled connections keep no session state (novaberg_core.pg)
             out["nodes_total"] = await conn.fetchval("SELECT count(*) FROM lzg.lzg_knoten")
             out["heap_mb"] = await conn.fetchval("SELECT pg_relation_size('lzg.lzg_knoten') / 1048576")
             out["table_mb"] = await conn.fetchval("SELECT pg_total_relation_size('lzg.lzg_knoten') / 1048576")
