@@ -20,6 +20,7 @@ from services.kzg.models import (
     AppendResult,
     EntryInput,
     EraseCounts,
+    Hit,
     ImportCounts,
     KzgEntryData,
     Pair,
@@ -216,15 +217,33 @@ def retrieve_query(request: kzg_pb2.RetrieveRequest) -> RetrieveQuery:
         lexical_text=request.lexical_text,
         sprache=request.sprache,
         question_entity_ids=tuple(dict.fromkeys(request.question_entity_ids)),
+        full_entries=request.full_entries,
+    )
+
+
+def brief_entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
+    """The fields of a brief hit (``services.kzg.store.codec.BRIEF_FIELDS``) as the shared message."""
+    return common_pb2.KzgEntry(
+        kzg_key=entry.kzg_key, entry_id=entry.entry_id, pair=entry.pair.to_proto(),
+        beobachter=Beobachter.proto_of_name(entry.beobachter), inhalt=entry.inhalt, sprecher=entry.sprecher,
+        sprache=entry.sprache, turn_id=entry.turn_id, erstellt_am=to_timestamp(entry.erstellt_am),
+        ablauf_am=optional_timestamp(entry.ablauf_am), ttl_seconds=entry.ttl_seconds,
+    )  # fmt: skip
+
+
+def hit_pb(hit: Hit) -> kzg_pb2.RetrieveHit:
+    """One hit, its entry whole or brief (``RetrieveRequest.full_entries``)."""
+    return kzg_pb2.RetrieveHit(
+        entry=brief_entry_pb(hit.entry) if hit.brief else entry_pb(hit.entry),
+        similarity=hit.similarity,
+        quellen=list(hit.quellen),
+        brief=hit.brief,
     )
 
 
 def retrieve_pb(result: RetrieveResult) -> kzg_pb2.RetrieveResponse:
     return kzg_pb2.RetrieveResponse(
-        hits=[
-            kzg_pb2.RetrieveHit(entry=entry_pb(h.entry), similarity=h.similarity, quellen=list(h.quellen))
-            for h in result.hits
-        ],
+        hits=[hit_pb(h) for h in result.hits],
         threshold=result.threshold,
         model_id=result.model_id,
         dropped_below_threshold=result.dropped_below_threshold,

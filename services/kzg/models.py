@@ -146,6 +146,9 @@ class RetrieveQuery:
     """The question's text for full-text candidates (hybrid retrieval, SPEC §11); empty → dense only."""
     sprache: str = ""
     question_entity_ids: tuple[int, ...] = ()
+    full_entries: int = 0
+    """How many of the best hits found by meaning carry the whole entry; the others are brief
+    (:data:`services.kzg.store.codec.BRIEF_FIELDS` only). 0 → every hit whole."""
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,8 @@ class Hit:
     similarity: float
     quellen: tuple[str, ...] = ("dense",)
     """Which sources found it: dense, lexical, entity."""
+    brief: bool = False
+    """The entry holds only what a recall item needs (:data:`services.kzg.store.codec.BRIEF_FIELDS`)."""
 
 
 @dataclass(frozen=True)

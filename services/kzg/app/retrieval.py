@@ -48,6 +48,8 @@ class Retrieval:
             raise InvalidArgument(f"top_k must be within 1..{MAX_TOP_K} (0 = {DEFAULT_TOP_K}), got {query.top_k}")
         if query.filters.min_salienz is not None and not math.isfinite(query.filters.min_salienz):
             raise InvalidArgument("filters.min_salienz must be a finite number")
+        if query.full_entries < 0:
+            raise InvalidArgument(f"full_entries must be 0 (every hit whole) or more, got {query.full_entries}")
         vector = await self._query_vector(query)
         filters = dataclasses.replace(query.filters, themen=tuple(themen_norm(query.filters.themen)))
         as_of = query.as_of
@@ -74,15 +76,27 @@ class Retrieval:
             similarity[key] = sim
             sources.setdefault(key, []).append("entity")
         unscored = [key for key in sources if key not in similarity]
-        candidates = list(sources)
-        stored, read = await asyncio.gather(self.store.embeddings(unscored), self.store.read_entries(candidates))
+        # The whole entry for the best hits found by meaning (the caller's top k, SPEC §4.5); the
+        # others are brief, what a recall item needs (SPEC §11). Their order among themselves is the
+        # order of the hits below (by similarity, ties in the order found).
+        whole = set(sources)
+        if query.full_entries:
+            by_meaning = [key for key, found_by in sources.items() if "dense" in found_by]
+            whole = set(sorted(by_meaning, key=lambda key: -similarity[key])[: query.full_entries])
+        whole_keys = [key for key in sources if key in whole]
+        brief_keys = [key for key in sources if key not in whole]
+        stored, read, read_brief = await asyncio.gather(
+            self.store.embeddings(unscored),
+            self.store.read_entries(whole_keys),
+            self.store.read_entries(brief_keys, brief=True),
+        )
         for key, vector_of_key in zip(unscored, stored, strict=True):
             similarity[key] = float(np.dot(vector_of_key, vector)) if vector_of_key is not None else -1.0
-        entry_of = dict(zip(candidates, read, strict=True))
+        entry_of = dict(zip(whole_keys, read, strict=True)) | dict(zip(brief_keys, read_brief, strict=True))
         ranked = sorted(sources, key=lambda key: -similarity[key])
         # An entry that expired between the search and the read is simply not there any more.
         hits = tuple(
-            Hit(entry=entry, similarity=similarity[key], quellen=tuple(sources[key]))
+            Hit(entry=entry, similarity=similarity[key], quellen=tuple(sources[key]), brief=key not in whole)
             for key in ranked
             if (entry := entry_of[key]) is not None
         )

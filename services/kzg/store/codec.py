@@ -22,8 +22,10 @@ from services.kzg.domain import THEMEN_SEPARATOR, CanonCheck, dedupe_entitaet_id
 from services.kzg.models import EntryInput, KzgEntryData, Pair, PromotionJobData, SessionTurnRecord, Vector
 
 __all__ = [
+    "BRIEF_FIELDS",
     "ENTRY_FIELDS",
     "consumer_name",
+    "decode_brief",
     "decode_entry",
     "decode_read",
     "decode_turn",
@@ -170,10 +172,47 @@ ENTRY_FIELDS: tuple[str, ...] = (
 _ENTRY_FIELD_KEYS = tuple(name.encode() for name in ENTRY_FIELDS)
 
 
+BRIEF_FIELDS: tuple[str, ...] = (
+    "user_id", "character_id", "beobachter", "inhalt", "sprecher", "sprache", "turn_id", "erstellt_am", "ablauf_am",
+)  # fmt: skip
+"""What a brief hit of a retrieval holds (RetrieveHit.brief): what a recall item needs (SPEC §11)."""
+_NO_EI = Ei()
+_NO_MAGNETS = Magnets()
+
+
 def decode_read(key: str, values: Sequence[Any]) -> KzgEntryData:
     """An entry from the read script's answer for it: the values of :data:`ENTRY_FIELDS`, then its TTL."""
     raw = {name: value for name, value in zip(_ENTRY_FIELD_KEYS, values, strict=False) if value is not None}
     return decode_entry(key, raw, int(values[len(ENTRY_FIELDS)]), with_embedding=False)
+
+
+def decode_brief(key: str, values: Sequence[Any]) -> KzgEntryData:
+    """A brief entry from the read script's answer for it: the values of :data:`BRIEF_FIELDS`, then its
+    TTL; every other field keeps its empty default."""
+    user_id, character_id, beobachter, inhalt, sprecher, sprache, turn_id, erstellt_am, ablauf_am, ttl = values
+    return KzgEntryData(
+        kzg_key=key,
+        entry_id=key.rsplit(":", 1)[-1],
+        pair=Pair(text(user_id), text(character_id)),
+        beobachter=text(beobachter),
+        inhalt=text(inhalt),
+        themen=(),
+        salienz=0.0,
+        salienz_eingang=None,
+        salienz_eingang_herkunft="",
+        haeufigkeit=0,
+        gedaechtnistyp="",
+        dimension="",
+        ei=_NO_EI,
+        magnets=_NO_MAGNETS,
+        erstellt_am=moment_or_none(erstellt_am) or _EPOCH,
+        turn_id=text(turn_id),
+        ttl_seconds=int(ttl),
+        sprecher=text(sprecher),
+        sprache=text(sprache),
+        ablauf_am=moment_or_none(ablauf_am),
+    )
+
 
 
 def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embedding: bool) -> KzgEntryData:

@@ -13,7 +13,9 @@ from services.kzg.domain import Reinforcement
 from services.kzg.models import KzgEntryData, Pair, Vector
 from services.kzg.store.base import StoreBase
 from services.kzg.store.codec import (
+    BRIEF_FIELDS,
     ENTRY_FIELDS,
+    decode_brief,
     decode_entry,
     decode_read,
     decode_vector,
@@ -132,12 +134,16 @@ class EntryStore(StoreBase):
         raw = await self.per_key(keys, lambda pipe, key: pipe.hget(key, "embedding"))
         return [None if value is None else decode_vector(value) for value in raw]
 
-    async def read_entries(self, keys: Sequence[str]) -> list[KzgEntryData | None]:
-        """The entries of ``keys`` without their vectors, with remaining TTL; None for a key that is gone."""
+    async def read_entries(self, keys: Sequence[str], *, brief: bool = False) -> list[KzgEntryData | None]:
+        """The entries of ``keys`` without their vectors, with remaining TTL; None for a key that is gone.
+
+        ``brief``: only :data:`~services.kzg.store.codec.BRIEF_FIELDS` are read, the rest left empty.
+        """
         if not keys:
             return []
-        answers = await self._read_entries(keys=list(keys), args=list(ENTRY_FIELDS))
-        return [decode_read(key, values) if values else None for key, values in zip(keys, answers, strict=True)]
+        fields, decode = (BRIEF_FIELDS, decode_brief) if brief else (ENTRY_FIELDS, decode_read)
+        answers = await self._read_entries(keys=list(keys), args=list(fields))
+        return [decode(key, values) if values else None for key, values in zip(keys, answers, strict=True)]
 
     async def get_entry(self, key: str, *, with_embedding: bool) -> KzgEntryData | None:
         async with self.redis.pipeline(transaction=False) as pipe:

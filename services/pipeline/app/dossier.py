@@ -101,7 +101,8 @@ class Dossier:
             retrieved, spread = await asyncio.gather(
                 ctx.kzg.retrieve(kzg_pb2.RetrieveRequest(
                     pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values, model_id=ctx.provider.model_id),
-                    top_k=max(ctx.kzg_top_k, recall_k, RECALL_DEPTH), turn=turn, as_of=to_timestamp(as_of),
+                    top_k=max(ctx.kzg_top_k, recall_k, RECALL_DEPTH), full_entries=ctx.kzg_top_k,
+                    turn=turn, as_of=to_timestamp(as_of),
                     lexical_text=lexical_text, sprache=profile.sprache,
                     question_entity_ids=question_entities,
                 )),
@@ -122,9 +123,9 @@ class Dossier:
                 raise Unavailable(
                     f"LZG SpreadingRead rendered no memory block for {missing_blocks}; it predates the readers field"
                 )
-            # The seeds' KZG hits (SPEC §4.5, §7): the kzg_top_k found by meaning above the threshold; the
-            # other sources and the deeper candidates serve the recall list only.
-            dense_hits = [h for h in retrieved.hits if "dense" in h.quellen][: ctx.kzg_top_k]
+            # The seeds' KZG hits (SPEC §4.5, §7): the kzg_top_k found by meaning above the threshold, whole;
+            # the other sources and the deeper candidates serve the recall list only and come brief.
+            dense_hits = [h for h in retrieved.hits if "dense" in h.quellen and not h.brief][: ctx.kzg_top_k]
             order = weigh_hits([(h.entry.beobachter, h.similarity) for h in dense_hits], ctx.weights)
             kzg_hits = [
                 pipeline_pb2.WeightedKzgHit(hit=dense_hits[w.index], weight=w.weight, score=w.score) for w in order

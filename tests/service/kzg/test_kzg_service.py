@@ -175,8 +175,54 @@ async def test_bad_store_requests_are_invalid_argument_and_write_nothing(
         await redis.aclose()
 
 
+async def test_only_the_best_hits_by_meaning_come_whole_when_asked(kzg_stub: kzg_pb2_grpc.KzgServiceStub) -> None:
+    """``full_entries``: the best hits found by meaning carry the whole entry, every other hit only
+    what a recall item needs (RetrieveHit.brief); the hits and their order do not change."""
+    pair = common_pb2.Pair(user_id="clara", character_id="nova")
+    await kzg_stub.StoreEntry(_store(
+        0.7, "Clara plays chess every Sunday with her grandfather in the park.", ["Schach"], pair=pair,
+        ei=common_pb2.EiFields(emotion="freude", intentionen=["planung"]),
+        magnets=common_pb2.Magnets(entitaet_ids=[2, 9], timeline_id=4), sprecher="Clara",
+    ))  # fmt: skip
+    for number, text in enumerate(("Clara's dog Bruno is afraid of thunderstorms.", "Clara won a chess tournament.")):
+        await kzg_stub.StoreEntry(_store(
+            0.5, text, ["Hund"], pair=pair, turn=common_pb2.TurnContext(turn_id=f"turn-{number + 2}"),
+            ei=common_pb2.EiFields(emotion="angst"), magnets=common_pb2.Magnets(entitaet_ids=[7]), sprecher="Clara",
+        ))  # fmt: skip
+
+    def ask(full_entries: int) -> kzg_pb2.RetrieveRequest:
+        return kzg_pb2.RetrieveRequest(
+            pair=pair, query_text="Who does Clara play chess with?", lexical_text="Clara dog chess tournament",
+            sprache="en", full_entries=full_entries,
+        )  # fmt: skip
+
+    whole = await kzg_stub.Retrieve(ask(0))
+    brief = await kzg_stub.Retrieve(ask(1))
+    assert len(whole.hits) == 3 and not any(hit.brief for hit in whole.hits)
+    assert [(h.entry.kzg_key, h.similarity, list(h.quellen)) for h in brief.hits] == [
+        (h.entry.kzg_key, h.similarity, list(h.quellen)) for h in whole.hits
+    ]
+    first, *rest = brief.hits
+    assert "dense" in first.quellen and not first.brief and first.entry == whole.hits[0].entry
+    assert first.entry.HasField("ei") and first.entry.HasField("magnets") and first.entry.haeufigkeit >= 1
+    for hit, full in zip(rest, whole.hits[1:], strict=True):
+        assert hit.brief
+        entry = hit.entry
+        # what a recall item needs, as the whole entry has it
+        for name in ("kzg_key", "entry_id", "pair", "beobachter", "inhalt", "sprecher", "sprache", "turn_id",
+                     "erstellt_am", "ablauf_am"):  # fmt: skip
+            assert getattr(entry, name) == getattr(full.entry, name), name
+        assert entry.sprecher == "Clara" and entry.turn_id.startswith("turn-") and entry.erstellt_am.seconds > 0
+        assert 0 < entry.ttl_seconds <= full.entry.ttl_seconds + 1
+        # and nothing else
+        assert full.entry.ei.emotion in ("freude", "angst") and list(full.entry.magnets.entitaet_ids)
+        assert not entry.HasField("ei") and not entry.HasField("magnets") and list(entry.themen) == []
+        assert entry.salienz == 0.0 and entry.haeufigkeit == 0
+
+
 async def test_bad_retrieve_requests_are_invalid_argument(kzg_stub: kzg_pb2_grpc.KzgServiceStub) -> None:
     for request in (
+        kzg_pb2.RetrieveRequest(pair=PAIR, query_text="x", full_entries=-1),
         kzg_pb2.RetrieveRequest(pair=PAIR, query_vector=kzg_pb2.QueryVector(values=[0.5] * 3)),
         kzg_pb2.RetrieveRequest(pair=PAIR),
         kzg_pb2.RetrieveRequest(pair=PAIR, query_text="x", beobachter=9),  # type: ignore[arg-type]

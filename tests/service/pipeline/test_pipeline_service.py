@@ -142,6 +142,8 @@ async def test_dossier_weights_perspectives_and_logs_the_gravitation_decision(se
     dossier = await call
     assert dossier.cluster == "paradox" and dossier.gravitation_faktor == pytest.approx(0.10)
     assert {h.hit.entry.beobachter for h in dossier.kzg_hits} == {USER, ASSISTANT}
+    # the seeds' hits come whole (the deeper candidates of the recall list come brief)
+    assert all(not h.hit.brief and list(h.hit.entry.themen) == ["bread", "sourdough"] for h in dossier.kzg_hits)
     for hit in dossier.kzg_hits:
         weight = 1.0 if hit.hit.entry.beobachter == USER else 0.7
         assert hit.weight == weight and hit.score == pytest.approx(hit.hit.similarity * weight)

@@ -186,7 +186,7 @@ class RetrieveFilters(_message.Message):
     def __init__(self, emotion: _Optional[_Iterable[str]] = ..., modus: _Optional[_Iterable[str]] = ..., entitaet_ids: _Optional[_Iterable[int]] = ..., themen: _Optional[_Iterable[str]] = ..., timeline_id: _Optional[int] = ..., min_salienz: _Optional[float] = ...) -> None: ...
 
 class RetrieveRequest(_message.Message):
-    __slots__ = ("pair", "query_text", "query_vector", "beobachter", "filters", "top_k", "turn", "as_of", "lexical_text", "question_entity_ids", "sprache")
+    __slots__ = ("pair", "query_text", "query_vector", "beobachter", "filters", "top_k", "turn", "as_of", "lexical_text", "question_entity_ids", "sprache", "full_entries")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -198,6 +198,7 @@ class RetrieveRequest(_message.Message):
     LEXICAL_TEXT_FIELD_NUMBER: _ClassVar[int]
     QUESTION_ENTITY_IDS_FIELD_NUMBER: _ClassVar[int]
     SPRACHE_FIELD_NUMBER: _ClassVar[int]
+    FULL_ENTRIES_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     query_text: str
     query_vector: QueryVector
@@ -209,7 +210,8 @@ class RetrieveRequest(_message.Message):
     lexical_text: str
     question_entity_ids: _containers.RepeatedScalarFieldContainer[int]
     sprache: str
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., filters: _Optional[_Union[RetrieveFilters, _Mapping]] = ..., top_k: _Optional[int] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lexical_text: _Optional[str] = ..., question_entity_ids: _Optional[_Iterable[int]] = ..., sprache: _Optional[str] = ...) -> None: ...
+    full_entries: int
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., filters: _Optional[_Union[RetrieveFilters, _Mapping]] = ..., top_k: _Optional[int] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lexical_text: _Optional[str] = ..., question_entity_ids: _Optional[_Iterable[int]] = ..., sprache: _Optional[str] = ..., full_entries: _Optional[int] = ...) -> None: ...
 
 class QueryVector(_message.Message):
     __slots__ = ("values", "model_id")
@@ -220,14 +222,16 @@ class QueryVector(_message.Message):
     def __init__(self, values: _Optional[_Iterable[float]] = ..., model_id: _Optional[str] = ...) -> None: ...
 
 class RetrieveHit(_message.Message):
-    __slots__ = ("entry", "similarity", "quellen")
+    __slots__ = ("entry", "similarity", "quellen", "brief")
     ENTRY_FIELD_NUMBER: _ClassVar[int]
     SIMILARITY_FIELD_NUMBER: _ClassVar[int]
     QUELLEN_FIELD_NUMBER: _ClassVar[int]
+    BRIEF_FIELD_NUMBER: _ClassVar[int]
     entry: _common_pb2.KzgEntry
     similarity: float
     quellen: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, entry: _Optional[_Union[_common_pb2.KzgEntry, _Mapping]] = ..., similarity: _Optional[float] = ..., quellen: _Optional[_Iterable[str]] = ...) -> None: ...
+    brief: bool
+    def __init__(self, entry: _Optional[_Union[_common_pb2.KzgEntry, _Mapping]] = ..., similarity: _Optional[float] = ..., quellen: _Optional[_Iterable[str]] = ..., brief: _Optional[bool] = ...) -> None: ...
 
 class RetrieveResponse(_message.Message):
     __slots__ = ("hits", "threshold", "model_id", "dropped_below_threshold")
