@@ -9,13 +9,11 @@ with the ids this process already served remembered (:class:`PairNodeCache`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from opentelemetry import trace
@@ -50,12 +48,9 @@ __all__ = [
     "PipelineContext",
     "Timing",
     "TurnStep",
-    "beside",
     "peer_models",
     "turn_time",
 ]
-
-T = TypeVar("T")
 
 TRACER = tracer("services.pipeline")
 
@@ -208,21 +203,6 @@ class PipelineContext:
         if checked.missing:
             raise NotFound(f"served_node_ids {list(checked.missing)} are not nodes of this pair")
         self.known_nodes.add(pair, node_ids)
-
-
-@contextlib.asynccontextmanager
-async def beside(read: Awaitable[T]) -> AsyncIterator[asyncio.Future[T]]:
-    """``read`` started at once, for the block to await where it needs it; when the block ends it is
-    cancelled if still running (the block failed first) and its failure taken (the block's error is
-    the one answered)."""
-    started = asyncio.ensure_future(read)
-    try:
-        yield started
-    finally:
-        if not started.done():
-            started.cancel()
-        elif not started.cancelled():
-            started.exception()
 
 
 class TurnStep:

@@ -31,7 +31,6 @@ from services.pipeline.app.context import (
     NODE_VERWENDUNG,
     Timing,
     TurnStep,
-    beside,
 )
 from services.pipeline.app.turn_writer import given_analysis, kzg_entry_text
 from services.pipeline.validation import check_dispatch
@@ -50,12 +49,9 @@ class Dispatch(TurnStep):
         pair, pair_kwargs, as_of = await ctx.open_turn(request, "answer_analysis")
         served = list(dict.fromkeys(request.served_node_ids))
         await ctx.check_served(pair, served)
+        profile = await ctx.clusters.profile(pair)
         assistant = common_pb2.BEOBACHTER_ASSISTANT
-        # The pair's profile (Redis) is read while the answer is analysed.
-        async with (
-            beside(ctx.clusters.profile(pair)) as profile,
-            ctx.log.span(turn_id=request.turn_id, node=NODE_DISPATCHER, erstellt_am=as_of, **pair_kwargs) as span_id,
-        ):
+        async with ctx.log.span(turn_id=request.turn_id, node=NODE_DISPATCHER, erstellt_am=as_of, **pair_kwargs) as span_id:
             turn = common_pb2.TurnContext(turn_id=request.turn_id, span_id=span_id)
             ctx.log.write(
                 turn_id=request.turn_id, node=NODE_DISPATCHER, art="eingang", span_id=span_id,
@@ -77,7 +73,7 @@ class Dispatch(TurnStep):
                 """One model batch: the answer (for the usage reinforcement, when a served node can be
                 compared with it) and the character's KZG entry text (when the entry passes the gate)."""
                 texts = [query_embed_text(request.answer_text)] if served else []
-                entry_text = kzg_entry_text(await analysed, (await profile).character_name)
+                entry_text = kzg_entry_text(await analysed, profile.character_name)
                 if entry_text is not None:
                     texts.append(entry_text)
                 if not texts:
@@ -114,7 +110,7 @@ class Dispatch(TurnStep):
                 """The character's own session turn (sent once analysed) and KZG entry (beobachter = assistant)."""
                 _, stored = await self.writer.write_turn(
                     pair, assistant, request.answer_text, await analysed, turn, as_of, "pipeline.dispatcher", timing,
-                    await profile, entry_vector(),
+                    profile, entry_vector(),
                 )  # fmt: skip
                 return stored
 

@@ -16,7 +16,7 @@ from opentelemetry import trace
 
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
-from services.pipeline.app.context import NODE_OBSERVE, ROLE, Timing, TurnStep, beside, turn_time
+from services.pipeline.app.context import NODE_OBSERVE, ROLE, Timing, TurnStep, turn_time
 from services.pipeline.app.turn_writer import Written, given_analysis
 from services.pipeline.store import Profile
 from services.pipeline.validation import check_observe, check_observe_batch
@@ -40,16 +40,11 @@ class Observe(TurnStep):
         timing = Timing()
         check_observe(request)
         pair, pair_kwargs, as_of = await ctx.open_turn(request, "analysis")
-        given = request.profile if request.HasField("profile") else None
-        # The pair's profile (Redis) is read while the turn is analysed.
-        async with (
-            beside(self._profile(pair, given)) as profile,
-            ctx.log.span(turn_id=request.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs) as span_id,
-        ):
+        profile = await self._profile(pair, request.profile if request.HasField("profile") else None)
+        async with ctx.log.span(turn_id=request.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs) as span_id:
             turn, analysis = await self._take_in(pair, request, as_of, span_id)
             appended, stored = await self.writer.write_turn(
-                pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing,
-                await profile,
+                pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing, profile
             )
         response = pipeline_pb2.ObserveTurnResponse(
             kzg=stored, analysis=analysis, analyzed_by_service=not request.HasField("analysis"),
