@@ -214,7 +214,6 @@ def decode_brief(key: str, values: Sequence[Any]) -> KzgEntryData:
     )
 
 
-
 def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embedding: bool) -> KzgEntryData:
     """An entry from its hash fields (SPEC §4.1)."""
 
