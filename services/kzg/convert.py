@@ -77,10 +77,9 @@ def _moment(ts: Timestamp) -> datetime | None:
     return None if ts.seconds == 0 and ts.nanos == 0 else from_timestamp(ts)
 
 
-_ENTRY_AS_IS = (
-    *("kzg_key", "inhalt", "salienz", "salienz_eingang_herkunft", "gedaechtnistyp", "dimension", "turn_id"),
-    *("ttl_seconds", "sprecher", "sprache"),
-)
+_BRIEF_AS_IS = ("kzg_key", "inhalt", "turn_id", "ttl_seconds", "sprecher", "sprache")
+"""The fields of a brief hit that an entry and its KzgEntry message share by name and type."""
+_ENTRY_AS_IS = (*_BRIEF_AS_IS, "salienz", "salienz_eingang_herkunft", "gedaechtnistyp", "dimension")
 """The fields an entry and its KzgEntry message share by name and type, copied as they are both ways."""
 
 
@@ -88,20 +87,36 @@ def _as_is(source: Any) -> dict[str, Any]:
     return {name: getattr(source, name) for name in _ENTRY_AS_IS}
 
 
+def _brief_fields(entry: KzgEntryData) -> dict[str, Any]:
+    """What a brief hit carries (``services.kzg.store.codec.BRIEF_FIELDS``), as message keywords."""
+    return {
+        **{name: getattr(entry, name) for name in _BRIEF_AS_IS},
+        "entry_id": entry.entry_id,
+        "pair": entry.pair.to_proto(),
+        "beobachter": Beobachter.proto_of_name(entry.beobachter),
+        "erstellt_am": to_timestamp(entry.erstellt_am),
+        "ablauf_am": optional_timestamp(entry.ablauf_am),
+    }
+
+
+def brief_entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
+    """The fields of a brief hit as the shared message; every other field unset."""
+    return common_pb2.KzgEntry(**_brief_fields(entry))
+
+
 def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
     """A domain entry as the shared proto message (SPEC §4.1)."""
     message = common_pb2.KzgEntry(
-        **_as_is(entry),
-        entry_id=entry.entry_id,
-        pair=entry.pair.to_proto(),
-        beobachter=Beobachter.proto_of_name(entry.beobachter),
+        **_brief_fields(entry),
+        salienz=entry.salienz,
+        salienz_eingang_herkunft=entry.salienz_eingang_herkunft,
+        gedaechtnistyp=entry.gedaechtnistyp,
+        dimension=entry.dimension,
         themen=list(entry.themen),
         salienz_eingang=entry.salienz_eingang if entry.salienz_eingang is not None else 0.0,
         haeufigkeit=entry.haeufigkeit,
         ei=entry.ei.to_proto(),
         magnets=entry.magnets.to_proto(),
-        erstellt_am=to_timestamp(entry.erstellt_am),
-        ablauf_am=optional_timestamp(entry.ablauf_am),
         traceparent=entry.traceparent,
     )
     if entry.embedding is not None:
@@ -219,16 +234,6 @@ def retrieve_query(request: kzg_pb2.RetrieveRequest) -> RetrieveQuery:
         question_entity_ids=tuple(dict.fromkeys(request.question_entity_ids)),
         full_entries=request.full_entries,
     )
-
-
-def brief_entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
-    """The fields of a brief hit (``services.kzg.store.codec.BRIEF_FIELDS``) as the shared message."""
-    return common_pb2.KzgEntry(
-        kzg_key=entry.kzg_key, entry_id=entry.entry_id, pair=entry.pair.to_proto(),
-        beobachter=Beobachter.proto_of_name(entry.beobachter), inhalt=entry.inhalt, sprecher=entry.sprecher,
-        sprache=entry.sprache, turn_id=entry.turn_id, erstellt_am=to_timestamp(entry.erstellt_am),
-        ablauf_am=optional_timestamp(entry.ablauf_am), ttl_seconds=entry.ttl_seconds,
-    )  # fmt: skip
 
 
 def hit_pb(hit: Hit) -> kzg_pb2.RetrieveHit:

@@ -176,6 +176,7 @@ BRIEF_FIELDS: tuple[str, ...] = (
     "user_id", "character_id", "beobachter", "inhalt", "sprecher", "sprache", "turn_id", "erstellt_am", "ablauf_am",
 )  # fmt: skip
 """What a brief hit of a retrieval holds (RetrieveHit.brief): what a recall item needs (SPEC §11)."""
+_BRIEF_FIELD_KEYS = tuple(name.encode() for name in BRIEF_FIELDS)
 _NO_EI = Ei()
 _NO_MAGNETS = Magnets()
 
@@ -189,13 +190,10 @@ def decode_read(key: str, values: Sequence[Any]) -> KzgEntryData:
 def decode_brief(key: str, values: Sequence[Any]) -> KzgEntryData:
     """A brief entry from the read script's answer for it: the values of :data:`BRIEF_FIELDS`, then its
     TTL; every other field keeps its empty default."""
-    user_id, character_id, beobachter, inhalt, sprecher, sprache, turn_id, erstellt_am, ablauf_am, ttl = values
+    raw = {name: value for name, value in zip(_BRIEF_FIELD_KEYS, values, strict=False) if value is not None}
     return KzgEntryData(
-        kzg_key=key,
-        entry_id=key.rsplit(":", 1)[-1],
-        pair=Pair(text(user_id), text(character_id)),
-        beobachter=text(beobachter),
-        inhalt=text(inhalt),
+        **_recall_part(key, raw),
+        ttl_seconds=int(values[len(BRIEF_FIELDS)]),
         themen=(),
         salienz=0.0,
         salienz_eingang=None,
@@ -205,13 +203,23 @@ def decode_brief(key: str, values: Sequence[Any]) -> KzgEntryData:
         dimension="",
         ei=_NO_EI,
         magnets=_NO_MAGNETS,
-        erstellt_am=moment_or_none(erstellt_am) or _EPOCH,
-        turn_id=text(turn_id),
-        ttl_seconds=int(ttl),
-        sprecher=text(sprecher),
-        sprache=text(sprache),
-        ablauf_am=moment_or_none(ablauf_am),
     )
+
+
+def _recall_part(key: str, raw: Mapping[bytes, bytes]) -> dict[str, Any]:
+    """The fields of :data:`BRIEF_FIELDS` (and the key's own) as the entry's keyword arguments."""
+    return {
+        "kzg_key": key,
+        "entry_id": key.rsplit(":", 1)[-1],
+        "pair": Pair(text(raw.get(b"user_id")), text(raw.get(b"character_id"))),
+        "beobachter": text(raw.get(b"beobachter")),
+        "inhalt": text(raw.get(b"inhalt")),
+        "sprecher": text(raw.get(b"sprecher")),
+        "sprache": text(raw.get(b"sprache")),
+        "turn_id": text(raw.get(b"turn_id")),
+        "erstellt_am": moment_or_none(raw.get(b"erstellt_am")) or _EPOCH,
+        "ablauf_am": moment_or_none(raw.get(b"ablauf_am")),
+    }
 
 
 def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embedding: bool) -> KzgEntryData:
@@ -225,11 +233,7 @@ def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embeddi
         embedding = decode_vector(raw[b"embedding"]).copy()
     haeufigkeit = int_or_none(raw.get(b"haeufigkeit"))
     return KzgEntryData(
-        kzg_key=key,
-        entry_id=key.rsplit(":", 1)[-1],
-        pair=Pair(field("user_id"), field("character_id")),
-        beobachter=field("beobachter"),
-        inhalt=field("inhalt"),
+        **_recall_part(key, raw),
         themen=_split(raw.get(b"themen"), THEMEN_SEPARATOR),
         salienz=float_or_none(raw.get(b"salienz")) or 0.0,
         salienz_eingang=float_or_none(raw.get(b"salienz_eingang")),
@@ -246,14 +250,9 @@ def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embeddi
             [i for part in _split(raw.get(b"entitaet_ids"), ",") if (i := int_or_none(part.encode()))],
             int_or_none(raw.get(b"timeline_id")),
         ),
-        erstellt_am=moment_or_none(raw.get(b"erstellt_am")) or _EPOCH,
-        turn_id=field("turn_id"),
         ttl_seconds=ttl,
         promotion_queued=raw.get(b"promotion_queued") == b"1",
         embedding=embedding,
-        sprecher=field("sprecher"),
-        sprache=field("sprache"),
-        ablauf_am=moment_or_none(raw.get(b"ablauf_am")),
         traceparent=field("traceparent"),
     )
 
