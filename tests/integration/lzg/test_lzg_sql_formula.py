@@ -52,6 +52,36 @@ async def test_decay_equals_python(store: LzgStore) -> None:
         assert row["v"] == pytest.approx(decayed(w, s / 86400.0), rel=1e-12)
 
 
+async def test_decay_at_the_ends_of_time_gives_a_number(store: LzgStore) -> None:
+    """Spans the requests allow (1970 to 9999) take a weight below what a float holds: PostgreSQL's exp()
+    and product raise "underflow" there, where the Python twin rounds to 0 — the read answered INTERNAL
+    (migration 012). Now 0 beyond e^−700 (the twin: 0 or below 1e−304), and a weight carried back over
+    millennia stays finite; the spans before still give the twin's number."""
+    start = datetime(2026, 6, 1, tzinfo=UTC)
+    day = 86400.0
+    spans = [
+        1_400 * 365.25 * day,  # exp(−767): PostgreSQL's exp() underflows
+        7_973 * 365.25 * day,  # to 9999-12-30, the latest as_of
+        1_270 * 365.25 * day,  # exp(−696) ≈ 2e−303: its product with 1e−30 underflows
+        400 * day,  # an ordinary span, for comparison
+    ]
+    weights = [3.25, 3.25, 1e-30, 3.25]
+    rows = await store.pool.fetch(
+        "SELECT lzg.knoten_verfall(w, $3::timestamptz, $3::timestamptz + make_interval(secs => s), $4) AS v "
+        "FROM unnest($1::float8[], $2::float8[]) WITH ORDINALITY AS u(w, s, i) ORDER BY i",
+        weights, spans, start, LZG_KNOTEN_DECAY_RATE,
+    )  # fmt: skip
+    values = [row["v"] for row in rows]
+    assert values[:3] == [0.0, 0.0, 0.0]
+    assert [decayed(w, s / day) for w, s in zip(weights[:3], spans[:3], strict=True)] == [0.0, 0.0, 0.0]
+    assert values[3] == pytest.approx(decayed(3.25, 400.0), rel=1e-12)
+    # Back in time from a decay done in year 9999: the exponent is capped, the weight is a finite number.
+    back = await store.pool.fetchval(
+        "SELECT lzg.knoten_verfall(1.0, '9999-12-29'::timestamptz, '1970-01-01'::timestamptz, $1)", LZG_KNOTEN_DECAY_RATE
+    )
+    assert back == pytest.approx(np.exp(700.0))
+
+
 async def test_edge_raw_equals_python(store: LzgStore) -> None:
     rng = np.random.default_rng(2)
     a, b = rng.uniform(0, 10, N), rng.uniform(0, 10, N)
