@@ -10,6 +10,8 @@ Dated mention
     ``letzten Freitag``: the last one), ``letzte/nächste/diese Woche``, ``letzten/nächsten Monat``,
     ``im März [2026]``, ``letztes/nächstes Jahr``, ``im Jahr 2019``. Resolved against ``as_of``
     to the start of its day / ISO week (Monday) / month / year in UTC, with that ``praezision``.
+    A date outside what the stores hold (``novaberg_core.contract``: year 1 to 9999-12-30) is none:
+    "next year" said on 9999-12-30 names nothing to search for or to register.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from novaberg_core.contract import TIME_MAX, ZEITPUNKT_MIN
 from novaberg_core.model import Praezision
 from services.pipeline.tokens import sentence_initial
 
@@ -226,9 +229,12 @@ def find_dated_mention(text: str, as_of: datetime) -> DatedMention | None:
     best: tuple[int, int, DatedMention] | None = None
     for priority, (kind, pattern) in enumerate(_PATTERNS):
         for match in pattern.finditer(text):
-            resolved = _resolve(kind, match, as_of, text)
-            if resolved is None:
+            try:
+                resolved = _resolve(kind, match, as_of, text)
+            except (ValueError, OverflowError):  # "next year" on 9999-12-30: a year no datetime holds
                 continue
+            if resolved is None or not ZEITPUNKT_MIN <= resolved[0] <= TIME_MAX:
+                continue  # a date the stores do not hold is no date to search for or to register
             key = (match.start(), priority)
             if best is None or key < best[:2]:
                 best = (match.start(), priority, DatedMention(resolved[0], resolved[1], match.group().strip()))

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from novaberg_core.contract import TIME_MAX
 from services.pipeline.dates import find_dated_mention
 from services.pipeline.text_rules import (
     SALIENCE_WEIGHTS,
@@ -67,6 +68,22 @@ def test_no_dated_mention(text: str) -> None:
 def test_earliest_mention_wins() -> None:
     mention = find_dated_mention("gestern sagte sie, am 12. März ist es soweit", AS_OF)
     assert mention is not None and mention.phrase == "gestern"
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Next year we go hiking.", None),  # year 10000: no datetime holds it
+        ("Nächstes Jahr wandern wir.", None),
+        ("Next weekend we bake.", None),  # past what timedelta arithmetic holds
+        ("In 100 years, who knows.", None),
+        ("The day after tomorrow we start.", None),  # 9999-12-31 holds, but lies past the stores' last day
+        ("Next year, or yesterday?", datetime(9999, 12, 29, tzinfo=UTC)),  # the next mention the stores hold
+    ],
+)
+def test_a_date_past_the_last_day_is_no_mention(text: str, found: datetime | None) -> None:
+    mention = find_dated_mention(text, TIME_MAX)
+    assert (mention.zeitpunkt if mention else None) == found
 
 
 def test_naive_as_of_is_refused() -> None:
