@@ -6,12 +6,13 @@ means the server clock. Naive datetimes are refused rather than guessed at.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
 __all__ = [
-    "SECONDS_PER_DAY", "as_of_or_now", "days_between", "from_timestamp", "optional_timestamp", "to_timestamp", "utc_now",
+    "SECONDS_PER_DAY", "as_of_or_now", "days_between", "from_timestamp", "optional_timestamp", "shifted", "to_timestamp",
+    "utc_now",
 ]  # fmt: skip
 
 SECONDS_PER_DAY = 86_400.0
@@ -56,6 +57,16 @@ def days_between(a: datetime, b: datetime) -> float:
     _require_aware(a, "days_between")
     _require_aware(b, "days_between")
     return (b - a).total_seconds() / SECONDS_PER_DAY
+
+
+def shifted(dt: datetime, days: float) -> datetime:
+    """``dt`` moved by ``days`` (negative: back), held at the first or last instant a datetime holds where
+    it would leave that range: a window around a date near year 1 or 9999, a retention of millions of days."""
+    _require_aware(dt, "shifted")
+    try:
+        return dt + timedelta(days=days)
+    except OverflowError:
+        return (datetime.min if days < 0 else datetime.max).replace(tzinfo=dt.tzinfo)
 
 
 def _require_aware(dt: datetime, where: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import numpy.typing as npt
 from novaberg_core.embedding import ModelStamp, check_store_model
 from novaberg_core.migrations import load_queries
 from novaberg_core.pg import open_migrated_pool
+from novaberg_core.timeutil import shifted
 from services.lzg.layers import LZG_TIMELINE_TOLERANZ, Praezision, TimelineRef, timeline_tiefe
 from services.lzg.read_store import PairReader
 from services.lzg.rows import (
@@ -105,8 +106,8 @@ class PairTx:
             self.q["timelines_of_precision"],
             *self.pair,
             ref.praezision.value,
-            ref.zeitpunkt - timedelta(days=margin),
-            ref.zeitpunkt + timedelta(days=margin),
+            shifted(ref.zeitpunkt, -margin),
+            shifted(ref.zeitpunkt, margin),
         )
         near = {r["id"]: TimelineRef(r["zeitpunkt"], ref.praezision) for r in rows}
         return {tid: other for tid, other in near.items() if timeline_tiefe(ref, other) is not None}

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from novaberg_core.timeutil import as_of_or_now, days_between, from_timestamp, to_timestamp, utc_now
+from novaberg_core.timeutil import as_of_or_now, days_between, from_timestamp, shifted, to_timestamp, utc_now
 
 
 def test_utc_now_is_aware_utc() -> None:
@@ -66,3 +66,13 @@ def test_to_timestamp_equals_the_protobuf_conversion() -> None:
         return ts
 
     assert [to_timestamp(m) for m in moments] == [via_protobuf(m) for m in moments]
+
+
+def test_shifted_holds_at_the_ends_of_what_a_datetime_holds() -> None:
+    a = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+    assert shifted(a, 1.5) == a + timedelta(hours=36) and shifted(a, -2) == a - timedelta(days=2)
+    assert shifted(datetime(9999, 12, 30, tzinfo=UTC), 400) == datetime.max.replace(tzinfo=UTC)
+    assert shifted(datetime(1, 1, 2, tzinfo=UTC), -30) == datetime.min.replace(tzinfo=UTC)
+    assert shifted(a, -(2**31 - 1)) == datetime.min.replace(tzinfo=UTC)  # more days than a timedelta holds
+    with pytest.raises(ValueError, match="timezone-aware"):
+        shifted(datetime(2026, 1, 1), 1)
