@@ -2,7 +2,7 @@
 
 "Next year" said on 9999-12-30 names a year no datetime holds, "the day after tomorrow" one past the latest
 instant the stores accept: such a date is no date to search for or to register. The turn is observed and
-its dossier built as any other — OK, not INTERNAL (the date resolution raised there, found by trying the
+its dossier built and the answer dispatched as any other — OK, not INTERNAL (the date resolution raised there, found by trying the
 ends of the accepted range after tests/e2e/test_attacks.py found the LZG's decay failing at them).
 """
 
@@ -36,11 +36,16 @@ async def test_turns_and_dossiers_at_the_ends_of_time(service: PipelineUnderTest
         observed = await service.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
             pair=PAIR, turn_id=turn_id, beobachter=common_pb2.BEOBACHTER_USER, text=text, as_of=to_timestamp(as_of),
         ))  # fmt: skip
-        assert observed.session_turn_count == number + 1
+        assert observed.session_turn_count == 2 * number + 1  # the answers are turns of the session too
         dossier = await service.pipeline.BuildDossier(pipeline_pb2.BuildDossierRequest(
             pair=PAIR, turn_id=turn_id, query_text=text, as_of=to_timestamp(as_of),
         ))  # fmt: skip
         assert dossier.cluster
+        dispatched = await service.pipeline.Dispatch(pipeline_pb2.DispatchRequest(
+            pair=PAIR, turn_id=turn_id, user_prompt=text, answer_text=f"Oh, tell me more! ({text})", cluster="bier",
+            served_node_ids=dossier.served_node_ids, as_of=to_timestamp(as_of),
+        ))  # fmt: skip
+        assert list(dispatched.fehler) == []
     # Every date the analyzer registered lies within what the stores accept.
     timelines = await service.lzg.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=PAIR))
     years = {t.zeitpunkt.ToDatetime(tzinfo=UTC).year for t in timelines.timelines}
