@@ -80,10 +80,13 @@ def shift_query(query: Vector, goals: Sequence[Goal], faktor: float) -> Vector:
     if faktor == 0.0:
         return raw.copy()
     pull = np.zeros(raw.shape, dtype=np.float64)
-    for goal in goals:
-        pull += np.asarray(goal.embedding, dtype=np.float64) * goal.aktivierungs_staerke
-    mixed = raw.astype(np.float64) * (1.0 - faktor) + pull * faktor
-    norm = float(np.linalg.norm(mixed))
-    if norm == 0.0 or not np.isfinite(norm):
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, by name
+        for goal in goals:
+            pull += np.asarray(goal.embedding, dtype=np.float64) * goal.aktivierungs_staerke
+        mixed = raw.astype(np.float64) * (1.0 - faktor) + pull * faktor
+        norm = float(np.linalg.norm(mixed))
+    if not np.isfinite(norm):
+        raise InvalidArgument("the gravitation shift overflowed: the goals' aktivierungs_staerke are too large")
+    if norm == 0.0:
         raise InvalidArgument("the gravitation shift produced a zero vector (goals cancel the query)")
     return (mixed / norm).astype(np.float32)

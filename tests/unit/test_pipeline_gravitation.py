@@ -94,6 +94,12 @@ def test_cancelling_goal_is_refused() -> None:
         shift_query(query, [Goal(np.array([-1.0, 0.0], dtype=np.float32), 1.0)], 0.5)
 
 
+def test_an_overflowing_goal_is_refused_as_such() -> None:
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    with pytest.raises(InvalidArgument, match="overflowed"):
+        shift_query(query, [Goal(np.array([0.9, 0.1], dtype=np.float32), 1e308)] * 2, 0.5)
+
+
 def test_factor_outside_unit_interval_is_refused() -> None:
     with pytest.raises(InvalidArgument):
         shift_query(np.array([1.0, 0.0], dtype=np.float32), [], 1.5)
