@@ -76,6 +76,11 @@ class Dossier:
         decision = gravitation_factor(
             cluster, list(request.intentionen), ctx.cluster_table.gravitation_faktor_by_cluster
         )
+        # The shift is refused (an overflow, goals cancelling the query) before anything is logged.
+        goals = [Goal(np.asarray(g.embedding, dtype=np.float32), g.aktivierungs_staerke) for g in request.goals]
+        with TRACER.start_as_current_span("pipeline.gravitation"):
+            search = shift_query(query, goals, decision.faktor)
+        search_values = search.tolist()
         async with ctx.log.span(turn_id=request.turn_id, node=NODE_ENRICHER, erstellt_am=as_of, **pair_kwargs) as span_id:
             turn = common_pb2.TurnContext(turn_id=request.turn_id, span_id=span_id)
             ctx.log.write(
@@ -92,10 +97,6 @@ class Dossier:
                 massstab={"cluster_faktor": decision.cluster_faktor, "anweisung_faktor": 0.0},
                 span_id=span_id, erstellt_am=as_of, **pair_kwargs,
             )  # fmt: skip
-            goals = [Goal(np.asarray(g.embedding, dtype=np.float32), g.aktivierungs_staerke) for g in request.goals]
-            with TRACER.start_as_current_span("pipeline.gravitation"):
-                search = shift_query(query, goals, decision.faktor)
-            search_values = search.tolist()
             # KZG retrieval runs while the LZG reads and renders the blocks in the same call (SPEC §7:
             # both with the shifted vector).
             retrieved, spread = await asyncio.gather(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import grpc
+import grpc.aio
 import numpy as np
 import pytest
 
@@ -16,7 +18,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
-from novaberg_core.embedding import profile_for
+from novaberg_core.embedding import EmbeddingProvider, profile_for
 from novaberg_core.timeutil import from_timestamp, to_timestamp
 from services.lzg.weights import decayed
 from tests.service.pipeline.conftest import PipelineUnderTest
@@ -154,3 +156,27 @@ async def test_dispatch_as_of_is_the_reinforcement_time(service: PipelineUnderTe
     assert from_timestamp(after.verstaerkt_am) == as_of
     assert from_timestamp(after.decay_am) == as_of
     assert after.haeufigkeit == node.haeufigkeit + 1
+
+
+async def test_a_shift_that_overflows_is_refused_before_anything_is_logged(
+    service: PipelineUnderTest, provider: EmbeddingProvider
+) -> None:
+    """Goals of a strength whose sum no float holds (SPEC §6's e_nova overflows): INVALID_ARGUMENT naming the
+    overflow, and — a refused call changes nothing — not one log record of the turn (the attack fuzz found the
+    dossier's input and gravitation records written before the shift was refused)."""
+    dispatched = await service.pipeline.Dispatch(pipeline_pb2.DispatchRequest(
+        pair=PAIR, turn_id="turn-glut", user_prompt="Play something!", answer_text="Gladly.", cluster="glut",
+        answer_analysis=_quiet_answer(),
+    ))  # fmt: skip
+    assert dispatched.cluster_persisted == "glut"  # the next dossier shifts with f = 0.30
+    goal = [0.9, 0.1] + [0.0] * (provider.dimension - 2)
+    goals = [pipeline_pb2.ActivatedGoal(embedding=goal, aktivierungs_staerke=1e308)] * 2
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await service.pipeline.BuildDossier(pipeline_pb2.BuildDossierRequest(
+            pair=PAIR, turn_id="turn-overflow", query_text=QUERY, goals=goals,
+        ))  # fmt: skip
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "overflowed" in (refused.value.details() or "")
+    await service.log.flush()
+    assert [r.art for r in service.sink.records if r.turn_id == "turn-overflow"] == []
+    assert await service.peers.records("turn-overflow") == []
