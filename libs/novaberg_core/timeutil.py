@@ -61,7 +61,7 @@ def days_between(a: datetime, b: datetime) -> float:
 
 def shifted(dt: datetime, days: float) -> datetime:
     """``dt`` moved by ``days`` (negative: back), held at the first or last instant a datetime holds where
-    it would leave that range: a window around a date near year 1 or 9999, a retention of millions of days."""
+    it would leave that range (the tolerance window around a timeline ref in year 1 or 9999)."""
     _require_aware(dt, "shifted")
     try:
         return dt + timedelta(days=days)
