@@ -27,7 +27,7 @@ __all__ = [
     "field_paths",
     "postgres_fingerprint",
     "redis_fingerprint",
-    "with_value",
+    "with_values",
 ]
 
 INVALID_UTF8 = object()
@@ -151,13 +151,15 @@ def _assign(message: Message, field: FieldDescriptor, value: Any) -> None:
         setattr(message, field.name, _MARKER if value is INVALID_UTF8 else value)
 
 
-def with_value(base: Message, path: FieldPath, value: Any) -> bytes:
-    """``base`` with the leaf of ``path`` set to ``value``, serialised (invalid UTF-8 spliced in)."""
+def with_values(base: Message, assignments: Sequence[tuple[FieldPath, Any]]) -> bytes:
+    """``base`` with each leaf set to its value in turn (a later one of the same field wins), serialised
+    (invalid UTF-8 spliced in)."""
     request = type(base)()
     request.CopyFrom(base)
-    _assign(_container(request, path), path.leaf, value)
+    for path, value in assignments:
+        _assign(_container(request, path), path.leaf, value)
     data = request.SerializeToString()
-    if _uses_invalid_utf8(value):
+    if any(_uses_invalid_utf8(value) for _, value in assignments):
         data = data.replace(_MARKER.encode(), _INVALID_BYTES)
     return data
 
