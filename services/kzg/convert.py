@@ -79,7 +79,9 @@ def _moment(ts: Timestamp) -> datetime | None:
 
 _BRIEF_AS_IS = ("kzg_key", "inhalt", "turn_id", "ttl_seconds", "sprecher", "sprache")
 """The fields of a brief hit that an entry and its KzgEntry message share by name and type."""
-_ENTRY_AS_IS = (*_BRIEF_AS_IS, "salienz", "salienz_eingang_herkunft", "gedaechtnistyp", "dimension")
+_WHOLE_AS_IS = ("salienz", "salienz_eingang_herkunft", "gedaechtnistyp", "dimension")
+"""The fields a whole entry adds to a brief hit's, shared with its message by name and type."""
+_ENTRY_AS_IS = (*_BRIEF_AS_IS, *_WHOLE_AS_IS)
 """The fields an entry and its KzgEntry message share by name and type, copied as they are both ways."""
 
 
@@ -108,10 +110,7 @@ def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
     """A domain entry as the shared proto message (SPEC §4.1)."""
     message = common_pb2.KzgEntry(
         **_brief_fields(entry),
-        salienz=entry.salienz,
-        salienz_eingang_herkunft=entry.salienz_eingang_herkunft,
-        gedaechtnistyp=entry.gedaechtnistyp,
-        dimension=entry.dimension,
+        **{name: getattr(entry, name) for name in _WHOLE_AS_IS},
         themen=list(entry.themen),
         salienz_eingang=entry.salienz_eingang if entry.salienz_eingang is not None else 0.0,
         haeufigkeit=entry.haeufigkeit,
