@@ -101,28 +101,11 @@ class Storing:
         scope = log_scope(pair, entry.turn_id, entry.span_id, entry.as_of)
 
         canon = check_canon(entry.ei.modus, entry.ei.intentionen, self.ctx.canon)
-        writer = entry.writer or "unbekannt"
-        for field, value in canon.rejections:
-            _LOG.error(
-                "kzg canon: writer=%s field=%s value=%r is not in %s; %s",
-                writer, field, value, "MODUS_KANON" if field == "modus" else "INTENT_KANON",
-                "stored empty" if field == "modus" else "dropped",
-            )
-            log.error(
-                **scope, node=WRITE_NODE, typ="kanon",
-                message=f"writer={writer} field={field} value={value!r} nicht im Kanon",
-            )
         rejections = tuple(f"{field}={value}" for field, value in canon.rejections)
-
         salienz = salienz_berechnen(entry.salienz, 1)
         tier = tier_for(salienz)
-        log.decision(
-            **scope, node=WRITE_NODE, entscheidung=f"{WRITE_NODE}.salienz_tor",
-            ausgang=tier.name if tier else "abgelehnt",
-            eingang={"salienz_eingang": entry.salienz, "salienz": salienz},
-            massstab={"minimum": KZG_SALIENZ_MINIMUM, "mid": KZG_SALIENZ_MID, "high": KZG_SALIENZ_HIGH},
-        )
         if tier is None:
+            self._log_gate(entry, scope, canon.rejections, salienz, tier)
             return StoreResult(stored=False, salienz=salienz, canon_rejections=rejections)
 
         if entry.embedding is not None:
@@ -150,10 +133,11 @@ class Storing:
                 key, fields, ttl_seconds=ttl, queue=queue, hash_dirty_key_=hash_dirty_key(pair),
                 hash_dirty_reason="kzg_salienz_high" if queue else "", now=now, updates=updates,
             )
-            if not outcome.created:
+            if not outcome.created:  # a refused write logs nothing: it did not happen
                 raise AlreadyExists(f"KZG entry {key} exists already; entry ids are unique")
             reinforced, queued = await self._settle(key, pair, updates, list(outcome.codes), scope, now)
 
+        self._log_gate(entry, scope, canon.rejections, salienz, tier)
         log.db_write(
             **scope, node=WRITE_NODE, tabelle="kzg", operation="hset",
             kzg_key=key, entitaet_ids=entitaet_ids, timeline_id=entry.magnets.timeline_id, themen=themen,
@@ -221,6 +205,34 @@ class Storing:
             entry, themen, canon, salienz, entry.embedding, now=now, queued=tier is Tier.HIGH, ttl_seconds=ttl
         )
         return entry_key(entry.pair, entry.entry_id or uuid.uuid4().hex), fields, ttl
+
+    def _log_gate(
+        self,
+        entry: EntryInput,
+        scope: LogScope,
+        canon_rejections: Sequence[tuple[str, str]],
+        salienz: float,
+        tier: Tier | None,
+    ) -> None:
+        """The canon's rejections and the salience gate's decision of a write that happened (or that the
+        gate turned away), logged once its outcome is known (SPEC §4.1, §8)."""
+        writer = entry.writer or "unbekannt"
+        for field, value in canon_rejections:
+            _LOG.error(
+                "kzg canon: writer=%s field=%s value=%r is not in %s; %s",
+                writer, field, value, "MODUS_KANON" if field == "modus" else "INTENT_KANON",
+                "stored empty" if field == "modus" else "dropped",
+            )
+            self.ctx.log.error(
+                **scope, node=WRITE_NODE, typ="kanon",
+                message=f"writer={writer} field={field} value={value!r} nicht im Kanon",
+            )
+        self.ctx.log.decision(
+            **scope, node=WRITE_NODE, entscheidung=f"{WRITE_NODE}.salienz_tor",
+            ausgang=tier.name if tier else "abgelehnt",
+            eingang={"salienz_eingang": entry.salienz, "salienz": salienz},
+            massstab={"minimum": KZG_SALIENZ_MINIMUM, "mid": KZG_SALIENZ_MID, "high": KZG_SALIENZ_HIGH},
+        )
 
     def _updates(self, neighbours: Sequence[Neighbour], scope: LogScope) -> list[NeighbourUpdate]:
         """Reinforcement of each neighbour by SPEC §4.4; entries without salienz_eingang are skipped."""

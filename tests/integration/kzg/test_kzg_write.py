@@ -303,3 +303,16 @@ async def test_an_explicit_entry_id_is_written_once(kzg: KzgMemory, rng: np.rand
     # Refused atomically: neither the entry nor its theme neighbour changed, nothing queued.
     assert {key: await _hash(kzg, key) for key in before} == before
     assert await kzg.store.redis.xlen(PROMOTION_STREAM) == 0
+
+
+async def test_a_refused_duplicate_leaves_no_log_record(
+    kzg: KzgMemory, rng: np.random.Generator, sink: InMemorySink
+) -> None:
+    """A caller's retry of a write that already happened is refused and logs nothing: no gate decision,
+    no canon error of a write that did not happen (SPEC §8: the forensic log tells what happened)."""
+    await kzg.store_entry(entry(0.9, embedding=unit_vector(rng), entry_id="turn-7-user"))
+    retry = entry(0.9, embedding=unit_vector(rng), entry_id="turn-7-user", turn_id="retry", ei=Ei(modus="kein_modus"))
+    with pytest.raises(AlreadyExists):
+        await kzg.store_entry(retry)
+    await kzg.log.flush()
+    assert [r for r in sink.records if r.turn_id == "retry"] == []
