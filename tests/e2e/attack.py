@@ -9,7 +9,9 @@ that a refused call changed nothing.
 from __future__ import annotations
 
 import asyncio
+import collections
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +27,10 @@ __all__ = [
     "FieldPath",
     "bad_values",
     "field_paths",
+    "imported_records",
+    "pairs_with_memories",
     "postgres_fingerprint",
+    "record_counts",
     "redis_fingerprint",
     "with_values",
 ]
@@ -191,6 +196,50 @@ def redis_fingerprint(client: redis.Redis, *, ignore_prefixes: Sequence[bytes] =
         pipe.dump(key)
     dumps = pipe.execute()
     return {key: hashlib.sha256(dump or b"").hexdigest()[:16] for key, dump in zip(keys, dumps, strict=True)}
+
+
+def pairs_with_memories(url: str) -> set[tuple[str, str]]:
+    """The pairs that hold LZG nodes, entities or timelines (from a synchronous test)."""
+
+    async def read() -> set[tuple[str, str]]:
+        conn = await asyncpg.connect(url)
+        try:
+            rows = await conn.fetch(
+                "SELECT user_id, character_id FROM lzg.lzg_knoten UNION SELECT user_id, character_id FROM lzg.entitaet "
+                "UNION SELECT user_id, character_id FROM lzg.timeline"
+            )
+            return {(row[0], row[1]) for row in rows}
+        finally:
+            await conn.close()
+
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(read())
+    finally:
+        loop.close()
+
+
+_IMPORT_COUNT_OF_TYPE = {"entity": "entities", "timeline": "timelines", "node": "nodes", "edge": "edges", "kzg_entry": "kzg_entries"}
+
+
+def record_counts(lines: Sequence[str]) -> dict[str, int]:
+    """Records per kind of an export's JSON lines (header skipped), named as ImportPair counts them."""
+    counts: collections.Counter[str] = collections.Counter({name: 0 for name in _IMPORT_COUNT_OF_TYPE.values()})
+    counts["session_turns"] = 0
+    for line in lines[1:]:
+        record = json.loads(line)
+        if record["type"] == "session":
+            counts["session_turns"] += len(record.get("turns", []))
+        else:
+            counts[_IMPORT_COUNT_OF_TYPE[record["type"]]] += 1
+    return dict(counts)
+
+
+def imported_records(counts: dict[str, int]) -> dict[str, int]:
+    """ImportPair's counts as :func:`record_counts` names them (an entry expired meanwhile still counts)."""
+    records = {name: counts.get(name, 0) for name in (*_IMPORT_COUNT_OF_TYPE.values(), "session_turns")}
+    records["kzg_entries"] += counts.get("kzg_skipped_expired", 0)
+    return records
 
 
 async def _pg_fingerprint(url: str, schemas: Sequence[str]) -> dict[str, str]:

@@ -4,7 +4,9 @@
    (hypothesis drives the choice of RPC, field and value), through real servers and stores. No
    answer may be INTERNAL or UNKNOWN, and after every refused call a fingerprint of every Redis key
    and every PostgreSQL row must be what it was before the call.
-2. Pairs whose ids hold separators, query syntax and look-alikes write memories on shared themes;
+2. Whatever the fuzz got accepted must not poison later work: Pixie promotes and decays it, and every
+   pair with memories answers a dossier, exports, imports into an empty pair and is erased.
+3. Pairs whose ids hold separators, query syntax and look-alikes write memories on shared themes;
    no pair may read or reinforce another's.
 
 Budget: ``NOVABERG_FUZZ_EXAMPLES`` calls (default 250 in ``make test``; e.g. 5000 for a long run),
@@ -51,7 +53,10 @@ from tests.e2e.attack import (
     changed,
     describe,
     field_paths,
+    imported_records,
+    pairs_with_memories,
     postgres_fingerprint,
+    record_counts,
     redis_fingerprint,
     with_values,
 )
@@ -158,6 +163,23 @@ class Caller:
         raw = self.channel(service, full).unary_unary(full)(request.SerializeToString(), timeout=30)
         return response_type.FromString(raw)  # type: ignore[no-any-return]
 
+    def export_lines(self, pair: common_pb2.Pair) -> list[str]:
+        """Pixie's export of ``pair`` (JSON lines, header first)."""
+        full = "/novaberg.pixie.v1.PixieService/ExportPair"
+        request = pixie_pb2.ExportPairRequest(pair=pair).SerializeToString()
+        stream = self.channel("pixie", full).unary_stream(full)(request, timeout=60)
+        return [line for chunk in stream for line in pixie_pb2.ExportChunk.FromString(chunk).lines]
+
+    def import_lines(self, target: common_pb2.Pair, lines: list[str]) -> dict[str, int]:
+        """Pixie's import of an export into the empty pair ``target``; its counts."""
+        full = "/novaberg.pixie.v1.PixieService/ImportPair"
+        messages = [pixie_pb2.ImportPairRequest(pair=target).SerializeToString()] + [
+            pixie_pb2.ImportPairRequest(lines=lines[start : start + 200]).SerializeToString()
+            for start in range(0, len(lines), 200)
+        ]
+        raw = self.channel("pixie", full).stream_unary(full)(iter(messages), timeout=120)
+        return dict(pixie_pb2.ImportPairResponse.FromString(raw).counts)
+
     def close(self) -> None:
         for channel in self.channels.values():
             channel.close()
@@ -230,9 +252,9 @@ def test_every_rpc_has_a_base_request() -> None:
     assert set(base_requests(world)) == every_rpc()
 
 
-@pytest.mark.timeout(120 + FUZZ_EXAMPLES)  # ~0.3 s a call on two busy cores
-def test_every_rpc_refuses_bad_fields_without_writing(attack_stack: Stack, caller: Caller) -> None:
-    """Bad values per field through real servers: never INTERNAL/UNKNOWN, never a write when refused."""
+@pytest.fixture(scope="module")
+def fuzzed(attack_stack: Stack, caller: Caller) -> Attack:
+    """The fuzz, run once for the tests below: bad values per field through real servers."""
     world = _build_world(caller)
     bases = base_requests(world)
     targets = [(rpc, path) for rpc, request in sorted(bases.items()) for path in field_paths(request.DESCRIPTOR)]
@@ -278,11 +300,52 @@ def test_every_rpc_refuses_bad_fields_without_writing(attack_stack: Stack, calle
     if FUZZ_SEED is not None:
         attack_one = seed(int(FUZZ_SEED))(attack_one)
     attack_one()
-    total = sum(attack.statuses.values())
-    print(f"\nattack: {total} calls over {len(bases)} RPCs, statuses {dict(attack.statuses)}, "
+    print(f"\nattack: {sum(attack.statuses.values())} calls over {len(bases)} RPCs, statuses {dict(attack.statuses)}, "
           f"violations {len(attack.violations)}")  # fmt: skip
-    assert attack.violations == [], "\n".join(attack.violations[:40])
-    assert attack.statuses["INVALID_ARGUMENT"] > total // 4, "the attack hardly hit the contract"
+    return attack
+
+
+@pytest.mark.timeout(120 + FUZZ_EXAMPLES)  # ~0.3 s a call on two busy cores
+def test_every_rpc_refuses_bad_fields_without_writing(fuzzed: Attack) -> None:
+    """Never INTERNAL/UNKNOWN, never a write when refused."""
+    total = sum(fuzzed.statuses.values())
+    assert fuzzed.violations == [], "\n".join(fuzzed.violations[:40])
+    assert fuzzed.statuses["INVALID_ARGUMENT"] > total // 4, "the attack hardly hit the contract"
+
+
+@pytest.mark.timeout(240 + FUZZ_EXAMPLES)
+def test_what_the_fuzz_wrote_stays_serviceable(fuzzed: Attack, attack_stack: Stack, caller: Caller) -> None:
+    """Whatever the fuzz got accepted poisons no later work: Pixie promotes every queued entry (none
+    parked, no run failed) and decays; every pair with memories answers a dossier, exports, imports
+    into an empty pair with every record (SPEC §10 portability), and is erased without a trace."""
+    assert fuzzed.statuses["OK"] > 0, "the fuzz wrote nothing to look after"
+    for task in ("synapsen_promotion", "synapsen_decay"):
+        caller.stub_call("pixie", "ResumeTask", pixie_pb2.ResumeTaskRequest(task=task))
+    try:
+        promotion = caller.stub_call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(task="synapsen_promotion")).run  # type: ignore[attr-defined]
+        decay = caller.stub_call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(task="synapsen_decay", force=True)).run  # type: ignore[attr-defined]
+    finally:
+        for task in ("synapsen_promotion", "synapsen_decay"):
+            caller.stub_call("pixie", "PauseTask", pixie_pb2.PauseTaskRequest(task=task))
+    assert (promotion.outcome, promotion.counts["failed"], promotion.counts["parked"]) == ("ok", 0, 0), promotion
+    assert promotion.counts["jobs"] > 0, "no promotion job to run: the check saw nothing"
+    assert decay.outcome == "ok", decay
+    parked = caller.stub_call("pixie", "ListParkedJobs", pixie_pb2.ListParkedJobsRequest(limit=100)).jobs  # type: ignore[attr-defined]
+    assert [(j.kzg_key, j.last_error) for j in parked] == []
+    pairs = pairs_with_memories(attack_stack.urls.postgres_url)
+    assert (PAIR.user_id, PAIR.character_id) in pairs
+    for index, (user_id, character_id) in enumerate(sorted(pairs)):
+        pair = common_pb2.Pair(user_id=user_id, character_id=character_id)
+        caller.stub_call("pipeline", "BuildDossier", pipeline_pb2.BuildDossierRequest(
+            pair=pair, turn_id=f"after-{index}", query_text="Was weißt du über Rosen und Anna?", recall_k=10))  # fmt: skip
+        lines = caller.export_lines(pair)
+        target = common_pb2.Pair(user_id=f"after-import-{index}", character_id="c")
+        counts = caller.import_lines(target, lines)
+        assert imported_records(counts) == record_counts(lines), (pair, counts)
+        for erased in (pair, target):
+            receipt = caller.stub_call("pixie", "ErasePair", pixie_pb2.ErasePairRequest(pair=erased, reason="attack suite"))
+            assert receipt.state == "done", receipt  # type: ignore[attr-defined]
+            assert set(record_counts(caller.export_lines(erased)).values()) == {0}, erased
 
 
 # ------------------------------------------------------------------------------- isolation
