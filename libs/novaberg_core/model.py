@@ -178,6 +178,15 @@ class Magnets:
     def of(cls, entitaet_ids: Sequence[int], timeline_id: int | None) -> Magnets:
         return cls(tuple(entitaet_ids), timeline_id)
 
+    def check(self, field: str = "magnets") -> Magnets:
+        """Every id names a registry row, so it is positive (the LZG promotes nothing else, SPEC §5.3);
+        a refusal is InvalidArgument naming ``field``."""
+        if any(i <= 0 for i in self.entitaet_ids):
+            raise InvalidArgument(f"{field}.entitaet_ids must be positive ids, got {list(self.entitaet_ids)}")
+        if self.timeline_id is not None and self.timeline_id <= 0:
+            raise InvalidArgument(f"{field}.timeline_id must be a positive id, got {self.timeline_id}")
+        return self
+
     def to_proto(self) -> common_pb2.Magnets:
         message = common_pb2.Magnets(entitaet_ids=list(self.entitaet_ids))
         if self.timeline_id is not None:

@@ -21,7 +21,15 @@ from novaberg_core.limits import (  # re-exported for callers
     PAIR_ID_MAX_LEN,
     TURN_ID_MAX_LEN,
 )
-from novaberg_core.model import READERS, Beobachter, Pair, check_reader, check_unit_interval, check_vector
+from novaberg_core.model import (
+    READERS,
+    Beobachter,
+    Magnets,
+    Pair,
+    check_reader,
+    check_unit_interval,
+    check_vector,
+)
 
 __all__ = [
     "PAIR_ID_MAX_LEN",
@@ -63,11 +71,7 @@ def check_analysis(analysis: pipeline_pb2.TurnAnalysis, field: str) -> None:
             f"{field}.salience.dimension must not be empty (salience dimension 5; the offline analyzer uses 'allgemein')"
         )
     check_unit_interval(f"{field}.ei.arousal", analysis.ei.arousal)
-    ids = list(analysis.magnets.entitaet_ids)
-    if any(i <= 0 for i in ids):
-        raise InvalidArgument(f"{field}.magnets.entitaet_ids must be positive ids, got {ids}")
-    if analysis.magnets.HasField("timeline_id") and analysis.magnets.timeline_id <= 0:
-        raise InvalidArgument(f"{field}.magnets.timeline_id must be a positive id, got {analysis.magnets.timeline_id}")
+    Magnets.from_proto(analysis.magnets).check(f"{field}.magnets")
 
 
 def _check_observed(turn: pipeline_pb2.ObserveTurnRequest | pipeline_pb2.ObservedTurn, prefix: str) -> None:

@@ -72,6 +72,15 @@ def test_magnets_keep_an_absent_timeline_apart_from_timeline_zero() -> None:
     assert zero.to_proto().HasField("timeline_id") and Magnets.from_proto(zero.to_proto()) == zero
 
 
+def test_magnets_name_registry_rows_by_positive_ids() -> None:
+    assert Magnets.of([3, 1], 7).check() == Magnets((3, 1), 7)
+    assert Magnets().check("entry.magnets") == Magnets()
+    with pytest.raises(InvalidArgument, match=r"^entry\.magnets\.timeline_id must be a positive id, got 0$"):
+        Magnets.of([3], 0).check("entry.magnets")
+    with pytest.raises(InvalidArgument, match=r"^magnets\.entitaet_ids must be positive ids, got \[3, -1\]$"):
+        Magnets.of([3, -1], None).check()
+
+
 def test_a_vector_has_the_models_dimension_and_finite_values_in_one_wording() -> None:
     vector = check_vector([1.0, 0.5, 0.0], 3, "query_vector", "m-3")
     assert vector.dtype == np.float32 and vector.tolist() == [1.0, 0.5, 0.0]

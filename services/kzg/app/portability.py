@@ -43,13 +43,16 @@ _IMPORTED_COUNTS: Final = count_names(ImportCounts, eintraege="entries", queue="
 
 
 def _check_import(live: Sequence[ExportedEntryData]) -> None:
-    """Every exported entry to import: a valid id, content, salience and perspective; ids unique."""
+    """Every exported entry to import: a valid id, content, salience, arousal, magnets and perspective; ids
+    unique — what the LZG would refuse to promote is refused here, before it waits in the queue."""
     for index, exported in enumerate(live):
         entry = exported.entry
         check_entry_id(entry.entry_id)
         if not entry.inhalt.strip():
             raise InvalidArgument(f"entries[{index}].inhalt must not be empty")
         check_unit_interval(f"entries[{index}].salienz", entry.salienz)
+        check_unit_interval(f"entries[{index}].ei.arousal", entry.ei.arousal)
+        entry.magnets.check(f"entries[{index}].magnets")
         Beobachter.of_name(entry.beobachter, f"entries[{index}].beobachter")
     if len({e.entry.entry_id for e in live}) != len(live):
         raise InvalidArgument("an entry id appears twice in the import")

@@ -87,6 +87,7 @@ class Storing:
             raise InvalidArgument("inhalt must not be empty")
         check_unit_interval("salience.salienz", entry.salienz)
         check_unit_interval("ei.arousal", entry.ei.arousal)
+        entry.magnets.check()
         if entry.entry_id:
             check_entry_id(entry.entry_id)
         if entry.embedding is not None:

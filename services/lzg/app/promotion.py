@@ -73,10 +73,7 @@ class Promotion(UseCase):
         check_finite(entry.ei.arousal, "entry.ei.arousal")
         if entry.erstellt_am is None:
             raise InvalidArgument("entry.erstellt_am must be set")
-        if any(i <= 0 for i in entry.magnets.entitaet_ids):
-            raise InvalidArgument("entry.magnets.entitaet_ids must be positive ids")
-        if entry.magnets.timeline_id is not None and entry.magnets.timeline_id <= 0:
-            raise InvalidArgument("entry.magnets.timeline_id must be a positive id")
+        entry.magnets.check("entry.magnets")
 
     async def promote(self, entry: PromotionInput) -> PromotionResult:
         """SPEC §5.3: duplicate, half-reactivation or a new node with its edges (Trigger 1)."""

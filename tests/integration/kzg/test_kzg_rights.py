@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 
 from novaberg_core.contract import pair_token, user_token
 from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
+from novaberg_core.model import Ei, Magnets
 from services.kzg.memory import KzgMemory
 from services.kzg.models import Pair, RetrieveQuery, SessionTurnRecord
 from services.kzg.rights import PIPELINE_CLUSTER_KEY, KzgRights, glob_escape
@@ -147,6 +148,15 @@ async def test_export_then_import_restores_entries_session_and_queue(kzg: KzgMem
     narrator = [dataclasses.replace(exported[0], entry=dataclasses.replace(exported[0].entry, beobachter="narrator"))]
     with pytest.raises(InvalidArgument, match=r"entries\[0\]\.beobachter must be one of user, assistant, got 'narrator'"):
         await rights.import_pair(PAIR, narrator, [], "", check_empty=False, validate_only=True)
+    # What the LZG would refuse to promote is refused at the import (no poison job waits in the queue).
+    for change, refusal in (
+        ({"magnets": Magnets.of([], 0)}, r"entries\[0\]\.magnets\.timeline_id must be a positive id"),
+        ({"magnets": Magnets.of([-2], None)}, r"entries\[0\]\.magnets\.entitaet_ids must be positive ids"),
+        ({"ei": Ei(arousal=float("nan"))}, r"entries\[0\]\.ei\.arousal must be"),
+    ):
+        bad = [dataclasses.replace(exported[0], entry=dataclasses.replace(exported[0].entry, **change))]
+        with pytest.raises(InvalidArgument, match=refusal):
+            await rights.import_pair(PAIR, bad, [], "", check_empty=False, validate_only=True)
 
 
 async def test_forget_by_key_and_by_source_turn_takes_entries_and_session_turns(

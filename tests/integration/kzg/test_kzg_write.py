@@ -305,6 +305,16 @@ async def test_an_explicit_entry_id_is_written_once(kzg: KzgMemory, rng: np.rand
     assert await kzg.store.redis.xlen(PROMOTION_STREAM) == 0
 
 
+@pytest.mark.parametrize("magnets", [Magnets.of([], 0), Magnets.of([], -4), Magnets.of([2, 0], None), Magnets.of([-1], 3)])
+async def test_magnets_that_name_no_registry_row_are_refused(
+    kzg: KzgMemory, rng: np.random.Generator, magnets: Magnets
+) -> None:
+    """The LZG refuses to promote them (SPEC §5.3): the KZG refuses them first, so no entry waits as a poison job."""
+    with pytest.raises(InvalidArgument, match=r"^magnets\.(timeline_id must be a positive id|entitaet_ids must be positive ids)"):
+        await kzg.store_entry(entry(0.9, embedding=unit_vector(rng), magnets=magnets))
+    assert await _kzg_keys(kzg) == []
+
+
 async def test_a_refused_duplicate_leaves_no_log_record(
     kzg: KzgMemory, rng: np.random.Generator, sink: InMemorySink
 ) -> None:
