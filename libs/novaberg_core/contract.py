@@ -63,6 +63,7 @@ __all__ = [
 
 from novaberg_core.limits import (  # re-exported: the contract checks every request against them
     BATCH_MAX_TURNS,
+    GEDAECHTNISTYP_MAX_LEN,
     IDENT_MAX_LEN,
     JSON_MAX_CHARS,
     LABEL_MAX_LEN,
@@ -143,7 +144,7 @@ _STRING_MAX: Mapping[Kind, int] = {
     Kind.JSON: JSON_MAX_CHARS,
 }
 _FIELD_MAX_LEN: Mapping[str, int] = {"turn_id": TURN_ID_MAX_LEN, "ausloeser_turn_id": TURN_ID_MAX_LEN,
-                                     "source_turn_id": TURN_ID_MAX_LEN, "gedaechtnistyp": 20}  # fmt: skip
+                                     "source_turn_id": TURN_ID_MAX_LEN, "gedaechtnistyp": GEDAECHTNISTYP_MAX_LEN}  # fmt: skip
 _NORMALISED = frozenset({Kind.PAIR_ID, Kind.IDENT, Kind.NAME, Kind.THEME, Kind.LABEL})
 
 REPEATED_MAXIMA: Mapping[str, int] = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "BATCH_MAX_TURNS",
+    "GEDAECHTNISTYP_MAX_LEN",
     "IDENT_MAX_LEN",
     "JSON_MAX_CHARS",
     "KZG_TOP_K_DEFAULT",
@@ -34,7 +35,9 @@ NAME_MAX_LEN = 200
 """Entity names and aliases, display names, timeline titles (the entity name index holds it easily)."""
 THEME_MAX_LEN = 100
 LABEL_MAX_LEN = 200
-"""Emotion, modus, intention and style labels (``gedaechtnistyp``: 20, its column width)."""
+"""Emotion, modus, intention and style labels (``gedaechtnistyp``: :data:`GEDAECHTNISTYP_MAX_LEN`)."""
+GEDAECHTNISTYP_MAX_LEN = 20
+"""``gedaechtnistyp``: the width of its ``lzg_knoten`` column, VARCHAR(20) (syn §4.1)."""
 TEXT_MAX_CHARS = 16_000
 """Free text of a turn, a query, an answer, a memory (~4,000 tokens; longer is refused)."""
 JSON_MAX_CHARS = 1_000_000

@@ -24,6 +24,7 @@ import asyncpg
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
+from novaberg_core.limits import GEDAECHTNISTYP_MAX_LEN
 from novaberg_core.model import Magnets, Pair
 from novaberg_core.pipeline_log import LogScope, count_fields
 from novaberg_core.rights import check_erasure_target, erasure_written, kzg_key, rights_write
@@ -68,7 +69,6 @@ __all__ = [
 _LOG = logging.getLogger(__name__)
 
 _EMBED_BATCH = 64
-_GEDAECHTNISTYP_MAX = 20
 
 
 @dataclass(frozen=True)
@@ -232,8 +232,8 @@ class LzgRights:
             raise InvalidArgument(f"{name}: beobachter must be one of {', '.join(BEOBACHTER)}")
         if not node.inhalt.strip():
             raise InvalidArgument(f"{name}: inhalt must not be empty")
-        if len(node.gedaechtnistyp or "") > _GEDAECHTNISTYP_MAX:
-            raise InvalidArgument(f"{name}: gedaechtnistyp is longer than {_GEDAECHTNISTYP_MAX} characters")
+        if len(node.gedaechtnistyp or "") > GEDAECHTNISTYP_MAX_LEN:
+            raise InvalidArgument(f"{name}: gedaechtnistyp is longer than {GEDAECHTNISTYP_MAX_LEN} characters")
         for column in ("erstellt_am", "verstaerkt_am", "decay_am", "kzg_erstellt_am"):
             if getattr(node, column) is None:
                 raise InvalidArgument(f"{name}: {column} must be set")

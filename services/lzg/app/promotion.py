@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.limits import GEDAECHTNISTYP_MAX_LEN
 from novaberg_core.model import Beobachter, Magnets
 from novaberg_core.rights import kzg_key_prefix
 from services.lzg.app.context import UseCase
@@ -41,7 +42,6 @@ __all__ = ["Promotion", "trigger1_candidates", "trigger1_edges"]
 
 _LOG = logging.getLogger(__name__)
 
-_GEDAECHTNISTYP_MAX = 20  # VARCHAR(20)
 _FROM_ENTRY = ("pair", "beobachter", "inhalt", "dimension", "haeufigkeit", "sprecher", "sprache", "ei")
 """What a new node takes from its entry as it is (SPEC §5.3 step 5)."""
 
@@ -66,8 +66,8 @@ class Promotion(UseCase):
             raise InvalidArgument(f"entry.salienz must be in 0..1, got {entry.salienz}")
         if entry.haeufigkeit < 1:
             raise InvalidArgument(f"entry.haeufigkeit must be >= 1, got {entry.haeufigkeit}")
-        if len(entry.gedaechtnistyp) > _GEDAECHTNISTYP_MAX:
-            raise InvalidArgument(f"entry.gedaechtnistyp is longer than {_GEDAECHTNISTYP_MAX} characters")
+        if len(entry.gedaechtnistyp) > GEDAECHTNISTYP_MAX_LEN:
+            raise InvalidArgument(f"entry.gedaechtnistyp is longer than {GEDAECHTNISTYP_MAX_LEN} characters")
         # An empty `dimension` is stored as '' (the column is NOT NULL, not non-empty): the KZG
         # accepts such entries, and refusing them here would turn them into poison jobs.
         check_finite(entry.ei.arousal, "entry.ei.arousal")
