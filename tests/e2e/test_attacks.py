@@ -4,9 +4,11 @@
    (hypothesis drives the choice of RPC, field and value), through real servers and stores. No
    answer may be INTERNAL or UNKNOWN, and after every refused call a fingerprint of every Redis key
    and every PostgreSQL row must be what it was before the call.
-2. Whatever the fuzz got accepted must not poison later work: Pixie promotes and decays it, and every
+2. Every call the fuzz got accepted is sent again, as a client retries: answered, and a refused repeat
+   writes nothing.
+3. Whatever the fuzz got accepted must not poison later work: Pixie promotes and decays it, and every
    pair with memories answers a dossier, exports, imports into an empty pair and is erased.
-3. Pairs whose ids hold separators, query syntax and look-alikes write memories on shared themes;
+4. Pairs whose ids hold separators, query syntax and look-alikes write memories on shared themes;
    no pair may read or reinforce another's.
 
 Budget: ``NOVABERG_FUZZ_EXAMPLES`` calls (default 250 in ``make test``; e.g. 5000 for a long run),
@@ -88,10 +90,12 @@ FORENSIC_LOG = '"log"."pipeline_log"'
 
 @dataclass
 class Attack:
-    """What the attack suite saw: calls per status, and every violation."""
+    """What the attack suite saw: calls per status, every violation, and the calls answered OK."""
 
     statuses: collections.Counter[str] = field(default_factory=collections.Counter)
     violations: list[str] = field(default_factory=list)
+    accepted: list[tuple[str, str, bytes, str]] = field(default_factory=list)
+    """(service, method, request bytes, description) of each call answered OK, in order."""
 
 
 @pytest.fixture(scope="module")
@@ -236,6 +240,35 @@ class Fingerprints:
         return previous
 
 
+class Judge:
+    """Sends one request and judges the answer: never INTERNAL or UNKNOWN, and a refused call writes
+    nothing (a lookup that misses may leave its forensic read record)."""
+
+    def __init__(self, caller: Caller, fingerprints: Fingerprints) -> None:
+        self.caller = caller
+        self.fingerprints = fingerprints
+        self.now = fingerprints.settled()
+
+    def call(self, service: str, method: str, payload: bytes, where: str, attack: Attack) -> None:
+        code = self.caller.call(service, method, payload)
+        attack.statuses[code.name] += 1
+        if code in FORBIDDEN:
+            attack.violations.append(f"{code.name}: {where}")
+        if code == grpc.StatusCode.OK:
+            attack.accepted.append((service, method, payload, where))
+            self.now = self.fingerprints.settled()
+            return
+        after = self.fingerprints.settled()
+        redis_before, pg_before = self.now
+        wrote = changed(redis_before, after[0]) + changed(pg_before, after[1])  # type: ignore[arg-type]
+        if code in LOOKUP_MISSES:
+            wrote = [name for name in wrote if name != FORENSIC_LOG]
+        if wrote:
+            attack.violations.append(f"refused ({code.name}) but wrote {wrote[:4]}: {where}")
+        if wrote or code in LOOKUP_MISSES:
+            self.now = after
+
+
 @pytest.fixture(scope="module")
 def caller(attack_stack: Stack) -> Iterator[Caller]:
     connected = Caller(attack_stack)
@@ -258,8 +291,7 @@ def fuzzed(attack_stack: Stack, caller: Caller) -> Attack:
     world = _build_world(caller)
     bases = base_requests(world)
     targets = [(rpc, path) for rpc, request in sorted(bases.items()) for path in field_paths(request.DESCRIPTOR)]
-    fingerprints = Fingerprints(attack_stack.urls.redis_url, attack_stack.urls.postgres_url)
-    state = {"now": fingerprints.settled()}
+    judge = Judge(caller, Fingerprints(attack_stack.urls.redis_url, attack_stack.urls.postgres_url))
     attack = Attack()
 
     paths_of = collections.defaultdict(list)
@@ -279,23 +311,8 @@ def fuzzed(attack_stack: Stack, caller: Caller) -> Attack:
     def attack_one(case: tuple[tuple[tuple[str, str], FieldPath], object, tuple[tuple[FieldPath, object], ...]]) -> None:
         ((service, method), path), value, more = case
         payload = with_values(bases[(service, method)], [(path, value), *more])
-        code = caller.call(service, method, payload)
-        attack.statuses[code.name] += 1
         where = f"{service}.{method} " + ", ".join(f"{p.name}={describe(v)}" for p, v in [(path, value), *more])
-        if code in FORBIDDEN:
-            attack.violations.append(f"{code.name}: {where}")
-        if code == grpc.StatusCode.OK:
-            state["now"] = fingerprints.settled()
-            return
-        after = fingerprints.settled()
-        redis_before, pg_before = state["now"]
-        wrote = changed(redis_before, after[0]) + changed(pg_before, after[1])  # type: ignore[arg-type]
-        if code in LOOKUP_MISSES:
-            wrote = [name for name in wrote if name != FORENSIC_LOG]
-        if wrote:
-            attack.violations.append(f"refused ({code.name}) but wrote {wrote[:4]}: {where}")
-        if wrote or code in LOOKUP_MISSES:
-            state["now"] = after
+        judge.call(service, method, payload, where, attack)
 
     if FUZZ_SEED is not None:
         attack_one = seed(int(FUZZ_SEED))(attack_one)
@@ -311,6 +328,23 @@ def test_every_rpc_refuses_bad_fields_without_writing(fuzzed: Attack) -> None:
     total = sum(fuzzed.statuses.values())
     assert fuzzed.violations == [], "\n".join(fuzzed.violations[:40])
     assert fuzzed.statuses["INVALID_ARGUMENT"] > total // 4, "the attack hardly hit the contract"
+
+
+@pytest.mark.timeout(120 + FUZZ_EXAMPLES)
+def test_a_repeated_call_is_answered_and_a_refused_repeat_writes_nothing(
+    fuzzed: Attack, attack_stack: Stack, caller: Caller
+) -> None:
+    """Every call the fuzz got accepted, sent again as a client retries after a lost answer: answered
+    OK or refused precisely (an entry id that exists, an import into a pair no longer empty, a lookup
+    of what the first call deleted), and a refused repeat writes nothing — no log record of a write
+    that did not happen."""
+    assert fuzzed.accepted, "the fuzz got nothing accepted to repeat"
+    judge = Judge(caller, Fingerprints(attack_stack.urls.redis_url, attack_stack.urls.postgres_url))
+    repeated = Attack()
+    for service, method, payload, where in fuzzed.accepted:
+        judge.call(service, method, payload, f"repeated {where}", repeated)
+    print(f"\nrepeated: {len(fuzzed.accepted)} accepted calls, statuses {dict(repeated.statuses)}")
+    assert repeated.violations == [], "\n".join(repeated.violations[:40])
 
 
 @pytest.mark.timeout(240 + FUZZ_EXAMPLES)
