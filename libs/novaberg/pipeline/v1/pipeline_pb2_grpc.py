@@ -31,8 +31,6 @@ class PipelineServiceStub:
     numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
     written; do not retry unchanged.
     RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
-    NOT_FOUND            Dispatch: a served node id is no node of the pair (forgotten or erased since
-    the dossier); nothing of the turn was written; resend without it.
     FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
     UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
@@ -74,8 +72,6 @@ class PipelineServiceServicer:
     numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
     written; do not retry unchanged.
     RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
-    NOT_FOUND            Dispatch: a served node id is no node of the pair (forgotten or erased since
-    the dossier); nothing of the turn was written; resend without it.
     FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
     UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
@@ -117,6 +113,8 @@ class PipelineServiceServicer:
     def Dispatch(self, request, context):
         """After the answer: usage reinforcement, the character's own KZG entry, cluster, turn_roh.
         Not idempotent; answers OK once the turn is recorded and names failed parts in `fehler`.
+        NOT_FOUND when a served node id is no node of the pair (forgotten or erased since the dossier):
+        nothing of the turn is written; resend without it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -159,8 +157,6 @@ class PipelineService:
     numbers, times, invalid UTF-8) or a rule of the RPC; nothing was read or
     written; do not retry unchanged.
     RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
-    NOT_FOUND            Dispatch: a served node id is no node of the pair (forgotten or erased since
-    the dossier); nothing of the turn was written; resend without it.
     FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
     UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
