@@ -28,6 +28,7 @@ __all__ = [
     "bad_values",
     "field_paths",
     "imported_records",
+    "node_ids",
     "pairs_with_memories",
     "postgres_fingerprint",
     "record_counts",
@@ -233,6 +234,11 @@ def record_counts(lines: Sequence[str]) -> dict[str, int]:
         else:
             counts[_IMPORT_COUNT_OF_TYPE[record["type"]]] += 1
     return dict(counts)
+
+
+def node_ids(lines: Sequence[str]) -> list[int]:
+    """The ids of the LZG nodes of an export, in file order."""
+    return [int(record["id"]) for record in map(json.loads, lines[1:]) if record["type"] == "node"]
 
 
 def imported_records(counts: dict[str, int]) -> dict[str, int]:

@@ -56,6 +56,7 @@ from tests.e2e.attack import (
     describe,
     field_paths,
     imported_records,
+    node_ids,
     pairs_with_memories,
     postgres_fingerprint,
     record_counts,
@@ -351,7 +352,8 @@ def test_a_repeated_call_is_answered_and_a_refused_repeat_writes_nothing(
 def test_what_the_fuzz_wrote_stays_serviceable(fuzzed: Attack, attack_stack: Stack, caller: Caller) -> None:
     """Whatever the fuzz got accepted poisons no later work: Pixie promotes every queued entry (none
     parked, no run failed) and decays; every pair with memories answers a dossier, exports, imports
-    into an empty pair with every record (SPEC §10 portability), and is erased without a trace."""
+    into an empty pair with every record (SPEC §10 portability), has a memory corrected and one
+    forgotten, and is erased without a trace."""
     assert fuzzed.statuses["OK"] > 0, "the fuzz wrote nothing to look after"
     for task in ("synapsen_promotion", "synapsen_decay"):
         caller.stub_call("pixie", "ResumeTask", pixie_pb2.ResumeTaskRequest(task=task))
@@ -376,6 +378,11 @@ def test_what_the_fuzz_wrote_stays_serviceable(fuzzed: Attack, attack_stack: Sta
         target = common_pb2.Pair(user_id=f"after-import-{index}", character_id="c")
         counts = caller.import_lines(target, lines)
         assert imported_records(counts) == record_counts(lines), (pair, counts)
+        nodes = node_ids(lines)
+        if nodes:  # a person's rights over a memory the fuzz made: corrected (edges formed again), forgotten
+            caller.stub_call("pixie", "CorrectMemory", pixie_pb2.CorrectMemoryRequest(
+                pair=pair, node_id=nodes[0], inhalt="Korrigiert: die Rosen blühen gelb.", reason="attack suite"))  # fmt: skip
+            caller.stub_call("pixie", "ForgetMemory", pixie_pb2.ForgetMemoryRequest(pair=pair, node_id=nodes[-1], reason="attack suite"))
         for erased in (pair, target):
             receipt = caller.stub_call("pixie", "ErasePair", pixie_pb2.ErasePairRequest(pair=erased, reason="attack suite"))
             assert receipt.state == "done", receipt  # type: ignore[attr-defined]
