@@ -355,14 +355,9 @@ def test_what_the_fuzz_wrote_stays_serviceable(fuzzed: Attack, attack_stack: Sta
     into an empty pair with every record (SPEC §10 portability), has a memory corrected and one
     forgotten, and is erased without a trace."""
     assert fuzzed.statuses["OK"] > 0, "the fuzz wrote nothing to look after"
-    for task in ("synapsen_promotion", "synapsen_decay"):
-        caller.stub_call("pixie", "ResumeTask", pixie_pb2.ResumeTaskRequest(task=task))
-    try:
-        promotion = caller.stub_call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(task="synapsen_promotion")).run  # type: ignore[attr-defined]
-        decay = caller.stub_call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(task="synapsen_decay", force=True)).run  # type: ignore[attr-defined]
-    finally:
-        for task in ("synapsen_promotion", "synapsen_decay"):
-            caller.stub_call("pixie", "PauseTask", pixie_pb2.PauseTaskRequest(task=task))
+    # Forced: the tasks stay paused, so no background run takes the jobs (or their failures) first.
+    promotion = caller.stub_call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(task="synapsen_promotion", force=True)).run  # type: ignore[attr-defined]
+    decay = caller.stub_call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(task="synapsen_decay", force=True)).run  # type: ignore[attr-defined]
     assert (promotion.outcome, promotion.counts["failed"], promotion.counts["parked"]) == ("ok", 0, 0), promotion
     assert promotion.counts["jobs"] > 0, "no promotion job to run: the check saw nothing"
     assert decay.outcome == "ok", decay
