@@ -12,9 +12,9 @@ import asyncio
 import collections
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 import redis
@@ -35,6 +35,8 @@ __all__ = [
     "redis_fingerprint",
     "with_values",
 ]
+
+T = TypeVar("T")
 
 INVALID_UTF8 = object()
 """Stands for a string whose bytes on the wire are not UTF-8 (protobuf cannot build one)."""
@@ -213,11 +215,7 @@ def pairs_with_memories(url: str) -> set[tuple[str, str]]:
         finally:
             await conn.close()
 
-    loop = asyncio.new_event_loop()
-    try:
-        return loop.run_until_complete(read())
-    finally:
-        loop.close()
+    return _run_sync(read())
 
 
 _IMPORT_COUNT_OF_TYPE = {"entity": "entities", "timeline": "timelines", "node": "nodes", "edge": "edges", "kzg_entry": "kzg_entries"}
@@ -269,9 +267,14 @@ async def _pg_fingerprint(url: str, schemas: Sequence[str]) -> dict[str, str]:
 
 def postgres_fingerprint(url: str, schemas: Sequence[str]) -> dict[str, str]:
     """A digest of every row of every table in ``schemas`` (from a synchronous test)."""
+    return _run_sync(_pg_fingerprint(url, schemas))
+
+
+def _run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``coroutine`` run to its end on a loop of its own (the thread's loop, if any, stays untouched)."""
     loop = asyncio.new_event_loop()
     try:
-        return loop.run_until_complete(_pg_fingerprint(url, schemas))
+        return loop.run_until_complete(coroutine)
     finally:
         loop.close()
 
