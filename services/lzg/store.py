@@ -46,6 +46,11 @@ __all__ = ["EDGE_COLUMNS", "SCHEMA", "EdgeInsert", "LzgStore", "NewNode", "PairT
 SCHEMA = "lzg"
 """PostgreSQL schema holding every LZG table."""
 _SQL_DIR = Path(__file__).resolve().parent / "sql"
+
+DECAY_BATCH_PAIRS = 32
+"""Pairs the daily decay handles in one statement (and holds the write locks of, migration 013): few
+enough that a writer waits briefly and the lock table never fills, enough that a run over many small
+pairs is not a round trip per pair."""
 # Days around a timeline that surely hold every other timeline within tolerance of it (one unit
 # of slack for calendar units: a month may be 31 days, a distance counts calendar boundaries).
 _UNIT_DAYS = {
@@ -455,11 +460,32 @@ class LzgStore:
     async def run_decay(
         self, as_of: datetime, rate: float, minimum: float, pairs: Sequence[tuple[str, str]] = ()
     ) -> tuple[int, int]:
-        """SPEC §5.7 in one statement over all pairs, or only ``pairs``; returns (decayed, deactivated)."""
-        if pairs:
-            users, characters = [p[0] for p in pairs], [p[1] for p in pairs]
-            row = await self.pool.fetchrow(self.q["decay_pairs"], as_of, rate, minimum, users, characters)
-        else:
-            row = await self.pool.fetchrow(self.q["decay"], as_of, rate, minimum)
-        assert row is not None
-        return int(row["decayed"]), int(row["deactivated"])
+        """SPEC §5.7 for every pair with a node due, or only ``pairs``; returns (decayed, deactivated).
+
+        Batch after batch of pairs, each batch one statement in its own transaction, each pair under
+        its write lock taken without waiting (migration 013); a pair a writer held is decayed after
+        the batches, alone, waiting for its lock. The decay is so never part of a deadlock, and a
+        writer waits for one batch at most, not for the whole run.
+        """
+        if not pairs:
+            pairs = [(r["user_id"], r["character_id"]) for r in await self._fetch("active_pairs")]
+        decayed = deactivated = 0
+        busy: list[tuple[str, str]] = []
+        for start in range(0, len(pairs), DECAY_BATCH_PAIRS):
+            batch = pairs[start : start + DECAY_BATCH_PAIRS]
+            row = await self._fetchrow("decay_pairs", as_of, rate, minimum, *_pair_columns(batch))
+            assert row is not None
+            decayed, deactivated = decayed + int(row["decayed"]), deactivated + int(row["deactivated"])
+            busy.extend(zip(row["busy_users"], row["busy_characters"], strict=True))
+        for user_id, character_id in busy:
+            async with self.pair_writer(user_id, character_id) as tx:
+                row = await tx.conn.fetchrow(self.q["decay_pairs"], as_of, rate, minimum, [user_id], [character_id])
+            assert row is not None
+            decayed, deactivated = decayed + int(row["decayed"]), deactivated + int(row["deactivated"])
+        return decayed, deactivated
+
+
+def _pair_columns(pairs: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """The user ids and the character ids of ``pairs``, index-aligned (``unnest($4, $5)``)."""
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+

@@ -1,4 +1,4 @@
-"""Decay of the LZG's nodes (SPEC §5.7): one set-based statement, then the log row(s) (SPEC §8)."""
+"""Decay of the LZG's nodes (SPEC §5.7): set-based, pair batch by pair batch, then the log row(s) (SPEC §8)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ class Decay(UseCase):
         pairs: Sequence[tuple[str, str]] = (),
         turn: LogScope = NO_TURN,
     ) -> tuple[int, int, float]:
-        """One set-based statement over all active nodes, or only those of ``pairs``; returns
-        (decayed, deactivated, ms).
+        """Set-based over all active nodes, or only those of ``pairs``, under the pairs' write locks
+        (:meth:`LzgStore.run_decay`); returns (decayed, deactivated, ms).
 
         Incremental form (SPEC §5.7): each node decays by the time since its own ``decay_am``, so
         two runs on one day decay by the elapsed hours only and together equal one run at the later

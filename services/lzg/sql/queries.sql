@@ -99,21 +99,6 @@ SELECT
     (SELECT count(*) FROM entitaet WHERE user_id = $1 AND character_id = $2) AS entities,
     (SELECT count(*) FROM timeline WHERE user_id = $1 AND character_id = $2) AS timelines;
 
--- name: decay
--- SPEC §5.7, incremental form, one statement over all active nodes of all pairs. Only
--- gewicht_decay, decay_am and aktiv change; none of them is indexed except through the partial
--- index's predicate, which changes only for the few nodes that fall asleep — so the rest are
--- HOT updates. Nodes already decayed at or after $1 are left alone (a replayed or repeated run).
-WITH decayed AS (
-    UPDATE lzg_knoten
-    SET gewicht_decay = knoten_verfall(gewicht_decay, decay_am, $1::timestamptz, $2::float8),
-        decay_am = $1,
-        aktiv = knoten_verfall(gewicht_decay, decay_am, $1::timestamptz, $2::float8) >= $3::float8
-    WHERE aktiv AND decay_am < $1
-    RETURNING aktiv
-)
-SELECT count(*) AS decayed, count(*) FILTER (WHERE NOT aktiv) AS deactivated FROM decayed;
-
 -- name: recall_details
 -- Memories of the pair as they were at $4 (SPEC §11, migration 011 ``knoten_am``: made by then,
 -- active, the weight SPEC §5.7's decay gives them at $4 at least $6; $5 the decay rate per day).
@@ -145,20 +130,49 @@ WITH fenster AS (
 )
 SELECT id, min(abstand) AS abstand FROM treffer GROUP BY id ORDER BY abstand, id LIMIT $5;
 
+-- name: active_pairs
+-- The pairs with an active node (the daily decay's work, SPEC §5.7): one descent of the partial
+-- index of active nodes per pair, not a scan of every node.
+WITH RECURSIVE paare AS (
+    (SELECT user_id, character_id FROM lzg_knoten WHERE aktiv ORDER BY user_id, character_id LIMIT 1)
+    UNION ALL
+    SELECT n.user_id, n.character_id
+    FROM paare AS p
+    CROSS JOIN LATERAL (
+        SELECT user_id, character_id FROM lzg_knoten
+        WHERE aktiv AND (user_id, character_id) > (p.user_id, p.character_id)
+        ORDER BY user_id, character_id LIMIT 1
+    ) AS n
+)
+SELECT user_id, character_id FROM paare;
+
 -- name: decay_pairs
--- The same decay limited to the pairs ($4 user ids, $5 character ids, index-aligned): a replay on a
--- simulated clock ages only its own pairs (the pair's partial index of active nodes serves it).
-WITH decayed AS (
+-- SPEC §5.7, incremental form, one statement for the pairs $4/$5 (user and character ids,
+-- index-aligned; the pairs' partial index of active nodes serves it) whose write lock this
+-- transaction gets without waiting (migration 013: the decay waits for no writer); returns the
+-- counts and the pairs a writer held, for the caller to decay once they are free. Only
+-- gewicht_decay, decay_am and aktiv change; none of them is indexed except through the partial
+-- index's predicate, which changes only for the few nodes that fall asleep — so the rest are HOT
+-- updates. Nodes already decayed at or after $1 are left alone (a replayed or repeated run).
+WITH gesperrt AS (
+    SELECT u, c FROM unnest($4::text[], $5::text[]) AS p(u, c) WHERE paar_sperre_versuchen(u, c)
+), decayed AS (
     UPDATE lzg_knoten
     SET gewicht_decay = knoten_verfall(gewicht_decay, decay_am, $1::timestamptz, $2::float8),
         decay_am = $1,
         aktiv = knoten_verfall(gewicht_decay, decay_am, $1::timestamptz, $2::float8) >= $3::float8
     WHERE aktiv AND decay_am < $1
       AND user_id = ANY($4::text[])
-      AND (user_id, character_id) IN (SELECT u, c FROM unnest($4::text[], $5::text[]) AS p(u, c))
+      AND (user_id, character_id) IN (SELECT u, c FROM gesperrt)
     RETURNING aktiv
+), besetzt AS (
+    SELECT u, c FROM unnest($4::text[], $5::text[]) AS p(u, c)
+    EXCEPT SELECT u, c FROM gesperrt
 )
-SELECT count(*) AS decayed, count(*) FILTER (WHERE NOT aktiv) AS deactivated FROM decayed;
+SELECT (SELECT count(*) FROM decayed) AS decayed,
+       (SELECT count(*) FROM decayed WHERE NOT aktiv) AS deactivated,
+       ARRAY(SELECT u FROM besetzt ORDER BY u, c) AS busy_users,
+       ARRAY(SELECT c FROM besetzt ORDER BY u, c) AS busy_characters;
 
 -- name: shell
 -- One shell of the spreading read (SPEC §5.8 step 3): for each frontier item the top K outgoing

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -14,6 +15,7 @@ from services.lzg.engine import LzgEngine
 from services.lzg.store import LzgStore
 from services.lzg.types import Entity, Timeline
 from services.lzg.weights import damp, reinforced_weights
+from tests.e2e.helpers import eventually
 
 from .conftest import (
     OTHER,
@@ -79,6 +81,41 @@ async def test_decay_twice_on_one_day_does_not_decay_twice(
     assert twice == pytest.approx(single, rel=1e-12)
     # a backdated run (as_of before the last one) decays nothing
     assert (await engine.run_decay(day - timedelta(days=1)))[:2] == (0, 0)
+
+
+@pytest.mark.parametrize("pairs", [(), (PAIR, OTHER)], ids=["all pairs", "scoped"])
+async def test_decay_waits_for_a_writer_of_a_pair_without_holding_anything(
+    engine: LzgEngine, provider: TableProvider, store: LzgStore, pairs: tuple[tuple[str, str], ...]
+) -> None:
+    """A writer holding a pair's lock and two of its nodes, locked one after the other as the usage
+    reinforcement does: the decay does the other pairs, then that pair once the writer is done.
+
+    The one statement over all pairs waited for the first node while holding the rows it had
+    decayed, so the writer's second node closed a deadlock (measured: 4 in 40 s of decay beside
+    reinforcements, tests/integration/lzg/test_lzg_decay_beside_writers.py) and no pair was decayed while the writer held its lock (migration 013)."""
+    first = await promote(engine, provider, "erster", unit(1), salienz=0.8)
+    second = await promote(engine, provider, "zweiter", unit(0, 1), salienz=0.8)
+    other = await promote(engine, provider, "anderes Paar", unit(0, 0, 1), salienz=0.8, pair=OTHER)
+    day = T0 + timedelta(days=30)
+
+    async def decay_am(pair: tuple[str, str], node_id: int) -> datetime:
+        return (await engine.node(Pair(*pair), node_id)).decay_am
+
+    async with store.pair_writer(*PAIR) as tx:
+        touch = "UPDATE lzg.lzg_knoten SET haeufigkeit = haeufigkeit WHERE id = $1"
+        await tx.conn.execute(touch, first.node_id)
+        run = asyncio.create_task(engine.run_decay(day, pairs=pairs))
+        await eventually(lambda: decay_am(OTHER, other.node_id), lambda at: at == day, within=10.0, what="OTHER decayed")
+        await tx.conn.execute(touch, second.node_id)  # the writer's second node: no deadlock
+        await asyncio.sleep(0.2)
+        assert not run.done()
+        assert await decay_am(PAIR, first.node_id) == T0 and await decay_am(PAIR, second.node_id) == T0
+    decayed, deactivated, _ = await asyncio.wait_for(run, timeout=10)
+    assert (decayed, deactivated) == (3, 0)
+    for pair, node in ((PAIR, first), (PAIR, second), (OTHER, other)):
+        got = await engine.node(Pair(*pair), node.node_id)
+        assert got.decay_am == day
+        assert got.gewicht_decay == pytest.approx(damp(0.8) * math.exp(-0.0015 * 30), rel=1e-12)
 
 
 # --- Trigger 2 (SPEC §5.5, §5.6) ---------------------------------------------------------------
