@@ -51,6 +51,7 @@ DECAY_BATCH_PAIRS = 32
 """Pairs the daily decay handles in one statement (and holds the write locks of, migration 013): few
 enough that a writer waits briefly and the lock table never fills, enough that a run over many small
 pairs is not a round trip per pair."""
+
 # Days around a timeline that surely hold every other timeline within tolerance of it (one unit
 # of slack for calendar units: a month may be 31 days, a distance counts calendar boundaries).
 _UNIT_DAYS = {

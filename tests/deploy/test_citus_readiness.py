@@ -56,7 +56,7 @@ DOCUMENTED_EXCEPTIONS = {
 # Queries over all pairs by design: on Citus they fan out to every shard (one statement per shard,
 # in parallel), which is what they mean. Also in docs/scaling.md.
 FAN_OUT_QUERIES = {
-    "lzg query decay: no pair",
+    "lzg query active_pairs: no pair",
     "lzg query vector_column_dimension: no pair",
     "log query purge: no pair",
     "log query token_usage: no pair",
