@@ -92,7 +92,8 @@ async def test_decay_waits_for_a_writer_of_a_pair_without_holding_anything(
 
     The one statement over all pairs waited for the first node while holding the rows it had
     decayed, so the writer's second node closed a deadlock (measured: 4 in 40 s of decay beside
-    reinforcements, tests/integration/lzg/test_lzg_decay_beside_writers.py) and no pair was decayed while the writer held its lock (migration 013)."""
+    reinforcements, tests/integration/lzg/test_lzg_decay_beside_writers.py), and no pair was
+    decayed while the writer held its lock (migration 013)."""
     first = await promote(engine, provider, "erster", unit(1), salienz=0.8)
     second = await promote(engine, provider, "zweiter", unit(0, 1), salienz=0.8)
     other = await promote(engine, provider, "anderes Paar", unit(0, 0, 1), salienz=0.8, pair=OTHER)
