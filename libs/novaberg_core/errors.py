@@ -62,6 +62,13 @@ class Unavailable(NovabergError):
     status_code = grpc.StatusCode.UNAVAILABLE
 
 
+class Aborted(NovabergError):
+    """A store rolled back a transaction of the call in a conflict with a concurrent one (a deadlock,
+    a serialization failure): nothing of that transaction was written; the call may be retried."""
+
+    status_code = grpc.StatusCode.ABORTED
+
+
 class DeadlineExceeded(NovabergError):
     """A dependency answered too late."""
 

@@ -9,7 +9,8 @@ INTERNAL, UNKNOWN…) surfaces as it came. What the peer answered stays readable
 record (:func:`describe`) are decided here and nowhere else.
 
 Retries are gRPC's own (``grpc.service_config`` with a ``retryPolicy`` per method): on
-UNAVAILABLE only, with exponential backoff and jitter, never past the call's deadline, and only
+UNAVAILABLE and ABORTED (a transaction PostgreSQL rolled back in a conflict, nothing of it written,
+``novaberg_core.store_errors``) only, with exponential backoff and jitter, never past the call's deadline, and only
 for the methods listed in :data:`IDEMPOTENT_METHODS` — a second attempt of those changes nothing
 the first did not (reads; promotion is idempotent on ``kzg_quell_key``; a delete or an ack of what
 is gone is a no-op). Writes that would be doubled (a session append, a KZG store, usage
@@ -31,6 +32,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.errors import (
+    Aborted,
     DeadlineExceeded,
     FailedPrecondition,
     InvalidArgument,
@@ -76,14 +78,14 @@ IDEMPOTENT_METHODS: Mapping[str, tuple[str, ...]] = {
         "ListTasks", "PauseTask", "ResumeTask", "ListRuns", "ListParkedJobs", "ListErasures", "ExportPair",
     ),
 }  # fmt: skip
-"""Methods a caller may send again after UNAVAILABLE without changing the outcome."""
+"""Methods a caller may send again after UNAVAILABLE or ABORTED without changing the outcome."""
 
 RETRY_POLICY: Mapping[str, Any] = {
     "maxAttempts": 4,
     "initialBackoff": "0.05s",
     "maxBackoff": "1s",
     "backoffMultiplier": 3,
-    "retryableStatusCodes": ["UNAVAILABLE"],
+    "retryableStatusCodes": ["UNAVAILABLE", "ABORTED"],
 }
 """gRPC retry policy: up to 3 retries, each after a random share (jitter) of 0.05 s, 0.15 s, 0.45 s."""
 
@@ -112,6 +114,7 @@ _PEER_ERRORS: Mapping[grpc.StatusCode, type[NovabergError]] = {
     grpc.StatusCode.UNAVAILABLE: Unavailable,
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
     grpc.StatusCode.RESOURCE_EXHAUSTED: Unavailable,
+    grpc.StatusCode.ABORTED: Aborted,
 }
 
 

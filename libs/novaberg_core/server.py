@@ -362,7 +362,7 @@ def run_service(main: Callable[[], Awaitable[None]], *, log_level: str = "INFO")
 def insecure_channel(target: str, *, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
     """A client channel to a peer: its calls carry the trace context (client spans, health excluded),
     are balanced round-robin over every address ``target`` resolves to (a headless Service), and
-    idempotent calls are retried on UNAVAILABLE (``novaberg_core.peers``); ``options`` add to or
+    idempotent calls are retried on UNAVAILABLE and ABORTED (``novaberg_core.peers``); ``options`` add to or
     override the defaults.
     """
     return grpc.aio.insecure_channel(target, **client_channel_arguments(options))

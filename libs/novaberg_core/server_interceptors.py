@@ -16,10 +16,10 @@ from grpc_reflection.v1alpha import reflection
 from opentelemetry import trace
 
 from novaberg_core.contract import UNDECODABLE, check_request, safe_deserializer
-from novaberg_core.errors import NovabergError, status_code_for
+from novaberg_core.errors import NovabergError, Unavailable, status_code_for
 from novaberg_core.method_handlers import WrappingInterceptor, rewrap
 from novaberg_core.metrics import count_store_outage
-from novaberg_core.store_errors import store_outage
+from novaberg_core.store_errors import store_error
 from novaberg_core.telemetry import current_trace_id_hex, set_turn_attributes
 
 __all__ = ["UNTRACED_CALL", "ErrorMappingInterceptor", "traced"]
@@ -28,7 +28,9 @@ _LOG = logging.getLogger("novaberg_core.server")  # the bootstrap's logger, as b
 
 # Downstream failures a caller can retry keep their code; anything else from a downstream call is
 # our own bug (we sent a bad request) and becomes INTERNAL like any unexpected exception.
-_PASS_THROUGH_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+_PASS_THROUGH_CODES = frozenset(
+    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED}
+)
 
 _UNTRACED_PREFIXES = ("/grpc.health.v1.Health/", f"/{reflection.SERVICE_NAME}/")
 
@@ -69,10 +71,10 @@ async def _abort_for(error: Exception, context: grpc.aio.ServicerContext, method
     """End the call with the status for ``error`` (STYLE rule 5); never returns."""
     if isinstance(error, grpc.aio.AbortError):
         raise error  # the handler already aborted with its own status
-    outage = store_outage(error)
-    if outage is not None:
+    mapped = store_error(error)
+    if isinstance(mapped, Unavailable):
         count_store_outage(error, method)
-    error = outage or error
+    error = mapped or error
     if isinstance(error, NovabergError):
         code = status_code_for(error)
         message = str(error) or type(error).__name__

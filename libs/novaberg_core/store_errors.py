@@ -1,8 +1,10 @@
-"""Store outages as UNAVAILABLE naming the store, for every service alike (STYLE rule 5).
+"""Store outages as UNAVAILABLE and transaction conflicts as ABORTED, for every service alike (STYLE rule 5).
 
-While Redis or PostgreSQL restarts, a call fails with the client library's connection error; the
-caller should retry it, not report a bug. The server bootstrap passes every escaping exception
-through :func:`store_outage` before mapping it to a status, so no service names these errors.
+While Redis or PostgreSQL restarts, a call fails with the client library's connection error; when
+PostgreSQL rolls a transaction back in a conflict with a concurrent one (SQLSTATE class 40: a
+deadlock, a serialization failure), it fails with that error. Either way the caller should retry,
+not report a bug. The server bootstrap passes every escaping exception through :func:`store_error`
+before mapping it to a status, so no service names these errors.
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ from __future__ import annotations
 import asyncpg
 import redis.exceptions
 
-from novaberg_core.errors import Unavailable
+from novaberg_core.errors import Aborted, NovabergError, Unavailable
 
-__all__ = ["is_postgres_outage", "is_redis_outage", "store_outage"]
+__all__ = ["is_postgres_outage", "is_redis_outage", "store_error", "store_outage"]
 
 _POSTGRES_OUTAGES: tuple[type[BaseException], ...] = (
     asyncpg.PostgresConnectionError,  # SQLSTATE class 08: the connection is gone or was refused
@@ -58,3 +60,19 @@ def store_outage(error: BaseException) -> Unavailable | None:
         if is_postgres_outage(candidate):
             return Unavailable(f"PostgreSQL is unavailable, retry later ({type(candidate).__name__}: {candidate})")
     return None
+
+
+def store_error(error: BaseException) -> NovabergError | None:
+    """The domain error a store's failure becomes: an outage (:func:`store_outage`), or a transaction
+    PostgreSQL rolled back in a conflict (:class:`Aborted`, naming the SQLSTATE); None for others."""
+    outage = store_outage(error)
+    if outage is not None:
+        return outage
+    for candidate in (error, error.__cause__, error.__context__):
+        if isinstance(candidate, asyncpg.exceptions.TransactionRollbackError):
+            return Aborted(
+                f"PostgreSQL rolled back a transaction in a conflict with a concurrent one, retry "
+                f"(SQLSTATE {candidate.sqlstate}: {type(candidate).__name__})"
+            )
+    return None
+

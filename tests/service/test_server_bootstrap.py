@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import asyncpg
 import grpc
 import grpc.aio
 import pytest
@@ -65,6 +66,11 @@ def _fail(kind: str) -> None:
     """Raise what the request names: a domain error, a downstream failure, or a bug."""
     if kind in DOMAIN_ERRORS:
         raise DOMAIN_ERRORS[kind](f"{kind}: field 'salienz' must lie in 0..1")
+    if kind == "postgres-deadlock":  # as asyncpg raises SQLSTATE 40P01, wrapped by the store code
+        try:
+            raise asyncpg.exceptions.DeadlockDetectedError("deadlock detected")
+        except asyncpg.PostgresError as error:
+            raise RuntimeError("decay failed") from error
     if kind.startswith("downstream-"):
         code = grpc.StatusCode[kind.removeprefix("downstream-")]
         raise grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details="lzg down")
@@ -261,7 +267,7 @@ async def test_domain_error_reaches_client_with_its_code_and_message(
 
 
 def test_every_domain_error_is_exercised() -> None:
-    assert {"InvalidArgument", "NotFound", "FailedPrecondition", "ModelMismatch", "Unavailable"} <= set(
+    assert {"Aborted", "InvalidArgument", "NotFound", "FailedPrecondition", "ModelMismatch", "Unavailable"} <= set(
         DOMAIN_ERRORS
     )
     assert DOMAIN_ERRORS["ModelMismatch"].status_code == grpc.StatusCode.FAILED_PRECONDITION
@@ -287,6 +293,7 @@ async def test_unexpected_exception_is_internal_without_internals(
     [
         ("downstream-UNAVAILABLE", grpc.StatusCode.UNAVAILABLE),
         ("downstream-DEADLINE_EXCEEDED", grpc.StatusCode.DEADLINE_EXCEEDED),
+        ("downstream-ABORTED", grpc.StatusCode.ABORTED),
         ("downstream-INVALID_ARGUMENT", grpc.StatusCode.INTERNAL),
     ],
 )
@@ -296,6 +303,19 @@ async def test_downstream_failure_keeps_retryable_codes_only(
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await channel.unary_unary(f"/{SERVICE}/Fail")(kind.encode())
     assert raised.value.code() == code
+
+
+async def test_a_transaction_postgresql_rolled_back_in_a_conflict_is_aborted_not_internal(
+    channel: grpc.aio.Channel,
+) -> None:
+    """SQLSTATE class 40 (a deadlock, a serialization failure): retry, not a bug to report."""
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await channel.unary_unary(f"/{SERVICE}/Fail")(b"postgres-deadlock")
+    assert raised.value.code() == grpc.StatusCode.ABORTED
+    assert raised.value.details() == (
+        "PostgreSQL rolled back a transaction in a conflict with a concurrent one, retry "
+        "(SQLSTATE 40P01: DeadlockDetectedError)"
+    )
 
 
 async def _stream_shape(channel: grpc.aio.Channel, shape: str, kind: str) -> list[bytes]:

@@ -35,6 +35,8 @@ class LogServiceStub:
     UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
     DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    ABORTED              PostgreSQL rolled back a transaction of the call in a conflict with a
+    concurrent one (a deadlock, a serialization failure); sent again like UNAVAILABLE.
     INTERNAL             a bug (the message carries the trace id); report it, do not retry.
     """
 
@@ -91,6 +93,8 @@ class LogServiceServicer:
     UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
     DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    ABORTED              PostgreSQL rolled back a transaction of the call in a conflict with a
+    concurrent one (a deadlock, a serialization failure); sent again like UNAVAILABLE.
     INTERNAL             a bug (the message carries the trace id); report it, do not retry.
     """
 
@@ -203,6 +207,8 @@ class LogService:
     UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
     DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    ABORTED              PostgreSQL rolled back a transaction of the call in a conflict with a
+    concurrent one (a deadlock, a serialization failure); sent again like UNAVAILABLE.
     INTERNAL             a bug (the message carries the trace id); report it, do not retry.
     """
 

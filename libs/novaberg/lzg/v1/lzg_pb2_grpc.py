@@ -36,6 +36,8 @@ class LzgServiceStub:
     UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
     DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    ABORTED              PostgreSQL rolled back a transaction of the call in a conflict with a
+    concurrent one (a deadlock, a serialization failure); sent again like UNAVAILABLE.
     INTERNAL             a bug (the message carries the trace id); report it, do not retry.
     """
 
@@ -182,6 +184,8 @@ class LzgServiceServicer:
     UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
     DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    ABORTED              PostgreSQL rolled back a transaction of the call in a conflict with a
+    concurrent one (a deadlock, a serialization failure); sent again like UNAVAILABLE.
     INTERNAL             a bug (the message carries the trace id); report it, do not retry.
     """
 
@@ -530,6 +534,8 @@ class LzgService:
     UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
     DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    ABORTED              PostgreSQL rolled back a transaction of the call in a conflict with a
+    concurrent one (a deadlock, a serialization failure); sent again like UNAVAILABLE.
     INTERNAL             a bug (the message carries the trace id); report it, do not retry.
     """
 

@@ -35,6 +35,8 @@ class PipelineServiceStub:
     UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
     DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    ABORTED              PostgreSQL (behind a peer) rolled back a transaction of the call in a conflict with a
+    concurrent one (a deadlock, a serialization failure); sent again like UNAVAILABLE.
     INTERNAL             a bug (the message carries the trace id); report it, do not retry.
     """
 
@@ -76,6 +78,8 @@ class PipelineServiceServicer:
     UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
     DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    ABORTED              PostgreSQL (behind a peer) rolled back a transaction of the call in a conflict with a
+    concurrent one (a deadlock, a serialization failure); sent again like UNAVAILABLE.
     INTERNAL             a bug (the message carries the trace id); report it, do not retry.
     """
 
@@ -161,6 +165,8 @@ class PipelineService:
     UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
     DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
+    ABORTED              PostgreSQL (behind a peer) rolled back a transaction of the call in a conflict with a
+    concurrent one (a deadlock, a serialization failure); sent again like UNAVAILABLE.
     INTERNAL             a bug (the message carries the trace id); report it, do not retry.
     """
 

@@ -1,0 +1,86 @@
+"""The peers' retry policy on a real channel (novaberg_core.peers): idempotent calls are sent again
+after UNAVAILABLE or ABORTED (a transaction PostgreSQL rolled back in a conflict), others never."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import grpc
+import grpc.aio
+import pytest
+
+from novaberg_core.peers import IDEMPOTENT_METHODS
+from novaberg_core.server import insecure_channel
+
+SERVICE = "novaberg.lzg.v1.LzgService"
+IDEMPOTENT = "GetModel"
+NOT_IDEMPOTENT = "ReinforceUsed"  # a second usage reinforcement would double the boost
+
+
+class Flaky:
+    """Answers each method with ``failures`` refusals of ``code`` first, then b"ok"; counts the attempts."""
+
+    def __init__(self) -> None:
+        self.code = grpc.StatusCode.UNAVAILABLE
+        self.failures = 0
+        self.attempts: dict[str, int] = {}
+
+    def handler(self, method: str) -> grpc.RpcMethodHandler:
+        async def answer(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+            self.attempts[method] = self.attempts.get(method, 0) + 1
+            if self.attempts[method] <= self.failures:
+                await context.abort(self.code, f"attempt {self.attempts[method]} refused")
+            return b"ok"
+
+        return grpc.unary_unary_rpc_method_handler(answer)
+
+
+@pytest.fixture
+async def flaky() -> AsyncIterator[tuple[Flaky, grpc.aio.Channel]]:
+    service = Flaky()
+    server = grpc.aio.server()
+    handlers = {m: service.handler(m) for m in (IDEMPOTENT, NOT_IDEMPOTENT)}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    channel = insecure_channel(f"127.0.0.1:{port}")
+    try:
+        yield service, channel
+    finally:
+        await channel.close()
+        await server.stop(None)
+
+
+def test_the_methods_under_test_are_what_they_stand_for() -> None:
+    assert IDEMPOTENT in IDEMPOTENT_METHODS[SERVICE] and NOT_IDEMPOTENT not in IDEMPOTENT_METHODS[SERVICE]
+
+
+@pytest.mark.parametrize("code", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED], ids=lambda c: c.name)
+async def test_an_idempotent_call_is_sent_again_and_answered(
+    flaky: tuple[Flaky, grpc.aio.Channel], code: grpc.StatusCode
+) -> None:
+    service, channel = flaky
+    service.code, service.failures = code, 2
+    assert await channel.unary_unary(f"/{SERVICE}/{IDEMPOTENT}")(b"", timeout=10) == b"ok"
+    assert service.attempts[IDEMPOTENT] == 3
+
+
+@pytest.mark.parametrize("code", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED], ids=lambda c: c.name)
+async def test_a_call_that_is_not_idempotent_is_sent_once(
+    flaky: tuple[Flaky, grpc.aio.Channel], code: grpc.StatusCode
+) -> None:
+    service, channel = flaky
+    service.code, service.failures = code, 1
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await channel.unary_unary(f"/{SERVICE}/{NOT_IDEMPOTENT}")(b"", timeout=10)
+    assert refused.value.code() == code
+    assert service.attempts[NOT_IDEMPOTENT] == 1
+
+
+async def test_attempts_end_after_four(flaky: tuple[Flaky, grpc.aio.Channel]) -> None:
+    service, channel = flaky
+    service.code, service.failures = grpc.StatusCode.ABORTED, 10
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await channel.unary_unary(f"/{SERVICE}/{IDEMPOTENT}")(b"", timeout=10)
+    assert refused.value.code() == grpc.StatusCode.ABORTED
+    assert service.attempts[IDEMPOTENT] == 4
