@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -148,7 +148,7 @@ class Erasures:
         # An unreachable service fails its step at once (no waiting): the erasure is resumed later.
         kzg_peer, lzg_peer = KzgPeer(self.kzg, timeout, wait_for_ready=None), LzgPeer(self.lzg, timeout, wait_for_ready=None)
         if "kzg" not in record.steps_done or "lzg" not in record.steps_done:
-            async with self._promotions_stopped(user, character):
+            async with self.store.promotions_stopped(user, character, wait_ms=int(timeout * 2000)):
                 if "kzg" not in record.steps_done:
                     kzg = await kzg_peer.erase(kzg_pb2.EraseRequest(target=target))
                     record = await self._done(
@@ -192,21 +192,6 @@ class Erasures:
                 }
             record = await self._done(record, "log", counts)
         return record
-
-    @contextlib.asynccontextmanager
-    async def _promotions_stopped(self, user_id: str, character_id: str | None) -> AsyncIterator[None]:
-        """Holds the target's promotion locks: no promotion of it is in flight meanwhile."""
-        wait_ms = int(self.rpc_timeout_s * 2000)
-        if character_id is not None:
-            async with self.store.pair_lock(user_id, character_id, wait_ms=wait_ms) as lock:
-                if not lock.held:
-                    raise Unavailable("the pair's promotion lock stayed held by a promotion worker")
-                yield
-            return
-        async with self.store.user_lock(user_id, wait_ms=wait_ms) as held:
-            if not held:
-                raise Unavailable("the user's promotion lock stayed held by a promotion worker")
-            yield
 
     async def _erase_own(self, user_id: str, character_id: str | None, erasure_id: int) -> dict[str, int]:
         """Pixie's own records of the target: job attempts, parked jobs, run errors quoting its keys."""

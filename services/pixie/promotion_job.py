@@ -97,6 +97,8 @@ class PromotionSteps:
                     **logged,
                 )
                 return "expired"
+            if self.step_hook is not None:
+                await self.step_hook("read", job)
             # The promotion joins the trace of the turn that wrote the entry (a span link).
             with _TRACER.start_as_current_span("pixie.promote", links=link_to(entry.traceparent)):
                 try:

@@ -6,6 +6,7 @@ The lines of an export and their format ``novaberg.export/1`` are :mod:`services
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -169,6 +170,11 @@ class PixieRights:
 
     # --- forget / correct ---------------------------------------------------------------
 
+    def _promotions_stopped(self, pair: common_pb2.Pair) -> contextlib.AbstractAsyncContextManager[None]:
+        """No promotion of the pair in flight while a forget or correction changes both stores: a
+        worker that read an entry before would write the node after, undoing it (as for an erasure)."""
+        return self.store.promotions_stopped(pair.user_id, pair.character_id, wait_ms=int(self.timeout * 2000))
+
     async def forget(
         self, pair: common_pb2.Pair, node_id: int, source_turn_id: str, reason: str
     ) -> ForgetOutcome:
@@ -179,6 +185,12 @@ class PixieRights:
         if node_id <= 0 and not source_turn_id:
             raise InvalidArgument("name the memory by node_id or source_turn_id")
         turn = common_pb2.TurnContext(turn_id=f"vergessen-{source_turn_id or node_id}"[:100])
+        async with self._promotions_stopped(pair):
+            return await self._forget(pair, node_id, source_turn_id, reason, turn)
+
+    async def _forget(
+        self, pair: common_pb2.Pair, node_id: int, source_turn_id: str, reason: str, turn: common_pb2.TurnContext
+    ) -> ForgetOutcome:
         forgotten = await call_peer(
             "LZG",
             "ForgetNodes",
@@ -242,6 +254,12 @@ class PixieRights:
         turn = common_pb2.TurnContext(
             turn_id=f"korrektur-{kzg_key.rsplit(':', 1)[-1] if kzg_key else node_id}"[:100]
         )
+        async with self._promotions_stopped(pair):
+            return await self._correct(pair, node_id, kzg_key, inhalt, reason, turn)
+
+    async def _correct(
+        self, pair: common_pb2.Pair, node_id: int, kzg_key: str, inhalt: str, reason: str, turn: common_pb2.TurnContext
+    ) -> CorrectOutcome:
         previous = ""
         corrected_key = ""
         node: lzg_pb2.CorrectNodeResponse | None = None

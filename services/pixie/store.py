@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from novaberg_core.errors import Unavailable
 from novaberg_core.migrations import load_queries
 from novaberg_core.pg import open_migrated_pool
 from services.pixie.tasks import OUTCOMES, pair_lock_key, user_lock_key
@@ -376,6 +377,26 @@ class PixieStore:
             else:
                 held = True
             yield held
+
+    @contextlib.asynccontextmanager
+    async def promotions_stopped(self, user_id: str, character_id: str | None, *, wait_ms: int) -> AsyncIterator[None]:
+        """The promotion lock of the pair, or (``character_id`` None) the user's exclusively, for the
+        block: no promotion of it is between reading its entry and writing its node meanwhile.
+
+        What changes a person's memories across the KZG and the LZG (an erasure, a forget, a
+        correction) holds it, or a worker that read an entry before the change writes the node after
+        it. :class:`Unavailable` when a worker held it for ``wait_ms``.
+        """
+        if character_id is not None:
+            async with self.pair_lock(user_id, character_id, wait_ms=wait_ms) as lock:
+                if not lock.held:
+                    raise Unavailable("the pair's promotion lock stayed held by a promotion worker, retry")
+                yield
+            return
+        async with self.user_lock(user_id, wait_ms=wait_ms) as held:
+            if not held:
+                raise Unavailable("the user's promotion lock stayed held by a promotion worker, retry")
+            yield
 
     # --- erasures -----------------------------------------------------------------------
 

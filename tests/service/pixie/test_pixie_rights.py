@@ -231,6 +231,41 @@ async def test_forget_and_correct_one_memory(
     assert got.inhalt == "Meister mag schwarzen Tee."
 
 
+@pytest.mark.parametrize("right", ["forget", "correct"])
+async def test_a_forget_or_correction_while_the_pair_is_promoted_is_not_undone_by_the_promotion(
+    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub, right: str
+) -> None:
+    """The person's request arrives after a worker read the entry and before it wrote the node.
+
+    Forget and correct found no node yet and changed the KZG entry; the worker then wrote the node
+    from what it had read — the forgotten or the uncorrected text — and deleted the entry: the
+    request answered OK and was undone. They hold the pair's promotion lock now, as an erasure does."""
+    text = "Meister hat Angst vor Spinnen und erzählt es niemandem."
+    entry = await store_entry(kzg, text, salienz=0.9, turn_id="t-geheim")
+    request: list[asyncio.Task[object]] = []
+
+    async def meanwhile(step: str, job: kzg_pb2.PromotionJob) -> None:
+        if step != "read" or request:
+            return
+        if right == "forget":
+            call = a.api.ForgetMemory(pixie_pb2.ForgetMemoryRequest(pair=PAIR, source_turn_id="t-geheim", reason="bitte"))
+        else:
+            call = a.api.CorrectMemory(pixie_pb2.CorrectMemoryRequest(
+                pair=PAIR, kzg_key=entry.kzg_key, inhalt="Meister mag Spinnen.", reason="stimmt nicht"))  # fmt: skip
+        request.append(asyncio.ensure_future(call))
+        await asyncio.sleep(0.5)  # the request's time to run while the worker holds what it read
+
+    a = await cluster.start("pixie-a", step_hook=meanwhile)
+    assert (await _promote(a.api)).counts["promoted_new"] == 1
+    answer = await asyncio.wait_for(request[0], timeout=30)
+    contents = [n.inhalt for n in await nodes_of(lzg, PAIR)]
+    assert not await kzg_has(kzg, entry.kzg_key)
+    if right == "forget":
+        assert contents == [] and len(answer.node_ids) == 1  # the node the promotion made, forgotten
+    else:
+        assert contents == ["Meister mag Spinnen."] and answer.node_id > 0 and answer.previous_inhalt == text
+
+
 async def test_requeue_puts_parked_jobs_back_and_drops_gone_ones(
     cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub, lzg: lzg_pb2_grpc.LzgServiceStub, redis_url: str
 ) -> None:
