@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from novaberg_core.embedding import ModelStamp, check_store_model
 from novaberg_core.migrations import load_queries
-from novaberg_core.pg import open_migrated_pool
+from novaberg_core.pg import create_pool, open_migrated_pool
 from novaberg_core.timeutil import shifted
 from services.lzg.layers import LZG_TIMELINE_TOLERANZ, Praezision, TimelineRef, timeline_tiefe
 from services.lzg.read_store import PairReader
@@ -46,6 +46,13 @@ __all__ = ["EDGE_COLUMNS", "SCHEMA", "EdgeInsert", "LzgStore", "NewNode", "PairT
 SCHEMA = "lzg"
 """PostgreSQL schema holding every LZG table."""
 _SQL_DIR = Path(__file__).resolve().parent / "sql"
+
+LOOKUP_CONNECTIONS = 4
+"""Connections of the named lookups' pool. A spreading read holds a connection of the main pool while
+it awaits the lookups of the entities and dates its question names (two at most); taken from that
+same pool, a burst of reads as large as the pool held every connection and waited for more — no read
+ever finished (measured: 12 reads naming an entity and a day, pool of 3). A lookup waits for nothing
+while it holds its own connection, so the reads always get on."""
 
 DECAY_BATCH_PAIRS = 32
 """Pairs the daily decay handles in one statement (and holds the write locks of, migration 013): few
@@ -303,19 +310,30 @@ class PairTx:
 class LzgStore:
     """The LZG's PostgreSQL schema: opened once per process, shared by all requests."""
 
-    def __init__(self, pool: asyncpg.Pool, queries: Mapping[str, str], dimension: int):
+    def __init__(
+        self, pool: asyncpg.Pool, queries: Mapping[str, str], dimension: int, lookup_pool: asyncpg.Pool
+    ):
         self.pool = pool
+        self.lookup_pool = lookup_pool
+        """The named lookups' own connections (:meth:`lookup_reader`)."""
         self.q = queries
         self.dimension = dimension
 
     @classmethod
     async def open(cls, url: str, *, dimension: int, min_size: int = 1, max_size: int = 10) -> LzgStore:
-        """Pool on schema ``lzg``, migrations applied (vector column of ``dimension``), queries loaded."""
+        """Pool on schema ``lzg``, migrations applied (vector column of ``dimension``), queries loaded;
+        and the small pool of the named lookups."""
         migrations = _SQL_DIR / "migrations"
         pool = await open_migrated_pool(url, SCHEMA, migrations, {"dimension": dimension}, min_size=min_size, max_size=max_size)
-        return cls(pool, load_queries(_SQL_DIR / "queries.sql"), dimension)
+        try:
+            lookup_pool = await create_pool(url, SCHEMA, min_size=1, max_size=LOOKUP_CONNECTIONS, vector=False)
+        except BaseException:
+            await pool.close()
+            raise
+        return cls(pool, load_queries(_SQL_DIR / "queries.sql"), dimension, lookup_pool)
 
     async def close(self) -> None:
+        await self.lookup_pool.close()
         await self.pool.close()
 
     async def check_model(self, configured: ModelStamp) -> None:
@@ -361,6 +379,11 @@ class LzgStore:
     def pool_reader(self, user_id: str, character_id: str) -> PairReader:
         """The same reads, each on its own pool connection (no shared view)."""
         return PairReader(self.pool, self.q, user_id, character_id)
+
+    def lookup_reader(self, user_id: str, character_id: str) -> PairReader:
+        """The same reads, each on a connection of the named lookups' pool: what a spreading read
+        awaits while it holds a connection of the main pool (see LOOKUP_CONNECTIONS)."""
+        return PairReader(self.lookup_pool, self.q, user_id, character_id)
 
     async def _fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
         return list(await self.pool.fetch(self.q[query], *args))

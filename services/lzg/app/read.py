@@ -97,7 +97,7 @@ class Read(UseCase):
         )  # fmt: skip
 
         # The entities and dates the question names are looked up while the transaction opens.
-        named = NamedLookups.start(self.store.pool_reader(pair.user_id, pair.character_id), query)
+        named = NamedLookups.start(self.store.lookup_reader(pair.user_id, pair.character_id), query)
         try:
             async with self.store.pair_reader(pair.user_id, pair.character_id) as graph:
                 snapshot = await self.cache.snapshot(graph.conn, pair.user_id, pair.character_id)

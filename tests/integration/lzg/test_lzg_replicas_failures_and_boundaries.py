@@ -306,6 +306,33 @@ async def test_a_held_pair_lock_blocks_that_pair_only(
     assert await _waiting_advisory_locks(store) == 0
 
 
+async def test_a_burst_of_reads_naming_entities_and_dates_all_finish_on_a_small_pool(
+    pg_url: str, provider: TableProvider
+) -> None:
+    """A read holds a connection while it awaits the lookups of what its question names. They came
+    from the same pool: 12 such reads at once on a pool of 3 held every connection and waited for
+    more, and none ever finished; the lookups have a pool of their own now (LOOKUP_CONNECTIONS)."""
+    store = await LzgStore.open(pg_url, dimension=DIM, max_size=2)
+    try:
+        await store.check_model(TableProvider().stamp)
+        engine = LzgEngine(store, provider, NOMIC_PROFILE, default_clusters(), PipelineLog(InMemorySink()))
+        clara, _ = await engine.upsert_entity(Pair(*PAIR), Entity(0, Pair("", ""), "Clara", "person", ()))
+        for i in range(4):
+            await promote(engine, provider, f"Clara, Tag {i}", unit(*[0.0] * i, 1.0), entitaet_ids=[clara.id])
+
+        async def read() -> int:
+            result = await engine.spreading_read(
+                Pair(*PAIR), query_values=unit(1).tolist(), query_text=None, cluster="werkstatt", nova_emotion="",
+                recall_k=10, question_entity_ids=[clara.id], zeitfenster=[(T0, "tag")], as_of=T0 + timedelta(days=1),
+            )  # fmt: skip
+            return sum("entity" in c.quellen for c in result.recall)
+
+        found = await asyncio.wait_for(asyncio.gather(*(read() for _ in range(12))), timeout=20)
+        assert found == [4] * 12
+    finally:
+        await store.close()
+
+
 # --- 6. boundaries ------------------------------------------------------------------------------
 
 
