@@ -253,11 +253,14 @@ def _check_timestamp(message: Message, path: str, wide: bool) -> None:
     if not 0 <= nanos < 1_000_000_000:
         raise InvalidArgument(f"{path}.nanos must be within 0..999999999, got {nanos}")
     low, high = _WIDE_TIME_BOUNDS if wide else _TIME_BOUNDS
-    if not low <= seconds <= high:
+    # The last instant is TIME_MAX itself: a fraction of a second after it is after it (stored as a
+    # float epoch it rounded up to the next second, which an export then carried and an import refused).
+    if not low <= seconds <= high or (seconds == high and nanos > 0):
         first = ZEITPUNKT_MIN if wide else TIME_MIN
+        got = f"seconds={seconds}" + (f", nanos={nanos}" if nanos else "")
         raise InvalidArgument(
             f"{path} must lie between {first.date().isoformat()} and {TIME_MAX.date().isoformat()} "
-            f"(seconds {low}..{high}), got seconds={seconds}"
+            f"(seconds {low}..{high}), got {got}"
         )
 
 

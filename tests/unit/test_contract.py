@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from datetime import UTC, datetime
 
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -59,6 +60,8 @@ def test_every_string_field_of_every_request_has_a_kind() -> None:
         (kzg_pb2.StoreEntryRequest(pair=PAIR, beobachter=7), "beobachter = 7 is not a value of Beobachter"),
         (kzg_pb2.StoreEntryRequest(pair=PAIR, as_of=Timestamp(seconds=-62135596800)), "as_of must lie between 1970-01-01"),
         (kzg_pb2.StoreEntryRequest(pair=PAIR, as_of=Timestamp(seconds=253402300800)), "as_of must lie between"),
+        (kzg_pb2.AppendSessionTurnRequest(pair=PAIR, turn=kzg_pb2.SessionTurn(created_at=Timestamp(seconds=253402128000, nanos=1))),
+         r"turn.created_at must lie between 1970-01-01 and 9999-12-30 \(seconds 0..253402128000\), got seconds=253402128000, nanos=1"),
         (kzg_pb2.StoreEntryRequest(pair=PAIR, as_of=Timestamp(seconds=5, nanos=-1)), "as_of.nanos"),
         (kzg_pb2.ReadPromotionJobsRequest(consumer="c", count=2**31 - 1), "count must be at most 1000"),
         (kzg_pb2.ReadPromotionJobsRequest(consumer="c", count=-1), "count must not be negative"),
@@ -73,6 +76,14 @@ def test_every_string_field_of_every_request_has_a_kind() -> None:
 def test_refusals_name_the_field(request_: object, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
         check_request(request_)  # type: ignore[arg-type]
+
+
+def test_the_last_instant_is_9999_12_30_itself() -> None:
+    """Found by the attack suite: 0.999999999 s after it was accepted, stored as a float epoch that
+    rounds to the next second, and the pair's export then held a time its import refused."""
+    check_request(kzg_pb2.AppendSessionTurnRequest(pair=PAIR, turn=kzg_pb2.SessionTurn(created_at=Timestamp(seconds=253402128000))))
+    assert datetime(9999, 12, 30, tzinfo=UTC).timestamp() == 253402128000
+    assert float(253402128000) + 0.999999999 == 253402128001.0  # what the KZG stored
 
 
 def test_year_one_is_a_valid_timeline_date_and_text_keeps_line_breaks() -> None:
