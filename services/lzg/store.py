@@ -48,16 +48,12 @@ SCHEMA = "lzg"
 _SQL_DIR = Path(__file__).resolve().parent / "sql"
 
 LOOKUP_CONNECTIONS = 4
-"""Connections of the named lookups' pool. A spreading read holds a connection of the main pool while
-it awaits the lookups of the entities and dates its question names (two at most); taken from that
-same pool, a burst of reads as large as the pool held every connection and waited for more — no read
-ever finished (measured: 12 reads naming an entity and a day, pool of 3). A lookup waits for nothing
-while it holds its own connection, so the reads always get on."""
+"""The named lookups' own pool: a read awaits them holding a main-pool connection, so they must never
+wait for that pool (a burst of reads hung forever, docs/decisions.md "Pool connections …")."""
 
 DECAY_BATCH_PAIRS = 32
-"""Pairs the daily decay handles in one statement (and holds the write locks of, migration 013): few
-enough that a writer waits briefly and the lock table never fills, enough that a run over many small
-pairs is not a round trip per pair."""
+"""Pairs per decay statement (their write locks held, migration 013): a writer waits briefly, the lock
+table never fills, and many small pairs are not a round trip each."""
 
 # Days around a timeline that surely hold every other timeline within tolerance of it (one unit
 # of slack for calendar units: a month may be 31 days, a distance counts calendar boundaries).
@@ -310,12 +306,9 @@ class PairTx:
 class LzgStore:
     """The LZG's PostgreSQL schema: opened once per process, shared by all requests."""
 
-    def __init__(
-        self, pool: asyncpg.Pool, queries: Mapping[str, str], dimension: int, lookup_pool: asyncpg.Pool
-    ):
+    def __init__(self, pool: asyncpg.Pool, queries: Mapping[str, str], dimension: int, lookup_pool: asyncpg.Pool):
         self.pool = pool
-        self.lookup_pool = lookup_pool
-        """The named lookups' own connections (:meth:`lookup_reader`)."""
+        self.lookup_pool = lookup_pool  # the named lookups' (LOOKUP_CONNECTIONS)
         self.q = queries
         self.dimension = dimension
 
@@ -381,8 +374,7 @@ class LzgStore:
         return PairReader(self.pool, self.q, user_id, character_id)
 
     def lookup_reader(self, user_id: str, character_id: str) -> PairReader:
-        """The same reads, each on a connection of the named lookups' pool: what a spreading read
-        awaits while it holds a connection of the main pool (see LOOKUP_CONNECTIONS)."""
+        """The same reads on the named lookups' pool (LOOKUP_CONNECTIONS)."""
         return PairReader(self.lookup_pool, self.q, user_id, character_id)
 
     async def _fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
@@ -484,12 +476,10 @@ class LzgStore:
     async def run_decay(
         self, as_of: datetime, rate: float, minimum: float, pairs: Sequence[tuple[str, str]] = ()
     ) -> tuple[int, int]:
-        """SPEC §5.7 for every pair with a node due, or only ``pairs``; returns (decayed, deactivated).
+        """SPEC §5.7 for every pair with an active node, or only ``pairs``; returns (decayed, deactivated).
 
-        Batch after batch of pairs, each batch one statement in its own transaction, each pair under
-        its write lock taken without waiting (migration 013); a pair a writer held is decayed after
-        the batches, alone, waiting for its lock. The decay is so never part of a deadlock, and a
-        writer waits for one batch at most, not for the whole run.
+        Pair batches, each one statement taking the pairs' write locks without waiting (migration 013);
+        a pair a writer held is decayed after them, alone: never a deadlock, never a writer held long.
         """
         if not pairs:
             pairs = [(r["user_id"], r["character_id"]) for r in await self._fetch("active_pairs")]
@@ -497,7 +487,7 @@ class LzgStore:
         busy: list[tuple[str, str]] = []
         for start in range(0, len(pairs), DECAY_BATCH_PAIRS):
             batch = pairs[start : start + DECAY_BATCH_PAIRS]
-            row = await self._fetchrow("decay_pairs", as_of, rate, minimum, *_pair_columns(batch))
+            row = await self._fetchrow("decay_pairs", as_of, rate, minimum, [p[0] for p in batch], [p[1] for p in batch])
             assert row is not None
             decayed, deactivated = decayed + int(row["decayed"]), deactivated + int(row["deactivated"])
             busy.extend(zip(row["busy_users"], row["busy_characters"], strict=True))
@@ -507,9 +497,3 @@ class LzgStore:
             assert row is not None
             decayed, deactivated = decayed + int(row["decayed"]), deactivated + int(row["deactivated"])
         return decayed, deactivated
-
-
-def _pair_columns(pairs: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
-    """The user ids and the character ids of ``pairs``, index-aligned (``unnest($4, $5)``)."""
-    return [p[0] for p in pairs], [p[1] for p in pairs]
-

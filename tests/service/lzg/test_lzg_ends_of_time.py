@@ -16,7 +16,7 @@ from novaberg_core.contract import TIME_MAX, ZEITPUNKT_MIN
 from novaberg_core.timeutil import to_timestamp
 from tests.service.lzg.memories import PAIR, T0, Stub, _entry, pair_with_memories
 
-LATEST = Timestamp(seconds=to_timestamp(TIME_MAX).seconds, nanos=999_999_999)
+LATEST = to_timestamp(TIME_MAX)  # the last instant the contract accepts (a fraction after it is refused)
 """The last instant a request's ``as_of`` may name."""
 
 
