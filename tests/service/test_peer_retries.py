@@ -55,32 +55,26 @@ def test_the_methods_under_test_are_what_they_stand_for() -> None:
     assert IDEMPOTENT in IDEMPOTENT_METHODS[SERVICE] and NOT_IDEMPOTENT not in IDEMPOTENT_METHODS[SERVICE]
 
 
-@pytest.mark.parametrize("code", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED], ids=lambda c: c.name)
-async def test_an_idempotent_call_is_sent_again_and_answered(
-    flaky: tuple[Flaky, grpc.aio.Channel], code: grpc.StatusCode
+CODES = [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED]
+
+
+@pytest.mark.parametrize("code", CODES, ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    ("method", "failures", "attempts", "answered"),
+    [(IDEMPOTENT, 2, 3, True), (NOT_IDEMPOTENT, 1, 1, False), (IDEMPOTENT, 10, 4, False)],
+    ids=["idempotent: sent again", "not idempotent: sent once", "four attempts at most"],
+)
+async def test_which_calls_are_sent_again(
+    flaky: tuple[Flaky, grpc.aio.Channel], code: grpc.StatusCode, method: str, failures: int, attempts: int,
+    answered: bool,
 ) -> None:
     service, channel = flaky
-    service.code, service.failures = code, 2
-    assert await channel.unary_unary(f"/{SERVICE}/{IDEMPOTENT}")(b"", timeout=10) == b"ok"
-    assert service.attempts[IDEMPOTENT] == 3
-
-
-@pytest.mark.parametrize("code", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED], ids=lambda c: c.name)
-async def test_a_call_that_is_not_idempotent_is_sent_once(
-    flaky: tuple[Flaky, grpc.aio.Channel], code: grpc.StatusCode
-) -> None:
-    service, channel = flaky
-    service.code, service.failures = code, 1
-    with pytest.raises(grpc.aio.AioRpcError) as refused:
-        await channel.unary_unary(f"/{SERVICE}/{NOT_IDEMPOTENT}")(b"", timeout=10)
-    assert refused.value.code() == code
-    assert service.attempts[NOT_IDEMPOTENT] == 1
-
-
-async def test_attempts_end_after_four(flaky: tuple[Flaky, grpc.aio.Channel]) -> None:
-    service, channel = flaky
-    service.code, service.failures = grpc.StatusCode.ABORTED, 10
-    with pytest.raises(grpc.aio.AioRpcError) as refused:
-        await channel.unary_unary(f"/{SERVICE}/{IDEMPOTENT}")(b"", timeout=10)
-    assert refused.value.code() == grpc.StatusCode.ABORTED
-    assert service.attempts[IDEMPOTENT] == 4
+    service.code, service.failures = code, failures
+    call = channel.unary_unary(f"/{SERVICE}/{method}")(b"", timeout=10)
+    if answered:
+        assert await call == b"ok"
+    else:
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await call
+        assert refused.value.code() == code
+    assert service.attempts[method] == attempts
