@@ -9,12 +9,13 @@ INTERNAL, UNKNOWN…) surfaces as it came. What the peer answered stays readable
 record (:func:`describe`) are decided here and nowhere else.
 
 Retries are gRPC's own (``grpc.service_config`` with a ``retryPolicy`` per method): on
-UNAVAILABLE and ABORTED (a transaction PostgreSQL rolled back in a conflict, nothing of it written,
-``novaberg_core.store_errors``) only, with exponential backoff and jitter, never past the call's deadline, and only
-for the methods listed in :data:`IDEMPOTENT_METHODS` — a second attempt of those changes nothing
-the first did not (reads; promotion is idempotent on ``kzg_quell_key``; a delete or an ack of what
-is gone is a no-op). Writes that would be doubled (a session append, a KZG store, usage
-reinforcement, a log batch) are never retried here; their callers decide.
+UNAVAILABLE and ABORTED (a transaction PostgreSQL rolled back in a conflict, nothing of it
+written, ``novaberg_core.store_errors``) only, with exponential backoff and jitter, never past the
+call's deadline, and only for the methods listed in :data:`IDEMPOTENT_METHODS` — a second
+attempt of those changes nothing the first did not (reads; promotion is idempotent on
+``kzg_quell_key``; a delete or an ack of what is gone is a no-op). Writes that would be doubled
+(a session append, a KZG store, usage reinforcement, a log batch) are never retried here; their
+callers decide.
 """
 
 from __future__ import annotations
