@@ -310,8 +310,8 @@ async def test_a_burst_of_reads_naming_entities_and_dates_all_finish_on_a_small_
     pg_url: str, provider: TableProvider
 ) -> None:
     """A read holds a connection while it awaits the lookups of what its question names. They came
-    from the same pool: 12 such reads at once on a pool of 3 held every connection and waited for
-    more, and none ever finished; the lookups have a pool of their own now (LOOKUP_CONNECTIONS)."""
+    from the same pool: 12 such reads at once on a pool of 2 (or 3) held every connection and waited
+    for more, and none ever finished; the lookups have a pool of their own now (LOOKUP_CONNECTIONS)."""
     store = await LzgStore.open(pg_url, dimension=DIM, max_size=2)
     try:
         await store.check_model(TableProvider().stamp)

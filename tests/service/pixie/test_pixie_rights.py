@@ -13,13 +13,14 @@ import grpc
 import grpc.aio
 import pytest
 import redis.asyncio as aioredis
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.log.v1 import log_pb2, log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
-from novaberg_core.contract import pair_token
+from novaberg_core.contract import TIME_MAX, pair_token
 from novaberg_core.timeutil import to_timestamp
 from services.pixie.promotion_types import new_tally
 from services.pixie.store import JobRef
@@ -182,6 +183,32 @@ async def test_export_erase_import_restores_the_same_memories(
     with pytest.raises(grpc.aio.AioRpcError) as again:
         await a.api.ImportPair(requests())
     assert again.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+async def test_a_session_turn_at_the_last_instant_travels_with_its_pair(
+    cluster: PixieCluster, kzg: kzg_pb2_grpc.KzgServiceStub
+) -> None:
+    """9999-12-30T00:00:00 is the last instant a request may name; a fraction of a second after it was
+    accepted too, the KZG's float epoch rounded it to the next second, and the pair's export then held
+    a time its import refused (found by the attack suite, seed 3030)."""
+    a = await cluster.start("pixie-a")
+    last = to_timestamp(TIME_MAX)
+    after = Timestamp(seconds=last.seconds, nanos=1)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await kzg.AppendSessionTurn(kzg_pb2.AppendSessionTurnRequest(
+            pair=PAIR, turn=kzg_pb2.SessionTurn(role="user", text="Danach", turn_id="t-danach", created_at=after)))  # fmt: skip
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    await kzg.AppendSessionTurn(kzg_pb2.AppendSessionTurnRequest(
+        pair=PAIR, turn=kzg_pb2.SessionTurn(role="user", text="Am Ende", turn_id="t-ende", created_at=last)))  # fmt: skip
+    lines = [line async for chunk in a.api.ExportPair(pixie_pb2.ExportPairRequest(pair=PAIR)) for line in chunk.lines]
+    target = common_pb2.Pair(user_id="meister-kopie", character_id="nova")
+
+    async def requests() -> AsyncIterator[pixie_pb2.ImportPairRequest]:
+        yield pixie_pb2.ImportPairRequest(pair=target, lines=lines)
+
+    assert (await a.api.ImportPair(requests())).counts["session_turns"] == 1
+    copied = (await kzg.GetSession(kzg_pb2.GetSessionRequest(pair=target))).turns
+    assert [(t.text, t.created_at) for t in copied] == [("Am Ende", last)]
 
 
 async def _graph(lzg: lzg_pb2_grpc.LzgServiceStub, pair: common_pb2.Pair) -> tuple[list[object], list[object]]:
