@@ -20,6 +20,7 @@ from novaberg_core.tls import PLAINTEXT, TlsConfig
 __all__ = [
     "LOG_FORMATS",
     "LOG_LEVELS",
+    "MAX_CONCURRENT_RPCS_DEFAULT",
     "OTEL_EXPORTERS",
     "REQUIRED",
     "CommonConfig",
@@ -67,6 +68,10 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 OTEL_EXPORTERS: Final = ("none", "console", "otlp")
 """The common values of :attr:`CommonConfig.otel_exporter`; any exporter the SDK registers is accepted,
 also as a comma list (:mod:`novaberg_core.otel_config`)."""
+
+MAX_CONCURRENT_RPCS_DEFAULT: Final = 256
+"""Calls a service handles at once unless it or ``<prefix>MAX_CONCURRENT_RPCS`` says otherwise: room for
+the fan-out of the pipeline's replicas and Pixie's workers (the pipeline, the edge, takes 64)."""
 
 LOG_FORMATS: Final = ("text", "json")
 """Accepted values of :attr:`CommonConfig.log_format` (``NOVABERG_LOG_FORMAT``)."""
@@ -232,6 +237,10 @@ class CommonConfig:
     """Transport security and authorisation (``NOVABERG_TLS_*``); plaintext here, mTLS by default from the
     environment (novaberg_core.tls)."""
 
+    max_concurrent_rpcs: int = MAX_CONCURRENT_RPCS_DEFAULT
+    """Calls handled at once; more are answered UNAVAILABLE at once (novaberg_core.load_shedding); 0 = no
+    limit (``<prefix>MAX_CONCURRENT_RPCS``; from the environment the service may set its own default)."""
+
     health_port: int | None = None
     """A second, plaintext listener serving only grpc.health.v1 (kubelet's gRPC probes cannot do TLS);
     None = off, 0 = a free port (``<prefix>HEALTH_PORT``)."""
@@ -243,9 +252,11 @@ class CommonConfig:
         prefix: str | None = None,
         *,
         env: Mapping[str, str] | None = None,
+        max_concurrent_rpcs: int = MAX_CONCURRENT_RPCS_DEFAULT,
     ) -> CommonConfig:
         """Read ``<prefix>HOST``, ``PORT``, ``GRACE_SECONDS``, ``OTEL_EXPORTER``, ``LOG_LEVEL``,
-        ``METRICS_PORT`` and the standard OpenTelemetry variables.
+        ``METRICS_PORT``, ``MAX_CONCURRENT_RPCS`` (default ``max_concurrent_rpcs``) and the standard
+        OpenTelemetry variables.
 
         ``prefix`` defaults to ``NOVABERG_<SERVICE>_``. Spans go where ``<prefix>OTEL_EXPORTER``
         says (a per-service override), else ``OTEL_TRACES_EXPORTER``, else ``otlp`` when
@@ -284,6 +295,7 @@ class CommonConfig:
             max_connection_age_s=env_float(
                 "NOVABERG_GRPC_MAX_CONNECTION_AGE_S", 300.0, min_value=0.0, env=env
             ),
+            max_concurrent_rpcs=env_int(f"{p}MAX_CONCURRENT_RPCS", max_concurrent_rpcs, min_value=0, env=env),
             health_port=(
                 env_int(f"{p}HEALTH_PORT", min_value=0, max_value=65535, env=env)
                 if _raw(f"{p}HEALTH_PORT", env) is not None

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 import grpc
 import grpc.aio
 
-__all__ = ["BehaviorWrapper", "WrappingInterceptor", "rewrap"]
+__all__ = ["TOOLING_METHOD_PREFIXES", "BehaviorWrapper", "WrappingInterceptor", "rewrap"]
+
+TOOLING_METHOD_PREFIXES: Final = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+"""Health probes and reflection (every version): tooling, left out of traces and metrics and never shed."""
 
 BehaviorWrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
 """Takes a handler's behaviour ``(request_or_iterator, context)`` and returns the wrapped one."""

@@ -14,6 +14,8 @@ Every instrument is declared here, so the names the dashboard queries live in on
   (:class:`~novaberg_core.rpc_metrics.RpcMetricsInterceptor`);
 - ``novaberg.grpc.server.in_flight_calls`` per ``rpc.service`` and ``novaberg.pipeline.turns_in_flight`` —
   calls being handled now (the Helm chart's custom-metric HPA targets);
+- ``novaberg.grpc.server.shed_calls`` per ``rpc.service`` — calls refused at the concurrency limit
+  (:mod:`novaberg_core.load_shedding`);
 - ``novaberg.store.unavailable`` — calls answered UNAVAILABLE because Redis or PostgreSQL was out;
 - ``novaberg.pipeline_log.buffered`` / ``.capacity`` / ``.dropped`` — each writer's buffer;
 - ``novaberg.dossier.memories`` / ``.anchors`` — what a BuildDossier returned (pipeline);
@@ -146,6 +148,11 @@ TURNS_IN_FLIGHT: Final = LiveCount(
     "novaberg.pipeline.turns_in_flight",
     "{call}",
     "ObserveTurn, BuildDossier and Dispatch calls the pipeline is handling now",
+)
+SHED_CALLS: Final = _counter(
+    "novaberg.grpc.server.shed_calls",
+    "{call}",
+    "Calls answered UNAVAILABLE at once because the server was at its limit of concurrent calls, by service",
 )
 STORE_UNAVAILABLE: Final = _counter(
     "novaberg.store.unavailable",

@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Final
+from typing import Any
 
 import grpc
 import grpc.aio
 
-from novaberg_core.method_handlers import WrappingInterceptor, rewrap
+from novaberg_core.method_handlers import TOOLING_METHOD_PREFIXES, WrappingInterceptor, rewrap
 from novaberg_core.metrics import IN_FLIGHT, RPC_DURATION
 
 __all__ = ["RpcMetricsInterceptor"]
-
-_UNTRACKED_PREFIXES: Final = ("/grpc.health.v1.Health/", "/grpc.reflection.")
-"""Tooling calls (health probes, reflection) are left out, as in tracing."""
-
 
 class RpcMetricsInterceptor(WrappingInterceptor):
     """Records ``rpc.server.duration`` of every call (all four shapes) with its final status code.
@@ -57,7 +53,7 @@ class RpcMetricsInterceptor(WrappingInterceptor):
         RPC_DURATION.record((time.perf_counter() - started) * 1000.0, attributes)
 
     def wrap(self, handler: grpc.RpcMethodHandler, method: str) -> grpc.RpcMethodHandler:
-        if method.startswith(_UNTRACKED_PREFIXES):
+        if method.startswith(TOOLING_METHOD_PREFIXES):  # left out, as in tracing
             return handler
         enter, record = self._enter, self._record
 

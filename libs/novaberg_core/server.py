@@ -43,6 +43,7 @@ from novaberg_core.authz import server_security
 from novaberg_core.config import CommonConfig, ConfigError, env_choice
 from novaberg_core.errors import Unavailable
 from novaberg_core.lifecycle import die_with_parent
+from novaberg_core.load_shedding import ConcurrencyLimitInterceptor
 from novaberg_core.metrics import flush_metrics, setup_metrics
 from novaberg_core.peers import CHANNEL_OPTIONS
 from novaberg_core.rpc_metrics import RpcMetricsInterceptor
@@ -232,6 +233,8 @@ async def create_server(
         # outside the authorisation and the error mapping: it sees the status a call ended with,
         # refusals (UNAUTHENTICATED, PERMISSION_DENIED) included
         RpcMetricsInterceptor(),
+        # inside the metrics, so a refused call counts with its status; before any other work
+        *([ConcurrencyLimitInterceptor(cfg.max_concurrent_rpcs, cfg.service_name)] if cfg.max_concurrent_rpcs else []),
         *security.interceptors,
         ErrorMappingInterceptor(),
         *options.get("extra_interceptors", ()),

@@ -12,12 +12,11 @@ from typing import Any, NoReturn
 import grpc
 import grpc.aio
 from google.protobuf.message import Message
-from grpc_reflection.v1alpha import reflection
 from opentelemetry import trace
 
 from novaberg_core.contract import UNDECODABLE, check_request, safe_deserializer
 from novaberg_core.errors import NovabergError, Unavailable, status_code_for
-from novaberg_core.method_handlers import WrappingInterceptor, rewrap
+from novaberg_core.method_handlers import TOOLING_METHOD_PREFIXES, WrappingInterceptor, rewrap
 from novaberg_core.metrics import count_store_outage
 from novaberg_core.store_errors import store_error
 from novaberg_core.telemetry import current_trace_id_hex, set_turn_attributes
@@ -31,8 +30,6 @@ _LOG = logging.getLogger("novaberg_core.server")  # the bootstrap's logger, as b
 _PASS_THROUGH_CODES = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED}
 )
-
-_UNTRACED_PREFIXES = ("/grpc.health.v1.Health/", f"/{reflection.SERVICE_NAME}/")
 
 UNTRACED_CALL: tuple[str, str] = ("novaberg-trace", "off")
 """Call metadata that keeps a call out of the traces on both sides (client and server span): a
@@ -60,7 +57,7 @@ def traced(details: Any) -> bool:
     method = details.method
     if isinstance(method, bytes):  # grpc.aio client call details carry bytes (grpc/grpc#31092)
         method = method.decode()
-    if method.startswith(_UNTRACED_PREFIXES):
+    if method.startswith(TOOLING_METHOD_PREFIXES):
         return False
     # Server side: HandlerCallDetails.invocation_metadata; client side: ClientCallDetails.metadata.
     metadata = getattr(details, "invocation_metadata", None) or getattr(details, "metadata", None)

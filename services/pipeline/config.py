@@ -8,12 +8,16 @@ from dataclasses import dataclass
 from novaberg_core.config import CommonConfig, env_choice, env_float, env_int, env_str
 from novaberg_core.limits import KZG_TOP_K_DEFAULT
 
-__all__ = ["ANALYZERS", "PipelineConfig"]
+__all__ = ["ANALYZERS", "MAX_CONCURRENT_RPCS", "PipelineConfig"]
 
 ANALYZERS = ("offline", "ollama")
 """Accepted values of ``NOVABERG_PIPELINE_ANALYZER``."""
 
 _PREFIX = "NOVABERG_PIPELINE_"
+
+MAX_CONCURRENT_RPCS = 64
+"""The edge's limit of calls at once (``NOVABERG_PIPELINE_MAX_CONCURRENT_RPCS``): on two cores about half a
+second of work at the measured ~120 calls/s; more wait past their callers' deadlines (docs/decisions.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +85,7 @@ class PipelineConfig:
             )
         fallback = env_choice(f"{_PREFIX}OLLAMA_FALLBACK", ("offline", "none"), "none", env=env)
         return cls(
-            common=CommonConfig.from_env("pipeline", env=env),
+            common=CommonConfig.from_env("pipeline", env=env, max_concurrent_rpcs=MAX_CONCURRENT_RPCS),
             kzg_addr=env_str("NOVABERG_KZG_ADDR", env=env),
             lzg_addr=env_str("NOVABERG_LZG_ADDR", env=env),
             redis_url=env_str("NOVABERG_REDIS_URL", env=env),

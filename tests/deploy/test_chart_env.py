@@ -25,7 +25,7 @@ USED_BY = {  # the README's "used by" words → services
     "embedding, analyzer": {"kzg", "lzg", "pipeline"},
 }
 README = chart.REPO_ROOT / "README.md"
-PER_SERVICE = ("HOST", "PORT", "GRACE_SECONDS", "LOG_LEVEL", "OTEL_EXPORTER", "HEALTH_PORT")
+PER_SERVICE = ("HOST", "PORT", "GRACE_SECONDS", "LOG_LEVEL", "OTEL_EXPORTER", "HEALTH_PORT", "MAX_CONCURRENT_RPCS")
 
 
 def readme_table() -> dict[str, tuple[str | None, str]]:
@@ -156,7 +156,7 @@ def _sample_values() -> dict[str, Any]:
         _set(values, f"addresses.{svc}", f"dns:///{svc}.sample.example:7000")
         service = values["services"].setdefault(svc, {})
         service.update({"host": "0.0.0.0", "graceSeconds": 7, "logLevel": "DEBUG", "otelExporter": "console",
-                        "otelServiceName": f"nb-{svc}"})
+                        "otelServiceName": f"nb-{svc}", "maxConcurrentRpcs": 0})
     _set(values, "grpc.port", 50052)
     return values
 
@@ -205,10 +205,11 @@ def test_per_service_generic_variables(sample_render: list[chart.Manifest]) -> N
         assert env[prefix + "HOST"]["value"] == "0.0.0.0"
         assert env[prefix + "PORT"]["value"] == "50052"
         assert env[prefix + "GRACE_SECONDS"]["value"] == "7"
+        assert env[prefix + "MAX_CONCURRENT_RPCS"]["value"] == "0"  # 0 (no limit) is a value, not unset
         assert env[prefix + "LOG_LEVEL"]["value"] == "DEBUG"
         assert env[prefix + "OTEL_EXPORTER"]["value"] == "console"
         assert env["OTEL_SERVICE_NAME"]["value"] == f"nb-{svc}"
-        others = {f"NOVABERG_{o.upper()}_{s}" for o in SERVICES if o != svc for s in ("HOST", "PORT", "GRACE_SECONDS")}
+        others = {f"NOVABERG_{o.upper()}_{s}" for o in SERVICES if o != svc for s in ("HOST", "PORT", "GRACE_SECONDS", "MAX_CONCURRENT_RPCS")}
         assert not others & set(env), f"{svc} carries another service's settings"
 
 

@@ -62,6 +62,7 @@ def test_the_values_schema_rejects_typos_and_bad_values() -> None:
     for bad in (
         {"services": {"kzg": {"replica": 3}}},
         {"services": {"pixie": {"replicas": 1}}},
+        {"services": {"pipeline": {"maxConcurrentRpcs": -1}}},
         {"services": {"pixie": {"settings": {"decayAt": "3:30"}}}},
         {"embedding": {"provider": "bert"}},
         {"grpc": {"port": 0}},

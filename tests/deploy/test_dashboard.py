@@ -97,6 +97,7 @@ async def _scrape_everything() -> set[str]:
     metrics.record_run("synapsen_decay", "ok")
     metrics.record_promotion({"promoted_new": 1, "parked": 1})
     metrics.IN_FLIGHT.add(0, {"rpc.service": "novaberg.pipeline.v1.PipelineService"})
+    metrics.SHED_CALLS.add(1, {"rpc.service": "novaberg.kzg.v1.KzgService"})
     with metrics.turn_in_flight():
         pass
 

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from novaberg_core.config import (
+    MAX_CONCURRENT_RPCS_DEFAULT,
     CommonConfig,
     ConfigError,
     env_bool,
@@ -16,6 +17,7 @@ from novaberg_core.config import (
     env_prefix,
     env_str,
 )
+from services.pipeline.config import PipelineConfig
 
 
 def test_env_int_names_the_variable_and_the_bad_value() -> None:
@@ -121,6 +123,17 @@ def test_common_config_reads_prefixed_variables() -> None:
     )
     custom = CommonConfig.from_env("kzg", prefix="KZG_", env={"KZG_PORT": "7", **PLAIN})
     assert custom.port == 7
+
+
+def test_the_concurrency_limit_has_a_service_default_an_override_and_an_off_switch() -> None:
+    assert CommonConfig.from_env("kzg", env=PLAIN).max_concurrent_rpcs == MAX_CONCURRENT_RPCS_DEFAULT == 256
+    pipeline = {"NOVABERG_KZG_ADDR": "k:1", "NOVABERG_LZG_ADDR": "l:1", "NOVABERG_REDIS_URL": "redis://r", **PLAIN}
+    assert PipelineConfig.from_env(pipeline).common.max_concurrent_rpcs == 64  # the edge's own default
+    limit = "NOVABERG_PIPELINE_MAX_CONCURRENT_RPCS"
+    assert PipelineConfig.from_env({**pipeline, limit: "9"}).common.max_concurrent_rpcs == 9
+    assert CommonConfig.from_env("kzg", env={"NOVABERG_KZG_MAX_CONCURRENT_RPCS": "0", **PLAIN}).max_concurrent_rpcs == 0
+    with pytest.raises(ConfigError, match=r"^NOVABERG_KZG_MAX_CONCURRENT_RPCS must be >= 0, got -1$"):
+        CommonConfig.from_env("kzg", env={"NOVABERG_KZG_MAX_CONCURRENT_RPCS": "-1", **PLAIN})
 
 
 def test_common_config_errors_name_the_variable() -> None:

@@ -32,7 +32,9 @@ class LogServiceStub:
     written; do not retry unchanged.
     RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
     FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
-    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    UNAVAILABLE          a store or peer cannot be reached, or the server is at its limit of calls at
+    once and refused the call before any work (the message says which); retry
+    with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
     DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
     ABORTED              PostgreSQL rolled back a transaction of the call in a conflict with a
@@ -90,7 +92,9 @@ class LogServiceServicer:
     written; do not retry unchanged.
     RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
     FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
-    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    UNAVAILABLE          a store or peer cannot be reached, or the server is at its limit of calls at
+    once and refused the call before any work (the message says which); retry
+    with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
     DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
     ABORTED              PostgreSQL rolled back a transaction of the call in a conflict with a
@@ -204,7 +208,9 @@ class LogService:
     written; do not retry unchanged.
     RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
     FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
-    UNAVAILABLE          a store or peer cannot be reached (the message names it); retry with backoff —
+    UNAVAILABLE          a store or peer cannot be reached, or the server is at its limit of calls at
+    once and refused the call before any work (the message says which); retry
+    with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
     DEADLINE_EXCEEDED    a peer answered too late; treat like UNAVAILABLE.
     ABORTED              PostgreSQL rolled back a transaction of the call in a conflict with a
