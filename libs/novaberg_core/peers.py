@@ -47,6 +47,7 @@ __all__ = [
     "IDEMPOTENT_METHODS",
     "PEER_FAILURES",
     "RETRY_POLICY",
+    "RETRY_THROTTLING",
     "KzgPeer",
     "LogPeer",
     "LzgPeer",
@@ -90,6 +91,11 @@ RETRY_POLICY: Mapping[str, Any] = {
 }
 """gRPC retry policy: up to 3 retries, each after a random share (jitter) of 0.05 s, 0.15 s, 0.45 s."""
 
+RETRY_THROTTLING: Mapping[str, float] = {"maxTokens": 10, "tokenRatio": 0.1}
+"""Per channel: a failed attempt costs a token, a success gives back a tenth, and no call is sent again
+while half or fewer are left — so while most calls fail (a peer refusing at its concurrency limit,
+novaberg_core.load_shedding) the channel stops multiplying them by four."""
+
 
 def service_config() -> str:
     """The channel's service config: retries for idempotent calls (balancing: ``grpc.lb_policy_name``)."""
@@ -98,6 +104,7 @@ def service_config() -> str:
     return json.dumps(
         {
             "methodConfig": [{"name": names, "retryPolicy": dict(RETRY_POLICY)}],
+            "retryThrottling": dict(RETRY_THROTTLING),
         }
     )
 

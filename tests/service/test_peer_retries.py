@@ -1,5 +1,6 @@
 """The peers' retry policy on a real channel (novaberg_core.peers): idempotent calls are sent again
-after UNAVAILABLE or ABORTED (a transaction PostgreSQL rolled back in a conflict), others never."""
+after UNAVAILABLE or ABORTED (a transaction PostgreSQL rolled back in a conflict), others never, and
+no call is sent again while most calls of the channel fail."""
 
 from __future__ import annotations
 
@@ -78,3 +79,28 @@ async def test_which_calls_are_sent_again(
             await call
         assert refused.value.code() == code
     assert service.attempts[method] == attempts
+
+
+async def test_while_most_calls_fail_none_is_sent_again_until_calls_succeed_again(
+    flaky: tuple[Flaky, grpc.aio.Channel],
+) -> None:
+    """A peer refusing most calls (at its concurrency limit, novaberg_core.load_shedding) is not sent
+    four times as many (novaberg_core.peers.RETRY_THROTTLING)."""
+    service, channel = flaky
+    call = channel.unary_unary(f"/{SERVICE}/{IDEMPOTENT}")
+
+    async def refused_calls(count: int) -> int:
+        """``count`` calls the peer refuses; the attempts they took."""
+        before = service.attempts.get(IDEMPOTENT, 0)
+        service.failures = before + 1_000
+        for _ in range(count):
+            with pytest.raises(grpc.aio.AioRpcError):
+                await call(b"", timeout=10)
+        return service.attempts[IDEMPOTENT] - before
+
+    assert await refused_calls(1) == 4  # the first failures are sent again
+    assert await refused_calls(9) == 9  # then the channel's tokens are spent: each call once
+    service.failures = 0
+    for _ in range(100):  # calls succeed again: the tokens come back
+        assert await call(b"", timeout=10) == b"ok"
+    assert await refused_calls(1) == 4
