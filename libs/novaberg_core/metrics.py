@@ -16,7 +16,8 @@ Every instrument is declared here, so the names the dashboard queries live in on
   calls being handled now (the Helm chart's custom-metric HPA targets);
 - ``novaberg.grpc.server.shed_calls`` per ``rpc.service`` — calls refused at the concurrency limit
   (:mod:`novaberg_core.load_shedding`);
-- ``novaberg.store.unavailable`` — calls answered UNAVAILABLE because Redis or PostgreSQL was out;
+- ``novaberg.store.unavailable`` — calls answered UNAVAILABLE because Redis or PostgreSQL was out (or full,
+  or read-only during a failover);
 - ``novaberg.pipeline_log.buffered`` / ``.capacity`` / ``.dropped`` — each writer's buffer;
 - ``novaberg.dossier.memories`` / ``.anchors`` — what a BuildDossier returned (pipeline);
 - ``novaberg.promotion.queue.length`` / ``.pending`` / ``.lag``, ``novaberg.kzg.entries`` (kzg),
@@ -157,7 +158,7 @@ SHED_CALLS: Final = _counter(
 STORE_UNAVAILABLE: Final = _counter(
     "novaberg.store.unavailable",
     "{call}",
-    "Calls answered UNAVAILABLE because a store (redis, postgresql) could not be reached",
+    "Calls answered UNAVAILABLE because a store (redis, postgresql) could not be reached or take the work",
 )
 DOSSIER_MEMORIES: Final = _histogram(
     "novaberg.dossier.memories",

@@ -1,10 +1,13 @@
 """Store outages as UNAVAILABLE and transaction conflicts as ABORTED, for every service alike (STYLE rule 5).
 
-While Redis or PostgreSQL restarts, a call fails with the client library's connection error; when
-PostgreSQL rolls a transaction back in a conflict with a concurrent one (SQLSTATE class 40: a
-deadlock, a serialization failure), it fails with that error. Either way the caller should retry,
-not report a bug. The server bootstrap passes every escaping exception through :func:`store_error`
-before mapping it to a status, so no service names these errors.
+While Redis or PostgreSQL restarts, a call fails with the client library's connection error; while a
+store cannot take writes — Redis at its memory limit (``maxmemory`` without eviction) or a read-only
+replica during a failover, PostgreSQL with a full disk, out of memory or out of connections, or a
+standby during a failover — it fails with the store's refusal; when PostgreSQL rolls a transaction
+back in a conflict with a concurrent one (SQLSTATE class 40: a deadlock, a serialization failure),
+it fails with that error. Either way the caller should retry later, not report a bug. The server
+bootstrap passes every escaping exception through :func:`store_error` before mapping it to a status,
+so no service names these errors.
 """
 
 from __future__ import annotations
@@ -22,18 +25,41 @@ _POSTGRES_OUTAGES: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.CrashShutdownError,  # 57P02
     asyncpg.exceptions.CannotConnectNowError,  # 57P03 the server is starting up
     asyncpg.exceptions.ConnectionDoesNotExistError,
-    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.TooManyConnectionsError,  # 53300
 )
+
+_REFUSALS: tuple[tuple[type[BaseException], str], ...] = (
+    (redis.exceptions.OutOfMemoryError, "Redis is at its memory limit (maxmemory)"),
+    (redis.exceptions.ReadOnlyError, "Redis is a read-only replica (a failover?)"),
+    (redis.exceptions.ClusterDownError, "Redis cannot serve the data now (its master or cluster is down)"),
+    (redis.exceptions.TryAgainError, "Redis is moving the data (resharding)"),
+    (asyncpg.exceptions.DiskFullError, "PostgreSQL's disk is full"),  # 53100
+    (asyncpg.exceptions.OutOfMemoryError, "PostgreSQL is out of memory"),  # 53200
+    (asyncpg.exceptions.ReadOnlySQLTransactionError, "PostgreSQL takes no writes (a standby: a failover?)"),  # 25006
+)
+"""A store's refusals of work it may take later, and what each says of the store."""
+
+
+def _refusal(error: BaseException) -> str | None:
+    for kind, description in _REFUSALS:
+        if isinstance(error, kind):
+            return description
+    return None
 
 
 def is_redis_outage(error: BaseException) -> bool:
-    """Redis cannot be reached or is still loading its data (the call may be retried)."""
-    return isinstance(error, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError)
+    """Redis cannot be reached, is still loading its data, or cannot take writes now (the call may be retried)."""
+    if isinstance(error, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
+        return True
+    return isinstance(error, redis.exceptions.RedisError) and _refusal(error) is not None
 
 
 def is_postgres_outage(error: BaseException) -> bool:
-    """PostgreSQL cannot be reached, closed the connection, or is shutting down / starting up."""
+    """PostgreSQL cannot be reached, closed the connection, is shutting down / starting up, or cannot
+    take the work now (disk, memory or connections exhausted, a standby)."""
     if isinstance(error, _POSTGRES_OUTAGES):
+        return True
+    if isinstance(error, asyncpg.PostgresError) and _refusal(error) is not None:
         return True
     if isinstance(error, asyncpg.InterfaceError) and "connection" in str(error).lower():
         return True  # "connection is closed" / "cannot perform operation: connection is closed"
@@ -56,9 +82,11 @@ def store_outage(error: BaseException) -> Unavailable | None:
         if candidate is None:
             continue
         if is_redis_outage(candidate):
-            return Unavailable(f"Redis is unavailable, retry later ({type(candidate).__name__}: {candidate})")
+            what = _refusal(candidate) or "Redis is unavailable"
+            return Unavailable(f"{what}, retry later ({type(candidate).__name__}: {candidate})")
         if is_postgres_outage(candidate):
-            return Unavailable(f"PostgreSQL is unavailable, retry later ({type(candidate).__name__}: {candidate})")
+            what = _refusal(candidate) or "PostgreSQL is unavailable"
+            return Unavailable(f"{what}, retry later ({type(candidate).__name__}: {candidate})")
     return None
 
 

@@ -32,7 +32,8 @@ class PipelineServiceStub:
     written; do not retry unchanged.
     RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
     FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
-    UNAVAILABLE          a store or peer cannot be reached, or the server is at its limit of calls at
+    UNAVAILABLE          a store or peer cannot be reached or cannot take the work now (a store at its
+    memory or disk limit, a failover), or the server is at its limit of calls at
     once and refused the call before any work (the message says which); retry
     with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
@@ -77,7 +78,8 @@ class PipelineServiceServicer:
     written; do not retry unchanged.
     RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
     FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
-    UNAVAILABLE          a store or peer cannot be reached, or the server is at its limit of calls at
+    UNAVAILABLE          a store or peer cannot be reached or cannot take the work now (a store at its
+    memory or disk limit, a failover), or the server is at its limit of calls at
     once and refused the call before any work (the message says which); retry
     with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
@@ -166,7 +168,8 @@ class PipelineService:
     written; do not retry unchanged.
     RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
     FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
-    UNAVAILABLE          a store or peer cannot be reached, or the server is at its limit of calls at
+    UNAVAILABLE          a store or peer cannot be reached or cannot take the work now (a store at its
+    memory or disk limit, a failover), or the server is at its limit of calls at
     once and refused the call before any work (the message says which); retry
     with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).

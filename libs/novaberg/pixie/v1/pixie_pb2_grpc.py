@@ -32,7 +32,8 @@ class PixieServiceStub:
     written; do not retry unchanged.
     RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
     FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
-    UNAVAILABLE          a store or peer cannot be reached, or the server is at its limit of calls at
+    UNAVAILABLE          a store or peer cannot be reached or cannot take the work now (a store at its
+    memory or disk limit, a failover), or the server is at its limit of calls at
     once and refused the call before any work (the message says which); retry
     with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
@@ -127,7 +128,8 @@ class PixieServiceServicer:
     written; do not retry unchanged.
     RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
     FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
-    UNAVAILABLE          a store or peer cannot be reached, or the server is at its limit of calls at
+    UNAVAILABLE          a store or peer cannot be reached or cannot take the work now (a store at its
+    memory or disk limit, a failover), or the server is at its limit of calls at
     once and refused the call before any work (the message says which); retry
     with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
@@ -336,7 +338,8 @@ class PixieService:
     written; do not retry unchanged.
     RESOURCE_EXHAUSTED   the message exceeds the server's receive limit (4 MiB); do not retry unchanged.
     FAILED_PRECONDITION  the store holds vectors of another model or text recipe (SPEC §2); do not retry.
-    UNAVAILABLE          a store or peer cannot be reached, or the server is at its limit of calls at
+    UNAVAILABLE          a store or peer cannot be reached or cannot take the work now (a store at its
+    memory or disk limit, a failover), or the server is at its limit of calls at
     once and refused the call before any work (the message says which); retry
     with backoff —
     automatically only the RPCs marked idempotent below (novaberg_core.peers).
