@@ -30,7 +30,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, Unpack
+from typing import Any, Final, TypedDict, Unpack
 
 import grpc
 import grpc.aio
@@ -58,6 +58,8 @@ from novaberg_core.telemetry import (
 __all__ = [
     "CLIENT_CHANNEL_OPTIONS",
     "EVENT_LOOPS",
+    "KEEPALIVE_TIMEOUT_S",
+    "KEEPALIVE_TIME_S",
     "UNTRACED_CALL",
     "ErrorMappingInterceptor",
     "RunningServer",
@@ -81,10 +83,23 @@ _TELEMETRY_FLUSH_TIMEOUT_S = 3.0
 _CONNECTION_AGE_GRACE_S = 30.0
 """After a connection's maximum age, calls in flight on it get this long (longer than any peer deadline)."""
 
+KEEPALIVE_TIME_S: Final = 20.0
+"""A client pings its peer after this long without a sign of it, calls or none (gRPC keepalive)."""
+KEEPALIVE_TIMEOUT_S: Final = 10.0
+"""…and drops the connection when the ping is not answered in this long: a peer whose node died (no
+FIN, no RST: the packets vanish) is found within half a minute, not after TCP's ~15 minutes of
+retransmissions during which every call balanced to it waits for its deadline."""
+
 CLIENT_CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (
     # A target that resolves to several addresses (a headless Service: dns:///<svc>-headless…) is
     # spread call by call over all of them, not pinned to the first.
     ("grpc.lb_policy_name", "round_robin"),
+    ("grpc.keepalive_time_ms", int(KEEPALIVE_TIME_S * 1000)),
+    ("grpc.keepalive_timeout_ms", int(KEEPALIVE_TIMEOUT_S * 1000)),
+    # What gRPC (1.85) waits for any ping's answer before it drops the connection: a minute unless set.
+    ("grpc.http2.ping_timeout_ms", int(KEEPALIVE_TIMEOUT_S * 1000)),
+    ("grpc.keepalive_permit_without_calls", 1),  # an idle connection is checked too, not only at the next call
+    ("grpc.http2.max_pings_without_data", 0),  # keep pinging while no call sends data
 )
 
 
@@ -192,9 +207,18 @@ async def _health_listener(
 
 
 def server_options(cfg: CommonConfig) -> list[tuple[str, Any]]:
-    """Channel arguments of every server: no shared port; connections aged out when configured."""
-    # SO_REUSEPORT off: a second process on the same port must fail, not silently share it.
-    options: list[tuple[str, Any]] = [("grpc.so_reuseport", 0)]
+    """Channel arguments of every server: no shared port, keepalive, connections aged out when configured."""
+    options: list[tuple[str, Any]] = [
+        ("grpc.so_reuseport", 0),  # a second process on the same port must fail, not silently share it
+        # The peers' keepalive pings (CLIENT_CHANNEL_OPTIONS) are welcome, calls or none: gRPC's default
+        # (one ping in five minutes without data) would answer them with GOAWAY "too many pings".
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", int(KEEPALIVE_TIME_S * 1000 / 2)),
+        # The server checks its clients alike, so a dead caller's open streams end.
+        ("grpc.keepalive_time_ms", int(KEEPALIVE_TIME_S * 3 * 1000)),
+        ("grpc.keepalive_timeout_ms", int(KEEPALIVE_TIMEOUT_S * 1000)),
+        ("grpc.http2.ping_timeout_ms", int(KEEPALIVE_TIMEOUT_S * 1000)),
+    ]
     if cfg.max_connection_age_s > 0:
         # grpc adds ±10 % jitter, so the replicas' clients do not all reconnect at once.
         options.append(("grpc.max_connection_age_ms", int(cfg.max_connection_age_s * 1000)))
