@@ -47,6 +47,13 @@ def _refusal(error: BaseException) -> str | None:
     return None
 
 
+def _silence(error: BaseException) -> str | None:
+    """What a command left unanswered says (:mod:`novaberg_core.redis_client` does not retry it)."""
+    if isinstance(error, redis.exceptions.TimeoutError) and "connecting" not in str(error):
+        return "Redis did not answer in time (paused or overloaded?); a write may have taken effect"
+    return None
+
+
 def is_redis_outage(error: BaseException) -> bool:
     """Redis cannot be reached, is still loading its data, or cannot take writes now (the call may be retried)."""
     if isinstance(error, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
@@ -82,7 +89,7 @@ def store_outage(error: BaseException) -> Unavailable | None:
         if candidate is None:
             continue
         if is_redis_outage(candidate):
-            what = _refusal(candidate) or "Redis is unavailable"
+            what = _refusal(candidate) or _silence(candidate) or "Redis is unavailable"
             return Unavailable(f"{what}, retry later ({type(candidate).__name__}: {candidate})")
         if is_postgres_outage(candidate):
             what = _refusal(candidate) or "PostgreSQL is unavailable"

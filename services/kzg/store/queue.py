@@ -8,6 +8,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
+from novaberg_core.redis_client import read_timeout_s
 from services.kzg.models import PromotionJobData, QueueState
 from services.kzg.store.base import StoreBase
 from services.kzg.store.codec import consumer_name, job_from_fields, stream_entries, text
@@ -16,6 +17,9 @@ from services.kzg.store.keys import PROMOTION_GROUP, PROMOTION_STREAM
 __all__ = ["QueueStore"]
 
 _MAX_BLOCK_MS = 30_000
+_BLOCK_SHARE_OF_READ_TIMEOUT = 0.5
+"""One blocking read waits at most this share of the client's read timeout: Redis ends a block up to
+a tick of its clock late (``hz`` 10: 100 ms), and the answer needs its way back."""
 _PAGE = 1_000
 _ACK_CHUNK = 500
 
@@ -52,11 +56,9 @@ class QueueStore(StoreBase):
         messages.extend((text(message_id), fields) for message_id, fields in claimed[1] if fields is not None)
         remaining = count - len(messages)
         if remaining > 0:
-            block = min(block_ms, _MAX_BLOCK_MS) if not messages and block_ms > 0 else None
-            response = await self.redis.xreadgroup(
-                PROMOTION_GROUP, consumer, {PROMOTION_STREAM: ">"}, count=remaining, block=block
-            )
-            messages.extend((text(message_id), fields) for message_id, fields in stream_entries(response))
+            block = min(block_ms, _MAX_BLOCK_MS) if not messages else 0
+            new = await self._read_new(consumer, remaining, block)
+            messages.extend((text(message_id), fields) for message_id, fields in new)
         if not messages:
             return []
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -67,6 +69,23 @@ class QueueStore(StoreBase):
             job_from_fields(message_id, fields, int(pending[0]["times_delivered"]) if pending else 1)
             for (message_id, fields), pending in zip(messages, pendings, strict=True)
         ]
+
+    async def _read_new(self, consumer: str, count: int, block_ms: int) -> list[tuple[bytes, Mapping[bytes, bytes]]]:
+        """Up to ``count`` new jobs, waiting up to ``block_ms`` for the first (0: not at all), in reads
+        that each end well within the client's read timeout: a longer ``BLOCK`` would be cut off as an
+        unanswered command (:mod:`novaberg_core.redis_client`)."""
+        read_timeout = read_timeout_s(self.redis)
+        longest_ms = block_ms if read_timeout is None else max(int(read_timeout * _BLOCK_SHARE_OF_READ_TIMEOUT * 1e3), 1)
+        deadline = time.monotonic() + block_ms / 1000.0
+        while True:
+            left_ms = int((deadline - time.monotonic()) * 1000.0)
+            block = min(left_ms, longest_ms) if left_ms > 0 else None  # BLOCK 0 would wait for ever
+            response = await self.redis.xreadgroup(
+                PROMOTION_GROUP, consumer, {PROMOTION_STREAM: ">"}, count=count, block=block
+            )
+            entries = stream_entries(response)
+            if entries or block is None or left_ms <= longest_ms:
+                return entries
 
     async def ack_jobs(self, job_ids: Sequence[str]) -> int:
         """XACK, then XDEL (the stream holds only unprocessed jobs); returns how many were pending."""
