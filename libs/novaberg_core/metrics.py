@@ -19,7 +19,7 @@ Every instrument is declared here, so the names the dashboard queries live in on
 - ``novaberg.store.unavailable`` — calls answered UNAVAILABLE because Redis or PostgreSQL was out (or full,
   or read-only during a failover);
 - ``novaberg.pipeline_log.buffered`` / ``.capacity`` / ``.dropped`` — each writer's buffer;
-- ``novaberg.dossier.memories`` / ``.anchors`` — what a BuildDossier returned (pipeline);
+- ``novaberg.dossier.memories`` / ``.anchors`` / ``.missing_parts`` — what a BuildDossier returned (pipeline);
 - ``novaberg.promotion.queue.length`` / ``.pending`` / ``.lag``, ``novaberg.kzg.entries`` (kzg),
   ``novaberg.lzg.nodes`` / ``.edges`` (lzg), ``novaberg.pixie.parked_jobs`` (pixie) — read from the
   stores by :class:`StoreSampler`, at most once per interval and only when someone looks;
@@ -169,6 +169,9 @@ DOSSIER_MEMORIES: Final = _histogram(
 DOSSIER_ANCHORS: Final = _histogram(
     "novaberg.dossier.anchors", "{anchor}", "Anchors of a BuildDossier's spreading read", _COUNT_BUCKETS
 )
+DOSSIER_MISSING: Final = _counter(
+    "novaberg.dossier.missing_parts", "{part}", "Parts a BuildDossier went without (a layer out or too late), by peer"
+)
 DECAY_NODES: Final = _counter(
     "novaberg.lzg.decay.nodes",
     "{node}",
@@ -179,9 +182,7 @@ RETENTION_ROWS: Final = _counter(
     "{row}",
     "Pipeline-log rows deleted by Purge, and turn_roh rows past the horizon kept (SPEC §8)",
 )
-PIXIE_RUNS: Final = _counter(
-    "novaberg.pixie.runs", "{run}", "Finished Pixie runs by task and outcome (SPEC §9)"
-)
+PIXIE_RUNS: Final = _counter("novaberg.pixie.runs", "{run}", "Finished Pixie runs by task and outcome (SPEC §9)")
 PIXIE_JOBS: Final = _counter(
     "novaberg.pixie.promotion.jobs",
     "{job}",
@@ -368,8 +369,12 @@ def turn_in_flight() -> Iterator[None]:
         TURNS_IN_FLIGHT.add(-1)
 
 
-def record_dossier(*, kzg_hits: int, lzg_memories: int, recall_items: int, anchors: int) -> None:
-    """One BuildDossier's size (pipeline)."""
+def record_dossier(
+    *, kzg_hits: int, lzg_memories: int, recall_items: int, anchors: int, missing: Sequence[str] = ()
+) -> None:
+    """One BuildDossier's size and the parts it went without, each named ``"<peer> <method>: …"`` (pipeline)."""
+    for part in missing:
+        DOSSIER_MISSING.add(1, {"peer": part.split(" ", 1)[0]})
     DOSSIER_MEMORIES.record(kzg_hits, {"source": "kzg"})
     DOSSIER_MEMORIES.record(lzg_memories, {"source": "lzg"})
     DOSSIER_MEMORIES.record(recall_items, {"source": "recall"})

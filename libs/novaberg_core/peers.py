@@ -46,6 +46,7 @@ __all__ = [
     "CHANNEL_OPTIONS",
     "IDEMPOTENT_METHODS",
     "PEER_FAILURES",
+    "PEER_OUTAGES",
     "RETRY_POLICY",
     "RETRY_THROTTLING",
     "KzgPeer",
@@ -152,6 +153,10 @@ async def call_peer(peer: str, method: str, call: Awaitable[_T]) -> _T:
 PEER_FAILURES: Final = (NovabergError, grpc.aio.AioRpcError)
 """What a call through :func:`call_peer` raises when the peer refuses: the mapped domain error, or
 the status the mapping leaves alone."""
+
+PEER_OUTAGES: Final = (Unavailable, DeadlineExceeded, Aborted)
+"""What :func:`call_peer` raises when the peer could not answer now (unreachable, at its limit, too
+late, a store conflict) — not for a fault of the request or a bug: the call may succeed later."""
 
 
 def peer_status(error: BaseException | None) -> grpc.aio.AioRpcError | None:

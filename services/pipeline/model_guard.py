@@ -17,6 +17,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg_core.embedding import ModelStamp
 from novaberg_core.errors import ModelMismatch
 from novaberg_core.model import model_stamp
+from novaberg_core.peers import PEER_OUTAGES
 
 __all__ = ["ModelGuard"]
 
@@ -36,19 +37,33 @@ class ModelGuard:
         self._checked_until = 0.0
         self._lock = asyncio.Lock()
 
-    async def check(self) -> None:
-        """Raises :class:`ModelMismatch` naming the peer when a peer serves another model."""
+    async def check(self, *, skip_unanswered: bool = False, within_s: float | None = None) -> None:
+        """Raises :class:`ModelMismatch` naming the peer when a peer serves another model.
+
+        ``skip_unanswered`` (a read that can do without a peer: the dossier): a peer that is out
+        (:data:`~novaberg_core.peers.PEER_OUTAGES`) or silent for ``within_s`` is left to the next call;
+        its calls still name the model of every vector they carry, which the peer checks itself.
+        """
         if self.clock() < self._checked_until:
             return
         async with self._lock:
             if self.clock() < self._checked_until:
                 return
-            answers = await asyncio.gather(*(ask() for ask in self.peers.values()))
+            answers = await asyncio.gather(
+                *(asyncio.wait_for(ask(), within_s) for ask in self.peers.values()), return_exceptions=skip_unanswered
+            )
+            unanswered = 0
             for peer, info in zip(self.peers, answers, strict=True):
+                if isinstance(info, (*PEER_OUTAGES, TimeoutError)):
+                    unanswered += 1
+                    continue
+                if isinstance(info, BaseException):
+                    raise info
                 theirs = model_stamp(info)
                 if theirs != self.own:
                     raise ModelMismatch(
                         f"the {peer} serves embedding model {theirs}, the pipeline embeds with {self.own}; "
                         "configure one model for every service (SPEC §2)"
                     )
-            self._checked_until = self.clock() + self.ttl_s
+            if not unanswered:
+                self._checked_until = self.clock() + self.ttl_s

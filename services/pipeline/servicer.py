@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -50,10 +51,12 @@ class PipelineServicer(pipeline_pb2_grpc.PipelineServiceServicer):
     async def BuildDossier(
         self, request: pipeline_pb2.BuildDossierRequest, context: grpc.aio.ServicerContext
     ) -> pipeline_pb2.BuildDossierResponse:
-        response = await _timed(context, self.pipeline.build_dossier(request))
+        remaining = context.time_remaining()
+        respond_by = None if remaining is None else time.monotonic() + remaining
+        response = await _timed(context, self.pipeline.build_dossier(request, respond_by))
         record_dossier(
             kzg_hits=len(response.kzg_hits), lzg_memories=len(response.lzg_resonanz.erinnerungen),
-            recall_items=len(response.recall), anchors=response.lzg_resonanz.anker_anzahl,
+            recall_items=len(response.recall), anchors=response.lzg_resonanz.anker_anzahl, missing=response.fehler,
         )  # fmt: skip
         return response
 

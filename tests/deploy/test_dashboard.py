@@ -91,7 +91,7 @@ async def _scrape_everything() -> set[str]:
     metrics.count_store_outage(
         redis.exceptions.ConnectionError("down"), "/novaberg.kzg.v1.KzgService/StoreEntry"
     )
-    metrics.record_dossier(kzg_hits=1, lzg_memories=2, recall_items=3, anchors=1)
+    metrics.record_dossier(kzg_hits=1, lzg_memories=2, recall_items=3, anchors=1, missing=["LZG SpreadingRead: down"])
     metrics.record_decay(2, 1, scoped=False)
     metrics.record_retention(5, 1, scoped=False)
     metrics.record_run("synapsen_decay", "ok")

@@ -144,10 +144,13 @@ class PipelineContext:
     """Resolves the names a question mentions (SPEC §11: entity candidates); None → no entity source."""
     known_nodes: PairNodeCache = field(default_factory=PairNodeCache)
 
-    async def begin(self, turn_id: str, pair: common_pb2.Pair) -> dict[str, Any]:
+    async def begin(
+        self, turn_id: str, pair: common_pb2.Pair, *, skip_unanswered: bool = False, within_s: float | None = None
+    ) -> dict[str, Any]:
         """What every step does once its request is checked: the peers' models are the pipeline's
-        (SPEC §2) and the call's span names the turn. Returns the pair as the log's keywords."""
-        await self.models.check()
+        (SPEC §2; a read that can do without a peer skips one that does not answer, see
+        :meth:`ModelGuard.check`) and the call's span names the turn. Returns the pair as the log's keywords."""
+        await self.models.check(skip_unanswered=skip_unanswered, within_s=within_s)
         set_turn_attributes(trace.get_current_span(), turn_id, pair.user_id, pair.character_id)
         return {"user_id": pair.user_id, "character_id": pair.character_id}
 

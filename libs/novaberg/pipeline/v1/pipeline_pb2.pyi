@@ -159,7 +159,7 @@ class WeightedKzgHit(_message.Message):
     def __init__(self, hit: _Optional[_Union[_kzg_pb2.RetrieveHit, _Mapping]] = ..., weight: _Optional[float] = ..., score: _Optional[float] = ...) -> None: ...
 
 class BuildDossierResponse(_message.Message):
-    __slots__ = ("cluster", "gravitation_faktor", "kzg_hits", "lzg_resonanz", "memory_blocks", "served_node_ids", "query_vector", "search_vector", "memory_ms", "model_ms", "recall")
+    __slots__ = ("cluster", "gravitation_faktor", "kzg_hits", "lzg_resonanz", "memory_blocks", "served_node_ids", "query_vector", "search_vector", "memory_ms", "model_ms", "recall", "fehler")
     class MemoryBlocksEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -178,6 +178,7 @@ class BuildDossierResponse(_message.Message):
     MEMORY_MS_FIELD_NUMBER: _ClassVar[int]
     MODEL_MS_FIELD_NUMBER: _ClassVar[int]
     RECALL_FIELD_NUMBER: _ClassVar[int]
+    FEHLER_FIELD_NUMBER: _ClassVar[int]
     cluster: str
     gravitation_faktor: float
     kzg_hits: _containers.RepeatedCompositeFieldContainer[WeightedKzgHit]
@@ -189,7 +190,8 @@ class BuildDossierResponse(_message.Message):
     memory_ms: float
     model_ms: float
     recall: _containers.RepeatedCompositeFieldContainer[RecallItem]
-    def __init__(self, cluster: _Optional[str] = ..., gravitation_faktor: _Optional[float] = ..., kzg_hits: _Optional[_Iterable[_Union[WeightedKzgHit, _Mapping]]] = ..., lzg_resonanz: _Optional[_Union[_lzg_pb2.LzgResonanz, _Mapping]] = ..., memory_blocks: _Optional[_Mapping[str, str]] = ..., served_node_ids: _Optional[_Iterable[int]] = ..., query_vector: _Optional[_Iterable[float]] = ..., search_vector: _Optional[_Iterable[float]] = ..., memory_ms: _Optional[float] = ..., model_ms: _Optional[float] = ..., recall: _Optional[_Iterable[_Union[RecallItem, _Mapping]]] = ...) -> None: ...
+    fehler: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, cluster: _Optional[str] = ..., gravitation_faktor: _Optional[float] = ..., kzg_hits: _Optional[_Iterable[_Union[WeightedKzgHit, _Mapping]]] = ..., lzg_resonanz: _Optional[_Union[_lzg_pb2.LzgResonanz, _Mapping]] = ..., memory_blocks: _Optional[_Mapping[str, str]] = ..., served_node_ids: _Optional[_Iterable[int]] = ..., query_vector: _Optional[_Iterable[float]] = ..., search_vector: _Optional[_Iterable[float]] = ..., memory_ms: _Optional[float] = ..., model_ms: _Optional[float] = ..., recall: _Optional[_Iterable[_Union[RecallItem, _Mapping]]] = ..., fehler: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DispatchRequest(_message.Message):
     __slots__ = ("pair", "turn_id", "user_prompt", "answer_text", "cluster", "served_node_ids", "answer_analysis", "user_emotion_json", "nova_emotion_json", "as_of")

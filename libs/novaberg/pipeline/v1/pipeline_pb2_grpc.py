@@ -114,7 +114,9 @@ class PipelineServiceServicer:
 
     def BuildDossier(self, request, context):
         """Builds the memory dossier before the character answers.
-        Idempotent (reads only).
+        Idempotent (reads only). When one layer gives no answer — the KZG or the LZG unreachable, at its
+        limit, or still silent after three quarters of the time the call had left — the dossier is built
+        from the other and names the missing part in `fehler`; UNAVAILABLE only when neither answers.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -1,0 +1,236 @@
+"""A dossier from the layers that answer: a KZG or an LZG that is out, or silent past its share of
+the caller's deadline, is named in ``fehler`` and the dossier built from the other (pipeline.proto
+BuildDossier; docs/decisions.md "A dossier from the layers that answer").
+
+The pipeline talks to the real KZG and LZG servers through a proxy per peer that passes every call
+on, except the one a test makes fail or wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import grpc
+import grpc.aio
+import pytest
+
+from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2
+from novaberg.lzg.v1 import lzg_pb2
+from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
+from novaberg_core.config import CommonConfig
+from novaberg_core.embedding import EmbeddingProvider
+from novaberg_core.pipeline_log import InMemorySink, PipelineLog
+from services.pipeline.app.dossier import LAYER_SHARE_OF_DEADLINE
+from services.pipeline.config import PipelineConfig
+from services.pipeline.server import create_server as create_pipeline_server
+from tests.service.pipeline.conftest import Peers
+
+PAIR = common_pb2.Pair(user_id="ohne-schicht@example.org", character_id="nova")
+QUESTION = "When is Anna's birthday?"
+
+Behaviour = Callable[[bytes, grpc.aio.ServicerContext, Callable[[bytes], Awaitable[bytes]]], Awaitable[bytes]]
+"""What a proxy does with one method's call: (request, context, pass_on) → response."""
+
+
+def _identity(data: bytes) -> bytes:
+    return data
+
+
+@dataclass
+class PeerProxy:
+    """Passes each unary call of ``service`` on to ``target``, or lets ``behaviours[method]`` answer."""
+
+    service: str
+    methods: list[str]
+    target: str
+    behaviours: dict[str, Behaviour] = field(default_factory=dict)
+    calls: collections.Counter[str] = field(default_factory=collections.Counter)
+    address: str = ""
+
+    async def start(self) -> tuple[grpc.aio.Server, grpc.aio.Channel]:
+        channel = grpc.aio.insecure_channel(self.target)
+        server = grpc.aio.server()
+        handlers = {method: self._handler(channel, method) for method in self.methods}
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(self.service, handlers),))
+        self.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+        await server.start()
+        return server, channel
+
+    def _handler(self, channel: grpc.aio.Channel, method: str) -> grpc.RpcMethodHandler:
+        upstream = channel.unary_unary(f"/{self.service}/{method}", _identity, _identity)
+
+        async def pass_on(request: bytes) -> bytes:
+            return await upstream(request)  # type: ignore[no-any-return]
+
+        async def handle(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+            self.calls[method] += 1
+            behaviour = self.behaviours.get(method)
+            return await (behaviour(request, context, pass_on) if behaviour else pass_on(request))
+
+        return grpc.unary_unary_rpc_method_handler(handle, _identity, _identity)
+
+
+def down(code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE, details: str = "the peer is down") -> Behaviour:
+    async def behave(request: bytes, context: grpc.aio.ServicerContext, pass_on: Callable[..., object]) -> bytes:
+        await context.abort(code, details)
+        raise AssertionError("abort returns no answer")
+
+    return behave
+
+
+def late(seconds: float) -> Behaviour:
+    async def behave(
+        request: bytes, context: grpc.aio.ServicerContext, pass_on: Callable[[bytes], Awaitable[bytes]]
+    ) -> bytes:
+        await asyncio.sleep(seconds)
+        return await pass_on(request)
+
+    return behave
+
+
+def _unary_methods(descriptor: object) -> list[str]:
+    return [m.name for m in descriptor.methods if not m.client_streaming and not m.server_streaming]  # type: ignore[attr-defined]
+
+
+@dataclass
+class Proxied:
+    pipeline: pipeline_pb2_grpc.PipelineServiceStub
+    kzg: PeerProxy
+    lzg: PeerProxy
+    sink: InMemorySink
+    log: PipelineLog
+
+    async def observe(self) -> None:
+        """One HIGH turn of ``PAIR`` (with both peers passing every call on)."""
+        await self.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
+            pair=PAIR, turn_id="t-1", beobachter=common_pb2.BEOBACHTER_USER,
+            text="My sister Anna celebrates her birthday on March 12."))  # fmt: skip
+
+
+@pytest.fixture
+async def proxied(peers: Peers, provider: EmbeddingProvider) -> AsyncIterator[Proxied]:
+    """A pipeline over proxies of the real peers, not called yet (its model check still to come)."""
+    kzg = PeerProxy("novaberg.kzg.v1.KzgService", _unary_methods(kzg_pb2.DESCRIPTOR.services_by_name["KzgService"]),
+                    peers.kzg.target)  # fmt: skip
+    lzg = PeerProxy("novaberg.lzg.v1.LzgService", _unary_methods(lzg_pb2.DESCRIPTOR.services_by_name["LzgService"]),
+                    peers.lzg.target)  # fmt: skip
+    started = [await kzg.start(), await lzg.start()]
+    sink = InMemorySink()
+    log = PipelineLog(sink)
+    cfg = PipelineConfig(
+        common=CommonConfig("pipeline"), kzg_addr=kzg.address, lzg_addr=lzg.address, redis_url=peers.redis_url
+    )
+    server = await create_pipeline_server(cfg, provider=provider, log=log)
+    channel = grpc.aio.insecure_channel(server.target)
+    try:
+        yield Proxied(pipeline_pb2_grpc.PipelineServiceStub(channel), kzg, lzg, sink, log)
+    finally:
+        await channel.close()
+        await server.stop(None)
+        for proxy_server, proxy_channel in started:
+            await proxy_server.stop(None)
+            await proxy_channel.close()
+
+
+def _dossier(turn_id: str) -> pipeline_pb2.BuildDossierRequest:
+    return pipeline_pb2.BuildDossierRequest(pair=PAIR, turn_id=turn_id, query_text=QUESTION)
+
+
+async def test_a_whole_dossier_names_nothing_missing(proxied: Proxied) -> None:
+    await proxied.observe()
+    dossier = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=10)
+    assert list(dossier.fehler) == []
+    assert dossier.kzg_hits and "Anna" in dossier.kzg_hits[0].hit.entry.inhalt
+    assert set(dossier.memory_blocks) == {"composer", "analysis"}
+
+
+async def test_without_the_lzg_the_dossier_holds_the_kzg_and_names_the_missing_read(proxied: Proxied) -> None:
+    await proxied.observe()
+    proxied.lzg.behaviours["SpreadingRead"] = down(details="the LZG is down")
+
+    dossier = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=10)
+
+    assert list(dossier.fehler) == ["LZG SpreadingRead: the LZG is down"]
+    assert dossier.kzg_hits and "Anna" in dossier.kzg_hits[0].hit.entry.inhalt
+    assert [item.layer for item in dossier.recall][:1] == ["kzg"]
+    assert dossier.memory_blocks == {"composer": "", "analysis": ""}
+    assert list(dossier.served_node_ids) == [] and not dossier.lzg_resonanz.erinnerungen
+    await proxied.log.flush()
+    errors = [r for r in proxied.sink.records if r.turn_id == "t-2" and r.art == "fehler"]
+    assert [(r.node, r.inhalt["message"]) for r in errors] == [("enricher", "LZG SpreadingRead: the LZG is down")]
+
+
+async def test_without_the_kzg_the_dossier_holds_the_lzg(proxied: Proxied) -> None:
+    await proxied.observe()
+    proxied.kzg.behaviours["Retrieve"] = down(details="the KZG is down")
+
+    dossier = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=10)
+
+    assert list(dossier.fehler) == ["KZG Retrieve: the KZG is down"]
+    assert list(dossier.kzg_hits) == [] and all(item.layer == "lzg" for item in dossier.recall)
+    assert proxied.lzg.calls["SpreadingRead"] == 1  # the LZG answered (it holds no node of the pair yet)
+    assert set(dossier.memory_blocks) == {"composer", "analysis"}
+
+
+async def test_a_layer_silent_past_its_share_of_the_deadline_is_left_out_in_time(proxied: Proxied) -> None:
+    await proxied.observe()
+    await proxied.pipeline.BuildDossier(_dossier("t-warm"), timeout=10)  # models checked, registry warm
+    proxied.lzg.behaviours["SpreadingRead"] = late(5.0)
+    deadline_s = 1.5
+
+    started = time.monotonic()
+    dossier = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=deadline_s)
+    took = time.monotonic() - started
+
+    assert took < deadline_s
+    assert len(dossier.fehler) == 1 and dossier.fehler[0].startswith("LZG SpreadingRead: no answer within")
+    budget_s = float(dossier.fehler[0].split("within ")[1].split(" s")[0])
+    assert budget_s <= deadline_s * LAYER_SHARE_OF_DEADLINE + 0.01
+    assert dossier.kzg_hits
+
+
+async def test_neither_layer_answering_is_unavailable_naming_both(proxied: Proxied) -> None:
+    await proxied.observe()
+    proxied.kzg.behaviours["Retrieve"] = down(details="the KZG is down")
+    proxied.lzg.behaviours["SpreadingRead"] = down(details="the LZG is down")
+
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=10)
+
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    details = refused.value.details() or ""
+    assert details.startswith("neither memory layer answered:")
+    assert "the KZG is down" in details and "the LZG is down" in details
+
+
+async def test_a_layer_refusing_the_request_still_fails_the_dossier(proxied: Proxied) -> None:
+    await proxied.observe()
+    proxied.lzg.behaviours["SpreadingRead"] = down(grpc.StatusCode.INVALID_ARGUMENT, "query_vector: wrong size")
+
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=10)
+
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "query_vector: wrong size" in (refused.value.details() or "")
+
+
+async def test_a_peer_out_at_the_model_check_is_asked_again_by_the_next_dossier(proxied: Proxied) -> None:
+    proxied.lzg.behaviours["GetModel"] = down(details="the LZG is down")
+    proxied.lzg.behaviours["SpreadingRead"] = down(details="the LZG is down")
+
+    first = await proxied.pipeline.BuildDossier(_dossier("t-1"), timeout=10)  # the pipeline's first call
+    assert list(first.fehler) == ["LZG SpreadingRead: the LZG is down"]
+    asked = proxied.lzg.calls["GetModel"]  # (retried: GetModel is idempotent)
+    assert asked >= 1 and proxied.kzg.calls["GetModel"] == 1
+
+    proxied.lzg.behaviours.clear()
+    second = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=10)
+    assert list(second.fehler) == []
+    assert proxied.lzg.calls["GetModel"] == asked + 1  # asked again now that it answers, then remembered
+    await proxied.pipeline.BuildDossier(_dossier("t-3"), timeout=10)
+    assert proxied.lzg.calls["GetModel"] == asked + 1
