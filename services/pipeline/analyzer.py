@@ -67,8 +67,9 @@ class EntityRegistry(Protocol):
 
     async def timeline_for(
         self, pair: common_pb2.Pair, mention: DatedMention, *, titel: str, themen: Sequence[str]
-    ) -> int:
-        """The id of a timeline ref at ``mention.zeitpunkt`` with ``mention.praezision`` (created if new)."""
+    ) -> int | None:
+        """The id of a timeline ref at ``mention.zeitpunkt`` with ``mention.praezision`` (created if new);
+        None when the registry gave no answer and the turn goes without (services.pipeline.deadline)."""
         ...
 
 

@@ -73,6 +73,11 @@ class PipelineConfig:
     """Deadline of each call to the KZG or LZG service; a call waits up to this long for a peer that is
     (re)starting instead of failing at once (``wait_for_ready``)."""
 
+    silent_peer_pause_s: float = 5.0
+    """How long a peer the call can do without (a memory layer in the dossier, the LZG's registry
+    when a turn is observed) is left out after it gave no answer, before it is asked again
+    (``NOVABERG_PIPELINE_SILENT_PEER_PAUSE_S``; 0 = ask every time; services.pipeline.deadline)."""
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PipelineConfig:
         analyzer = env_choice(f"{_PREFIX}ANALYZER", ANALYZERS, "offline", env=env)
@@ -100,4 +105,5 @@ class PipelineConfig:
             gewicht_assistant=env_float(f"{_PREFIX}GEWICHT_ASSISTANT", 0.7, min_value=0.0, env=env),
             registry_cache_s=env_float(f"{_PREFIX}REGISTRY_CACHE_S", 60.0, min_value=0.0, env=env),
             peer_timeout_s=env_float(f"{_PREFIX}PEER_TIMEOUT_S", 10.0, min_value=0.1, env=env),
+            silent_peer_pause_s=env_float(f"{_PREFIX}SILENT_PEER_PAUSE_S", 5.0, min_value=0.0, env=env),
         )

@@ -18,6 +18,7 @@ from novaberg_core.embedding import ModelStamp
 from novaberg_core.errors import ModelMismatch
 from novaberg_core.model import model_stamp
 from novaberg_core.peers import PEER_OUTAGES
+from services.pipeline.deadline import PeerSilence
 
 __all__ = ["ModelGuard"]
 
@@ -37,32 +38,40 @@ class ModelGuard:
         self._checked_until = 0.0
         self._lock = asyncio.Lock()
 
-    async def check(self, *, skip_unanswered: bool = False, within_s: float | None = None) -> None:
+    async def check(
+        self, *, skip_unanswered: bool = False, within_s: float | None = None, silence: PeerSilence | None = None
+    ) -> None:
         """Raises :class:`ModelMismatch` naming the peer when a peer serves another model.
 
-        ``skip_unanswered`` (a read that can do without a peer: the dossier): a peer that is out
-        (:data:`~novaberg_core.peers.PEER_OUTAGES`) or silent for ``within_s`` is left to the next call;
-        its calls still name the model of every vector they carry, which the peer checks itself.
+        ``skip_unanswered``: a peer that is out (:data:`~novaberg_core.peers.PEER_OUTAGES`), silent for
+        ``within_s``, or left out by ``silence`` after such a failure is asked again on a later call;
+        its calls meanwhile still name the model of every vector they carry, which the peer checks.
         """
         if self.clock() < self._checked_until:
             return
         async with self._lock:
             if self.clock() < self._checked_until:
                 return
+            asked = {
+                peer: ask for peer, ask in self.peers.items()
+                if not (skip_unanswered and silence is not None and silence.left_out(peer))
+            }  # fmt: skip
             answers = await asyncio.gather(
-                *(asyncio.wait_for(ask(), within_s) for ask in self.peers.values()), return_exceptions=skip_unanswered
+                *(asyncio.wait_for(ask(), within_s) for ask in asked.values()), return_exceptions=skip_unanswered
             )
-            unanswered = 0
-            for peer, info in zip(self.peers, answers, strict=True):
+            unanswered = len(self.peers) - len(asked)
+            for peer, info in zip(asked, answers, strict=True):
                 if isinstance(info, (*PEER_OUTAGES, TimeoutError)):
                     unanswered += 1
+                    if silence is not None:  # an outage names the peer and the method itself (call_peer)
+                        silence.failed(peer, str(info) if info.args else f"{peer} GetModel: no answer within {within_s} s")
                     continue
                 if isinstance(info, BaseException):
                     raise info
                 theirs = model_stamp(info)
                 if theirs != self.own:
                     raise ModelMismatch(
-                        f"the {peer} serves embedding model {theirs}, the pipeline embeds with {self.own}; "
+                        f"the {peer} service serves embedding model {theirs}, the pipeline embeds with {self.own}; "
                         "configure one model for every service (SPEC §2)"
                     )
             if not unanswered:

@@ -12,7 +12,8 @@ same few people and places.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
@@ -20,9 +21,12 @@ from novaberg_core.errors import Unavailable
 from novaberg_core.timeutil import to_timestamp
 from services.pipeline.analyzer import NEW_ENTITY_TYP
 from services.pipeline.dates import DatedMention
+from services.pipeline.deadline import DOING_WITHOUT, PeerSilence, answer_or_none
 from services.pipeline.registry_cache import RegistryCache
 
 __all__ = ["LzgRegistry"]
+
+_T = TypeVar("_T")
 
 
 class LzgRegistry:
@@ -33,11 +37,16 @@ class LzgRegistry:
     """
 
     def __init__(
-        self, stub: lzg_pb2_grpc.LzgServiceStub, timeout_s: float, cache: RegistryCache | None = None
+        self,
+        stub: lzg_pb2_grpc.LzgServiceStub,
+        timeout_s: float,
+        cache: RegistryCache | None = None,
+        silence: PeerSilence | None = None,
     ) -> None:
         self.stub = stub
         self.timeout_s = timeout_s
         self.cache = cache if cache is not None else RegistryCache(ttl_s=0.0)
+        self.silence = silence
 
     async def resolve_entities(
         self, pair: common_pb2.Pair, names: Sequence[str], *, create_missing: bool
@@ -47,12 +56,14 @@ class LzgRegistry:
             known = {name: found or None for name, found in known.items()}
         ask = list(dict.fromkeys(name for name, found in known.items() if found is None))
         if ask:
-            response = await self.stub.ResolveEntities(
-                lzg_pb2.ResolveEntitiesRequest(
-                    pair=pair, names=ask, create_missing=create_missing, typ_for_new=NEW_ENTITY_TYP
-                ),
-                timeout=self.timeout_s, wait_for_ready=True,
+            request = lzg_pb2.ResolveEntitiesRequest(
+                pair=pair, names=ask, create_missing=create_missing, typ_for_new=NEW_ENTITY_TYP
             )
+            response = await self._answer("ResolveEntities", lambda: self.stub.ResolveEntities(
+                request, timeout=self.timeout_s, wait_for_ready=True
+            ))  # fmt: skip
+            if response is None:  # the turn goes without (DOING_WITHOUT): its names stay unresolved
+                return [known[name] or 0 for name in names]
             ids = list(response.entitaet_ids)
             if len(ids) != len(ask):
                 raise Unavailable(f"LZG ResolveEntities answered {len(ids)} ids for {len(ask)} names")
@@ -61,13 +72,24 @@ class LzgRegistry:
                 self.cache.remember_entity(pair, name, entity_id)
         return [known[name] or 0 for name in names]
 
+    async def _answer(self, method: str, call: Callable[[], Awaitable[_T]]) -> _T | None:
+        """``call()``'s answer; None when the LZG gives none and the turn can do without (:data:`DOING_WITHOUT`)."""
+        missing = DOING_WITHOUT.get()
+        if missing is None:
+            return await call()
+        return await answer_or_none("LZG", method, call, missing, self.silence)
+
     async def timeline_for(
         self, pair: common_pb2.Pair, mention: DatedMention, *, titel: str, themen: Sequence[str]
-    ) -> int:
-        """Reuses the pair's ref at the same instant and precision, else creates one."""
+    ) -> int | None:
+        """Reuses the pair's ref at the same instant and precision, else creates one (None: the LZG
+        gave no answer and the turn goes without, :data:`DOING_WITHOUT`)."""
         remembered = self.cache.timeline(pair, mention)
         if remembered is not None:
             return remembered
+        return await self._answer("ListTimelines/UpsertTimeline", lambda: self._timeline(pair, mention, titel, themen))
+
+    async def _timeline(self, pair: common_pb2.Pair, mention: DatedMention, titel: str, themen: Sequence[str]) -> int:
         listed = await self.stub.ListTimelines(
             lzg_pb2.ListTimelinesRequest(
                 pair=pair, zeitpunkt=to_timestamp(mention.zeitpunkt), praezision=mention.praezision

@@ -12,6 +12,7 @@ from novaberg_core.server import RunningServer
 from novaberg_core.server import create_server as create_grpc_server
 from services.pipeline.analyzer import Analyzer, EntityRegistry, OfflineAnalyzer, OllamaChatAnalyzer
 from services.pipeline.config import PipelineConfig
+from services.pipeline.deadline import PeerSilence
 from services.pipeline.dossier import PerspectiveWeights
 from services.pipeline.peers import LzgRegistry
 from services.pipeline.registry_cache import RegistryCache
@@ -57,7 +58,8 @@ async def create_server(
         await clusters.close()
         await peers.close()
         raise
-    registry = LzgRegistry(peers.lzg, cfg.peer_timeout_s, RegistryCache(cfg.registry_cache_s))
+    silent_peers = PeerSilence(cfg.silent_peer_pause_s)
+    registry = LzgRegistry(peers.lzg, cfg.peer_timeout_s, RegistryCache(cfg.registry_cache_s), silent_peers)
     pipeline = TurnPipeline(
         kzg=peers.kzg,
         lzg=peers.lzg,
@@ -71,6 +73,7 @@ async def create_server(
         recall_k=cfg.recall_k,
         registry=registry,
         peer_timeout_s=cfg.peer_timeout_s,
+        silent_peers=silent_peers,
     )
     servicer = PipelineServicer(pipeline)
     return await create_grpc_server(

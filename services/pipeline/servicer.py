@@ -10,6 +10,7 @@ import grpc
 
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg_core.metrics import record_dossier, turn_in_flight
+from services.pipeline.deadline import RESPOND_BY
 from services.pipeline.turns import Timing, TurnPipeline
 
 __all__ = ["MEMORY_MS_KEY", "MODEL_MS_KEY", "PipelineServicer"]
@@ -23,7 +24,10 @@ _R = TypeVar("_R")
 
 
 async def _timed(context: grpc.aio.ServicerContext, step: Awaitable[tuple[_R, Timing]]) -> _R:
-    """Run one step of a turn, counted as a turn in flight; its time split goes into the trailing metadata."""
+    """Run one step of a turn, counted as a turn in flight, knowing the caller's deadline
+    (:mod:`services.pipeline.deadline`); its time split goes into the trailing metadata."""
+    remaining = context.time_remaining()
+    RESPOND_BY.set(None if remaining is None else time.monotonic() + remaining)
     with turn_in_flight():
         response, timing = await step
     context.set_trailing_metadata(
@@ -51,9 +55,7 @@ class PipelineServicer(pipeline_pb2_grpc.PipelineServiceServicer):
     async def BuildDossier(
         self, request: pipeline_pb2.BuildDossierRequest, context: grpc.aio.ServicerContext
     ) -> pipeline_pb2.BuildDossierResponse:
-        remaining = context.time_remaining()
-        respond_by = None if remaining is None else time.monotonic() + remaining
-        response = await _timed(context, self.pipeline.build_dossier(request, respond_by))
+        response = await _timed(context, self.pipeline.build_dossier(request))
         record_dossier(
             kzg_hits=len(response.kzg_hits), lzg_memories=len(response.lzg_resonanz.erinnerungen),
             recall_items=len(response.recall), anchors=response.lzg_resonanz.anker_anzahl, missing=response.fehler,

@@ -28,6 +28,7 @@ from services.pipeline.app.dispatch import Dispatch
 from services.pipeline.app.dossier import Dossier
 from services.pipeline.app.observe import Observe
 from services.pipeline.app.turn_writer import TurnWriter
+from services.pipeline.deadline import PeerSilence
 from services.pipeline.dossier import PerspectiveWeights
 from services.pipeline.store import ClusterStore
 
@@ -52,12 +53,14 @@ class TurnPipeline:
         recall_k: int = 10,
         registry: EntityRegistry | None = None,
         peer_timeout_s: float = 10.0,
+        silent_peers: PeerSilence | None = None,
     ) -> None:
         kzg_peer, lzg_peer = KzgPeer(kzg, peer_timeout_s), LzgPeer(lzg, peer_timeout_s)
         self.context = PipelineContext(
             kzg=kzg_peer, lzg=lzg_peer, clusters=clusters, cluster_table=cluster_table, analyzer=analyzer,
             provider=provider, log=log, models=peer_models(provider, kzg_peer, lzg_peer),
             weights=weights or PerspectiveWeights(), kzg_top_k=kzg_top_k, recall_k=recall_k, registry=registry,
+            silent_peers=silent_peers or PeerSilence(),
         )  # fmt: skip
         writer = TurnWriter(self.context)
 

@@ -92,6 +92,7 @@ VALUE_KEYS: dict[str, tuple[str, Any]] = {
     "NOVABERG_PIPELINE_OLLAMA_FALLBACK": ("services.pipeline.settings.ollamaFallback", "offline"),
     "NOVABERG_PIPELINE_PEER_TIMEOUT_S": ("services.pipeline.settings.peerTimeoutS", 11),
     "NOVABERG_PIPELINE_REGISTRY_CACHE_S": ("services.pipeline.settings.registryCacheS", 0),
+    "NOVABERG_PIPELINE_SILENT_PEER_PAUSE_S": ("services.pipeline.settings.silentPeerPauseS", 2),
     "NOVABERG_PIXIE_DECAY_AT": ("services.pixie.settings.decayAt", "04:15"),
     "NOVABERG_PIXIE_MAX_ATTEMPTS": ("services.pixie.settings.maxAttempts", 6),
     "NOVABERG_PIXIE_LOG_RETENTION_DAYS": ("services.pixie.settings.logRetentionDays", 30),

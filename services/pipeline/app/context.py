@@ -29,6 +29,7 @@ from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import set_turn_attributes, tracer
 from novaberg_core.timeutil import as_of_or_now
 from services.pipeline.analyzer import Analyzer, EntityRegistry
+from services.pipeline.deadline import PeerSilence, time_for_a_peer
 from services.pipeline.dossier import PerspectiveWeights
 from services.pipeline.model_guard import ModelGuard
 from services.pipeline.store import ClusterStore
@@ -122,7 +123,7 @@ class PairNodeCache:
 
 def peer_models(provider: EmbeddingProvider, kzg: KzgPeer, lzg: LzgPeer) -> ModelGuard:
     """The guard comparing both peers' models with the pipeline's (SPEC §2)."""
-    return ModelGuard(provider.stamp, {"KZG service": kzg.get_model, "LZG service": lzg.get_model})
+    return ModelGuard(provider.stamp, {"KZG": kzg.get_model, "LZG": lzg.get_model})
 
 
 @dataclass(eq=False)
@@ -143,14 +144,14 @@ class PipelineContext:
     registry: EntityRegistry | None
     """Resolves the names a question mentions (SPEC §11: entity candidates); None → no entity source."""
     known_nodes: PairNodeCache = field(default_factory=PairNodeCache)
+    silent_peers: PeerSilence = field(default_factory=PeerSilence)
+    """Peers left out for a few seconds after they gave no answer (services.pipeline.deadline)."""
 
-    async def begin(
-        self, turn_id: str, pair: common_pb2.Pair, *, skip_unanswered: bool = False, within_s: float | None = None
-    ) -> dict[str, Any]:
+    async def begin(self, turn_id: str, pair: common_pb2.Pair) -> dict[str, Any]:
         """What every step does once its request is checked: the peers' models are the pipeline's
-        (SPEC §2; a read that can do without a peer skips one that does not answer, see
-        :meth:`ModelGuard.check`) and the call's span names the turn. Returns the pair as the log's keywords."""
-        await self.models.check(skip_unanswered=skip_unanswered, within_s=within_s)
+        (SPEC §2; a peer that does not answer is asked on a later call, :meth:`ModelGuard.check`) and
+        the call's span names the turn. Returns the pair as the log's keywords."""
+        await self.models.check(skip_unanswered=True, within_s=time_for_a_peer(), silence=self.silent_peers)
         set_turn_attributes(trace.get_current_span(), turn_id, pair.user_id, pair.character_id)
         return {"user_id": pair.user_id, "character_id": pair.character_id}
 

@@ -33,6 +33,7 @@ from services.pipeline.app.context import (
     TurnStep,
 )
 from services.pipeline.app.turn_writer import given_analysis, kzg_entry_text
+from services.pipeline.deadline import DOING_WITHOUT
 from services.pipeline.validation import check_dispatch
 
 __all__ = ["Dispatch"]
@@ -88,6 +89,8 @@ class Dispatch(TurnStep):
                 return (vectors[0] if served else None), (vectors[-1] if entry_text is not None else None)
 
             failed: list[str] = []
+            unresolved: list[str] = []  # the answer's analysis goes on without the LZG's registry
+            DOING_WITHOUT.set(unresolved)
             analysed = asyncio.ensure_future(analyse_answer())
             embedded = asyncio.ensure_future(embed_answer())
 
@@ -156,6 +159,7 @@ class Dispatch(TurnStep):
                     ),
                     erstellt_am=as_of, **pair_kwargs,
                 )  # fmt: skip
+            failed.extend(unresolved)
             ctx.log.turn_roh(
                 turn_id=request.turn_id, node=NODE_DISPATCHER,
                 inhalt={

@@ -13,11 +13,7 @@ than the protos need.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable
-from typing import TypeVar
 
-import grpc
 import numpy as np
 
 from novaberg.common.v1 import common_pb2
@@ -27,49 +23,20 @@ from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import Unavailable
 from novaberg_core.fusion import RECALL_DEPTH
-from novaberg_core.peers import PEER_OUTAGES, peer_error
 from novaberg_core.timeutil import to_timestamp
 from services.pipeline.app.context import NODE_ENRICHER, TRACER, PipelineContext, Timing, turn_time
 from services.pipeline.dates import find_dated_mention
+from services.pipeline.deadline import DOING_WITHOUT, answer_or_none
 from services.pipeline.dossier import weigh_hits
 from services.pipeline.gravitation import Goal, gravitation_factor, shift_query
 from services.pipeline.recall import merge_recall, named_entity_ids, query_terms_of
 from services.pipeline.text_rules import find_mentions, has_subject
 from services.pipeline.validation import check_build_dossier
 
-__all__ = ["LAYER_SHARE_OF_DEADLINE", "MAX_SERVED", "Dossier"]
+__all__ = ["MAX_SERVED", "Dossier"]
 
 MAX_SERVED = 64
 """Served node ids a dossier hands to Dispatch at most (the request contract's bound)."""
-
-LAYER_SHARE_OF_DEADLINE = 0.75
-"""A layer (and the registry, and the model check) may take this share of the time the call has left;
-the rest builds the dossier from the layers that answered (docs/decisions.md "A dossier from the
-layers that answer")."""
-
-_T = TypeVar("_T")
-
-
-def _budget_s(respond_by: float | None) -> float | None:
-    """How long a part of the dossier may still take (None: the call has no deadline; the peers' own)."""
-    if respond_by is None:
-        return None
-    return max(respond_by - time.monotonic(), 0.0) * LAYER_SHARE_OF_DEADLINE
-
-
-async def _answer(part: str, call: Awaitable[_T], budget_s: float | None, missing: list[str]) -> _T | None:
-    """``call``'s answer; None when the peer is out or silent past ``budget_s``, named in ``missing``.
-
-    A fault of the request (INVALID_ARGUMENT, a model mismatch) or a bug still fails the dossier."""
-    try:
-        async with asyncio.timeout(budget_s):
-            return await call
-    except TimeoutError:
-        missing.append(f"{part}: no answer within {budget_s or 0:.3f} s (three quarters of the call's time left)")
-    except PEER_OUTAGES as error:
-        missing.append(str(error))  # names the peer and the method (novaberg_core.peers.call_peer)
-    return None
-
 
 class Dossier:
     """SPEC §7 "build the dossier" over the shared context."""
@@ -78,19 +45,20 @@ class Dossier:
         self.ctx = ctx
 
     async def build_dossier(
-        self, request: pipeline_pb2.BuildDossierRequest, respond_by: float | None = None
+        self, request: pipeline_pb2.BuildDossierRequest
     ) -> tuple[pipeline_pb2.BuildDossierResponse, Timing]:
         """Shift once, KZG retrieval (weighted) and LZG spreading read in parallel, memory blocks (SPEC §7).
 
-        ``respond_by`` (``time.monotonic()``): the caller's deadline. A layer that is out or silent
-        past its share of the time left is named in ``fehler`` and the dossier built from the other.
+        A layer that is out or silent past its share of the call's time left
+        (:mod:`services.pipeline.deadline`) is named in ``fehler`` and the dossier built from the other.
         """
         ctx = self.ctx
         timing = Timing()
         missing: list[str] = []
+        DOING_WITHOUT.set(missing)  # names the registry cannot resolve now stay unresolved (deadline.py)
         readers = check_build_dossier(request, ctx.provider.dimension)
         pair = request.pair
-        pair_kwargs = await ctx.begin(request.turn_id, pair, skip_unanswered=True, within_s=_budget_s(respond_by))
+        pair_kwargs = await ctx.begin(request.turn_id, pair)
         as_of = turn_time(request)
         recall_k = request.recall_k or ctx.recall_k
         # The previous-turn cluster and the profile (Redis) and the names the question mentions (the
@@ -98,12 +66,8 @@ class Dossier:
         (stored, profile), query, mentioned = await asyncio.gather(
             ctx.clusters.get_with_profile(pair),
             ctx.embed(query_embed_text(request.query_text), timing),
-            _answer(
-                "LZG ResolveEntities", self._mentioned_entities(pair, request.query_text), _budget_s(respond_by),
-                missing,
-            ),
-        )  # fmt: skip
-        mentioned = mentioned or {}
+            self._mentioned_entities(pair, request.query_text),
+        )
         question_entities = named_entity_ids(mentioned, (profile.user_name, profile.character_name))
         # A question without a subject (no content word, no name: "And then what happened?") searches by
         # meaning alone — the seeds' rule that anaphoric questions get no anchors (SPEC §11).
@@ -139,16 +103,15 @@ class Dossier:
             )  # fmt: skip
             # KZG retrieval runs while the LZG reads and renders the blocks in the same call (SPEC §7:
             # both with the shifted vector).
-            budget_s = _budget_s(respond_by)
             answered_kzg, answered_lzg = await asyncio.gather(
-                _answer("KZG Retrieve", ctx.kzg.retrieve(kzg_pb2.RetrieveRequest(
+                answer_or_none("KZG", "Retrieve", lambda: ctx.kzg.retrieve(kzg_pb2.RetrieveRequest(
                     pair=pair, query_vector=kzg_pb2.QueryVector(values=search_values, model_id=ctx.provider.model_id),
                     top_k=max(ctx.kzg_top_k, recall_k, RECALL_DEPTH), full_entries=ctx.kzg_top_k,
                     turn=turn, as_of=to_timestamp(as_of),
                     lexical_text=lexical_text, sprache=profile.sprache,
                     question_entity_ids=question_entities,
-                )), budget_s, missing),
-                _answer("LZG SpreadingRead", ctx.lzg.spreading_read(lzg_pb2.SpreadingReadRequest(
+                )), missing, ctx.silent_peers),
+                answer_or_none("LZG", "SpreadingRead", lambda: ctx.lzg.spreading_read(lzg_pb2.SpreadingReadRequest(
                     pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values, model_id=ctx.provider.model_id),
                     cluster=cluster,
                     nova_emotion=request.nova_emotion, turn=turn, readers=readers,
@@ -157,7 +120,7 @@ class Dossier:
                     as_of=to_timestamp(as_of), lexical_text=lexical_text, sprache=profile.sprache,
                     question_entity_ids=question_entities, zeitfenster=zeitfenster,
                     recall_k=max(recall_k, RECALL_DEPTH),
-                )), budget_s, missing),
+                )), missing, ctx.silent_peers),
             )  # fmt: skip
             if answered_kzg is None and answered_lzg is None:
                 raise Unavailable(f"neither memory layer answered: {'; '.join(missing)}")
@@ -165,7 +128,7 @@ class Dossier:
             spread = answered_lzg or lzg_pb2.SpreadingReadResponse(memory_blocks=dict.fromkeys(readers, ""))
             for failure in missing:
                 ctx.log.error(
-                    turn_id=request.turn_id, node=NODE_ENRICHER, typ="fehlende_schicht", message=failure,
+                    turn_id=request.turn_id, node=NODE_ENRICHER, typ="ohne_antwort", message=failure,
                     span_id=span_id, erstellt_am=as_of, **pair_kwargs,
                 )  # fmt: skip
             resonanz = spread.lzg_resonanz
@@ -223,8 +186,5 @@ class Dossier:
         names = list(find_mentions(text).mentions)
         if not names:
             return {}
-        try:
-            ids = await registry.resolve_entities(pair, names, create_missing=False)
-        except grpc.aio.AioRpcError as error:
-            raise (peer_error("LZG", "ResolveEntities", error) or error) from error
+        ids = await registry.resolve_entities(pair, names, create_missing=False)
         return dict(zip(names, ids, strict=True))

@@ -29,6 +29,7 @@ from novaberg_core.telemetry import set_turn_attributes
 from novaberg_core.timeutil import to_timestamp
 from services.pipeline.analyzer import AnalyzedTurn
 from services.pipeline.app.context import NODE_SALIENCE, ROLE, TRACER, PipelineContext, Timing
+from services.pipeline.deadline import DOING_WITHOUT
 from services.pipeline.store import Profile
 
 __all__ = ["TurnWriter", "Written", "given_analysis", "kzg_entry_text", "session_turn"]
@@ -85,6 +86,8 @@ class TurnWriter:
     ) -> AnalyzedTurn:
         """The analyzer's result for one turn (SPEC §7), logged under ``salience`` (failures too)."""
         analyzer, log = self.ctx.analyzer, self.ctx.log
+        missing = DOING_WITHOUT.get()
+        missed_before = len(missing) if missing is not None else 0
         with TRACER.start_as_current_span("pipeline.analyze") as span:
             set_turn_attributes(span, turn.turn_id, pair.user_id, pair.character_id)
             span.set_attribute("novaberg.analyzer", analyzer.name)
@@ -100,6 +103,8 @@ class TurnWriter:
         if not result.analysis.inhalt:
             result.analysis.inhalt = text
         scope = LogScope.of_pair(turn.turn_id, pair, turn.span_id, as_of)
+        for failure in (missing or [])[missed_before:]:  # the registry gave no answer: names left unresolved
+            log.error(**scope, node=NODE_SALIENCE, typ="ohne_antwort", message=failure)
         log.write(
             **scope, node=NODE_SALIENCE, art="berechnung",
             inhalt={

@@ -1,6 +1,8 @@
-"""A dossier from the layers that answer: a KZG or an LZG that is out, or silent past its share of
-the caller's deadline, is named in ``fehler`` and the dossier built from the other (pipeline.proto
-BuildDossier; docs/decisions.md "A dossier from the layers that answer").
+"""A turn goes on without a peer that does not answer (services/pipeline/deadline.py; docs/decisions.md
+"A turn goes on without a peer that does not answer"): a dossier whose KZG or LZG is out, or silent past
+its share of the caller's deadline, is built from the other layer; an observed turn (and the answer in
+Dispatch) whose LZG registry gives no answer is written without entity and timeline magnets; each names
+what it went without in ``fehler``. A batch (ObserveTurns) still fails.
 
 The pipeline talks to the real KZG and LZG servers through a proxy per peer that passes every call
 on, except the one a test makes fail or wait.
@@ -25,13 +27,15 @@ from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg_core.config import CommonConfig
 from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
-from services.pipeline.app.dossier import LAYER_SHARE_OF_DEADLINE
 from services.pipeline.config import PipelineConfig
+from services.pipeline.deadline import SHARE_OF_TIME_LEFT
 from services.pipeline.server import create_server as create_pipeline_server
 from tests.service.pipeline.conftest import Peers
 
 PAIR = common_pb2.Pair(user_id="ohne-schicht@example.org", character_id="nova")
 QUESTION = "When is Anna's birthday?"
+PAUSE_S = 0.5
+"""How long the pipeline leaves a peer out after it gave no answer (NOVABERG_PIPELINE_SILENT_PEER_PAUSE_S)."""
 
 Behaviour = Callable[[bytes, grpc.aio.ServicerContext, Callable[[bytes], Awaitable[bytes]]], Awaitable[bytes]]
 """What a proxy does with one method's call: (request, context, pass_on) → response."""
@@ -123,7 +127,8 @@ async def proxied(peers: Peers, provider: EmbeddingProvider) -> AsyncIterator[Pr
     sink = InMemorySink()
     log = PipelineLog(sink)
     cfg = PipelineConfig(
-        common=CommonConfig("pipeline"), kzg_addr=kzg.address, lzg_addr=lzg.address, redis_url=peers.redis_url
+        common=CommonConfig("pipeline"), kzg_addr=kzg.address, lzg_addr=lzg.address, redis_url=peers.redis_url,
+        silent_peer_pause_s=PAUSE_S,
     )
     server = await create_pipeline_server(cfg, provider=provider, log=log)
     channel = grpc.aio.insecure_channel(server.target)
@@ -190,7 +195,7 @@ async def test_a_layer_silent_past_its_share_of_the_deadline_is_left_out_in_time
     assert took < deadline_s
     assert len(dossier.fehler) == 1 and dossier.fehler[0].startswith("LZG SpreadingRead: no answer within")
     budget_s = float(dossier.fehler[0].split("within ")[1].split(" s")[0])
-    assert budget_s <= deadline_s * LAYER_SHARE_OF_DEADLINE + 0.01
+    assert budget_s <= deadline_s * SHARE_OF_TIME_LEFT + 0.01
     assert dossier.kzg_hits
 
 
@@ -224,13 +229,88 @@ async def test_a_peer_out_at_the_model_check_is_asked_again_by_the_next_dossier(
     proxied.lzg.behaviours["SpreadingRead"] = down(details="the LZG is down")
 
     first = await proxied.pipeline.BuildDossier(_dossier("t-1"), timeout=10)  # the pipeline's first call
-    assert list(first.fehler) == ["LZG SpreadingRead: the LZG is down"]
+    # The LZG failed the model check: the dossier's LZG calls are not even sent.
+    assert list(first.fehler) == [
+        f"LZG {method}: left out for a few seconds after: LZG GetModel: the LZG is down"
+        for method in ("ResolveEntities", "SpreadingRead")
+    ]
+    assert proxied.lzg.calls["SpreadingRead"] == 0
     asked = proxied.lzg.calls["GetModel"]  # (retried: GetModel is idempotent)
     assert asked >= 1 and proxied.kzg.calls["GetModel"] == 1
 
     proxied.lzg.behaviours.clear()
+    await asyncio.sleep(PAUSE_S)
     second = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=10)
     assert list(second.fehler) == []
     assert proxied.lzg.calls["GetModel"] == asked + 1  # asked again now that it answers, then remembered
     await proxied.pipeline.BuildDossier(_dossier("t-3"), timeout=10)
     assert proxied.lzg.calls["GetModel"] == asked + 1
+
+
+async def test_a_peer_that_gave_no_answer_is_left_out_for_a_pause_and_then_asked_again(proxied: Proxied) -> None:
+    await proxied.observe()
+    proxied.lzg.behaviours["SpreadingRead"] = late(5.0)
+
+    first = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=1.0)
+    assert first.fehler[0].startswith("LZG SpreadingRead: no answer within")
+    sent = proxied.lzg.calls["SpreadingRead"]
+
+    started = time.monotonic()
+    second = await proxied.pipeline.BuildDossier(_dossier("t-3"), timeout=1.0)
+    assert time.monotonic() - started < 0.5  # no wait for the silent LZG
+    # ("Anna" is resolved from the registry cache: no ResolveEntities to leave out)
+    assert list(second.fehler) == [f"LZG SpreadingRead: left out for a few seconds after: {first.fehler[0]}"]
+    assert proxied.lzg.calls["SpreadingRead"] == sent and second.kzg_hits
+
+    proxied.lzg.behaviours.clear()
+    await asyncio.sleep(PAUSE_S)
+    third = await proxied.pipeline.BuildDossier(_dossier("t-4"), timeout=1.0)
+    assert list(third.fehler) == [] and proxied.lzg.calls["SpreadingRead"] == sent + 1
+
+
+def _observe(turn_id: str, text: str) -> pipeline_pb2.ObserveTurnRequest:
+    return pipeline_pb2.ObserveTurnRequest(pair=PAIR, turn_id=turn_id, beobachter=common_pb2.BEOBACHTER_USER, text=text)
+
+
+async def test_a_turn_whose_registry_is_out_is_written_without_magnets_and_names_it(proxied: Proxied) -> None:
+    proxied.lzg.behaviours["ResolveEntities"] = down(details="the LZG is down")
+
+    observed = await proxied.pipeline.ObserveTurn(_observe("t-1", "My brother Tom moves to Hamburg next week."), timeout=10)
+
+    assert list(observed.fehler) == ["LZG ResolveEntities: the LZG is down"]
+    assert observed.session_turn_count == 1 and observed.kzg.outcome == kzg_pb2.STORE_OUTCOME_STORED
+    assert list(observed.analysis.magnets.entitaet_ids) == []  # the names stay unresolved
+    await proxied.log.flush()
+    errors = [r for r in proxied.sink.records if r.turn_id == "t-1" and r.art == "fehler"]
+    assert [(r.node, r.inhalt["message"]) for r in errors] == [("salience", "LZG ResolveEntities: the LZG is down")]
+
+    proxied.lzg.behaviours.clear()
+    await asyncio.sleep(PAUSE_S)
+    again = await proxied.pipeline.ObserveTurn(_observe("t-2", "Tom loves Hamburg."), timeout=10)
+    assert list(again.fehler) == [] and list(again.analysis.magnets.entitaet_ids)
+
+
+async def test_a_batch_whose_registry_is_out_fails_as_a_whole(proxied: Proxied) -> None:
+    proxied.lzg.behaviours["ResolveEntities"] = down(details="the LZG is down")
+
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await proxied.pipeline.ObserveTurns(pipeline_pb2.ObserveTurnsRequest(pair=PAIR, turns=[
+            pipeline_pb2.ObservedTurn(turn_id="t-1", beobachter=common_pb2.BEOBACHTER_USER,
+                                      text="My brother Tom moves to Hamburg next week."),
+        ]), timeout=10)  # fmt: skip
+
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "the LZG is down" in (refused.value.details() or "")
+
+
+async def test_an_answer_whose_registry_is_out_is_dispatched_and_names_it(proxied: Proxied) -> None:
+    await proxied.observe()
+    proxied.lzg.behaviours["ResolveEntities"] = down(details="the LZG is down")
+
+    dispatched = await proxied.pipeline.Dispatch(pipeline_pb2.DispatchRequest(
+        pair=PAIR, turn_id="t-1", user_prompt="And Tom?", answer_text="Tom visits Lisbon in May, you said.",
+        cluster="bier",
+    ), timeout=10)  # fmt: skip
+
+    assert list(dispatched.fehler) == ["LZG ResolveEntities: the LZG is down"]
+    assert dispatched.kzg.outcome == kzg_pb2.STORE_OUTCOME_STORED and dispatched.cluster_persisted == "bier"

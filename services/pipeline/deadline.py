@@ -1,0 +1,111 @@
+"""The time a call has left, for the peers it can do without (docs/decisions.md "A turn goes on
+without a peer that does not answer").
+
+A memory layer in the dossier, and the LZG's registry when a turn is observed, may each take
+:data:`SHARE_OF_TIME_LEFT` of the time the caller's deadline leaves: a peer that is out, or silent
+that long, is left out and named, and the call answers in time with what the others gave. The
+servicer sets the deadline of the call it handles (:data:`RESPOND_BY`); a call without a deadline
+gives each peer its own timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import TypeVar
+
+import grpc.aio
+
+from novaberg_core.peers import PEER_OUTAGES, peer_error
+
+__all__ = ["DOING_WITHOUT", "RESPOND_BY", "SHARE_OF_TIME_LEFT", "PeerSilence", "answer_or_none", "time_for_a_peer"]
+
+SHARE_OF_TIME_LEFT = 0.75
+"""What a peer the call can do without may take of the time left; the rest builds the answer."""
+
+RESPOND_BY: ContextVar[float | None] = ContextVar("novaberg_pipeline_respond_by", default=None)
+"""The caller's deadline (``time.monotonic()``) of the call this task handles; None without one."""
+
+DOING_WITHOUT: ContextVar[list[str] | None] = ContextVar("novaberg_pipeline_doing_without", default=None)
+"""Set by a call that can do without the LZG's registry (one observed turn, the answer in Dispatch):
+the registry then leaves a name or date unresolved when the LZG gives no answer, and names the
+failure here. Unset (a batch): the registry's failure fails the call."""
+
+_T = TypeVar("_T")
+
+
+def time_for_a_peer() -> float | None:
+    """How long a peer the call can do without may still take (None: no deadline, the peer's own timeout)."""
+    respond_by = RESPOND_BY.get()
+    if respond_by is None:
+        return None
+    return max(respond_by - time.monotonic(), 0.0) * SHARE_OF_TIME_LEFT
+
+
+def _name(missing: list[str], failure: str) -> None:
+    """``failure`` named once (two lookups of one turn may fail alike at once)."""
+    if failure not in missing:
+        missing.append(failure)
+
+
+class PeerSilence:
+    """Peers that just gave no answer, left out for ``pause_s`` before they are asked again.
+
+    A peer that is down makes each call wait for it (the channels wait for a peer to come back,
+    within the call's time): without this, every turn during an outage would spend its peer's whole
+    share of the time waiting. One per pipeline process (its context)."""
+
+    def __init__(self, pause_s: float = 5.0) -> None:
+        self.pause_s = pause_s
+        self._until: dict[str, tuple[float, str]] = {}
+
+    def left_out(self, peer: str) -> str | None:
+        """Why ``peer`` is left out now (its last failure), or None when it is to be asked."""
+        until, why = self._until.get(peer, (0.0, ""))
+        return why if time.monotonic() < until else None
+
+    def failed(self, peer: str, why: str) -> None:
+        self._until[peer] = (time.monotonic() + self.pause_s, why)
+
+    def answered(self, peer: str) -> None:
+        self._until.pop(peer, None)
+
+
+async def answer_or_none(
+    peer: str, method: str, call: Callable[[], Awaitable[_T]], missing: list[str], silence: PeerSilence | None = None
+) -> _T | None:
+    """``call()``'s answer; None when ``peer`` is out (:data:`~novaberg_core.peers.PEER_OUTAGES`), silent
+    past :func:`time_for_a_peer`, or left out by ``silence`` after such a failure, named in ``missing``
+    ("LZG SpreadingRead: …").
+
+    A fault of the request (INVALID_ARGUMENT, a model mismatch) or a bug still fails the call."""
+    why = silence.left_out(peer) if silence is not None else None
+    if why is not None:  # not even sent
+        _name(missing, f"{peer} {method}: left out for a few seconds after: {why}")
+        return None
+    budget_s = time_for_a_peer()
+    failure: str
+    try:
+        async with asyncio.timeout(budget_s):
+            answer = await call()
+    except TimeoutError:
+        failure = f"{peer} {method}: no answer within {budget_s or 0:.3f} s (three quarters of the call's time left)"
+    except PEER_OUTAGES as error:
+        failure = str(error)  # names the peer and the method (novaberg_core.peers.call_peer)
+    except grpc.aio.AioRpcError as error:  # a bare stub's call
+        mapped = peer_error(peer, method, error)
+        if mapped is None:
+            raise
+        if not isinstance(mapped, PEER_OUTAGES):
+            raise mapped from error
+        failure = str(mapped)
+    else:
+        if silence is not None:
+            silence.answered(peer)
+        return answer
+    _name(missing, failure)
+    if silence is not None:
+        silence.failed(peer, failure)
+    return None
