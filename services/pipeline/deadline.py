@@ -18,12 +18,17 @@ from typing import TypeVar
 
 import grpc.aio
 
+from novaberg_core.errors import Aborted
 from novaberg_core.peers import PEER_OUTAGES, peer_error
 
 __all__ = ["DOING_WITHOUT", "RESPOND_BY", "SHARE_OF_TIME_LEFT", "PeerSilence", "answer_or_none", "time_for_a_peer"]
 
 SHARE_OF_TIME_LEFT = 0.75
 """What a peer the call can do without may take of the time left; the rest builds the answer."""
+
+SILENT_AFTER_S = 1.0
+"""A peer that kept a call waiting this long without an answer is left out for a pause; a call whose
+own deadline allowed it less time says nothing of the peer."""
 
 RESPOND_BY: ContextVar[float | None] = ContextVar("novaberg_pipeline_respond_by", default=None)
 """The caller's deadline (``time.monotonic()``) of the call this task handles; None without one."""
@@ -87,13 +92,16 @@ async def answer_or_none(
         return None
     budget_s = time_for_a_peer()
     failure: str
+    silent = True  # the peer is down, or kept the call waiting a long while: leave it out for a pause
     try:
         async with asyncio.timeout(budget_s):
             answer = await call()
     except TimeoutError:
         failure = f"{peer} {method}: no answer within {budget_s or 0:.3f} s (three quarters of the call's time left)"
+        silent = (budget_s or 0.0) >= SILENT_AFTER_S  # a tight deadline says nothing of the peer
     except PEER_OUTAGES as error:
         failure = str(error)  # names the peer and the method (novaberg_core.peers.call_peer)
+        silent = not isinstance(error, Aborted)  # a store conflict: the next call may well succeed
     except grpc.aio.AioRpcError as error:  # a bare stub's call
         mapped = peer_error(peer, method, error)
         if mapped is None:
@@ -101,11 +109,12 @@ async def answer_or_none(
         if not isinstance(mapped, PEER_OUTAGES):
             raise mapped from error
         failure = str(mapped)
+        silent = not isinstance(mapped, Aborted)
     else:
         if silence is not None:
             silence.answered(peer)
         return answer
     _name(missing, failure)
-    if silence is not None:
+    if silence is not None and silent:
         silence.failed(peer, failure)
     return None

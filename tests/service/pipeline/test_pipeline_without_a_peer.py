@@ -28,7 +28,7 @@ from novaberg_core.config import CommonConfig
 from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.pipeline.config import PipelineConfig
-from services.pipeline.deadline import SHARE_OF_TIME_LEFT
+from services.pipeline.deadline import SHARE_OF_TIME_LEFT, SILENT_AFTER_S
 from services.pipeline.server import create_server as create_pipeline_server
 from tests.service.pipeline.conftest import Peers
 
@@ -251,7 +251,7 @@ async def test_a_peer_that_gave_no_answer_is_left_out_for_a_pause_and_then_asked
     await proxied.observe()
     proxied.lzg.behaviours["SpreadingRead"] = late(5.0)
 
-    first = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=1.0)
+    first = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=2.0)  # waited 1.5 s ≥ SILENT_AFTER_S
     assert first.fehler[0].startswith("LZG SpreadingRead: no answer within")
     sent = proxied.lzg.calls["SpreadingRead"]
 
@@ -314,3 +314,16 @@ async def test_an_answer_whose_registry_is_out_is_dispatched_and_names_it(proxie
 
     assert list(dispatched.fehler) == ["LZG ResolveEntities: the LZG is down"]
     assert dispatched.kzg.outcome == kzg_pb2.STORE_OUTCOME_STORED and dispatched.cluster_persisted == "bier"
+
+
+async def test_a_peer_that_misses_a_tight_deadline_is_asked_again_at_once(proxied: Proxied) -> None:
+    await proxied.observe()
+    proxied.lzg.behaviours["SpreadingRead"] = late(5.0)
+    tight_s = SILENT_AFTER_S / SHARE_OF_TIME_LEFT / 2  # the LZG may take half of SILENT_AFTER_S
+
+    first = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=tight_s)
+    assert first.fehler[0].startswith("LZG SpreadingRead: no answer within")
+
+    proxied.lzg.behaviours.clear()
+    second = await proxied.pipeline.BuildDossier(_dossier("t-3"), timeout=tight_s)
+    assert list(second.fehler) == []  # a tight deadline says nothing of the peer: no pause
