@@ -177,6 +177,8 @@ class Asked:
     anchors: int
     lzg_ids: list[int]
     kzg_turns: list[str]
+    missing_parts: int = 0
+    """Parts the dossier went without (``BuildDossierResponse.fehler``): a layer out or too late."""
 
 
 async def ask(
@@ -207,6 +209,7 @@ async def ask(
         anchors=response.lzg_resonanz.anker_anzahl,
         lzg_ids=[m.knoten_id for m in sorted(response.lzg_resonanz.erinnerungen, key=lambda e: e.rang)],
         kzg_turns=[h.hit.entry.turn_id or key_turns.get(h.hit.entry.kzg_key, "") for h in response.kzg_hits],
+        missing_parts=len(response.fehler),
     )
 
 
@@ -478,6 +481,7 @@ def report(args: argparse.Namespace, m: Measured) -> dict[str, Any]:
         "memories_p50": percentile(items, 50),
         "mapping": "recall" if sources.get("recall") else "fallback",
         "unmapped_items": unmapped,
+        "dossiers_without_a_layer": sum(1 for a in all_asked if a.missing_parts),
         "questions": len(m.questions),
         "questions_headline": head["dossier"].n,
         "questions_excluded": excluded,
