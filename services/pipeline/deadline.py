@@ -18,10 +18,18 @@ from typing import TypeVar
 
 import grpc.aio
 
-from novaberg_core.errors import Aborted
+from novaberg_core.errors import Aborted, DeadlineExceeded
 from novaberg_core.peers import PEER_OUTAGES, peer_error
 
-__all__ = ["DOING_WITHOUT", "RESPOND_BY", "SHARE_OF_TIME_LEFT", "PeerSilence", "answer_or_none", "time_for_a_peer"]
+__all__ = [
+    "DOING_WITHOUT",
+    "RESPOND_BY",
+    "SHARE_OF_TIME_LEFT",
+    "PeerSilence",
+    "answer_or_none",
+    "time_for_a_peer",
+    "within_time_left",
+]
 
 SHARE_OF_TIME_LEFT = 0.75
 """What a peer the call can do without may take of the time left; the rest builds the answer."""
@@ -118,3 +126,16 @@ async def answer_or_none(
     if silence is not None and silent:
         silence.failed(peer, failure)
     return None
+
+
+async def within_time_left(what: str, call: Awaitable[_T]) -> _T:
+    """``call``, given at most :func:`time_for_a_peer`; :class:`DeadlineExceeded` naming ``what`` after
+    that (a part of a call that answers with the parts that succeeded, as Dispatch does)."""
+    budget_s = time_for_a_peer()
+    try:
+        async with asyncio.timeout(budget_s):
+            return await call
+    except TimeoutError:
+        raise DeadlineExceeded(
+            f"{what}: no answer within {budget_s or 0:.3f} s (three quarters of the call's time left)"
+        ) from None

@@ -24,7 +24,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import query_embed_text
-from novaberg_core.errors import NovabergError
+from novaberg_core.errors import NovabergError, Unavailable
 from novaberg_core.timeutil import to_timestamp
 from services.pipeline.app.context import (
     NODE_DISPATCHER,
@@ -33,7 +33,7 @@ from services.pipeline.app.context import (
     TurnStep,
 )
 from services.pipeline.app.turn_writer import given_analysis, kzg_entry_text
-from services.pipeline.deadline import DOING_WITHOUT
+from services.pipeline.deadline import DOING_WITHOUT, answer_or_none, within_time_left
 from services.pipeline.validation import check_dispatch
 
 __all__ = ["Dispatch"]
@@ -107,7 +107,13 @@ class Dispatch(TurnStep):
                 if answer is not None:
                     reinforce_request.answer_vector.values.extend(answer.tolist())
                     reinforce_request.answer_vector.model_id = ctx.provider.model_id
-                return await ctx.lzg.reinforce_used(reinforce_request)
+                missing: list[str] = []  # an LZG that is out or silent is not waited for (deadline.py)
+                reinforced = await answer_or_none(
+                    "LZG", "ReinforceUsed", lambda: ctx.lzg.reinforce_used(reinforce_request), missing, ctx.silent_peers
+                )
+                if reinforced is None:
+                    raise Unavailable(missing[0])
+                return reinforced
 
             async def own_entry() -> kzg_pb2.StoreEntryResponse:
                 """The character's own session turn (sent once analysed) and KZG entry (beobachter = assistant)."""
@@ -133,7 +139,10 @@ class Dispatch(TurnStep):
             # The three writes are independent of each other; the request was checked in full above.
             # Whatever fails of them, the turn is recorded (SPEC §5.6, §7, §8): its usage record,
             # `turn_roh`, and a `fehler` record per failed part, named in the response.
-            outcomes = await asyncio.gather(reinforce(), own_entry(), persist_cluster(), return_exceptions=True)
+            outcomes = await asyncio.gather(
+                reinforce(), within_time_left("KZG", own_entry()), within_time_left("Redis", persist_cluster()),
+                return_exceptions=True,
+            )
             for part, outcome in zip(("usage reinforcement", "own KZG entry", "cluster"), outcomes, strict=True):
                 if isinstance(outcome, NovabergError | grpc.aio.AioRpcError):
                     failed.append(f"{part}: {outcome}")

@@ -312,7 +312,11 @@ async def test_an_answer_whose_registry_is_out_is_dispatched_and_names_it(proxie
         cluster="bier",
     ), timeout=10)  # fmt: skip
 
-    assert list(dispatched.fehler) == ["LZG ResolveEntities: the LZG is down"]
+    # The LZG gave no answer, so the usage reinforcement does not wait for it either (left out for the pause).
+    assert list(dispatched.fehler) == [
+        "usage reinforcement: LZG ReinforceUsed: left out for a few seconds after: LZG ResolveEntities: the LZG is down",
+        "LZG ResolveEntities: the LZG is down",
+    ]
     assert dispatched.kzg.outcome == kzg_pb2.STORE_OUTCOME_STORED and dispatched.cluster_persisted == "bier"
 
 
@@ -327,3 +331,20 @@ async def test_a_peer_that_misses_a_tight_deadline_is_asked_again_at_once(proxie
     proxied.lzg.behaviours.clear()
     second = await proxied.pipeline.BuildDossier(_dossier("t-3"), timeout=tight_s)
     assert list(second.fehler) == []  # a tight deadline says nothing of the peer: no pause
+
+
+async def test_a_dispatch_whose_kzg_is_silent_records_the_turn_in_time_and_names_it(proxied: Proxied) -> None:
+    await proxied.observe()
+    proxied.kzg.behaviours["AppendSessionTurn"] = late(5.0)
+    proxied.kzg.behaviours["StoreEntry"] = late(5.0)
+    deadline_s = 2.0
+
+    started = time.monotonic()
+    dispatched = await proxied.pipeline.Dispatch(pipeline_pb2.DispatchRequest(
+        pair=PAIR, turn_id="t-1", user_prompt="And Tom?", answer_text="Tom visits Lisbon in May, you said.",
+        cluster="bier",
+    ), timeout=deadline_s)  # fmt: skip
+
+    assert time.monotonic() - started < deadline_s
+    assert [f.split(" within ")[0] for f in dispatched.fehler] == ["own KZG entry: KZG: no answer"]
+    assert not dispatched.HasField("kzg") and dispatched.cluster_persisted == "bier"

@@ -126,7 +126,8 @@ class PipelineServiceServicer:
 
     def Dispatch(self, request, context):
         """After the answer: usage reinforcement, the character's own KZG entry, cluster, turn_roh.
-        Not idempotent; answers OK once the turn is recorded and names failed parts in `fehler`.
+        Not idempotent; answers OK once the turn is recorded and names failed parts in `fehler` (a part
+        whose peer is out, or silent past three quarters of the time left, is not waited for).
         NOT_FOUND when a served node id is no node of the pair (forgotten or erased since the dossier):
         nothing of the turn is written; resend without it.
         """
