@@ -5,6 +5,7 @@ naming what it went without; once the LZG is back, the turns are whole again
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import AsyncIterator
@@ -93,7 +94,7 @@ async def test_turns_go_on_while_the_lzg_is_down_and_are_whole_once_it_is_back(o
 
         own_stack.start_service("lzg")
         await own_stack.wait_serving("lzg")
-        time.sleep(PAUSE_S)
+        await asyncio.sleep(PAUSE_S)
         back = await _turn(clients, 3, "Tom arrived in Hamburg.")
         assert back[:3] == ([], [], [])
     finally:
