@@ -160,7 +160,9 @@ class Dispatch(TurnStep):
                 protokoll = reinforced.protokoll  # the LZG logged it (``verwendung.verstaerken``)
             else:
                 # No answer from the LZG, so no record of its own: the turn's usage record is this one.
-                protokoll = lzg_pb2.VerwendungsProtokoll(ausgang=lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER, error=failed[-1])
+                protokoll = lzg_pb2.VerwendungsProtokoll(
+                    ausgang=lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER, error=f"usage reinforcement: {reinforced}"
+                )
                 ctx.log.write(
                     turn_id=request.turn_id, node=NODE_VERWENDUNG, art="berechnung", span_id=span_id,
                     inhalt=MessageToDict(

@@ -38,6 +38,7 @@ __all__ = ["MAX_SERVED", "Dossier"]
 MAX_SERVED = 64
 """Served node ids a dossier hands to Dispatch at most (the request contract's bound)."""
 
+
 class Dossier:
     """SPEC §7 "build the dossier" over the shared context."""
 

@@ -333,10 +333,11 @@ async def test_a_peer_that_misses_a_tight_deadline_is_asked_again_at_once(proxie
     assert list(second.fehler) == []  # a tight deadline says nothing of the peer: no pause
 
 
-async def test_a_dispatch_whose_kzg_is_silent_records_the_turn_in_time_and_names_it(proxied: Proxied) -> None:
+async def test_a_dispatch_whose_peers_fail_records_the_turn_in_time_and_names_each_part(proxied: Proxied) -> None:
     await proxied.observe()
     proxied.kzg.behaviours["AppendSessionTurn"] = late(5.0)
     proxied.kzg.behaviours["StoreEntry"] = late(5.0)
+    proxied.lzg.behaviours["ReinforceUsed"] = down(details="the LZG is down")
     deadline_s = 2.0
 
     started = time.monotonic()
@@ -346,5 +347,10 @@ async def test_a_dispatch_whose_kzg_is_silent_records_the_turn_in_time_and_names
     ), timeout=deadline_s)  # fmt: skip
 
     assert time.monotonic() - started < deadline_s
-    assert [f.split(" within ")[0] for f in dispatched.fehler] == ["own KZG entry: KZG: no answer"]
+    assert [f.split(" within ")[0] for f in dispatched.fehler] == [
+        "usage reinforcement: LZG ReinforceUsed: the LZG is down",
+        "own KZG entry: KZG: no answer",
+    ]
     assert not dispatched.HasField("kzg") and dispatched.cluster_persisted == "bier"
+    # The usage record names the reinforcement's failure, not the last failure of the dispatch.
+    assert dispatched.protokoll.error == "usage reinforcement: LZG ReinforceUsed: the LZG is down"
