@@ -7,8 +7,9 @@ each other's memories; the pipeline-log writers flush every 0.2 s so log records
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -30,30 +31,37 @@ E2E_ENV = {
 }
 
 
-@pytest.fixture(scope="module")
-async def stack(store_urls: StoreUrls, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
-    """The five services as processes on a database of their own (dropped afterwards), one stack per module."""
-    name = f"e2e_{os.getpid()}"
-    drop_database(store_urls.postgres_url, name)
-    url = create_database(store_urls.postgres_url, name)
+@contextlib.asynccontextmanager
+async def stack_of_its_own(
+    store_urls: StoreUrls, data_dir: Path, name: str, services: Sequence[str], env: Mapping[str, str]
+) -> AsyncIterator[Stack]:
+    """``services`` as processes on a database ``name`` of their own (dropped afterwards) and a flushed Redis."""
+    database = f"{name}_{os.getpid()}"
+    drop_database(store_urls.postgres_url, database)
+    url = create_database(store_urls.postgres_url, database)
     ensure_vector_extension(url)
     reset_redis(store_urls.redis_url)
-    data_dir: Path = tmp_path_factory.mktemp("e2e-stack")
-    # Pixie starts once its peers serve: a promotion attempt that meets a peer still starting is
-    # retried only after the worker's backoff (tens of seconds), longer than these tests wait.
     running = await start_stack(
-        data_dir,
-        urls=StoreUrls(postgres_url=url, redis_url=store_urls.redis_url),
-        services=[s for s in SERVICES if s != "pixie"],
-        extra_env=E2E_ENV,
-    )
+        data_dir, urls=StoreUrls(postgres_url=url, redis_url=store_urls.redis_url), services=list(services),
+        extra_env=dict(env),
+    )  # fmt: skip
     try:
-        running.start_service("pixie")
-        await running.wait_serving("pixie")
         yield running
     finally:
         await running.stop()
-        drop_database(store_urls.postgres_url, name)
+        drop_database(store_urls.postgres_url, database)
+
+
+@pytest.fixture(scope="module")
+async def stack(store_urls: StoreUrls, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
+    """The five services as processes on a database of their own (dropped afterwards), one stack per module."""
+    # Pixie starts once its peers serve: a promotion attempt that meets a peer still starting is
+    # retried only after the worker's backoff (tens of seconds), longer than these tests wait.
+    peers = [s for s in SERVICES if s != "pixie"]
+    async with stack_of_its_own(store_urls, tmp_path_factory.mktemp("e2e-stack"), "e2e", peers, E2E_ENV) as running:
+        running.start_service("pixie")
+        await running.wait_serving("pixie")
+        yield running
 
 
 @pytest.fixture

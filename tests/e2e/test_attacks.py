@@ -23,9 +23,8 @@ from __future__ import annotations
 import collections
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import grpc
 import pytest
@@ -41,14 +40,8 @@ from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.authz import load_policy
 from novaberg_core.tls import CertificateFiles, channel_credentials
-from novaberg_dev.embedded import (
-    StoreUrls,
-    create_database,
-    drop_database,
-    ensure_vector_extension,
-    reset_redis,
-)
-from novaberg_dev.stack import OPERATOR, SERVICES, Stack, start_stack
+from novaberg_dev.embedded import StoreUrls
+from novaberg_dev.stack import OPERATOR, SERVICES, Stack
 from tests.e2e.attack import (
     FieldPath,
     bad_values,
@@ -73,6 +66,7 @@ from tests.e2e.attack_requests import (
     every_rpc,
     to_timestamp_s,
 )
+from tests.e2e.conftest import stack_of_its_own
 
 FUZZ_EXAMPLES = int(os.environ.get("NOVABERG_FUZZ_EXAMPLES", "250"))
 FUZZ_SEED = os.environ.get("NOVABERG_FUZZ_SEED")
@@ -100,22 +94,10 @@ class Attack:
 
 
 @pytest.fixture(scope="module")
-async def attack_stack(store_urls: StoreUrls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+async def attack_stack(store_urls: StoreUrls, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
     """The five services as processes on a database of their own; the log flushes every 50 ms."""
-    name = f"attack_{os.getpid()}"
-    drop_database(store_urls.postgres_url, name)
-    url = create_database(store_urls.postgres_url, name)
-    ensure_vector_extension(url)
-    reset_redis(store_urls.redis_url)
-    data_dir: Path = tmp_path_factory.mktemp("attack-stack")
-    running = await start_stack(
-        data_dir, urls=StoreUrls(postgres_url=url, redis_url=store_urls.redis_url), services=SERVICES, extra_env=ATTACK_ENV
-    )  # fmt: skip
-    try:
+    async with stack_of_its_own(store_urls, tmp_path_factory.mktemp("attack-stack"), "attack", SERVICES, ATTACK_ENV) as running:
         yield running
-    finally:
-        await running.stop()
-        drop_database(store_urls.postgres_url, name)
 
 
 class Caller:

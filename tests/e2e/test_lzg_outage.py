@@ -6,7 +6,6 @@ naming what it went without; once the LZG is back, the turns are whole again
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from collections.abc import AsyncIterator
 
@@ -15,15 +14,9 @@ import pytest
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
-from novaberg_dev.embedded import (
-    StoreUrls,
-    create_database,
-    drop_database,
-    ensure_vector_extension,
-    reset_redis,
-)
-from novaberg_dev.stack import Stack, start_stack
-from tests.e2e.conftest import E2E_ENV
+from novaberg_dev.embedded import StoreUrls
+from novaberg_dev.stack import Stack
+from tests.e2e.conftest import E2E_ENV, stack_of_its_own
 from tests.e2e.helpers import Clients
 
 PAIR = common_pb2.Pair(user_id="lzg-outage@example.org", character_id="nova")
@@ -35,22 +28,11 @@ PAUSE_S = 1.0
 @pytest.fixture(scope="module")
 async def own_stack(store_urls: StoreUrls, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
     """A stack of its own (Pixie left out): this module kills and restarts its LZG."""
-    name = f"e2e_lzg_outage_{os.getpid()}"
-    drop_database(store_urls.postgres_url, name)
-    url = create_database(store_urls.postgres_url, name)
-    ensure_vector_extension(url)
-    reset_redis(store_urls.redis_url)
-    running = await start_stack(
-        tmp_path_factory.mktemp("e2e-lzg-outage"),
-        urls=StoreUrls(postgres_url=url, redis_url=store_urls.redis_url),
-        services=["log", "kzg", "lzg", "pipeline"],
-        extra_env={**E2E_ENV, "NOVABERG_PIPELINE_SILENT_PEER_PAUSE_S": str(PAUSE_S)},
-    )
-    try:
+    env = {**E2E_ENV, "NOVABERG_PIPELINE_SILENT_PEER_PAUSE_S": str(PAUSE_S)}
+    async with stack_of_its_own(
+        store_urls, tmp_path_factory.mktemp("e2e-lzg-outage"), "e2e_lzg_outage", ["log", "kzg", "lzg", "pipeline"], env
+    ) as running:
         yield running
-    finally:
-        await running.stop()
-        drop_database(store_urls.postgres_url, name)
 
 
 async def _turn(clients: Clients, n: int, text: str) -> tuple[list[str], list[str], list[str], float]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
 from collections.abc import AsyncIterator
 
 import grpc
@@ -15,15 +14,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
-from novaberg_dev.embedded import (
-    StoreUrls,
-    create_database,
-    drop_database,
-    ensure_vector_extension,
-    reset_redis,
-)
-from novaberg_dev.stack import Stack, start_stack
-from tests.e2e.conftest import E2E_ENV
+from novaberg_dev.embedded import StoreUrls
+from tests.e2e.conftest import E2E_ENV, stack_of_its_own
 from tests.e2e.helpers import open_channel
 
 LIMIT = 2
@@ -33,24 +25,15 @@ PAIR = common_pb2.Pair(user_id="overload@example.org", character_id="nova")
 @pytest.fixture(scope="module")
 async def limited(store_urls: StoreUrls, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[grpc.aio.Channel]:
     """A channel to the pipeline of a stack (Pixie left out) whose pipeline admits ``LIMIT`` calls at once."""
-    name = f"e2e_overload_{os.getpid()}"
-    drop_database(store_urls.postgres_url, name)
-    url = create_database(store_urls.postgres_url, name)
-    ensure_vector_extension(url)
-    reset_redis(store_urls.redis_url)
-    running: Stack = await start_stack(
-        tmp_path_factory.mktemp("e2e-overload"),
-        urls=StoreUrls(postgres_url=url, redis_url=store_urls.redis_url),
-        services=["log", "kzg", "lzg", "pipeline"],
-        extra_env={**E2E_ENV, "NOVABERG_PIPELINE_MAX_CONCURRENT_RPCS": str(LIMIT)},
-    )
-    channel = open_channel(running.addresses["pipeline"], running.client_tls)
-    try:
-        yield channel
-    finally:
-        await channel.close()
-        await running.stop()
-        drop_database(store_urls.postgres_url, name)
+    env = {**E2E_ENV, "NOVABERG_PIPELINE_MAX_CONCURRENT_RPCS": str(LIMIT)}
+    async with stack_of_its_own(
+        store_urls, tmp_path_factory.mktemp("e2e-overload"), "e2e_overload", ["log", "kzg", "lzg", "pipeline"], env
+    ) as running:
+        channel = open_channel(running.addresses["pipeline"], running.client_tls)
+        try:
+            yield channel
+        finally:
+            await channel.close()
 
 
 async def test_calls_beyond_the_pipelines_limit_are_refused_and_it_serves_again(limited: grpc.aio.Channel) -> None:
