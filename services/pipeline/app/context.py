@@ -29,7 +29,7 @@ from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import set_turn_attributes, tracer
 from novaberg_core.timeutil import as_of_or_now
 from services.pipeline.analyzer import Analyzer, EntityRegistry
-from services.pipeline.deadline import PeerSilence, time_for_a_peer
+from services.pipeline.deadline import PeerSilence
 from services.pipeline.dossier import PerspectiveWeights
 from services.pipeline.model_guard import ModelGuard
 from services.pipeline.store import ClusterStore
@@ -151,7 +151,7 @@ class PipelineContext:
         """What every step does once its request is checked: the peers' models are the pipeline's
         (SPEC §2; a peer that does not answer is asked on a later call, :meth:`ModelGuard.check`) and
         the call's span names the turn. Returns the pair as the log's keywords."""
-        await self.models.check(skip_unanswered=True, within_s=time_for_a_peer(), silence=self.silent_peers)
+        await self.models.check(silence=self.silent_peers)
         set_turn_attributes(trace.get_current_span(), turn_id, pair.user_id, pair.character_id)
         return {"user_id": pair.user_id, "character_id": pair.character_id}
 
