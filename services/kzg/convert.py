@@ -168,9 +168,7 @@ def session_turn_pb(turn: SessionTurnRecord) -> kzg_pb2.SessionTurn:
 
 
 def append_pb(result: AppendResult) -> kzg_pb2.AppendSessionTurnResponse:
-    return kzg_pb2.AppendSessionTurnResponse(
-        turn_count=result.turn_count, summarized=result.summarized, trimmed=result.trimmed
-    )
+    return to_message(kzg_pb2.AppendSessionTurnResponse, result)
 
 
 def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
@@ -189,6 +187,7 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
         **turn_ref(request.turn),
         embedding=np.asarray(request.embedding, dtype=np.float32) if len(request.embedding) else None,
         entry_id=request.entry_id,
+        resend_safe=request.resend_safe,
         as_of=as_of(request.as_of),
         writer=request.writer,
         sprecher=request.sprecher,
@@ -198,11 +197,15 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
 
 
 def store_pb(result: StoreResult) -> kzg_pb2.StoreEntryResponse:
-    """A store's result, field for field; ``stored`` as the outcome, the tier as its number."""
+    """A store's result, field for field; ``stored`` and ``repeated`` as the outcome, the tier as its number."""
+    if result.repeated:
+        outcome = kzg_pb2.STORE_OUTCOME_REPEATED
+    else:
+        outcome = kzg_pb2.STORE_OUTCOME_STORED if result.stored else kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE
     return to_message(
         kzg_pb2.StoreEntryResponse,
         result,
-        outcome=kzg_pb2.STORE_OUTCOME_STORED if result.stored else kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE,
+        outcome=outcome,
         tier=int(result.tier) if result.tier is not None else kzg_pb2.TIER_UNSPECIFIED,
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +14,7 @@ from services.kzg.domain import Tier
 
 __all__ = [
     "AppendResult",
+    "Appended",
     "Ei",
     "EntryInput",
     "EraseCounts",
@@ -57,6 +59,8 @@ class EntryInput:
     """Precomputed embedding of the KZG embed text; None → the service embeds."""
     entry_id: str = ""
     """Empty → generated."""
+    resend_safe: bool = False
+    """With ``entry_id``: an entry of that id from the same turn is a repeat, not ALREADY_EXISTS."""
     as_of: datetime | None = None
     """The turn's own time; None → now."""
     writer: str = ""
@@ -82,6 +86,8 @@ class StoreResult:
     reinforced_count: int = 0
     reinforced_queued_count: int = 0
     canon_rejections: tuple[str, ...] = ()
+    repeated: bool = False
+    """A resent write: the entry stood already, nothing was written (EntryInput.resend_safe)."""
 
 
 @dataclass(frozen=True)
@@ -218,6 +224,15 @@ class AppendResult:
     turn_count: int
     summarized: bool
     trimmed: bool
+    repeated: bool = False
+    """A resent turn the session held already: nothing was appended (AppendSessionTurnRequest.resend_safe)."""
+
+
+class Appended(NamedTuple):
+    """One turn's append as the session list took it: its length after, and whether it was a repeat."""
+
+    length: int
+    repeated: bool
 
 
 @dataclass

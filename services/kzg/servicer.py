@@ -42,7 +42,8 @@ class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServi
         self, request: kzg_pb2.AppendSessionTurnRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.AppendSessionTurnResponse:
         result = await self.memory.append_session_turn(
-            pair_from_pb(request.pair), session_turn_from_pb(request.turn), as_of=as_of(request.as_of)
+            pair_from_pb(request.pair), session_turn_from_pb(request.turn), as_of=as_of(request.as_of),
+            resend_safe=request.resend_safe,
         )
         return append_pb(result)
 
@@ -50,7 +51,10 @@ class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServi
         self, request: kzg_pb2.AppendSessionTurnsRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.AppendSessionTurnsResponse:
         results = await self.memory.append_session_turns(
-            [(pair_from_pb(a.pair), session_turn_from_pb(a.turn), as_of(a.as_of)) for a in request.appends]
+            [
+                (pair_from_pb(a.pair), session_turn_from_pb(a.turn), as_of(a.as_of), a.resend_safe)
+                for a in request.appends
+            ]
         )
         return kzg_pb2.AppendSessionTurnsResponse(results=[append_pb(result) for result in results])
 

@@ -90,14 +90,22 @@ def check_observe(request: pipeline_pb2.ObserveTurnRequest) -> None:
 
 
 def check_observe_batch(request: pipeline_pb2.ObserveTurnsRequest) -> None:
-    """The whole batch: a pair, 1 to BATCH_MAX_TURNS turns, each as ObserveTurn checks it (``turns[i].…``)."""
+    """The whole batch: a pair, 1 to BATCH_MAX_TURNS turns, each as ObserveTurn checks it (``turns[i].…``),
+    each turn_id once per beobachter (a turn_id names one turn; its entry id is the turn's)."""
     check_pair(request.pair, request.HasField("pair"))
     if not request.turns:
         raise InvalidArgument("turns must hold at least one turn")
     if len(request.turns) > BATCH_MAX_TURNS:
         raise InvalidArgument(f"turns may hold at most {BATCH_MAX_TURNS} turns, got {len(request.turns)}")
+    first: dict[tuple[str, int], int] = {}
     for index, turn in enumerate(request.turns):
         _check_observed(turn, f"turns[{index}].")
+        seen = first.setdefault((turn.turn_id, turn.beobachter), index)
+        if seen != index:
+            raise InvalidArgument(
+                f"turns[{index}].turn_id {turn.turn_id!r} with this beobachter is turns[{seen}]'s already; "
+                "a turn_id names one turn"
+            )
 
 
 def check_readers(readers: Sequence[str]) -> list[str]:

@@ -98,6 +98,12 @@ async def test_import_observes_every_locomo_turn_in_order(
         ("cli-conv:D1:3", "user", "It was powerful. [image: a sign]", LOCOMO_START + timedelta(seconds=60)),
         ("cli-conv:D1:4", "assistant", "I painted a lake sunrise last week.", LOCOMO_START + timedelta(seconds=90)),
     ]  # fmt: skip
+    # Run again (as after a failed run): every turn is there already, none is written twice.
+    _, again = await _novaberg(capsys, data_dir, "import", str(path))
+    assert f"pair {IMPORTED.user_id} · {IMPORTED.character_id}: 4 turns observed, 4 of them there already" in again
+    assert "KZG: nothing new; 0 queued for promotion" in again
+    resent = await clients.kzg.GetSession(kzg_pb2.GetSessionRequest(pair=IMPORTED))
+    assert list(resent.turns) == list(session.turns)
 
 
 async def test_log_prints_the_rows_of_a_turn(

@@ -289,27 +289,35 @@ async def cmd_import(clients: DevClients, args: argparse.Namespace, out: Callabl
     tiers: dict[str, int] = {}
     queued = 0
     pairs: dict[tuple[str, str], int] = {}
+    already: dict[tuple[str, str], int] = {}
     # Batches of one pair's turns in file order (ObserveTurns: the result of ObserveTurn per turn).
     for request in observe_batches(turns):
         try:
             response = await clients.call("pipeline", "ObserveTurns", request, timeout=600.0)
-        except ServiceCallError:
+        except ServiceCallError as error:
             bar.finish()
-            raise
+            # ObserveTurns is safe to resend: the turns that arrived answer `repeated` and stay single.
+            raise CliError(
+                f"{error} — the turns that arrived are kept; run the same import again to add the rest"
+            ) from None
+        key = (request.pair.user_id, request.pair.character_id)
         for result in response.results:
+            if result.repeated:  # observed by an earlier run of this import; counted there
+                already[key] = already.get(key, 0) + 1
+                continue
             stored = result.kzg
             tier = ("rejected" if stored.outcome == kzg_pb2.STORE_OUTCOME_REJECTED_BELOW_GATE
                     else kzg_pb2.Tier.Name(stored.tier).removeprefix("TIER_").lower())
             tiers[tier] = tiers.get(tier, 0) + 1
             queued += int(stored.queued_for_promotion) + stored.reinforced_queued_count
-        key = (request.pair.user_id, request.pair.character_id)
         pairs[key] = pairs.get(key, 0) + len(request.turns)
         bar.advance(len(request.turns))
     bar.finish()
     for (user, character), count in pairs.items():
-        out(f"pair {user} · {character}: {count} turns observed")
-    out("KZG: " + ", ".join(f"{name} {tiers[name]}" for name in ("high", "mid", "minimum", "rejected")
-                            if name in tiers) + f"; {queued} queued for promotion")
+        before = f", {already[(user, character)]} of them there already" if (user, character) in already else ""
+        out(f"pair {user} · {character}: {count} turns observed{before}")
+    written = ", ".join(f"{name} {tiers[name]}" for name in ("high", "mid", "minimum", "rejected") if name in tiers)
+    out(f"KZG: {written or 'nothing new'}; {queued} queued for promotion")
     if args.promote:
         run = (await clients.call("pixie", "TriggerTask", pixie_pb2.TriggerTaskRequest(
             task=TASK_PROMOTION, force=True), timeout=600.0)).run  # fmt: skip

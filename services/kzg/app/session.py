@@ -49,60 +49,70 @@ class Session:
         return turn if turn.created_at is not None else dataclasses.replace(turn, created_at=self.ctx.now(as_of))
 
     async def append_session_turns(
-        self, appends: Sequence[tuple[Pair, SessionTurnRecord, datetime | None]]
+        self, appends: Sequence[tuple[Pair, SessionTurnRecord, datetime | None, bool]]
     ) -> list[AppendResult]:
         """Many appends of one pair, in order, as :meth:`append_session_turn` one after another.
 
         Checked as a whole before the first append (``appends[i]`` names a bad one). The appends up to
-        the next fold (SESSION_SUMMARIZE_AT) go to Redis in one transaction, and the fold follows the
+        the next fold (SESSION_SUMMARIZE_AT) go to Redis in one atomic step, and the fold follows the
         append a single call would have folded after: the list, the summary and every reported length
         are those of single appends (a writer appending to the same session meanwhile may shift
-        where the fold falls, as it would between single calls).
+        where the fold falls, as it would between single calls). An append with ``resend_safe`` (the
+        fourth item) whose turn the list holds already is a repeat: nothing is appended.
         """
-        check_batch("appends", [pair for pair, _, _ in appends])
-        for index, (pair, turn, _) in enumerate(appends):
+        check_batch("appends", [pair for pair, _, _, _ in appends])
+        for index, (pair, turn, _, _) in enumerate(appends):
             with batch_item("appends", index):
                 _check_session_turn(pair, turn)
         pair = appends[0][0]
-        stamped = [(self._stamped(turn, as_of), as_of) for _, turn, as_of in appends]
+        stamped = [(self._stamped(turn, as_of), as_of, once) for _, turn, as_of, once in appends]
         results: list[AppendResult] = []
         length = await self.store.session_length(pair)
         while len(results) < len(stamped):
             # The appends up to the one after which a single append would fold go in one round trip.
             run = stamped[len(results) : len(results) + max(1, SESSION_SUMMARIZE_AT + 1 - length)]
-            lengths = await self.store.session_append_many(pair, [turn for turn, _ in run])
+            appended = await self.store.session_append_many(
+                pair, [turn for turn, _, _ in run], [once for _, _, once in run]
+            )
+            lengths = [a.length for a in appended]
             summarized = trimmed = False
-            if lengths[-1] > SESSION_SUMMARIZE_AT:
+            if lengths[-1] > SESSION_SUMMARIZE_AT and not appended[-1].repeated:
                 summarized, trimmed = await self.store.session_fold(pair, self.ctx.summariser)
                 lengths[-1] = await self.store.session_length(pair)
-            for position, ((turn, as_of), reported) in enumerate(zip(run, lengths, strict=True)):
+            for position, ((turn, as_of, _), reported, one) in enumerate(zip(run, lengths, appended, strict=True)):
                 last = position == len(run) - 1
-                result = AppendResult(turn_count=reported, summarized=summarized and last, trimmed=trimmed and last)
+                result = AppendResult(
+                    turn_count=reported, summarized=summarized and last, trimmed=trimmed and last, repeated=one.repeated
+                )
                 self._log_append(pair, turn, as_of, result)
                 results.append(result)
             length = lengths[-1]
         return results
 
     async def append_session_turn(
-        self, pair: Pair, turn: SessionTurnRecord, *, as_of: datetime | None = None
+        self, pair: Pair, turn: SessionTurnRecord, *, as_of: datetime | None = None, resend_safe: bool = False
     ) -> AppendResult:
-        """Append, refresh the 4 h TTL, fold the oldest 10 turns into the summary above 25."""
+        """Append, refresh the 4 h TTL, fold the oldest 10 turns into the summary above 25.
+
+        ``resend_safe``: a turn whose turn_id and role the list holds already is not appended again
+        (``repeated``; a resent ObserveTurn).
+        """
         _check_session_turn(pair, turn)
         turn = self._stamped(turn, as_of)
-        length = await self.store.session_append(pair, turn)
+        length, repeated = await self.store.session_append(pair, turn, resend_safe=resend_safe)
         summarized = trimmed = False
-        if length > SESSION_SUMMARIZE_AT:
+        if length > SESSION_SUMMARIZE_AT and not repeated:
             summarized, trimmed = await self.store.session_fold(pair, self.ctx.summariser)
             length = len((await self.store.session_read(pair)).turns)
-        result = AppendResult(turn_count=length, summarized=summarized, trimmed=trimmed)
+        result = AppendResult(turn_count=length, summarized=summarized, trimmed=trimmed, repeated=repeated)
         self._log_append(pair, turn, as_of, result)
         return result
 
     def _log_append(self, pair: Pair, turn: SessionTurnRecord, as_of: datetime | None, result: AppendResult) -> None:
         self.ctx.log.db_write(
             **log_scope(pair, turn.turn_id, as_of=as_of), node=_SESSION_NODE, tabelle="session",
-            operation="append", rolle=turn.role, laenge=result.turn_count, zusammengefasst=result.summarized,
-            gekuerzt=result.trimmed,
+            operation="none" if result.repeated else "append", rolle=turn.role, laenge=result.turn_count,
+            zusammengefasst=result.summarized, gekuerzt=result.trimmed, wiederholt=result.repeated,
         )
 
     async def get_session(self, pair: Pair, *, as_of: datetime | None = None) -> SessionState:

@@ -90,6 +90,8 @@ class Storing:
         entry.magnets.check()
         if entry.entry_id:
             check_entry_id(entry.entry_id)
+        elif entry.resend_safe:
+            raise InvalidArgument("resend_safe needs an entry_id: a resend is known by it")
         if entry.embedding is not None:
             check_vector(entry.embedding, self.ctx.provider.dimension, "embedding", self.ctx.provider.model_id)
         return clean_themen(entry.themen)
@@ -134,8 +136,8 @@ class Storing:
                 key, fields, ttl_seconds=ttl, queue=queue, hash_dirty_key_=hash_dirty_key(pair),
                 hash_dirty_reason="kzg_salienz_high" if queue else "", now=now, updates=updates,
             )
-            if not outcome.created:  # a refused write logs nothing: it did not happen
-                raise AlreadyExists(f"KZG entry {key} exists already; entry ids are unique")
+            if not outcome.created:  # a refused write logs nothing but a resend: it did not happen
+                return await self._repeated(entry, key, scope, rejections)
             reinforced, queued = await self._settle(key, pair, updates, list(outcome.codes), scope, now)
 
         self._log_gate(entry, scope, canon.rejections, salienz, tier)
@@ -155,6 +157,23 @@ class Storing:
             canon_rejections=rejections,
         )
 
+    async def _repeated(
+        self, entry: EntryInput, key: str, scope: LogScope, rejections: tuple[str, ...]
+    ) -> StoreResult:
+        """The answer to a write whose key stands already: a repeat when the caller resends the same
+        turn's entry (``resend_safe``, the standing entry of the same turn_id), else ALREADY_EXISTS."""
+        standing = await self.store.get_entry(key, with_embedding=False) if entry.resend_safe else None
+        if standing is None or standing.turn_id != entry.turn_id:
+            raise AlreadyExists(f"KZG entry {key} exists already; entry ids are unique")
+        self.ctx.log.db_write(
+            **scope, node=WRITE_NODE, tabelle="kzg", operation="none", kzg_key=key, wiederholt=True,
+        )  # fmt: skip
+        return StoreResult(
+            stored=True, kzg_key=key, tier=tier_for(standing.salienz), salienz=standing.salienz,
+            ttl_seconds=max(standing.ttl_seconds, 0), queued_for_promotion=standing.promotion_queued,
+            canon_rejections=rejections, repeated=True,
+        )  # fmt: skip
+
     async def store_entries(self, entries: Sequence[EntryInput]) -> list[StoreResult]:
         """Many entries of one pair, in order, exactly as :meth:`store_entry` one after another.
 
@@ -167,10 +186,17 @@ class Storing:
         for index, entry in enumerate(entries):
             with batch_item("entries", index):
                 self.validate_entry(entry)
-        keys = [entry_key(entry.pair, entry.entry_id) for entry in entries if entry.entry_id]
+        named = [entry for entry in entries if entry.entry_id]
+        keys = [entry_key(entry.pair, entry.entry_id) for entry in named]
         if len(set(keys)) != len(keys):
             raise InvalidArgument("entries: an entry_id may appear at most once in a batch")
-        taken = [key for key, exists in zip(keys, await self.store.exist(keys), strict=True) if exists]
+        # A standing entry is a repeat only for a resend of the same turn (resend_safe); any other is taken.
+        standing = await self.store.entry_turn_ids(keys)
+        taken = [
+            key
+            for key, entry, turn_id in zip(keys, named, standing, strict=True)
+            if turn_id is not None and not (entry.resend_safe and turn_id == entry.turn_id)
+        ]
         if taken:
             raise AlreadyExists(f"KZG entries {taken} exist already; entry ids are unique")
         to_embed = [

@@ -25,7 +25,12 @@ def _script(name: str) -> str:
     return (_LUA_DIR / f"{name}.lua").read_text(encoding="utf-8")
 
 
-_SCRIPTS = {name: _script(name) for name in ("store_entry", "read_entries", "forget_session", "correct_entry", "enqueue")}
+_SCRIPTS = {
+    name: _script(name)
+    for name in (
+        "store_entry", "read_entries", "forget_session", "correct_entry", "enqueue", "append_session"
+    )
+}
 
 
 class StoreBase:
@@ -51,6 +56,7 @@ class StoreBase:
         self._forget_session = redis.register_script(_SCRIPTS["forget_session"])
         self._correct_entry = redis.register_script(_SCRIPTS["correct_entry"])
         self._enqueue = redis.register_script(_SCRIPTS["enqueue"])
+        self._append_session = redis.register_script(_SCRIPTS["append_session"])
 
     @classmethod
     def from_url(cls, url: str, *, dimension: int, vector_algorithm: str = "FLAT") -> Self:

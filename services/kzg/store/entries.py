@@ -69,9 +69,10 @@ class EntryStore(StoreBase):
     async def exists(self, key: str) -> bool:
         return bool(await self.redis.exists(key))
 
-    async def exist(self, keys: Sequence[str]) -> list[bool]:
-        """Whether each of ``keys`` exists, in one round trip."""
-        return [bool(found) for found in await self.per_key(keys, lambda pipe, key: pipe.exists(key))]
+    async def entry_turn_ids(self, keys: Sequence[str]) -> list[str | None]:
+        """The turn_id each entry of ``keys`` was written for, None where no entry stands, in one round trip."""
+        rows = await self.per_key(keys, lambda pipe, key: pipe.hmget(key, ["turn_id", "user_id"]))
+        return [None if row[1] is None else text(row[0]) for row in rows]
 
     async def read_neighbours(self, keys: Sequence[str]) -> list[Neighbour]:
         """Fresh reinforcement inputs of ``keys`` (after a concurrent change); gone keys are left out."""

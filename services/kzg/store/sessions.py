@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from redis.exceptions import WatchError
 
 from services.kzg.domain import SESSION_MAX_TURNS, SESSION_SUMMARIZE_AT, SESSION_SUMMARIZE_OLDEST, SESSION_TTL
-from services.kzg.models import Pair, SessionState, SessionTurnRecord
+from services.kzg.models import Appended, Pair, SessionState, SessionTurnRecord
 from services.kzg.store.base import StoreBase
 from services.kzg.store.codec import decode_turn, encode_turn, text
 from services.kzg.store.keys import session_summary_key, session_turns_key
@@ -21,21 +21,22 @@ _LOG = logging.getLogger("services.kzg.store")
 class SessionStore(StoreBase):
     """``session:{user}:{character}:turns`` and ``…:summary``."""
 
-    async def session_append(self, pair: Pair, turn: SessionTurnRecord) -> int:
-        """RPUSH the turn and refresh the 4 h inactivity TTL of list and summary; returns the length."""
-        (length,) = await self.session_append_many(pair, [turn])
-        return length
+    async def session_append(self, pair: Pair, turn: SessionTurnRecord, *, resend_safe: bool = False) -> Appended:
+        """RPUSH the turn and refresh the 4 h inactivity TTL of list and summary (:meth:`session_append_many`)."""
+        (appended,) = await self.session_append_many(pair, [turn], [resend_safe])
+        return appended
 
-    async def session_append_many(self, pair: Pair, turns: Sequence[SessionTurnRecord]) -> list[int]:
-        """RPUSH each turn in order in one transaction and refresh the TTLs; the length after each push."""
-        turns_key, summary_key = session_turns_key(pair), session_summary_key(pair)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            for turn in turns:
-                pipe.rpush(turns_key, encode_turn(turn))
-            pipe.expire(turns_key, SESSION_TTL)
-            pipe.expire(summary_key, SESSION_TTL)
-            results = await pipe.execute()
-        return [int(length) for length in results[: len(turns)]]
+    async def session_append_many(
+        self, pair: Pair, turns: Sequence[SessionTurnRecord], resend_safe: Sequence[bool]
+    ) -> list[Appended]:
+        """RPUSH each turn in order and refresh the TTLs, in one atomic script; per turn the list's length
+        after it, and whether it was left out as a repeat (``resend_safe`` and its turn_id and role stood
+        in the list already)."""
+        args: list[str | int] = [SESSION_TTL]
+        for turn, once in zip(turns, resend_safe, strict=True):
+            args += [encode_turn(turn), turn.turn_id, turn.role, int(once)]
+        results = await self._append_session(keys=[session_turns_key(pair), session_summary_key(pair)], args=args)
+        return [Appended(int(length), bool(repeated)) for length, repeated in results]
 
     async def session_length(self, pair: Pair) -> int:
         return int(await self.redis.llen(session_turns_key(pair)))

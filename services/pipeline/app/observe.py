@@ -17,7 +17,7 @@ from opentelemetry import trace
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from services.pipeline.app.context import NODE_OBSERVE, ROLE, Timing, TurnStep, turn_time
-from services.pipeline.app.turn_writer import Written, given_analysis
+from services.pipeline.app.turn_writer import Written, given_analysis, is_repeat
 from services.pipeline.deadline import DOING_WITHOUT
 from services.pipeline.store import Profile
 from services.pipeline.validation import check_observe, check_observe_batch
@@ -51,7 +51,7 @@ class Observe(TurnStep):
             )
         response = pipeline_pb2.ObserveTurnResponse(
             kzg=stored, analysis=analysis, analyzed_by_service=not request.HasField("analysis"),
-            session_turn_count=appended.turn_count, fehler=missing,
+            session_turn_count=appended.turn_count, fehler=missing, repeated=is_repeat((appended, stored)),
         )  # fmt: skip
         return response, timing
 
@@ -111,7 +111,7 @@ class Observe(TurnStep):
             for observed, analysis, (appended, stored) in zip(turns, analyses, written, strict=True):
                 results.append(pipeline_pb2.ObserveTurnResponse(
                     kzg=stored, analysis=analysis, analyzed_by_service=not observed.HasField("analysis"),
-                    session_turn_count=appended.turn_count,
+                    session_turn_count=appended.turn_count, repeated=is_repeat((appended, stored)),
                 ))  # fmt: skip
         return pipeline_pb2.ObserveTurnsResponse(results=results), timing
 

@@ -5,11 +5,14 @@ session (SPEC §3) and written to the KZG with the embedding of its KZG embed te
 the KZG's write stays a pure store operation (SPEC §2, §4, §11). Each write is logged once, where
 it happens: the KZG records the session append (``session``) and the entry's gate, canon and write
 (``kzg_speicher``) under the turn's id; the pipeline logs only the analysis it ran (``salience``).
+Both writes are resend-safe: the entry's id is the turn's (:func:`turn_entry_id`) and the append
+skips a turn the session holds, so a resent turn writes nothing twice (docs/decisions.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Awaitable
 from datetime import datetime
 
@@ -32,7 +35,7 @@ from services.pipeline.app.context import NODE_SALIENCE, ROLE, TRACER, PipelineC
 from services.pipeline.deadline import DOING_WITHOUT
 from services.pipeline.store import Profile
 
-__all__ = ["TurnWriter", "Written", "given_analysis", "kzg_entry_text", "session_turn"]
+__all__ = ["TurnWriter", "Written", "given_analysis", "is_repeat", "kzg_entry_text", "session_turn", "turn_entry_id"]
 
 Written = tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]
 """A turn's session append and KZG write, as the KZG answered them."""
@@ -43,6 +46,19 @@ def kzg_entry_text(analysis: pipeline_pb2.TurnAnalysis, sprecher: str) -> str | 
     if analysis.salience.salienz < STORE_GATE_RAW:
         return None
     return kzg_embed_text(list(analysis.salience.themen), analysis.inhalt, sprecher)
+
+
+def turn_entry_id(turn_id: str, beobachter: common_pb2.Beobachter) -> str:
+    """The KZG entry id of a turn's entry: one per turn and perspective (SPEC §7: a turn_id names one
+    turn), so a resent turn finds the entry its first sending wrote (docs/decisions.md)."""
+    digest = hashlib.blake2b(turn_id.encode("utf-8"), digest_size=12).hexdigest()
+    return f"{ROLE[beobachter]}-{digest}"
+
+
+def is_repeat(written: Written) -> bool:
+    """Whether a turn's writes were a resend's: the session held it and its entry stood (or was gated)."""
+    appended, stored = written
+    return appended.repeated and stored.outcome != kzg_pb2.STORE_OUTCOME_STORED
 
 
 def given_analysis(given: pipeline_pb2.TurnAnalysis, text: str) -> pipeline_pb2.TurnAnalysis:
@@ -162,7 +178,8 @@ class TurnWriter:
 
         # The session append runs while the model embeds the entry.
         append = kzg_pb2.AppendSessionTurnRequest(
-            pair=pair, turn=session_turn(beobachter, text, analysis, turn, as_of), as_of=to_timestamp(as_of)
+            pair=pair, turn=session_turn(beobachter, text, analysis, turn, as_of), as_of=to_timestamp(as_of),
+            resend_safe=True,
         )
         return await asyncio.gather(ctx.kzg.append_session_turn(append), store())
 
@@ -185,7 +202,8 @@ class TurnWriter:
         timeout_s = ctx.kzg.timeout_s * (1.0 + len(turns) / 16)
         appends = kzg_pb2.AppendSessionTurnsRequest(appends=[
             kzg_pb2.AppendSessionTurnRequest(
-                pair=pair, turn=session_turn(t.beobachter, t.text, a, c, as_of), as_of=to_timestamp(as_of)
+                pair=pair, turn=session_turn(t.beobachter, t.text, a, c, as_of), as_of=to_timestamp(as_of),
+                resend_safe=True,
             )
             for t, a, c, as_of in zip(turns, analyses, contexts, as_ofs, strict=True)
         ])  # fmt: skip
@@ -219,10 +237,12 @@ class TurnWriter:
         profile: Profile,
         embedding: list[float],
     ) -> kzg_pb2.StoreEntryRequest:
-        """The KZG write of one turn; an empty ``embedding`` leaves the embedding to the KZG."""
+        """The KZG write of one turn; an empty ``embedding`` leaves the embedding to the KZG. The entry's id
+        is the turn's (:func:`turn_entry_id`), so a resent turn answers STORE_OUTCOME_REPEATED."""
         return kzg_pb2.StoreEntryRequest(
             pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=analysis.ei,
             magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
             sprecher=profile.speaker(beobachter), sprache=profile.sprache,
             embedding_model_id=self.ctx.provider.model_id if embedding else "",
+            entry_id=turn_entry_id(turn.turn_id, beobachter), resend_safe=True,
         )  # fmt: skip

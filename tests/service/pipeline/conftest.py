@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import grpc.aio
 import pytest
 
-from novaberg.kzg.v1 import kzg_pb2_grpc
-from novaberg.lzg.v1 import lzg_pb2_grpc
+from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2_grpc
 from novaberg_core.config import CommonConfig
 from novaberg_core.embedding import EmbeddingProvider, make_provider
@@ -27,6 +27,7 @@ from services.lzg.server import create_server as create_lzg_server
 from services.pipeline.analyzer import Analyzer
 from services.pipeline.config import PipelineConfig
 from services.pipeline.server import create_server as create_pipeline_server
+from tests.service.pipeline.proxies import PAUSE_S, PeerProxy, Proxied, unary_methods
 
 
 @pytest.fixture(scope="session")
@@ -116,3 +117,33 @@ async def service(peers: Peers, provider: EmbeddingProvider) -> AsyncIterator[Pi
         for channel in channels:
             await channel.close()
         await server.stop(None)
+
+
+@pytest.fixture
+async def proxied(peers: Peers, provider: EmbeddingProvider) -> AsyncIterator[Proxied]:
+    """A pipeline over proxies of the real peers, not called yet (its model check still to come)."""
+    kzg = PeerProxy("novaberg.kzg.v1.KzgService", unary_methods(kzg_pb2.DESCRIPTOR.services_by_name["KzgService"]),
+                    peers.kzg.target)  # fmt: skip
+    lzg = PeerProxy("novaberg.lzg.v1.LzgService", unary_methods(lzg_pb2.DESCRIPTOR.services_by_name["LzgService"]),
+                    peers.lzg.target)  # fmt: skip
+    started = [await kzg.start(), await lzg.start()]
+    sink = InMemorySink()
+    log = PipelineLog(sink)
+    cfg = PipelineConfig(
+        common=CommonConfig("pipeline"), kzg_addr=kzg.address, lzg_addr=lzg.address, redis_url=peers.redis_url,
+        silent_peer_pause_s=PAUSE_S,
+    )
+    server = await create_pipeline_server(cfg, provider=provider, log=log)
+    channel = grpc.aio.insecure_channel(server.target)
+    kzg_channel = grpc.aio.insecure_channel(peers.kzg.target)
+    try:
+        yield Proxied(
+            pipeline_pb2_grpc.PipelineServiceStub(channel), kzg, lzg, sink, log, kzg_pb2_grpc.KzgServiceStub(kzg_channel)
+        )
+    finally:
+        await kzg_channel.close()
+        await channel.close()
+        await server.stop(None)
+        for proxy_server, proxy_channel in started:
+            await proxy_server.stop(None)
+            await proxy_channel.close()

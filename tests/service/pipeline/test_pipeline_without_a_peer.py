@@ -5,16 +5,13 @@ Dispatch) whose LZG registry gives no answer is written without entity and timel
 what it went without in ``fehler``. A batch (ObserveTurns) still fails.
 
 The pipeline talks to the real KZG and LZG servers through a proxy per peer that passes every call
-on, except the one a test makes fail or wait.
+on, except the one a test makes fail or wait (tests/service/pipeline/proxies.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 
 import grpc
 import grpc.aio
@@ -22,124 +19,19 @@ import pytest
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
-from novaberg.lzg.v1 import lzg_pb2
-from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
-from novaberg_core.config import CommonConfig
-from novaberg_core.embedding import EmbeddingProvider
-from novaberg_core.pipeline_log import InMemorySink, PipelineLog
-from services.pipeline.config import PipelineConfig
+from novaberg.pipeline.v1 import pipeline_pb2
 from services.pipeline.deadline import SHARE_OF_TIME_LEFT, SILENT_AFTER_S
-from services.pipeline.server import create_server as create_pipeline_server
-from tests.service.pipeline.conftest import Peers
+from tests.service.pipeline.proxies import PAUSE_S, Proxied, down, late
 
 PAIR = common_pb2.Pair(user_id="ohne-schicht@example.org", character_id="nova")
 QUESTION = "When is Anna's birthday?"
-PAUSE_S = 0.5
-"""How long the pipeline leaves a peer out after it gave no answer (NOVABERG_PIPELINE_SILENT_PEER_PAUSE_S)."""
-
-Behaviour = Callable[[bytes, grpc.aio.ServicerContext, Callable[[bytes], Awaitable[bytes]]], Awaitable[bytes]]
-"""What a proxy does with one method's call: (request, context, pass_on) → response."""
 
 
-def _identity(data: bytes) -> bytes:
-    return data
-
-
-@dataclass
-class PeerProxy:
-    """Passes each unary call of ``service`` on to ``target``, or lets ``behaviours[method]`` answer."""
-
-    service: str
-    methods: list[str]
-    target: str
-    behaviours: dict[str, Behaviour] = field(default_factory=dict)
-    calls: collections.Counter[str] = field(default_factory=collections.Counter)
-    address: str = ""
-
-    async def start(self) -> tuple[grpc.aio.Server, grpc.aio.Channel]:
-        channel = grpc.aio.insecure_channel(self.target)
-        server = grpc.aio.server()
-        handlers = {method: self._handler(channel, method) for method in self.methods}
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(self.service, handlers),))
-        self.address = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
-        await server.start()
-        return server, channel
-
-    def _handler(self, channel: grpc.aio.Channel, method: str) -> grpc.RpcMethodHandler:
-        upstream = channel.unary_unary(f"/{self.service}/{method}", _identity, _identity)
-
-        async def pass_on(request: bytes) -> bytes:
-            return await upstream(request)  # type: ignore[no-any-return]
-
-        async def handle(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-            self.calls[method] += 1
-            behaviour = self.behaviours.get(method)
-            return await (behaviour(request, context, pass_on) if behaviour else pass_on(request))
-
-        return grpc.unary_unary_rpc_method_handler(handle, _identity, _identity)
-
-
-def down(code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE, details: str = "the peer is down") -> Behaviour:
-    async def behave(request: bytes, context: grpc.aio.ServicerContext, pass_on: Callable[..., object]) -> bytes:
-        await context.abort(code, details)
-        raise AssertionError("abort returns no answer")
-
-    return behave
-
-
-def late(seconds: float) -> Behaviour:
-    async def behave(
-        request: bytes, context: grpc.aio.ServicerContext, pass_on: Callable[[bytes], Awaitable[bytes]]
-    ) -> bytes:
-        await asyncio.sleep(seconds)
-        return await pass_on(request)
-
-    return behave
-
-
-def _unary_methods(descriptor: object) -> list[str]:
-    return [m.name for m in descriptor.methods if not m.client_streaming and not m.server_streaming]  # type: ignore[attr-defined]
-
-
-@dataclass
-class Proxied:
-    pipeline: pipeline_pb2_grpc.PipelineServiceStub
-    kzg: PeerProxy
-    lzg: PeerProxy
-    sink: InMemorySink
-    log: PipelineLog
-
-    async def observe(self) -> None:
-        """One HIGH turn of ``PAIR`` (with both peers passing every call on)."""
-        await self.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
-            pair=PAIR, turn_id="t-1", beobachter=common_pb2.BEOBACHTER_USER,
-            text="My sister Anna celebrates her birthday on March 12."))  # fmt: skip
-
-
-@pytest.fixture
-async def proxied(peers: Peers, provider: EmbeddingProvider) -> AsyncIterator[Proxied]:
-    """A pipeline over proxies of the real peers, not called yet (its model check still to come)."""
-    kzg = PeerProxy("novaberg.kzg.v1.KzgService", _unary_methods(kzg_pb2.DESCRIPTOR.services_by_name["KzgService"]),
-                    peers.kzg.target)  # fmt: skip
-    lzg = PeerProxy("novaberg.lzg.v1.LzgService", _unary_methods(lzg_pb2.DESCRIPTOR.services_by_name["LzgService"]),
-                    peers.lzg.target)  # fmt: skip
-    started = [await kzg.start(), await lzg.start()]
-    sink = InMemorySink()
-    log = PipelineLog(sink)
-    cfg = PipelineConfig(
-        common=CommonConfig("pipeline"), kzg_addr=kzg.address, lzg_addr=lzg.address, redis_url=peers.redis_url,
-        silent_peer_pause_s=PAUSE_S,
-    )
-    server = await create_pipeline_server(cfg, provider=provider, log=log)
-    channel = grpc.aio.insecure_channel(server.target)
-    try:
-        yield Proxied(pipeline_pb2_grpc.PipelineServiceStub(channel), kzg, lzg, sink, log)
-    finally:
-        await channel.close()
-        await server.stop(None)
-        for proxy_server, proxy_channel in started:
-            await proxy_server.stop(None)
-            await proxy_channel.close()
+async def observe(proxied: Proxied) -> None:
+    """One HIGH turn of ``PAIR`` (with both peers passing every call on)."""
+    await proxied.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
+        pair=PAIR, turn_id="t-1", beobachter=common_pb2.BEOBACHTER_USER,
+        text="My sister Anna celebrates her birthday on March 12."))  # fmt: skip
 
 
 def _dossier(turn_id: str) -> pipeline_pb2.BuildDossierRequest:
@@ -147,7 +39,7 @@ def _dossier(turn_id: str) -> pipeline_pb2.BuildDossierRequest:
 
 
 async def test_a_whole_dossier_names_nothing_missing(proxied: Proxied) -> None:
-    await proxied.observe()
+    await observe(proxied)
     dossier = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=10)
     assert list(dossier.fehler) == []
     assert dossier.kzg_hits and "Anna" in dossier.kzg_hits[0].hit.entry.inhalt
@@ -155,7 +47,7 @@ async def test_a_whole_dossier_names_nothing_missing(proxied: Proxied) -> None:
 
 
 async def test_without_the_lzg_the_dossier_holds_the_kzg_and_names_the_missing_read(proxied: Proxied) -> None:
-    await proxied.observe()
+    await observe(proxied)
     proxied.lzg.behaviours["SpreadingRead"] = down(details="the LZG is down")
 
     dossier = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=10)
@@ -171,7 +63,7 @@ async def test_without_the_lzg_the_dossier_holds_the_kzg_and_names_the_missing_r
 
 
 async def test_without_the_kzg_the_dossier_holds_the_lzg(proxied: Proxied) -> None:
-    await proxied.observe()
+    await observe(proxied)
     proxied.kzg.behaviours["Retrieve"] = down(details="the KZG is down")
 
     dossier = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=10)
@@ -183,7 +75,7 @@ async def test_without_the_kzg_the_dossier_holds_the_lzg(proxied: Proxied) -> No
 
 
 async def test_a_layer_silent_past_its_share_of_the_deadline_is_left_out_in_time(proxied: Proxied) -> None:
-    await proxied.observe()
+    await observe(proxied)
     await proxied.pipeline.BuildDossier(_dossier("t-warm"), timeout=10)  # models checked, registry warm
     proxied.lzg.behaviours["SpreadingRead"] = late(5.0)
     deadline_s = 1.5
@@ -200,7 +92,7 @@ async def test_a_layer_silent_past_its_share_of_the_deadline_is_left_out_in_time
 
 
 async def test_neither_layer_answering_is_unavailable_naming_both(proxied: Proxied) -> None:
-    await proxied.observe()
+    await observe(proxied)
     proxied.kzg.behaviours["Retrieve"] = down(details="the KZG is down")
     proxied.lzg.behaviours["SpreadingRead"] = down(details="the LZG is down")
 
@@ -214,7 +106,7 @@ async def test_neither_layer_answering_is_unavailable_naming_both(proxied: Proxi
 
 
 async def test_a_layer_refusing_the_request_still_fails_the_dossier(proxied: Proxied) -> None:
-    await proxied.observe()
+    await observe(proxied)
     proxied.lzg.behaviours["SpreadingRead"] = down(grpc.StatusCode.INVALID_ARGUMENT, "query_vector: wrong size")
 
     with pytest.raises(grpc.aio.AioRpcError) as refused:
@@ -248,7 +140,7 @@ async def test_a_peer_out_at_the_model_check_is_asked_again_by_the_next_dossier(
 
 
 async def test_a_peer_that_gave_no_answer_is_left_out_for_a_pause_and_then_asked_again(proxied: Proxied) -> None:
-    await proxied.observe()
+    await observe(proxied)
     proxied.lzg.behaviours["SpreadingRead"] = late(5.0)
 
     first = await proxied.pipeline.BuildDossier(_dossier("t-2"), timeout=2.0)  # waited 1.5 s ≥ SILENT_AFTER_S
@@ -304,7 +196,7 @@ async def test_a_batch_whose_registry_is_out_fails_as_a_whole(proxied: Proxied) 
 
 
 async def test_an_answer_whose_registry_is_out_is_dispatched_and_names_it(proxied: Proxied) -> None:
-    await proxied.observe()
+    await observe(proxied)
     proxied.lzg.behaviours["ResolveEntities"] = down(details="the LZG is down")
 
     dispatched = await proxied.pipeline.Dispatch(pipeline_pb2.DispatchRequest(
@@ -321,7 +213,7 @@ async def test_an_answer_whose_registry_is_out_is_dispatched_and_names_it(proxie
 
 
 async def test_a_peer_that_misses_a_tight_deadline_is_asked_again_at_once(proxied: Proxied) -> None:
-    await proxied.observe()
+    await observe(proxied)
     proxied.lzg.behaviours["SpreadingRead"] = late(5.0)
     tight_s = SILENT_AFTER_S / SHARE_OF_TIME_LEFT / 2  # the LZG may take half of SILENT_AFTER_S
 
@@ -334,7 +226,7 @@ async def test_a_peer_that_misses_a_tight_deadline_is_asked_again_at_once(proxie
 
 
 async def test_a_dispatch_whose_peers_fail_records_the_turn_in_time_and_names_each_part(proxied: Proxied) -> None:
-    await proxied.observe()
+    await observe(proxied)
     proxied.kzg.behaviours["AppendSessionTurn"] = late(5.0)
     proxied.kzg.behaviours["StoreEntry"] = late(5.0)
     proxied.lzg.behaviours["ReinforceUsed"] = down(details="the LZG is down")

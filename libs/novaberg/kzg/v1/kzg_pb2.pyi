@@ -16,6 +16,7 @@ class StoreOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     STORE_OUTCOME_UNSPECIFIED: _ClassVar[StoreOutcome]
     STORE_OUTCOME_STORED: _ClassVar[StoreOutcome]
     STORE_OUTCOME_REJECTED_BELOW_GATE: _ClassVar[StoreOutcome]
+    STORE_OUTCOME_REPEATED: _ClassVar[StoreOutcome]
 
 class Tier(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -26,6 +27,7 @@ class Tier(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 STORE_OUTCOME_UNSPECIFIED: StoreOutcome
 STORE_OUTCOME_STORED: StoreOutcome
 STORE_OUTCOME_REJECTED_BELOW_GATE: StoreOutcome
+STORE_OUTCOME_REPEATED: StoreOutcome
 TIER_UNSPECIFIED: Tier
 TIER_MINIMUM: Tier
 TIER_MID: Tier
@@ -54,24 +56,28 @@ class SessionTurn(_message.Message):
     def __init__(self, role: _Optional[str] = ..., text: _Optional[str] = ..., turn_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., intention: _Optional[str] = ..., emotion: _Optional[str] = ..., modus: _Optional[str] = ..., arousal: _Optional[float] = ..., emotions_vektor: _Optional[str] = ...) -> None: ...
 
 class AppendSessionTurnRequest(_message.Message):
-    __slots__ = ("pair", "turn", "as_of")
+    __slots__ = ("pair", "turn", "as_of", "resend_safe")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
+    RESEND_SAFE_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     turn: SessionTurn
     as_of: _timestamp_pb2.Timestamp
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., turn: _Optional[_Union[SessionTurn, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    resend_safe: bool
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., turn: _Optional[_Union[SessionTurn, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., resend_safe: _Optional[bool] = ...) -> None: ...
 
 class AppendSessionTurnResponse(_message.Message):
-    __slots__ = ("turn_count", "summarized", "trimmed")
+    __slots__ = ("turn_count", "summarized", "trimmed", "repeated")
     TURN_COUNT_FIELD_NUMBER: _ClassVar[int]
     SUMMARIZED_FIELD_NUMBER: _ClassVar[int]
     TRIMMED_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_FIELD_NUMBER: _ClassVar[int]
     turn_count: int
     summarized: bool
     trimmed: bool
-    def __init__(self, turn_count: _Optional[int] = ..., summarized: _Optional[bool] = ..., trimmed: _Optional[bool] = ...) -> None: ...
+    repeated: bool
+    def __init__(self, turn_count: _Optional[int] = ..., summarized: _Optional[bool] = ..., trimmed: _Optional[bool] = ..., repeated: _Optional[bool] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
     __slots__ = ("pair", "as_of")
@@ -92,7 +98,7 @@ class GetSessionResponse(_message.Message):
     def __init__(self, turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., summary: _Optional[str] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
 
 class StoreEntryRequest(_message.Message):
-    __slots__ = ("pair", "beobachter", "inhalt", "salience", "ei", "magnets", "turn", "embedding", "entry_id", "as_of", "writer", "sprecher", "sprache", "embedding_model_id")
+    __slots__ = ("pair", "beobachter", "inhalt", "salience", "ei", "magnets", "turn", "embedding", "entry_id", "as_of", "writer", "sprecher", "sprache", "embedding_model_id", "resend_safe")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     BEOBACHTER_FIELD_NUMBER: _ClassVar[int]
     INHALT_FIELD_NUMBER: _ClassVar[int]
@@ -107,6 +113,7 @@ class StoreEntryRequest(_message.Message):
     SPRECHER_FIELD_NUMBER: _ClassVar[int]
     SPRACHE_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_ID_FIELD_NUMBER: _ClassVar[int]
+    RESEND_SAFE_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     beobachter: _common_pb2.Beobachter
     inhalt: str
@@ -121,7 +128,8 @@ class StoreEntryRequest(_message.Message):
     sprecher: str
     sprache: str
     embedding_model_id: str
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., salience: _Optional[_Union[_common_pb2.SalienceResult, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ..., entry_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., writer: _Optional[str] = ..., sprecher: _Optional[str] = ..., sprache: _Optional[str] = ..., embedding_model_id: _Optional[str] = ...) -> None: ...
+    resend_safe: bool
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., salience: _Optional[_Union[_common_pb2.SalienceResult, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ..., entry_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., writer: _Optional[str] = ..., sprecher: _Optional[str] = ..., sprache: _Optional[str] = ..., embedding_model_id: _Optional[str] = ..., resend_safe: _Optional[bool] = ...) -> None: ...
 
 class StoreEntryResponse(_message.Message):
     __slots__ = ("outcome", "kzg_key", "tier", "salienz", "ttl_seconds", "queued_for_promotion", "reinforced_count", "reinforced_queued_count", "canon_rejections")

@@ -163,7 +163,8 @@ class KzgServiceServicer:
 
     def AppendSessionTurn(self, request, context):
         """Appends one turn to the pair's session list (SPEC §3); summarises or trims when it grows.
-        Not idempotent (appends).
+        Not idempotent (appends), unless resend_safe: then a turn whose turn_id and role the list holds
+        already is not appended again (`repeated`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -179,7 +180,8 @@ class KzgServiceServicer:
 
     def StoreEntry(self, request, context):
         """KZG write path (SPEC §4.2–§4.4): gate, TTL tier, thematic reinforcement, promotion queue.
-        Not idempotent unless entry_id is given (then ALREADY_EXISTS on a repeat).
+        Not idempotent unless entry_id is given: then ALREADY_EXISTS on a repeat, or with resend_safe
+        STORE_OUTCOME_REPEATED for an entry of the same turn (nothing is written again).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -192,7 +194,8 @@ class KzgServiceServicer:
         without an embedding are embedded in one model batch. The request is checked as a whole
         first (INVALID_ARGUMENT names entries[i] and the field; nothing is written); at most 256
         entries, all of one pair. Not idempotent; after the check an outage (UNAVAILABLE) may leave
-        the first entries of the batch written.
+        the first entries of the batch written. Entries with entry_id and resend_safe make a resent
+        batch safe: those written before answer STORE_OUTCOME_REPEATED, the others are written.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -201,7 +204,8 @@ class KzgServiceServicer:
     def AppendSessionTurns(self, request, context):
         """Many session turns of one pair, appended in order exactly as AppendSessionTurn calls one
         after another would (summarised or trimmed as the list grows). Checked as a whole first
-        (appends[i]); at most 256, all of one pair. Not idempotent (appends).
+        (appends[i]); at most 256, all of one pair. Not idempotent (appends), except for appends with
+        resend_safe (see AppendSessionTurn).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -43,18 +43,20 @@ class ObserveTurnRequest(_message.Message):
     def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., turn_id: _Optional[str] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., text: _Optional[str] = ..., analysis: _Optional[_Union[TurnAnalysis, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., profile: _Optional[_Union[_common_pb2.PairProfile, _Mapping]] = ...) -> None: ...
 
 class ObserveTurnResponse(_message.Message):
-    __slots__ = ("kzg", "analysis", "analyzed_by_service", "session_turn_count", "fehler")
+    __slots__ = ("kzg", "analysis", "analyzed_by_service", "session_turn_count", "fehler", "repeated")
     KZG_FIELD_NUMBER: _ClassVar[int]
     ANALYSIS_FIELD_NUMBER: _ClassVar[int]
     ANALYZED_BY_SERVICE_FIELD_NUMBER: _ClassVar[int]
     SESSION_TURN_COUNT_FIELD_NUMBER: _ClassVar[int]
     FEHLER_FIELD_NUMBER: _ClassVar[int]
+    REPEATED_FIELD_NUMBER: _ClassVar[int]
     kzg: _kzg_pb2.StoreEntryResponse
     analysis: TurnAnalysis
     analyzed_by_service: bool
     session_turn_count: int
     fehler: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, kzg: _Optional[_Union[_kzg_pb2.StoreEntryResponse, _Mapping]] = ..., analysis: _Optional[_Union[TurnAnalysis, _Mapping]] = ..., analyzed_by_service: _Optional[bool] = ..., session_turn_count: _Optional[int] = ..., fehler: _Optional[_Iterable[str]] = ...) -> None: ...
+    repeated: bool
+    def __init__(self, kzg: _Optional[_Union[_kzg_pb2.StoreEntryResponse, _Mapping]] = ..., analysis: _Optional[_Union[TurnAnalysis, _Mapping]] = ..., analyzed_by_service: _Optional[bool] = ..., session_turn_count: _Optional[int] = ..., fehler: _Optional[_Iterable[str]] = ..., repeated: _Optional[bool] = ...) -> None: ...
 
 class ObservedTurn(_message.Message):
     __slots__ = ("turn_id", "beobachter", "text", "analysis", "as_of")

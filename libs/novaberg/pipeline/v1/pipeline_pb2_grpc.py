@@ -91,9 +91,15 @@ class PipelineServiceServicer:
 
     def ObserveTurn(self, request, context):
         """Observes a user or character turn: session append, KZG write, log records.
-        Not idempotent (appends the session turn, writes a KZG entry). The LZG is not needed: when its
-        registry is out or silent past three quarters of the time left, the turn is written without
-        entity and timeline magnets, named in `fehler`.
+        Safe to resend: a turn_id names one turn, so a second call with the same pair, turn_id and
+        beobachter finds the session turn and the KZG entry the first wrote and writes neither again
+        (`repeated`; what a failed first call left unwritten is written now). Its text and analysis are
+        not compared: a new turn needs a new turn_id. The analyzer runs again and its records are
+        logged again (the entities it registers are found, not created twice). A turn the session has
+        folded into its summary, or whose entry has expired or been promoted since, is written again
+        (promotion finds its node by the entry's key). The LZG is not needed: when its registry is out
+        or silent past three quarters of the time left, the turn is written without entity and timeline
+        magnets, named in `fehler`.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -106,9 +112,10 @@ class PipelineServiceServicer:
         session appends and the entries), the next chunk analysed meanwhile. The request is checked as
         a whole first: a bad turn is INVALID_ARGUMENT naming turns[i] and its field, and nothing is
         written. At most 256 turns (more: INVALID_ARGUMENT; a message over 4 MiB: RESOURCE_EXHAUSTED).
-        Not idempotent. A failure after the check (UNAVAILABLE, DEADLINE_EXCEEDED, the analyzer) may
-        leave the first chunks of the batch written (entities the analyzer registered, session turns,
-        KZG entries): resend only after checking the session (KzgService/GetSession) for what arrived.
+        A turn_id with the same beobachter may appear once in a batch. A failure after the check
+        (UNAVAILABLE, DEADLINE_EXCEEDED, the analyzer) may leave the first chunks of the batch written
+        (entities the analyzer registered, session turns, KZG entries); the batch is safe to resend as
+        ObserveTurn is: the turns that arrived answer `repeated`, the others are written.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -126,7 +133,9 @@ class PipelineServiceServicer:
 
     def Dispatch(self, request, context):
         """After the answer: usage reinforcement, the character's own KZG entry, cluster, turn_roh.
-        Not idempotent; answers OK once the turn is recorded and names failed parts in `fehler` (a part
+        Not idempotent: a resend reinforces the used memories again (the character's session turn and
+        KZG entry are written once, as ObserveTurn's). Answers OK once the turn is recorded and names
+        failed parts in `fehler` (a part
         whose peer is out, or silent past three quarters of the time left, is not waited for).
         NOT_FOUND when a served node id is no node of the pair (forgotten or erased since the dossier):
         nothing of the turn is written; resend without it.
