@@ -94,6 +94,29 @@ def test_plain_turn_file() -> None:
         parse_turn_file({"foo": 1})
 
 
+def test_a_file_turn_without_an_id_gets_the_same_id_on_every_run() -> None:
+    """A second run of an import finds the turns the first wrote (the pipeline knows a turn by its id)."""
+    data = {"turns": [{"role": "user", "text": "Hallo"}, {"role": "assistant", "text": "Hallo"},
+                      {"role": "user", "text": "Hallo"}]}  # fmt: skip
+    first, second = parse_turn_file(data), parse_turn_file(json.loads(json.dumps(data)))
+    assert [t.turn_id for t in first] == [t.turn_id for t in second]
+    assert [t.turn_id.split("-")[:2] for t in first] == [["turn", "1"], ["turn", "2"], ["turn", "3"]]
+    assert len({t.turn_id for t in first}) == 3
+
+
+def test_a_turn_id_a_file_repeats_is_made_distinct_per_role() -> None:
+    """The pipeline refuses a batch naming a turn twice; the file's turns are all kept, under ids of their own."""
+    data = {"turns": [{"role": "user", "text": "Eins", "turn_id": "t-1"},
+                      {"role": "assistant", "text": "Zwei", "turn_id": "t-1"},
+                      {"role": "user", "text": "Drei", "turn_id": "t-1"},
+                      {"role": "user", "text": "Vier", "turn_id": "t-1"}]}  # fmt: skip
+    assert [t.turn_id for t in parse_turn_file(data)] == ["t-1", "t-1", "t-1~2", "t-1~3"]
+    conversation = small_locomo()
+    sessions = conversation[0]["conversation"]  # type: ignore[index]
+    sessions["session_2"].append({"speaker": "Melanie", "dia_id": "D2:1", "text": "Twice the same id."})  # type: ignore[index]
+    assert [t.turn_id for t in parse_locomo(conversation)] == ["conv-1:D1:1", "conv-1:D1:2", "conv-1:D2:1", "conv-1:D2:1~2"]
+
+
 def test_progress_bar_redraws_one_line_on_a_terminal() -> None:
     stream = io.StringIO()
     bar = ProgressBar(4, label="import x", stream=stream, width=8, live=True)

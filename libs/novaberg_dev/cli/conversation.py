@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import hashlib
 import json
 import re
 import uuid
@@ -102,6 +104,7 @@ def parse_locomo(data: Any, **options: Unpack[ImportOptions]) -> list[ImportedTu
     """Turns of LoCoMo conversations (speaker_a → user, speaker_b → the character), in session order.
 
     Each session's ``session_N_date_time`` is the first turn's ``as_of``; later turns follow 30 s apart.
+    A turn's id is ``{sample_id}:{dia_id}`` (:func:`distinct_turn_ids` where a dia_id repeats).
     """
     if not isinstance(data, list):
         raise CliError("a LoCoMo file is a JSON list of conversations")
@@ -138,11 +141,38 @@ def parse_locomo(data: Any, **options: Unpack[ImportOptions]) -> list[ImportedTu
                 ))  # fmt: skip
     if wanted and not turns:
         raise CliError(f"no LoCoMo sample named {', '.join(sorted(wanted))} in this file")
-    return turns
+    return distinct_turn_ids(turns)
+
+
+def distinct_turn_ids(turns: Sequence[ImportedTurn]) -> list[ImportedTurn]:
+    """``turns`` with every (pair, turn_id, role) once: a repeat in the file gets ``~2``, ``~3``… appended.
+
+    The pipeline takes a turn_id as the turn's identity (a resent turn is written once) and refuses a
+    batch naming one twice; a file may repeat an id by mistake (a hand-made file, a data slip), and
+    its turns are kept all the same — the same ids on every run of the import, so a second run of it
+    finds them.
+    """
+    seen: dict[tuple[str, str, str, int], int] = {}
+    distinct: list[ImportedTurn] = []
+    for turn in turns:
+        key = (turn.pair.user_id, turn.pair.character_id, turn.turn_id, turn.beobachter)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > 1:
+            turn = dataclasses.replace(turn, turn_id=f"{turn.turn_id}~{seen[key]}")
+        distinct.append(turn)
+    return distinct
+
+
+def _file_turn_id(index: int, role: str, text: str) -> str:
+    """The id of a file's turn that names none: its place and a digest of what it says, the same on
+    every run of the import (so a run after a failed one finds the turns that arrived)."""
+    digest = hashlib.blake2b(f"{role}\n{text}".encode(), digest_size=6).hexdigest()
+    return f"turn-{index + 1}-{digest}"
 
 
 def parse_turn_file(data: Any, **options: Unpack[ImportOptions]) -> list[ImportedTurn]:
-    """A conversation file: LoCoMo, or ``{"turns": [{"role": "user"|"assistant", "text", "as_of"?}]}``."""
+    """A conversation file: LoCoMo, or ``{"turns": [{"role": "user"|"assistant", "text", "as_of"?}]}``;
+    each (pair, turn_id, role) once (:func:`distinct_turn_ids`)."""
     if isinstance(data, list) and all(isinstance(s, dict) and "conversation" in s for s in data):
         return parse_locomo(data, **options)
     if isinstance(data, dict) and isinstance(data.get("turns"), list):
@@ -155,12 +185,13 @@ def parse_turn_file(data: Any, **options: Unpack[ImportOptions]) -> list[Importe
             role = raw.get("role") if isinstance(raw, dict) else None
             if role not in ("user", "assistant") or not str(raw.get("text", "")).strip():
                 raise CliError(f"turns[{i}] needs role 'user' or 'assistant' and a non-empty text")
+            text = str(raw["text"]).strip()
             turns.append(ImportedTurn(
-                pair=pair, turn_id=str(raw.get("turn_id") or uuid.uuid4()),
+                pair=pair, turn_id=str(raw.get("turn_id") or _file_turn_id(i, role, text)),
                 beobachter=common_pb2.BEOBACHTER_USER if role == "user" else common_pb2.BEOBACHTER_ASSISTANT,
-                text=str(raw["text"]).strip(), as_of=parse_as_of(raw.get("as_of")),
+                text=text, as_of=parse_as_of(raw.get("as_of")),
             ))  # fmt: skip
-        return turns
+        return distinct_turn_ids(turns)
     raise CliError("unknown conversation format: expected a LoCoMo list or an object with 'turns'")
 
 
