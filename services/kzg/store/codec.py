@@ -42,6 +42,7 @@ __all__ = [
     "seconds",
     "stream_entries",
     "text",
+    "turn_marks",
 ]
 
 
@@ -261,6 +262,17 @@ def encode_turn(turn: SessionTurnRecord) -> str:
     """A session turn as one JSON item of the list (SPEC §3), its time in unix seconds (0: none)."""
     at = turn.created_at.timestamp() if turn.created_at is not None else 0.0
     return json.dumps({**turn.__dict__, "created_at": at}, ensure_ascii=False)
+
+
+def turn_marks(turn: SessionTurnRecord) -> str:
+    """The turn_id and role fields as :func:`encode_turn` writes them, newline-joined: what
+    ``append_session.lua`` looks for in the list's items to find a resent turn (a quote inside a JSON
+    string is escaped, so the unescaped field cannot stand in another field's text)."""
+    marks = (
+        json.dumps({"turn_id": turn.turn_id}, ensure_ascii=False),
+        json.dumps({"role": turn.role}, ensure_ascii=False),
+    )
+    return "\n".join(mark[1:-1] for mark in marks)
 
 
 def decode_turn(raw: bytes | str) -> SessionTurnRecord:

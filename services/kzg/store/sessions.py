@@ -10,7 +10,7 @@ from redis.exceptions import WatchError
 from services.kzg.domain import SESSION_MAX_TURNS, SESSION_SUMMARIZE_AT, SESSION_SUMMARIZE_OLDEST, SESSION_TTL
 from services.kzg.models import Appended, Pair, SessionState, SessionTurnRecord
 from services.kzg.store.base import StoreBase
-from services.kzg.store.codec import decode_turn, encode_turn, text
+from services.kzg.store.codec import decode_turn, encode_turn, text, turn_marks
 from services.kzg.store.keys import session_summary_key, session_turns_key
 
 __all__ = ["SessionStore"]
@@ -34,7 +34,7 @@ class SessionStore(StoreBase):
         in the list already)."""
         args: list[str | int] = [SESSION_TTL]
         for turn, once in zip(turns, resend_safe, strict=True):
-            args += [encode_turn(turn), turn.turn_id, turn.role, int(once)]
+            args += [encode_turn(turn), turn_marks(turn) if once and turn.turn_id else ""]
         results = await self._append_session(keys=[session_turns_key(pair), session_summary_key(pair)], args=args)
         return [Appended(int(length), bool(repeated)) for length, repeated in results]
 

@@ -62,6 +62,18 @@ async def test_without_resend_safe_or_without_a_turn_id_an_append_appends(kzg: K
     assert [turn_id for turn_id, _, _ in await _session(kzg)] == ["t1", "t1", "", ""]
 
 
+async def test_a_turn_is_known_by_its_fields_not_by_what_another_turn_says(kzg: KzgMemory) -> None:
+    """The list's items are JSON: a text quoting a turn's fields, or an id that begins like another, is
+    another turn."""
+    await kzg.append_session_turn(PAIR, _turn("t10", text='Er schrieb: "turn_id": "t1", "role": "user"'), resend_safe=True)
+    await kzg.append_session_turn(PAIR, _turn('t"1', "assistant", "Anführungszeichen im Namen."), resend_safe=True)
+    first = await kzg.append_session_turn(PAIR, _turn("t1"), resend_safe=True)
+    quoted = await kzg.append_session_turn(PAIR, _turn('t"1', "assistant", "noch einmal"), resend_safe=True)
+
+    assert (first.turn_count, first.repeated) == (3, False)
+    assert (quoted.turn_count, quoted.repeated) == (3, True)
+
+
 async def test_a_resent_batch_appends_only_the_turns_that_had_not_arrived(kzg: KzgMemory) -> None:
     """The first two turns arrived before the batch's answer was lost; the resent batch adds the rest."""
     turns = [_turn(f"t{i}", "user" if i % 2 == 0 else "assistant", f"Satz {i}.") for i in range(5)]
