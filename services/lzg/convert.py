@@ -198,6 +198,7 @@ def protokoll_to_proto(record: Verwendungsprotokoll) -> lzg_pb2.VerwendungsProto
         kanten_fehler_knoten=record.kanten_fehler_knoten,
         kanten_dauer_ms=record.kanten_dauer_ms,
         error=record.error,
+        wiederholt=record.wiederholt,
     )
     if record.knappster_verworfener is not None:
         node_id, naehe = record.knappster_verworfener

@@ -153,6 +153,7 @@ async def erase_rows(conn: Any, user_id: str, character_id: str | None, characte
     q = RIGHTS_QUERIES
     ids = [r["id"] for r in await conn.fetch(q["erase_node_ids"], user_id, character_id)]
     verbindungen = _count(await conn.fetchval(q["erase_verbindung"], user_id, character_id))
+    await conn.execute(q["erase_verwendung_turn"], user_id, character_id)
     edges = await _delete_edges_of(conn, ids)
     nodes = _count(await conn.fetchval(q["erase_knoten"], user_id, character_id))
     entities = _count(await conn.fetchval(q["erase_entitaet"], user_id, character_id))

@@ -228,6 +228,20 @@ class UsageWrite:
     """Trigger 2's database error (rolled back alone; the reinforcement stays), or None."""
     edges_ms: float
     """Time Trigger 2 took inside the database."""
+    repeated: bool = False
+    """The turn's reinforcement had been applied by an earlier call: nothing was written (migration 014)."""
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> UsageWrite:
+        """The row of ``verwendung_einmal_verstaerken`` (migration 014)."""
+        return cls(
+            reinforced=list(row["verstaerkt"]),
+            edges_updated=int(row["aktualisiert"]),
+            edges_skipped=list(row["uebersprungen"]),
+            error=row["fehler"],
+            edges_ms=float(row["kanten_ms"]),
+            repeated=bool(row["wiederholt"]),
+        )
 
 
 @dataclass(frozen=True)

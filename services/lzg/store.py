@@ -453,19 +453,17 @@ class LzgStore:
         boost: float,
         as_of: datetime,
         embedding_schwelle: float,
+        turn_id: str = "",
     ) -> UsageWrite:
-        """SPEC §5.6 then §5.5 for ``node_ids`` in one call under the pair lock (migration 004)."""
-        row = await self.pool.fetchrow(
-            self.q["reinforce_used"], user_id, character_id, list(node_ids), boost, as_of, embedding_schwelle
-        )
+        """SPEC §5.6, §5.5 for ``node_ids`` in one call under the pair lock, once per ``turn_id`` (migrations 004, 014)."""
+        args = (user_id, character_id, turn_id, list(node_ids), boost, as_of, embedding_schwelle)
+        row = await self.pool.fetchrow(self.q["reinforce_used"], *args)
         assert row is not None
-        return UsageWrite(
-            reinforced=list(row["verstaerkt"]),
-            edges_updated=int(row["aktualisiert"]),
-            edges_skipped=list(row["uebersprungen"]),
-            error=row["fehler"],
-            edges_ms=float(row["kanten_ms"]),
-        )
+        return UsageWrite.from_row(row)
+
+    async def expire_usage_marks(self, before: datetime) -> int:
+        """Deletes the turns' usage marks made before ``before`` (migration 014); how many went."""
+        return int(await self.pool.fetchval(self.q["expire_usage_marks"], before))
 
     async def graph_size(self) -> dict[str, float]:
         """Nodes and edges of all pairs (live-row estimates), for the metrics."""

@@ -11,10 +11,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-__all__ = ["VERWENDUNG_MAX_JE_TURN", "Ausgang", "UsageSelection", "Verwendungsprotokoll", "select_used"]
+__all__ = [
+    "VERWENDUNG_MARKE_TAGE",
+    "VERWENDUNG_MAX_JE_TURN",
+    "Ausgang",
+    "UsageSelection",
+    "Verwendungsprotokoll",
+    "select_used",
+]
 
 VERWENDUNG_MAX_JE_TURN = 3
 """Cap of reinforced nodes per turn (SPEC §5.6)."""
+
+VERWENDUNG_MARKE_TAGE = 7
+"""Days a turn's usage mark is kept (migration 014): a resend comes within minutes; the daily decay
+drops older marks. Ours, not the seeds'."""
 
 
 class Ausgang(StrEnum):
@@ -72,6 +83,8 @@ class Verwendungsprotokoll:
     """The nodes whose Trigger 2 failed (syn §7.1a names them; ``kanten_fehler`` is their count)."""
     kanten_dauer_ms: float = 0.0
     error: str = ""
+    wiederholt: bool = False
+    """A resend of the turn's reinforcement: the first call reinforced; nothing changed now (migration 014)."""
 
     def as_log(self) -> dict[str, object]:
         """The record as the pipeline log stores it."""
@@ -95,4 +108,5 @@ class Verwendungsprotokoll:
             "kanten_fehler_knoten": self.kanten_fehler_knoten,
             "kanten_dauer_ms": round(self.kanten_dauer_ms, 3),
             "error": self.error,
+            "wiederholt": self.wiederholt,
         }

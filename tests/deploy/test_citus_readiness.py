@@ -68,6 +68,7 @@ FAN_OUT_QUERIES = {
     "log query erase_unpaired_rows: no pair",
     "lzg query graph_size: no pair",
     "pixie query parked_count: no pair",
+    "lzg query expire_usage_marks: no pair",
 }
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from novaberg_core.maintenance import TASK_DECAY, check_scope
 from novaberg_core.metrics import record_decay
 from novaberg_core.pipeline_log import LogScope
 from services.lzg.app.context import NO_TURN, UseCase
+from services.lzg.usage import VERWENDUNG_MARKE_TAGE
 from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 
 __all__ = ["Decay"]
@@ -33,7 +34,8 @@ class Decay(UseCase):
         two runs on one day decay by the elapsed hours only and together equal one run at the later
         time; a run at or before a node's ``decay_am`` (a repeat or a backdated replay) leaves it
         untouched. This is how "idempotent within a day" holds without a calendar-day rule. An
-        all-pairs run with ``as_of`` in the future is refused (:mod:`novaberg_core.maintenance`).
+        all-pairs run with ``as_of`` in the future is refused (:mod:`novaberg_core.maintenance`). The
+        all-pairs run also drops the turns' usage marks older than VERWENDUNG_MARKE_TAGE.
         """
         check_scope(as_of, pairs, what="RunDecay")
         started = time.perf_counter()
@@ -42,6 +44,7 @@ class Decay(UseCase):
         )
         duration_ms = (time.perf_counter() - started) * 1000.0
         record_decay(decayed, deactivated, scoped=bool(pairs))
+        marks = 0 if pairs else await self.store.expire_usage_marks(as_of - timedelta(days=VERWENDUNG_MARKE_TAGE))
         # SPEC §8: the all-pairs run's row leaves the pair NULL; a scoped run's rows carry each pair
         # (its counts are the run's, over all of its pairs).
         run_scope: dict[str, Any] = {"paare": len(pairs)} if pairs else {}
@@ -53,5 +56,10 @@ class Decay(UseCase):
                 **where, node="synapsen_decay", tabelle="lzg_knoten", operation="update",
                 verfallen=decayed, deaktiviert=deactivated, dauer_ms=round(duration_ms, 1),
                 rate=LZG_KNOTEN_DECAY_RATE, min_gewicht=LZG_KNOTEN_MIN_GEWICHT, **run_scope,
+            )  # fmt: skip
+        if marks:
+            self.log.db_write(
+                **LogScope(turn_id, turn.span_id, None, None, as_of), node="synapsen_decay",
+                tabelle="verwendung_turn", operation="delete", geloescht=marks,
             )  # fmt: skip
         return decayed, deactivated, duration_ms

@@ -2,7 +2,8 @@
 
 Steps: validate (pair, served ids) → the served nodes of the pair (foreign ids: NotFound) → the
 answer's vector → cosine per served node → select under the threshold and cap (``usage``) →
-reinforce them and run Trigger 2 in one round trip → one protocol record in the log.
+reinforce them and run Trigger 2 in one round trip, once per turn (a resent turn's call finds the
+turn's mark and changes nothing: ``wiederholt``, migration 014) → one protocol record in the log.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class Usage(UseCase):
         )
         record.geprueft = len(served)
         try:
-            await self._reinforce(pair, answer_text, served, as_of, record, answer_vector)
+            await self._reinforce(pair, answer_text, served, as_of, record, answer_vector, turn.turn_id)
         except (asyncpg.PostgresError, OSError) as exc:
             record.ausgang = Ausgang.DB_FEHLER
             record.error = f"{type(exc).__name__}: {exc}"
@@ -84,6 +85,7 @@ class Usage(UseCase):
         as_of: datetime,
         record: Verwendungsprotokoll,
         answer_vector: npt.NDArray[np.float32] | None = None,
+        turn_id: str = "",
     ) -> None:
         # Foreign ids are an error of the call, checked before anything else happens; the same
         # read brings the served nodes' vectors.
@@ -125,8 +127,9 @@ class Usage(UseCase):
         # failing Trigger 2 rolls back alone and leaves the edges on their old weight (syn §7.9.2).
         written = await self.store.reinforce_used(
             pair.user_id, pair.character_id, selection.verwendet, LZG_KNOTEN_REINFORCEMENT_BOOST, as_of,
-            self.profile.embedding_layer,
+            self.profile.embedding_layer, turn_id,
         )  # fmt: skip
+        record.wiederholt = written.repeated
         record.kanten_neu = written.edges_updated
         record.kanten_dauer_ms = written.edges_ms
         if written.edges_skipped:

@@ -207,8 +207,14 @@ ORDER BY f.ord, x.gewicht_absolut DESC, x.kante_id;
 SELECT id, embedding FROM lzg_knoten WHERE id = ANY($1::int[]) AND user_id = $2 AND character_id = $3;
 
 -- name: reinforce_used
--- SPEC §5.6 + §5.5: the nodes reinforced and their edges recomputed in one call (migration 004).
-SELECT * FROM verwendung_verstaerken($1, $2, $3::int[], $4, $5, $6);
+-- SPEC §5.6 + §5.5: the nodes reinforced and their edges recomputed in one call (migration 004),
+-- once per turn $3 (migration 014; '' = no turn, reinforced on every call).
+SELECT * FROM verwendung_einmal_verstaerken($1, $2, $3, $4::int[], $5, $6, $7);
+
+-- name: expire_usage_marks
+-- The turns' usage marks (migration 014) made before $1: a resend comes within minutes.
+WITH d AS (DELETE FROM verwendung_turn WHERE verstaerkt_am < $1 RETURNING 1)
+SELECT count(*) FROM d;
 
 -- name: trigger2
 -- Trigger 2 (SPEC §5.5) for the nodes $1 in the caller's transaction (migration 004); $2 is the

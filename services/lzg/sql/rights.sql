@@ -54,11 +54,15 @@ SELECT character_id FROM lzg_knoten WHERE user_id = $1
 UNION SELECT character_id FROM entitaet WHERE user_id = $1
 UNION SELECT character_id FROM timeline WHERE user_id = $1
 UNION SELECT character_id FROM verbindung WHERE user_id = $1
+UNION SELECT character_id FROM verwendung_turn WHERE user_id = $1
 ORDER BY 1;
 
 -- name: erase_verbindung
 WITH d AS (DELETE FROM verbindung WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2) RETURNING 1)
 SELECT count(*) FROM d;
+
+-- name: erase_verwendung_turn
+DELETE FROM verwendung_turn WHERE user_id = $1 AND ($2::text IS NULL OR character_id = $2);
 
 -- name: erase_node_ids
 -- The nodes an erasure deletes: their rank rows and edges go by forget_kanten_rang and forget_kanten.

@@ -294,6 +294,7 @@ async def test_reinforcement_takes_the_closest_three_over_the_threshold(
         "kanten_fehler_knoten",
         "kanten_dauer_ms",
         "error",
+        "wiederholt",
     }
 
 

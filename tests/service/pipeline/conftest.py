@@ -135,13 +135,15 @@ async def proxied(peers: Peers, provider: EmbeddingProvider) -> AsyncIterator[Pr
     )
     server = await create_pipeline_server(cfg, provider=provider, log=log)
     channel = grpc.aio.insecure_channel(server.target)
-    kzg_channel = grpc.aio.insecure_channel(peers.kzg.target)
+    kzg_channel, lzg_channel = grpc.aio.insecure_channel(peers.kzg.target), grpc.aio.insecure_channel(peers.lzg.target)
     try:
         yield Proxied(
-            pipeline_pb2_grpc.PipelineServiceStub(channel), kzg, lzg, sink, log, kzg_pb2_grpc.KzgServiceStub(kzg_channel)
-        )
+            pipeline_pb2_grpc.PipelineServiceStub(channel), kzg, lzg, sink, log,
+            kzg_pb2_grpc.KzgServiceStub(kzg_channel), lzg_pb2_grpc.LzgServiceStub(lzg_channel),
+        )  # fmt: skip
     finally:
         await kzg_channel.close()
+        await lzg_channel.close()
         await channel.close()
         await server.stop(None)
         for proxy_server, proxy_channel in started:

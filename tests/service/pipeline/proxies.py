@@ -13,6 +13,7 @@ import grpc
 import grpc.aio
 
 from novaberg.kzg.v1 import kzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2_grpc
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 
@@ -100,7 +101,7 @@ def unary_methods(descriptor: object) -> list[str]:
 
 @dataclass
 class Proxied:
-    """The pipeline (over the proxies), the proxies, the pipeline's own log, and the real KZG unproxied."""
+    """The pipeline (over the proxies), the proxies, the pipeline's own log, and the real KZG and LZG unproxied."""
 
     pipeline: pipeline_pb2_grpc.PipelineServiceStub
     kzg: PeerProxy
@@ -108,3 +109,4 @@ class Proxied:
     sink: InMemorySink
     log: PipelineLog
     kzg_stub: kzg_pb2_grpc.KzgServiceStub
+    lzg_stub: lzg_pb2_grpc.LzgServiceStub

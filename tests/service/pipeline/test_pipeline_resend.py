@@ -4,11 +4,14 @@ A caller that got no answer — the connection broke, its deadline passed, the p
 UNAVAILABLE half way — sends the turn again. A turn_id names one turn: the second ObserveTurn of the
 same pair, turn_id and beobachter finds the session turn and the KZG entry the first wrote, writes
 neither again and says ``repeated``; what the first left unwritten is written now. The same holds for
-a resent ObserveTurns batch and for the character's own turn in a resent Dispatch. Real KZG and LZG
-behind proxies that can lose an answer or refuse a call (tests/service/pipeline/proxies.py).
+a resent ObserveTurns batch, and for a resent Dispatch: the usage reinforcement is applied once per
+turn, the character's own turn written once. Real KZG and LZG behind proxies that can lose an answer
+or refuse a call (tests/service/pipeline/proxies.py).
 """
 
 from __future__ import annotations
+
+import asyncio
 
 import grpc
 import grpc.aio
@@ -17,11 +20,12 @@ import redis.asyncio as aioredis
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
+from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from services.kzg.models import Pair
 from services.kzg.store import PROMOTION_STREAM, pair_prefix
 from services.pipeline.app.turn_writer import turn_entry_id
-from tests.service.pipeline.proxies import Proxied, answer_lost, down
+from tests.service.pipeline.proxies import PAUSE_S, Proxied, answer_lost, down
 
 PAIR = common_pb2.Pair(user_id="nochmal@example.org", character_id="nova")
 USER, ASSISTANT = common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT
@@ -151,17 +155,35 @@ async def test_a_batch_holding_one_turn_twice_is_refused_before_anything_is_writ
     assert await _session(proxied) == [] and await _entries(redis_url) == []
 
 
-async def test_a_resent_dispatch_writes_the_characters_turn_once(proxied: Proxied, redis_url: str) -> None:
-    await proxied.pipeline.ObserveTurn(_observe("t-1"), timeout=10)
+async def test_a_resent_dispatch_reinforces_once_and_writes_the_characters_turn_once(
+    proxied: Proxied, redis_url: str
+) -> None:
+    """The first Dispatch's answer was lost after the LZG reinforced; the resend changes nothing more."""
+    observed = await proxied.pipeline.ObserveTurn(_observe("t-0"), timeout=10)
+    entry = (await proxied.kzg_stub.GetEntry(kzg_pb2.GetEntryRequest(pair=PAIR, kzg_key=observed.kzg.kzg_key))).entry
+    node_id = (await proxied.lzg_stub.Promote(lzg_pb2.PromoteRequest(entry=entry))).node_id
+    await proxied.pipeline.ObserveTurn(_observe("t-1", "When is Anna's birthday?"), timeout=10)
+    dossier = await proxied.pipeline.BuildDossier(
+        pipeline_pb2.BuildDossierRequest(pair=PAIR, turn_id="t-1", query_text="When is Anna's birthday?"), timeout=10
+    )
+    assert node_id in dossier.served_node_ids
     dispatch = pipeline_pb2.DispatchRequest(
-        pair=PAIR, turn_id="t-1", user_prompt=TEXT, answer_text="Then we bake Anna a cake on March 12!",
-        cluster="bier",
+        pair=PAIR, turn_id="t-1", user_prompt=TEXT, answer_text="Anna celebrates her birthday on March 12!",
+        cluster="bier", served_node_ids=dossier.served_node_ids,
     )  # fmt: skip
-    first = await proxied.pipeline.Dispatch(dispatch, timeout=10)
+    proxied.lzg.behaviours["ReinforceUsed"] = answer_lost()
+    lost = await proxied.pipeline.Dispatch(dispatch, timeout=10)
+    assert [f.split(":")[0] for f in lost.fehler] == ["usage reinforcement"]
+    node = (await proxied.lzg_stub.GetNode(lzg_pb2.GetNodeRequest(pair=PAIR, node_id=node_id))).node
+    proxied.lzg.behaviours.clear()
+    await asyncio.sleep(PAUSE_S)  # the pipeline leaves a peer that failed out for a pause
+
     again = await proxied.pipeline.Dispatch(dispatch, timeout=10)
 
-    assert first.kzg.outcome == kzg_pb2.STORE_OUTCOME_STORED
-    assert again.kzg.outcome == kzg_pb2.STORE_OUTCOME_REPEATED and again.kzg.kzg_key == first.kzg.kzg_key
+    assert again.protokoll.wiederholt and node_id in again.protokoll.verwendet
+    assert (await proxied.lzg_stub.GetNode(lzg_pb2.GetNodeRequest(pair=PAIR, node_id=node_id))).node == node
+    assert node.haeufigkeit == entry.haeufigkeit + 1  # reinforced once, by the call whose answer was lost
+    assert lost.kzg.outcome == kzg_pb2.STORE_OUTCOME_STORED
+    assert again.kzg.outcome == kzg_pb2.STORE_OUTCOME_REPEATED and again.kzg.kzg_key == lost.kzg.kzg_key
     assert list(again.fehler) == []
-    assert await _session(proxied) == [("t-1", "user"), ("t-1", "assistant")]
-    assert await _entries(redis_url) == [("t-1", "assistant"), ("t-1", "user")]
+    assert await _session(proxied) == [("t-0", "user"), ("t-1", "user"), ("t-1", "assistant")]

@@ -348,7 +348,7 @@ class NodeNaehe(_message.Message):
     def __init__(self, knoten_id: _Optional[int] = ..., naehe: _Optional[float] = ...) -> None: ...
 
 class VerwendungsProtokoll(_message.Message):
-    __slots__ = ("geprueft", "verwendet", "naehen_alle", "knappster_verworfener", "schwelle", "deckel", "ausgang", "kanten_neu", "kanten_fehler", "kanten_dauer_ms", "error", "kanten_fehler_knoten")
+    __slots__ = ("geprueft", "verwendet", "naehen_alle", "knappster_verworfener", "schwelle", "deckel", "ausgang", "kanten_neu", "kanten_fehler", "kanten_dauer_ms", "error", "kanten_fehler_knoten", "wiederholt")
     GEPRUEFT_FIELD_NUMBER: _ClassVar[int]
     VERWENDET_FIELD_NUMBER: _ClassVar[int]
     NAEHEN_ALLE_FIELD_NUMBER: _ClassVar[int]
@@ -361,6 +361,7 @@ class VerwendungsProtokoll(_message.Message):
     KANTEN_DAUER_MS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     KANTEN_FEHLER_KNOTEN_FIELD_NUMBER: _ClassVar[int]
+    WIEDERHOLT_FIELD_NUMBER: _ClassVar[int]
     geprueft: int
     verwendet: _containers.RepeatedScalarFieldContainer[int]
     naehen_alle: _containers.RepeatedCompositeFieldContainer[NodeNaehe]
@@ -373,7 +374,8 @@ class VerwendungsProtokoll(_message.Message):
     kanten_dauer_ms: float
     error: str
     kanten_fehler_knoten: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, geprueft: _Optional[int] = ..., verwendet: _Optional[_Iterable[int]] = ..., naehen_alle: _Optional[_Iterable[_Union[NodeNaehe, _Mapping]]] = ..., knappster_verworfener: _Optional[_Union[NodeNaehe, _Mapping]] = ..., schwelle: _Optional[float] = ..., deckel: _Optional[int] = ..., ausgang: _Optional[_Union[VerwendungAusgang, str]] = ..., kanten_neu: _Optional[int] = ..., kanten_fehler: _Optional[int] = ..., kanten_dauer_ms: _Optional[float] = ..., error: _Optional[str] = ..., kanten_fehler_knoten: _Optional[_Iterable[int]] = ...) -> None: ...
+    wiederholt: bool
+    def __init__(self, geprueft: _Optional[int] = ..., verwendet: _Optional[_Iterable[int]] = ..., naehen_alle: _Optional[_Iterable[_Union[NodeNaehe, _Mapping]]] = ..., knappster_verworfener: _Optional[_Union[NodeNaehe, _Mapping]] = ..., schwelle: _Optional[float] = ..., deckel: _Optional[int] = ..., ausgang: _Optional[_Union[VerwendungAusgang, str]] = ..., kanten_neu: _Optional[int] = ..., kanten_fehler: _Optional[int] = ..., kanten_dauer_ms: _Optional[float] = ..., error: _Optional[str] = ..., kanten_fehler_knoten: _Optional[_Iterable[int]] = ..., wiederholt: _Optional[bool] = ...) -> None: ...
 
 class ReinforceUsedRequest(_message.Message):
     __slots__ = ("pair", "answer_text", "served_node_ids", "turn", "as_of", "answer_vector")

@@ -221,7 +221,9 @@ class LzgServiceServicer:
 
     def ReinforceUsed(self, request, context):
         """Usage reinforcement after the answer, then Trigger 2 (SPEC §5.6, §5.5).
-        Not idempotent (adds the boost); NOT_FOUND for served ids that are not nodes of the pair.
+        Once per turn: with turn.turn_id, a second call for the same pair and turn reinforces nothing
+        (`protokoll.wiederholt`; the turn's mark is kept 7 days); without it, every call adds the boost.
+        NOT_FOUND for served ids that are not nodes of the pair.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

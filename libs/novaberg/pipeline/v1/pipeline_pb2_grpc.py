@@ -133,8 +133,9 @@ class PipelineServiceServicer:
 
     def Dispatch(self, request, context):
         """After the answer: usage reinforcement, the character's own KZG entry, cluster, turn_roh.
-        Not idempotent: a resend reinforces the used memories again (the character's session turn and
-        KZG entry are written once, as ObserveTurn's). Answers OK once the turn is recorded and names
+        Safe to resend, as ObserveTurn: the usage reinforcement is applied once per turn_id
+        (`protokoll.wiederholt`), the character's session turn and KZG entry are written once; the
+        cluster is set again and `turn_roh` logged again. Answers OK once the turn is recorded and names
         failed parts in `fehler` (a part
         whose peer is out, or silent past three quarters of the time left, is not waited for).
         NOT_FOUND when a served node id is no node of the pair (forgotten or erased since the dossier):
