@@ -9,6 +9,7 @@ turn id every call reinforces, as before. The daily decay drops old marks; an er
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import numpy as np
@@ -67,6 +68,17 @@ async def test_a_resent_turn_is_reinforced_once(
     await engine.log.flush()
     logged = [r.inhalt["eingang"]["wiederholt"] for r in log_sink.records if r.node == "verwendung"]
     assert logged == [False, True]
+
+
+async def test_two_calls_for_one_turn_at_once_reinforce_once(engine: LzgEngine, provider: TableProvider) -> None:
+    """The mark is taken under the pair's lock: the second call waits for the first and finds it."""
+    ids = await _used_nodes(engine, provider)
+    at = T0 + timedelta(days=2)
+    records = await asyncio.gather(
+        *(engine.reinforce_used(Pair(*PAIR), ANSWER, ids, as_of=at, turn=LogScope("turn-7")) for _ in range(2))
+    )
+    assert sorted(r.wiederholt for r in records) == [False, True]
+    assert [(await engine.node(Pair(*PAIR), i)).haeufigkeit for i in ids] == [3, 3, 3]
 
 
 async def test_without_a_turn_id_every_call_reinforces(

@@ -75,6 +75,15 @@ async def test_a_turn_sent_twice_is_written_once_and_the_second_answer_says_repe
     assert await _promotion_jobs(redis_url) == jobs
 
 
+async def test_resends_racing_the_first_call_leave_one_copy(proxied: Proxied, redis_url: str) -> None:
+    """A caller that gave up waiting resends while the first call still runs: both land once."""
+    answers = await asyncio.gather(*(proxied.pipeline.ObserveTurn(_observe("t-1"), timeout=10) for _ in range(3)))
+    assert [a.kzg.kzg_key for a in answers] == [answers[0].kzg.kzg_key] * 3
+    assert sum(a.kzg.outcome == kzg_pb2.STORE_OUTCOME_STORED for a in answers) == 1
+    assert await _session(proxied) == [("t-1", "user")]
+    assert await _entries(redis_url) == [("t-1", "user")]
+
+
 async def test_a_turn_whose_answer_was_lost_is_resent_without_a_second_copy(proxied: Proxied, redis_url: str) -> None:
     """The KZG wrote the entry but its answer never reached the pipeline: the caller saw UNAVAILABLE."""
     proxied.kzg.behaviours["StoreEntry"] = answer_lost()
