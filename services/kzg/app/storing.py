@@ -136,7 +136,7 @@ class Storing:
                 key, fields, ttl_seconds=ttl, queue=queue, hash_dirty_key_=hash_dirty_key(pair),
                 hash_dirty_reason="kzg_salienz_high" if queue else "", now=now, updates=updates,
             )
-            if not outcome.created:  # a refused write logs nothing but a resend: it did not happen
+            if not outcome.created:  # refused, so nothing to log; a resend of the same turn is answered as one
                 return await self._repeated(entry, key, scope, rejections)
             reinforced, queued = await self._settle(key, pair, updates, list(outcome.codes), scope, now)
 
