@@ -186,24 +186,15 @@ def erinnerungen_from_proto(message: lzg_pb2.LzgResonanz) -> list[Erinnerung]:
 
 
 def protokoll_to_proto(record: Verwendungsprotokoll) -> lzg_pb2.VerwendungsProtokoll:
-    message = lzg_pb2.VerwendungsProtokoll(
-        geprueft=record.geprueft,
-        verwendet=record.verwendet,
-        naehen_alle=[lzg_pb2.NodeNaehe(knoten_id=k, naehe=n) for k, n in record.naehen_alle],
-        schwelle=record.schwelle,
-        deckel=record.deckel,
+    """The usage record, field for field; the outcome as its enum, the closenesses as NodeNaehe."""
+    closest = record.knappster_verworfener
+    return to_message(
+        lzg_pb2.VerwendungsProtokoll,
+        record,
         ausgang=_AUSGANG[record.ausgang],
-        kanten_neu=record.kanten_neu,
-        kanten_fehler=record.kanten_fehler,
-        kanten_fehler_knoten=record.kanten_fehler_knoten,
-        kanten_dauer_ms=record.kanten_dauer_ms,
-        error=record.error,
-        wiederholt=record.wiederholt,
+        naehen_alle=[lzg_pb2.NodeNaehe(knoten_id=k, naehe=n) for k, n in record.naehen_alle],
+        knappster_verworfener=None if closest is None else lzg_pb2.NodeNaehe(knoten_id=closest[0], naehe=closest[1]),
     )
-    if record.knappster_verworfener is not None:
-        node_id, naehe = record.knappster_verworfener
-        message.knappster_verworfener.CopyFrom(lzg_pb2.NodeNaehe(knoten_id=node_id, naehe=naehe))
-    return message
 
 
 def entity_to_proto(entity: Entity) -> lzg_pb2.Entity:
