@@ -22,7 +22,7 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.timeutil import to_timestamp
-from novaberg_dev.cli import main
+from novaberg_dev.cli import conversation, main
 from novaberg_dev.graph_explorer import payload_from_html
 
 ANNA, SCHOKOLADE_NODE, SCHWESTER_NODE, LIEBE_NODE, METZGER_NODE = 12, 247, 89, 412, 500
@@ -118,6 +118,11 @@ class FakePipeline(pipeline_pb2_grpc.PipelineServiceServicer):
 
     def ObserveTurns(self, request: Any, context: grpc.ServicerContext) -> Any:
         self.rec.add("ObserveTurns", request)
+        first = request.turns[0].text if request.turns else ""
+        if first.startswith("ausfall "):  # "ausfall N …": the first N calls of this batch find the pipeline out
+            sent = sum(r.turns[0].text == first for r in self.rec.of("ObserveTurns"))
+            if sent <= int(first.split()[1]):
+                context.abort(grpc.StatusCode.UNAVAILABLE, "the pipeline restarts")
         results = []
         for turn in request.turns:
             one = pipeline_pb2.ObserveTurnRequest(
@@ -333,6 +338,28 @@ def test_import_observes_every_turn_in_order_with_a_progress_bar(
     # Every count in words: what deferred_locked means, not just its number.
     assert "     210 deferred_locked: were left for later: another Pixie worker" in captured.out
     assert "      40 promoted_new: became new nodes in the LZG" in captured.out
+
+
+def test_import_sends_a_batch_again_after_an_outage(
+    cli: Recorder, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ObserveTurns is safe to resend: a batch that met an outage goes again (twice at most), then the
+    import stops saying what to do."""
+    monkeypatch.setattr(conversation, "IMPORT_RETRY_PAUSES_S", (0.0, 0.0))
+    path = tmp_path / "turns.json"
+    path.write_text(json.dumps({"turns": [{"role": "user", "text": "ausfall 2 Satz"}, {"role": "user", "text": "zwei"}]}))
+    assert main(["import", str(path)]) == 0
+    assert len(cli.of("ObserveTurns")) == 3
+    captured = capsys.readouterr()
+    assert captured.err.count("UNAVAILABLE: the pipeline restarts; sending the batch again in 0 s") == 2
+    assert "pair meister · nova: 2 turns observed" in captured.out
+
+    path.write_text(json.dumps({"turns": [{"role": "user", "text": "ausfall 3 Satz"}]}))
+    assert main(["import", str(path)]) == 1
+    assert capsys.readouterr().err.endswith(
+        "error: pipeline.ObserveTurns: UNAVAILABLE: the pipeline restarts — the turns that arrived are kept; "
+        "run the same import again to add the rest\n"
+    )
 
 
 def test_import_of_a_missing_file_is_one_line(cli: Recorder, capsys: pytest.CaptureFixture[str]) -> None:

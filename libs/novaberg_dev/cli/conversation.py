@@ -5,11 +5,13 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import dataclasses
 import hashlib
 import json
 import re
+import sys
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -279,6 +281,10 @@ pipeline to analyse one chunk while it embeds and writes the one before (turns.W
 for the progress bar to move every few seconds."""
 IMPORT_BATCH_BYTES = 2 * 1024 * 1024
 """A batch stays under half the services' 4 MiB receive limit, however long its turns."""
+IMPORT_RETRY_PAUSES_S: tuple[float, ...] = (1.0, 5.0)
+"""Pauses before a batch is sent again after an outage (so three attempts): ObserveTurns is safe to
+resend, the turns that arrived are not written twice."""
+_OUTAGES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "ABORTED"})
 
 
 def observe_batches(
@@ -303,6 +309,25 @@ def observe_batches(
     return batches
 
 
+async def _observe_batch(
+    clients: DevClients, request: pipeline_pb2.ObserveTurnsRequest
+) -> pipeline_pb2.ObserveTurnsResponse:
+    """One ObserveTurns call, sent again after an outage (IMPORT_RETRY_PAUSES_S): it is safe to resend."""
+    for pause in (*IMPORT_RETRY_PAUSES_S, None):
+        try:
+            response: pipeline_pb2.ObserveTurnsResponse = await clients.call(
+                "pipeline", "ObserveTurns", request, timeout=600.0
+            )
+            return response
+        except ServiceCallError as error:
+            if pause is None or error.code not in _OUTAGES:
+                raise
+            print(f"{error.code}: {error.details}; sending the batch again in {pause:g} s "
+                  "(the turns that arrived are not written twice)", file=sys.stderr)  # fmt: skip
+            await asyncio.sleep(pause)
+    raise AssertionError("the last attempt returns or raises")
+
+
 async def cmd_import(clients: DevClients, args: argparse.Namespace, out: Callable[[str], None]) -> int:
     path = Path(args.file)
     try:
@@ -324,10 +349,9 @@ async def cmd_import(clients: DevClients, args: argparse.Namespace, out: Callabl
     # Batches of one pair's turns in file order (ObserveTurns: the result of ObserveTurn per turn).
     for request in observe_batches(turns):
         try:
-            response = await clients.call("pipeline", "ObserveTurns", request, timeout=600.0)
+            response = await _observe_batch(clients, request)
         except ServiceCallError as error:
             bar.finish()
-            # ObserveTurns is safe to resend: the turns that arrived answer `repeated` and stay single.
             raise CliError(
                 f"{error} — the turns that arrived are kept; run the same import again to add the rest"
             ) from None
