@@ -23,14 +23,15 @@ LIMIT $11;
 
 -- name: last_answers
 -- syn §10.4 "Letzte fünf Turns von Nova": the newest answers (art = ausgabe) of one quelle.
--- inhalt is {"text": …} or a plain JSON string; $2 NULL = any node.
+-- inhalt is {"text": …} or a plain JSON string; $2 NULL = any node. A resent turn's answer, marked
+-- {"wiederholt": true} by the pipeline's Dispatch, is the first sending's again: left out.
 SELECT CASE jsonb_typeof(inhalt) WHEN 'string' THEN inhalt #>> '{}' ELSE inhalt ->> 'text' END AS text,
        erstellt_am, turn_id
 FROM pipeline_log
 WHERE quelle = $1
   AND art = 'ausgabe'
   AND ($2::varchar IS NULL OR node = $2)
-  AND (jsonb_typeof(inhalt) = 'string' OR inhalt ? 'text')
+  AND (jsonb_typeof(inhalt) = 'string' OR (inhalt ? 'text' AND NOT inhalt @> '{"wiederholt": true}'))
 ORDER BY erstellt_am DESC, id DESC
 LIMIT $3;
 

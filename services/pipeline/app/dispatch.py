@@ -20,7 +20,6 @@ import numpy as np
 from google.protobuf.json_format import MessageToDict
 
 from novaberg.common.v1 import common_pb2
-from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import query_embed_text
@@ -32,7 +31,7 @@ from services.pipeline.app.context import (
     Timing,
     TurnStep,
 )
-from services.pipeline.app.turn_writer import given_analysis, kzg_entry_text
+from services.pipeline.app.turn_writer import Written, given_analysis, is_repeat, kzg_entry_text
 from services.pipeline.deadline import DOING_WITHOUT, answer_or_none, within_time_left
 from services.pipeline.validation import check_dispatch
 
@@ -58,11 +57,6 @@ class Dispatch(TurnStep):
                 turn_id=request.turn_id, node=NODE_DISPATCHER, art="eingang", span_id=span_id,
                 inhalt={"cluster": cluster, "lzg_resonanz_ids": served, "user_prompt": request.user_prompt},
                 erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
-            # The character's answer as its own output (syn §10.4 "last answers" reads these).
-            ctx.log.write(
-                turn_id=request.turn_id, node=NODE_DISPATCHER, art="ausgabe", quelle=pair.character_id,
-                span_id=span_id, inhalt={"text": request.answer_text}, erstellt_am=as_of, **pair_kwargs,
             )  # fmt: skip
 
             async def analyse_answer() -> pipeline_pb2.TurnAnalysis:
@@ -115,13 +109,12 @@ class Dispatch(TurnStep):
                     raise Unavailable(missing[0])
                 return reinforced
 
-            async def own_entry() -> kzg_pb2.StoreEntryResponse:
+            async def own_entry() -> Written:
                 """The character's own session turn (sent once analysed) and KZG entry (beobachter = assistant)."""
-                _, stored = await self.writer.write_turn(
+                return await self.writer.write_turn(
                     pair, assistant, request.answer_text, await analysed, turn, as_of, "pipeline.dispatcher", timing,
                     profile, entry_vector(),
                 )  # fmt: skip
-                return stored
 
             async def persist_cluster() -> None:
                 previous = await ctx.clusters.put(pair, cluster, turn_id=request.turn_id, as_of=as_of)
@@ -155,7 +148,16 @@ class Dispatch(TurnStep):
                     break
             else:
                 unexpected = None
-            reinforced, stored = outcomes[0], outcomes[1]
+            reinforced, written = outcomes[0], outcomes[1]
+            stored = written[1] if isinstance(written, tuple) else None
+            # A resend (the character's turn stood already) is recorded as one: "last answers" (syn §10.4)
+            # lists the answer once.
+            resent = {"wiederholt": True} if isinstance(written, tuple) and is_repeat(written) else {}
+            # The character's answer as its own output (syn §10.4 "last answers" reads these).
+            ctx.log.write(
+                turn_id=request.turn_id, node=NODE_DISPATCHER, art="ausgabe", quelle=pair.character_id,
+                span_id=span_id, inhalt={"text": request.answer_text, **resent}, erstellt_am=as_of, **pair_kwargs,
+            )  # fmt: skip
             if isinstance(reinforced, lzg_pb2.ReinforceUsedResponse):
                 protokoll = reinforced.protokoll  # the LZG logged it (``verwendung.verstaerken``)
             else:
@@ -179,13 +181,14 @@ class Dispatch(TurnStep):
                     "user_emotion": json.loads(request.user_emotion_json) if request.user_emotion_json else None,
                     "nova_emotion": json.loads(request.nova_emotion_json) if request.nova_emotion_json else None,
                     "herkunft": "pipeline.dispatch",
+                    **resent,
                 },
                 span_id=span_id, erstellt_am=as_of, **pair_kwargs,
             )  # fmt: skip
         if unexpected is not None:
             raise unexpected
         response = pipeline_pb2.DispatchResponse(
-            protokoll=protokoll, kzg=stored if isinstance(stored, kzg_pb2.StoreEntryResponse) else None,
+            protokoll=protokoll, kzg=stored,
             cluster_persisted="" if isinstance(outcomes[2], BaseException) else cluster, fehler=failed,
         )
         return response, timing

@@ -181,7 +181,8 @@ class TurnWriter:
             pair=pair, turn=session_turn(beobachter, text, analysis, turn, as_of), as_of=to_timestamp(as_of),
             resend_safe=True,
         )
-        return await asyncio.gather(ctx.kzg.append_session_turn(append), store())
+        appended, stored = await asyncio.gather(ctx.kzg.append_session_turn(append), store())
+        return appended, stored
 
     async def write_turns(
         self,

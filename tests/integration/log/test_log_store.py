@@ -235,6 +235,8 @@ async def test_last_answers_of_a_character_newest_first(log_store: LogStore) -> 
         row(NOW, "t-luna", "ausgabe", json.dumps({"text": "Luna"}), quelle="luna", node="responder"),
         row(NOW, "t-in", "eingang", json.dumps({"text": "Meister"}), quelle="nova", node="responder"),
         row(NOW, "t-other-node", "ausgabe", json.dumps({"text": "Salienz"}), quelle="nova", node="salience"),
+        # A resent Dispatch's answer: the first sending's again (t6), left out.
+        row(NOW, "t6", "ausgabe", json.dumps({"text": "Antwort 6", "wiederholt": True}), quelle="nova", node="responder"),
     ]
     await log_store.write(batches(rows))
     answers = await log_store.last_answers("nova", "responder", 5)

@@ -196,3 +196,8 @@ async def test_a_resent_dispatch_reinforces_once_and_writes_the_characters_turn_
     assert again.kzg.outcome == kzg_pb2.STORE_OUTCOME_REPEATED and again.kzg.kzg_key == lost.kzg.kzg_key
     assert list(again.fehler) == []
     assert await _session(proxied) == [("t-0", "user"), ("t-1", "user"), ("t-1", "assistant")]
+    # The log records both calls; the resend's answer and turn_roh say so ("last answers" lists it once).
+    await proxied.log.flush()
+    marks = [(r.art, r.inhalt.get("wiederholt")) for r in proxied.sink.records
+             if r.turn_id == "t-1" and r.node == "dispatcher" and r.art in ("ausgabe", "turn_roh")]  # fmt: skip
+    assert marks == [("ausgabe", None), ("turn_roh", None), ("ausgabe", True), ("turn_roh", True)]

@@ -126,7 +126,8 @@ class LogServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def LastAnswers(self, request, context):
-        """syn §10.4: the last N answers of a character.
+        """syn §10.4: the last N answers of a character; a resent turn's answer (marked `wiederholt` by
+        the pipeline's Dispatch) once.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -135,7 +135,8 @@ class PipelineServiceServicer:
         """After the answer: usage reinforcement, the character's own KZG entry, cluster, turn_roh.
         Safe to resend, as ObserveTurn: the usage reinforcement is applied once per turn_id
         (`protokoll.wiederholt`), the character's session turn and KZG entry are written once; the
-        cluster is set again and `turn_roh` logged again. Answers OK once the turn is recorded and names
+        cluster is set again, and the answer and `turn_roh` are logged again marked `wiederholt` (the log
+        records calls; LogService/LastAnswers lists the answer once). Answers OK once the turn is recorded and names
         failed parts in `fehler` (a part
         whose peer is out, or silent past three quarters of the time left, is not waited for).
         NOT_FOUND when a served node id is no node of the pair (forgotten or erased since the dossier):
