@@ -139,6 +139,9 @@ SESSION_SUMMARIZE_OLDEST = 10
 """How many of the oldest turns go into the summary."""
 SESSION_MAX_TURNS = 20
 """Newest turns kept when summarising fails."""
+SESSION_TAKEN_KEPT = 1024
+"""Turns a session remembers having taken (their turn_id and role), so a resent turn is not appended
+again after it was folded into the summary: four import batches of 256. Ours, not the seeds'."""
 
 SESSION_ROLES = ("user", "assistant")
 

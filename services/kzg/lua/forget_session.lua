@@ -1,4 +1,5 @@
--- Removes a source turn's items from a session list (the list is at most a few dozen items).
+-- Removes a source turn's items from a session list (the list is at most a few dozen items) and the
+-- turn from the session's taken set (KEYS[2], members "turn_id\nrole").
 local items = redis.call('LRANGE', KEYS[1], 0, -1)
 local removed = 0
 for _, item in ipairs(items) do
@@ -7,4 +8,5 @@ for _, item in ipairs(items) do
     removed = removed + redis.call('LREM', KEYS[1], 0, item)
   end
 end
+redis.call('ZREM', KEYS[2], ARGV[1] .. '\nuser', ARGV[1] .. '\nassistant')
 return removed

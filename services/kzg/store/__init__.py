@@ -23,6 +23,7 @@ from services.kzg.store.keys import (
     hash_dirty_key,
     pair_prefix,
     session_summary_key,
+    session_taken_key,
     session_turns_key,
 )
 from services.kzg.store.queue import QueueStore
@@ -50,6 +51,7 @@ __all__ = [
     "hash_dirty_key",
     "pair_prefix",
     "session_summary_key",
+    "session_taken_key",
     "session_turns_key",
 ]
 

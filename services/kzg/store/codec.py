@@ -41,8 +41,8 @@ __all__ = [
     "search_total",
     "seconds",
     "stream_entries",
+    "taken_member",
     "text",
-    "turn_marks",
 ]
 
 
@@ -264,15 +264,10 @@ def encode_turn(turn: SessionTurnRecord) -> str:
     return json.dumps({**turn.__dict__, "created_at": at}, ensure_ascii=False)
 
 
-def turn_marks(turn: SessionTurnRecord) -> str:
-    """The turn_id and role fields as :func:`encode_turn` writes them, newline-joined: what
-    ``append_session.lua`` looks for in the list's items to find a resent turn (a quote inside a JSON
-    string is escaped, so the unescaped field cannot stand in another field's text)."""
-    marks = (
-        json.dumps({"turn_id": turn.turn_id}, ensure_ascii=False),
-        json.dumps({"role": turn.role}, ensure_ascii=False),
-    )
-    return "\n".join(mark[1:-1] for mark in marks)
+def taken_member(turn: SessionTurnRecord) -> str:
+    """The turn in the session's taken set (``append_session.lua``): ``turn_id\\nrole``, '' without a turn_id
+    (the role, from a fixed set, comes last, so no two turns share a member)."""
+    return f"{turn.turn_id}\n{turn.role}" if turn.turn_id else ""
 
 
 def decode_turn(raw: bytes | str) -> SessionTurnRecord:

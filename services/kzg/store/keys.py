@@ -27,6 +27,7 @@ __all__ = [
     "pair_cluster_key",
     "pair_prefix",
     "session_summary_key",
+    "session_taken_key",
     "session_turns_key",
     "tag_any",
     "user_clause",
@@ -97,6 +98,11 @@ def session_summary_key(pair: Pair) -> str:
     return f"session:{pair.user_id}:{pair.character_id}:summary"
 
 
+def session_taken_key(pair: Pair) -> str:
+    """The turns the session took (``turn_id\\nrole``, newest SESSION_TAKEN_KEPT): a resend is known by it."""
+    return f"session:{pair.user_id}:{pair.character_id}:taken"
+
+
 def pair_cluster_key(pair: Pair) -> str:
     return PIPELINE_CLUSTER_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
 
@@ -114,7 +120,7 @@ def user_key_kind(key: str, user_id: str) -> str | None:
         len(parts) == 4
         and parts[0] == "session"
         and parts[1] == user_id
-        and parts[3] in ("turns", "summary")
+        and parts[3] in ("turns", "summary", "taken")
     ):
         return "session_keys"
     if len(parts) == 3 and parts[0] == "hash_dirty" and parts[1] == user_id:

@@ -24,6 +24,7 @@ from services.kzg.store.keys import (
     pair_clause,
     pair_cluster_key,
     session_summary_key,
+    session_taken_key,
     session_turns_key,
     user_clause,
     user_key_kind,
@@ -48,7 +49,9 @@ class RightsStore(SearchStore, EntryStore):
             counts.entries += deleted
             if not deleted:  # nothing left (or only index entries of keys already gone)
                 break
-        counts.session_keys += await self.delete_keys([session_turns_key(pair), session_summary_key(pair)])
+        counts.session_keys += await self.delete_keys(
+            [session_turns_key(pair), session_summary_key(pair), session_taken_key(pair)]
+        )
         counts.hash_dirty += await self.delete_keys([hash_dirty_key(pair)])
         counts.cluster_keys += await self.delete_keys([pair_cluster_key(pair)])
 

@@ -7,11 +7,17 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from redis.exceptions import WatchError
 
-from services.kzg.domain import SESSION_MAX_TURNS, SESSION_SUMMARIZE_AT, SESSION_SUMMARIZE_OLDEST, SESSION_TTL
+from services.kzg.domain import (
+    SESSION_MAX_TURNS,
+    SESSION_SUMMARIZE_AT,
+    SESSION_SUMMARIZE_OLDEST,
+    SESSION_TAKEN_KEPT,
+    SESSION_TTL,
+)
 from services.kzg.models import Appended, Pair, SessionState, SessionTurnRecord
 from services.kzg.store.base import StoreBase
-from services.kzg.store.codec import decode_turn, encode_turn, text, turn_marks
-from services.kzg.store.keys import session_summary_key, session_turns_key
+from services.kzg.store.codec import decode_turn, encode_turn, taken_member, text
+from services.kzg.store.keys import session_summary_key, session_taken_key, session_turns_key
 
 __all__ = ["SessionStore"]
 
@@ -30,12 +36,13 @@ class SessionStore(StoreBase):
         self, pair: Pair, turns: Sequence[SessionTurnRecord], resend_safe: Sequence[bool]
     ) -> list[Appended]:
         """RPUSH each turn in order and refresh the TTLs, in one atomic script; per turn the list's length
-        after it, and whether it was left out as a repeat (``resend_safe`` and its turn_id and role stood
-        in the list already)."""
-        args: list[str | int] = [SESSION_TTL]
+        after it, and whether it was left out as a repeat (``resend_safe``, and the session had taken its
+        turn_id and role: in the list, or folded into the summary since)."""
+        args: list[str | int] = [SESSION_TTL, SESSION_TAKEN_KEPT]
         for turn, once in zip(turns, resend_safe, strict=True):
-            args += [encode_turn(turn), turn_marks(turn) if once and turn.turn_id else ""]
-        results = await self._append_session(keys=[session_turns_key(pair), session_summary_key(pair)], args=args)
+            args += [encode_turn(turn), taken_member(turn), int(once)]
+        keys = [session_turns_key(pair), session_summary_key(pair), session_taken_key(pair)]
+        results = await self._append_session(keys=keys, args=args)
         return [Appended(int(length), bool(repeated)) for length, repeated in results]
 
     async def session_length(self, pair: Pair) -> int:
@@ -95,7 +102,7 @@ class SessionStore(StoreBase):
 
     async def forget_session_turn(self, pair: Pair, turn_id: str) -> int:
         """Removes the items of ``turn_id`` from the session list; how many went."""
-        return int(await self._forget_session(keys=[session_turns_key(pair)], args=[turn_id]))
+        return int(await self._forget_session(keys=[session_turns_key(pair), session_taken_key(pair)], args=[turn_id]))
 
     async def delete_session_summary(self, pair: Pair) -> int:
         return int(await self.redis.delete(session_summary_key(pair)))

@@ -1,9 +1,10 @@
 """A resent write is not applied twice (``resend_safe``; docs/decisions.md "A resent turn is written once").
 
 A caller whose answer was lost (a broken connection, a deadline) cannot tell whether its write took
-effect. With ``resend_safe`` it sends the write again: a session turn whose turn_id and role the list
-holds already is not appended again, and an entry whose id stands already for the same turn answers
-as a repeat — nothing changes, neither the entry nor its theme neighbours nor the promotion queue.
+effect. With ``resend_safe`` it sends the write again: a session turn whose turn_id and role the session
+took already (in the list, or folded into the summary since: the taken set) is not appended again, and
+an entry whose id stands already for the same turn answers as a repeat — nothing changes, neither the
+entry nor its theme neighbours nor the promotion queue.
 Without the flag, the old contract holds (appends append, a taken entry id is ALREADY_EXISTS).
 """
 
@@ -17,7 +18,7 @@ from novaberg_core.pipeline_log import InMemorySink
 from services.kzg.domain import KZG_TTL_HIGH_SEKUNDEN, Tier
 from services.kzg.memory import KzgMemory
 from services.kzg.models import SessionTurnRecord
-from services.kzg.store import PROMOTION_STREAM, session_turns_key
+from services.kzg.store import PROMOTION_STREAM, session_taken_key, session_turns_key, sessions
 from tests.integration.kzg.conftest import PAIR, entry, unit_vector
 
 
@@ -72,6 +73,33 @@ async def test_a_turn_is_known_by_its_fields_not_by_what_another_turn_says(kzg: 
 
     assert (first.turn_count, first.repeated) == (3, False)
     assert (quoted.turn_count, quoted.repeated) == (3, True)
+
+
+async def test_a_turn_folded_into_the_summary_is_still_known(kzg: KzgMemory) -> None:
+    """An import resent after 30 turns: the first ten live in the summary by now, and stay there once."""
+    turns = [_turn(f"t{i}", "user" if i % 2 == 0 else "assistant", f"Satz {i}.") for i in range(30)]
+    await kzg.append_session_turns([(PAIR, turn, None, True) for turn in turns])
+    state = await kzg.get_session(PAIR)
+    assert "t0" not in [t.turn_id for t in state.turns] and state.summary
+
+    again = await kzg.append_session_turns([(PAIR, turn, None, True) for turn in turns])
+
+    assert all(r.repeated for r in again)
+    assert await kzg.get_session(PAIR) == state
+    taken = session_taken_key(PAIR)
+    assert await kzg.store.redis.zcard(taken) == 30 and await kzg.store.redis.ttl(taken) > 0
+
+
+async def test_the_taken_set_keeps_the_newest_turns_and_forgets_a_forgotten_turn(
+    kzg: KzgMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sessions, "SESSION_TAKEN_KEPT", 3)
+    for i in range(5):
+        await kzg.append_session_turn(PAIR, _turn(f"t{i}"), resend_safe=True)
+    redis = kzg.store.redis
+    assert await redis.zrange(session_taken_key(PAIR), 0, -1) == [b"t2\nuser", b"t3\nuser", b"t4\nuser"]
+    await kzg.store.forget_session_turn(PAIR, "t3")
+    assert await redis.zrange(session_taken_key(PAIR), 0, -1) == [b"t2\nuser", b"t4\nuser"]
 
 
 async def test_a_resent_batch_appends_only_the_turns_that_had_not_arrived(kzg: KzgMemory) -> None:

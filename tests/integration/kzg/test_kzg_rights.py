@@ -58,6 +58,8 @@ async def _everything(redis: Redis) -> dict[str, str]:
             value = repr(await redis.xrange(key)) + repr(await redis.xinfo_groups(key))
         elif kind == "string":
             value = repr(await redis.get(key))
+        elif kind == "zset":
+            value = repr(await redis.zrange(key, 0, -1))
         else:
             value = kind
         out[key] = value
@@ -80,8 +82,8 @@ async def test_erase_pair_leaves_no_key_or_value_of_the_pair_and_others_byte_ide
     before = {k: await redis.dump(k) for k in others}
     counts = await KzgRights(kzg).erase(PAIR, None)
     assert (counts.entries, counts.session_keys, counts.hash_dirty, counts.cluster_keys, counts.queue_jobs) == (
-        3, 1, 1, 1, 1,
-    )  # fmt: skip
+        3, 2, 1, 1, 1,
+    )  # fmt: skip  (session keys: the list and the taken set)
     assert counts.stream_cutoff != "0-0"
     everything = await _everything(redis)
     for needle in (f"{PAIR.user_id}:{PAIR.character_id}", pair_token(PAIR.user_id, PAIR.character_id),
@@ -105,9 +107,9 @@ async def test_erase_user_walks_the_keyspace_once_and_takes_only_that_users_keys
     await _fill(kzg, rng, GLOB_NEIGHBOUR)
     redis = kzg.store.redis
     neighbour = {k: await redis.dump(k) async for k in redis.scan_iter(match=f"*{glob_escape('u1[x]2')}*")}
-    assert len(neighbour) == 6  # 3 entries, session, hash_dirty, cluster
+    assert len(neighbour) == 7  # 3 entries, session list and taken set, hash_dirty, cluster
     counts = await KzgRights(kzg).erase(None, GLOB_USER.user_id)
-    assert (counts.entries, counts.session_keys, counts.cluster_keys, len(counts.characters)) == (6, 2, 2, 2)
+    assert (counts.entries, counts.session_keys, counts.cluster_keys, len(counts.characters)) == (6, 4, 2, 2)
     everything = await _everything(redis)
     assert [k for k, v in everything.items() if "u*[x]?" in k or "u*[x]?" in v] == []
     assert [k for k, v in everything.items() if user_token(GLOB_USER.user_id) in v] == []

@@ -54,6 +54,8 @@ async def _snapshot(redis: Redis) -> dict[str, tuple[Any, int]]:
             content = await redis.get(key)
         elif kind == "stream":
             content = (await redis.xlen(key), await redis.xrange(key), await redis.xinfo_groups(key))
+        elif kind == "zset":
+            content = await redis.zrange(key, 0, -1, withscores=True)
         else:
             raise AssertionError(f"unexpected key type {kind} of {key}")
         state[key] = ((kind, content), int(await redis.pttl(key)))

@@ -95,9 +95,9 @@ class PipelineServiceServicer:
         beobachter finds the session turn and the KZG entry the first wrote and writes neither again
         (`repeated`; what a failed first call left unwritten is written now). Its text and analysis are
         not compared: a new turn needs a new turn_id. The analyzer runs again and its records are
-        logged again (the entities it registers are found, not created twice). A turn the session has
-        folded into its summary, or whose entry has expired or been promoted since, is written again
-        (promotion finds its node by the entry's key). The LZG is not needed: when its registry is out
+        logged again (the entities it registers are found, not created twice). A turn whose entry has
+        expired or been promoted since is written to the KZG again (promotion finds its node by the
+        entry's key); the session knows its newest 1,024 turns, summarised or not. The LZG is not needed: when its registry is out
         or silent past three quarters of the time left, the turn is written without entity and timeline
         magnets, named in `fehler`.
         """
