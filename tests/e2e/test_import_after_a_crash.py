@@ -13,17 +13,15 @@ from pathlib import Path
 import grpc
 import grpc.aio
 import pytest
-import redis.asyncio as aioredis
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg_dev.cli import observe_batches, parse_locomo
 from novaberg_dev.embedded import StoreUrls
 from novaberg_dev.stack import Stack
-from services.kzg.models import Pair
-from services.kzg.store import pair_prefix
 from tests.e2e.conftest import E2E_ENV, stack_of_its_own
 from tests.e2e.helpers import Clients
+from tests.stored import kzg_entry_turns
 
 LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
 PAIR = common_pb2.Pair(user_id="import-crash@example.org", character_id="melanie")
@@ -43,12 +41,7 @@ async def own_stack(store_urls: StoreUrls, tmp_path_factory: pytest.TempPathFact
 
 async def _entries(redis_url: str) -> Counter[tuple[str, str]]:
     """How often each (turn_id, beobachter) stands among the pair's KZG entries."""
-    client = aioredis.from_url(redis_url, decode_responses=True)
-    try:
-        keys = await client.keys(pair_prefix(Pair(PAIR.user_id, PAIR.character_id)) + "*")
-        return Counter([tuple(await client.hmget(key, ["turn_id", "beobachter"])) for key in keys])  # type: ignore[misc]
-    finally:
-        await client.aclose()
+    return Counter(await kzg_entry_turns(redis_url, PAIR))
 
 
 async def test_a_batch_resent_after_the_pipeline_was_killed_leaves_every_turn_once(

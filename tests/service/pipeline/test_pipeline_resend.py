@@ -22,10 +22,10 @@ from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
-from services.kzg.models import Pair
-from services.kzg.store import PROMOTION_STREAM, pair_prefix
+from services.kzg.store import PROMOTION_STREAM
 from services.pipeline.app.turn_writer import turn_entry_id
 from tests.service.pipeline.proxies import PAUSE_S, Proxied, answer_lost, down
+from tests.stored import kzg_entry_turns
 
 PAIR = common_pb2.Pair(user_id="nochmal@example.org", character_id="nova")
 USER, ASSISTANT = common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT
@@ -41,13 +41,7 @@ async def _session(proxied: Proxied) -> list[tuple[str, str]]:
 
 
 async def _entries(redis_url: str) -> list[tuple[str, str]]:
-    """(turn_id, beobachter) of every KZG entry of the pair, sorted."""
-    client = aioredis.from_url(redis_url, decode_responses=True)
-    try:
-        keys = await client.keys(pair_prefix(Pair(PAIR.user_id, PAIR.character_id)) + "*")
-        return sorted([tuple(await client.hmget(key, ["turn_id", "beobachter"])) for key in keys])  # type: ignore[misc]
-    finally:
-        await client.aclose()
+    return await kzg_entry_turns(redis_url, PAIR)
 
 
 async def _promotion_jobs(redis_url: str) -> int:
