@@ -1,13 +1,15 @@
 """Dispatch: after the answer, what the turn leaves in the memory (SPEC §5.6, §7, §8).
 
 The steps: check the whole request, the models, the answer's magnets and the served node ids (one
-LZG call for the ids this process did not serve itself); log the input and the character's answer;
-then, independent of each other, the usage reinforcement with the answer embedded here (SPEC §5.6),
-the character's own session turn and KZG entry, and this turn's cluster. Whatever part fails, the
+LZG call for the ids this process did not serve itself); log the input; then, independent of each
+other, the usage reinforcement with the answer embedded here (SPEC §5.6), the character's own session
+turn and KZG entry, and this turn's cluster; then the character's answer. Whatever part fails, the
 turn is recorded: its usage record, ``turn_roh``, and an error record per failed part, named in
 the response. Each event is logged once, where it happens: the LZG logs the usage protocol, the KZG
 the entry's write; the pipeline logs its own decisions (the cluster), the answer, ``turn_roh``, and
-the usage record only when the LZG gave no answer (and so logged none).
+the usage record only when the LZG gave no answer (and so logged none). A resend is safe: the LZG
+reinforces a turn once, the character's turn is written once, and the resend's answer and
+``turn_roh`` are marked ``wiederholt`` (docs/decisions.md "A resent turn is written once").
 """
 
 from __future__ import annotations
