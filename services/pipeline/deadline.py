@@ -25,6 +25,7 @@ __all__ = [
     "DOING_WITHOUT",
     "RESPOND_BY",
     "SHARE_OF_TIME_LEFT",
+    "SILENT_AFTER_S",
     "PeerSilence",
     "answer_or_none",
     "time_for_a_peer",
@@ -107,17 +108,15 @@ async def answer_or_none(
     except TimeoutError:
         failure = f"{peer} {method}: no answer within {budget_s or 0:.3f} s (three quarters of the call's time left)"
         silent = (budget_s or 0.0) >= SILENT_AFTER_S  # a tight deadline says nothing of the peer
-    except PEER_OUTAGES as error:
-        failure = str(error)  # names the peer and the method (novaberg_core.peers.call_peer)
-        silent = not isinstance(error, Aborted)  # a store conflict: the next call may well succeed
-    except grpc.aio.AioRpcError as error:  # a bare stub's call
-        mapped = peer_error(peer, method, error)
-        if mapped is None:
+    except (*PEER_OUTAGES, grpc.aio.AioRpcError) as error:
+        # A typed peer's call raises the domain error already; a bare stub's status is mapped here.
+        outage = error if isinstance(error, PEER_OUTAGES) else peer_error(peer, method, error)
+        if outage is None:
             raise
-        if not isinstance(mapped, PEER_OUTAGES):
-            raise mapped from error
-        failure = str(mapped)
-        silent = not isinstance(mapped, Aborted)
+        if not isinstance(outage, PEER_OUTAGES):
+            raise outage from error
+        failure = str(outage)  # names the peer and the method (novaberg_core.peers.call_peer)
+        silent = not isinstance(outage, Aborted)  # a store conflict: the next call may well succeed
     else:
         if silence is not None:
             silence.answered(peer)

@@ -27,6 +27,7 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.maintenance import TASK_PROMOTION
+from novaberg_core.peers import PEER_OUTAGES
 from novaberg_core.timeutil import to_timestamp
 from novaberg_dev.cli.common import (
     DEFAULT_CHARACTER,
@@ -284,7 +285,8 @@ IMPORT_BATCH_BYTES = 2 * 1024 * 1024
 IMPORT_RETRY_PAUSES_S: tuple[float, ...] = (1.0, 5.0)
 """Pauses before a batch is sent again after an outage (so three attempts): ObserveTurns is safe to
 resend, the turns that arrived are not written twice."""
-_OUTAGES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "ABORTED"})
+_OUTAGES = frozenset(error.status_code.name for error in PEER_OUTAGES)
+"""The statuses of a peer that could not answer now (novaberg_core.peers): a batch is sent again after them."""
 
 
 def observe_batches(

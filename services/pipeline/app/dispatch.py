@@ -150,11 +150,12 @@ class Dispatch(TurnStep):
                     break
             else:
                 unexpected = None
-            reinforced, written = outcomes[0], outcomes[1]
-            stored = written[1] if isinstance(written, tuple) else None
+            reinforced = outcomes[0]
+            written = outcomes[1] if isinstance(outcomes[1], tuple) else None  # None: named in `fehler`
+            stored = written[1] if written is not None else None
             # A resend (the character's turn stood already) is recorded as one: "last answers" (syn §10.4)
             # lists the answer once.
-            resent = {"wiederholt": True} if isinstance(written, tuple) and is_repeat(written) else {}
+            resent = {"wiederholt": True} if written is not None and is_repeat(written) else {}
             # The character's answer as its own output (syn §10.4 "last answers" reads these).
             ctx.log.write(
                 turn_id=request.turn_id, node=NODE_DISPATCHER, art="ausgabe", quelle=pair.character_id,

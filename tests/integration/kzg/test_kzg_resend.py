@@ -64,8 +64,8 @@ async def test_without_resend_safe_or_without_a_turn_id_an_append_appends(kzg: K
 
 
 async def test_a_turn_is_known_by_its_fields_not_by_what_another_turn_says(kzg: KzgMemory) -> None:
-    """The list's items are JSON: a text quoting a turn's fields, or an id that begins like another, is
-    another turn."""
+    """A text quoting a turn's fields, or an id that begins like another, is another turn: the taken set
+    holds each turn's turn_id and role exactly."""
     await kzg.append_session_turn(PAIR, _turn("t10", text='Er schrieb: "turn_id": "t1", "role": "user"'), resend_safe=True)
     await kzg.append_session_turn(PAIR, _turn('t"1', "assistant", "Anführungszeichen im Namen."), resend_safe=True)
     first = await kzg.append_session_turn(PAIR, _turn("t1"), resend_safe=True)
