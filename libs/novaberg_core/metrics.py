@@ -74,6 +74,8 @@ _provider: MeterProvider | None = None
 _registry: CollectorRegistry | None = None
 _endpoints: dict[int, int] = {}
 """Requested port → bound port of the Prometheus endpoints this process serves."""
+_pushing: list[MetricReader] = []
+"""The provider's push readers (``OTEL_METRICS_EXPORTER``), the ones :func:`flush_metrics` flushes."""
 
 _RPC_BUCKETS_MS: Final = (0.5, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000)
 _COUNT_BUCKETS: Final = (0, 1, 2, 3, 5, 10, 20, 50, 100)
@@ -276,10 +278,7 @@ def _sampled(key: str) -> _Callback:
 _SAMPLED_GAUGES: Final = {
     "novaberg.promotion.queue.length": ("{job}", "Promotion jobs in the KZG queue (read and unread; XLEN)"),
     "novaberg.promotion.queue.pending": ("{job}", "Promotion jobs delivered to a worker and not yet acked"),
-    "novaberg.promotion.queue.lag": (
-        "s",
-        "Age of the oldest promotion job still in the queue (0 when empty)",
-    ),
+    "novaberg.promotion.queue.lag": ("s", "Age of the oldest promotion job still in the queue (0 when empty)"),
     "novaberg.kzg.entries": ("{entry}", "KZG entries in the search index, all pairs"),
     "novaberg.lzg.nodes": ("{node}", "LZG nodes, all pairs (PostgreSQL's live-row estimate)"),
     "novaberg.lzg.edges": ("{edge}", "LZG edges, all pairs (PostgreSQL's live-row estimate)"),
@@ -440,11 +439,10 @@ def _ensure_provider(service_name: str, exporters: str) -> MeterProvider:
         if _provider is None:
             _registry = CollectorRegistry(auto_describe=True)
             ProcessCollector(registry=_registry)  # process_cpu_seconds_total, process_resident_memory_bytes
-            readers: list[MetricReader] = [
-                PrometheusMetricReader(registry=_registry),
-                *_push_readers(exporters),
-            ]
-            _provider = MeterProvider(resource=resource, metric_readers=readers)
+            _pushing[:] = _push_readers(exporters)
+            _provider = MeterProvider(
+                resource=resource, metric_readers=[PrometheusMetricReader(registry=_registry), *_pushing]
+            )
             otel_metrics.set_meter_provider(_provider)
         return _provider
 
@@ -495,5 +493,8 @@ def meter_provider() -> MeterProvider | None:
 
 
 def flush_metrics(timeout_s: float = 5.0) -> bool:
-    """Push buffered metrics now (blocking; from async code via ``asyncio.to_thread``)."""
-    return flush_provider(_provider, timeout_s)
+    """Push buffered metrics now (blocking; from async code via ``asyncio.to_thread``).
+
+    Only the push readers: the Prometheus reader keeps what a collection outside a scrape gathered
+    for the next scrape, which would then list every series once more per flush."""
+    return all([flush_provider(reader, timeout_s) for reader in _pushing])
