@@ -24,9 +24,9 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.fusion import is_question
 from services.lzg.recall import KONTEXT_FENSTER_S
 
-if TYPE_CHECKING:  # the bench's own records; it imports this module
-    from bench.locomo_bench import Asked
+if TYPE_CHECKING:  # the records of the import and the report; both import this module
     from bench.locomo_import import ImportResult
+    from bench.locomo_report import Asked
     from bench.locomo_turns import Conversation
 
 __all__ = ["RPC_TIMEOUT_S", "Matrix", "PairNodes", "evidence_location", "kzg_alive", "pair_nodes", "share"]
