@@ -13,16 +13,25 @@ UNAVAILABLE and ABORTED (a transaction PostgreSQL rolled back in a conflict, not
 written, ``novaberg_core.store_errors``) only, with exponential backoff and jitter, never past the
 call's deadline, and only for the methods listed in :data:`IDEMPOTENT_METHODS` — a second
 attempt of those changes nothing the first did not (reads; promotion is idempotent on
-``kzg_quell_key``; a delete or an ack of what is gone is a no-op). Writes that would be doubled
-(a session append, a KZG store, usage reinforcement, a log batch) are never retried here; their
-callers decide.
+``kzg_quell_key``; a delete or an ack of what is gone is a no-op). A write is retried only when
+its request says that a second sending changes nothing (:func:`is_resend_safe`: a turn's session
+append or KZG entry sent ``resend_safe``, a usage reinforcement naming its turn): the channel
+cannot tell such a request from another of the same method, so :class:`PeerClient` sends it again
+itself, by the same policy and with a throttle of its own (:class:`RetryBudget`). Other writes (a
+log batch, a write without the flag) are never retried here; their callers decide.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import json
-from collections.abc import Awaitable, Mapping
+import random
+import time
+from collections.abc import Awaitable, Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar, overload
 
 import grpc
@@ -53,9 +62,13 @@ __all__ = [
     "LogPeer",
     "LzgPeer",
     "PeerClient",
+    "Resendings",
+    "RetryBudget",
     "Rpc",
     "call_peer",
+    "count_resendings",
     "describe",
+    "is_resend_safe",
     "peer_error",
     "peer_is_down",
     "peer_status",
@@ -96,6 +109,70 @@ RETRY_THROTTLING: Mapping[str, float] = {"maxTokens": 10, "tokenRatio": 0.1}
 """Per channel: a failed attempt costs a token, a success gives back a tenth, and no call is sent again
 while half or fewer are left — so while most calls fail (a peer refusing at its concurrency limit,
 novaberg_core.load_shedding) the channel stops multiplying them by four."""
+
+
+def is_resend_safe(request: object) -> bool:
+    """Whether sending ``request`` again changes nothing its first sending did (docs/decisions.md "A
+    resent turn is written once"): a KZG write of a turn sent ``resend_safe`` (a batch: every item),
+    or a usage reinforcement naming its turn (the LZG applies it once per turn_id)."""
+    if isinstance(request, kzg_pb2.StoreEntriesRequest):
+        return bool(request.entries) and all(entry.resend_safe for entry in request.entries)
+    if isinstance(request, kzg_pb2.AppendSessionTurnsRequest):
+        return bool(request.appends) and all(append.resend_safe for append in request.appends)
+    if isinstance(request, kzg_pb2.StoreEntryRequest | kzg_pb2.AppendSessionTurnRequest):
+        return request.resend_safe
+    if isinstance(request, lzg_pb2.ReinforceUsedRequest):
+        return bool(request.turn.turn_id)
+    return False
+
+
+class RetryBudget:
+    """:data:`RETRY_THROTTLING` for the retries :class:`PeerClient` makes itself: a failed attempt
+    costs a token, a success gives back a tenth, and nothing is sent again while half or fewer are left."""
+
+    def __init__(self) -> None:
+        self.tokens = RETRY_THROTTLING["maxTokens"]
+
+    def failed(self) -> bool:
+        """Count a failed attempt; whether another may be sent."""
+        self.tokens = max(0.0, self.tokens - 1)
+        return self.tokens > RETRY_THROTTLING["maxTokens"] / 2
+
+    def succeeded(self) -> None:
+        self.tokens = min(RETRY_THROTTLING["maxTokens"], self.tokens + RETRY_THROTTLING["tokenRatio"])
+
+
+@dataclass
+class Resendings:
+    """How many attempts :class:`PeerClient` sent again while :func:`count_resendings` was in force."""
+
+    count: int = 0
+
+
+_RESENDINGS: ContextVar[Resendings | None] = ContextVar("novaberg_resendings", default=None)
+
+
+@contextlib.contextmanager
+def count_resendings() -> Iterator[Resendings]:
+    """Count the resend-safe writes sent again in this block and the tasks it starts: after a second
+    sending, a write found standing (REPEATED, ``wiederholt``) may be the block's own first sending."""
+    resendings = Resendings()
+    token = _RESENDINGS.set(resendings)
+    try:
+        yield resendings
+    finally:
+        _RESENDINGS.reset(token)
+
+
+_RETRYABLE: Final = frozenset(grpc.StatusCode[name] for name in RETRY_POLICY["retryableStatusCodes"])
+
+
+def _pauses() -> list[float]:
+    """The longest pause before each retry of :data:`RETRY_POLICY` (gRPC waits a random share of it)."""
+    initial = float(RETRY_POLICY["initialBackoff"].rstrip("s"))
+    longest = float(RETRY_POLICY["maxBackoff"].rstrip("s"))
+    factor = float(RETRY_POLICY["backoffMultiplier"])
+    return [min(initial * factor**n, longest) for n in range(int(RETRY_POLICY["maxAttempts"]) - 1)]
 
 
 def service_config() -> str:
@@ -227,12 +304,41 @@ class PeerClient:
         self.stub = stub
         self.timeout_s = timeout_s
         self.wait_for_ready = wait_for_ready
+        self.retry_budget = RetryBudget()
 
     def call(self, method: str, request: Any, timeout_s: float | None = None) -> Awaitable[Any]:
-        """``method(request)`` with ``timeout_s`` (the client's deadline unless given)."""
+        """``method(request)`` with ``timeout_s`` (the client's deadline unless given); a resend-safe
+        request is sent again after UNAVAILABLE or ABORTED (:meth:`resent`)."""
         rpc = getattr(self.stub, method)
         deadline = self.timeout_s if timeout_s is None else timeout_s
+        if is_resend_safe(request):
+            return call_peer(self.peer, method, self.resent(rpc, request, deadline))
         return call_peer(self.peer, method, rpc(request, timeout=deadline, wait_for_ready=self.wait_for_ready))
+
+    async def resent(self, rpc: Any, request: Any, timeout_s: float) -> Any:
+        """``rpc(request)`` sent again as gRPC retries an idempotent method (:data:`RETRY_POLICY`): after
+        UNAVAILABLE or ABORTED, after a random share of the policy's pause, while the throttle allows
+        and all within one deadline of ``timeout_s``; the last status is raised."""
+        give_up_at = time.monotonic() + timeout_s
+        pauses = iter(_pauses())
+        while True:
+            try:
+                answer = await rpc(request, timeout=give_up_at - time.monotonic(), wait_for_ready=self.wait_for_ready)
+            except grpc.aio.AioRpcError as error:
+                if error.code() not in _RETRYABLE:
+                    raise
+                allowed, longest = self.retry_budget.failed(), next(pauses, None)
+                if longest is None or not allowed:
+                    raise
+                pause = random.uniform(0.0, longest)
+                if time.monotonic() + pause >= give_up_at:
+                    raise
+                await asyncio.sleep(pause)
+                if (resendings := _RESENDINGS.get()) is not None:
+                    resendings.count += 1
+            else:
+                self.retry_budget.succeeded()
+                return answer
 
     def get_model(self) -> Awaitable[common_pb2.ModelInfo]:
         """The embedding model the peer's store was filled with (SPEC §2)."""

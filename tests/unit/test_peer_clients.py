@@ -6,6 +6,7 @@ wait-for-ready) and what a refusal becomes, not the transport.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable
 from typing import Any
 
@@ -13,6 +14,7 @@ import grpc
 import grpc.aio
 import pytest
 
+from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg.log.v1 import log_pb2
 from novaberg.lzg.v1 import lzg_pb2
@@ -24,6 +26,7 @@ from novaberg_core.peers import (
     LogPeer,
     LzgPeer,
     describe,
+    is_resend_safe,
     peer_is_down,
     peer_status,
 )
@@ -133,3 +136,114 @@ async def test_peers_open_a_log_channel_only_for_a_log_address() -> None:
     finally:
         await without.close()
         await with_log.close()
+
+
+# --------------------------------------------------------------------------- resend-safe writes sent again
+
+
+class FlakyStub:
+    """Refuses the first ``refusals`` calls with their statuses, then answers ``answer``; records each
+    call's deadline."""
+
+    def __init__(self, answer: Any, *refusals: grpc.StatusCode) -> None:
+        self.answer = answer
+        self.refusals = list(refusals)
+        self.timeouts: list[float] = []
+
+    def __getattr__(self, method: str) -> Any:
+        def rpc(request: Any, *, timeout: float, wait_for_ready: bool | None) -> Awaitable[Any]:
+            self.timeouts.append(timeout)
+
+            async def reply() -> Any:
+                if self.refusals:
+                    raise _status(self.refusals.pop(0), f"{method} refused")
+                return self.answer
+
+            return reply()
+
+        return rpc
+
+
+_SAFE_APPEND = kzg_pb2.AppendSessionTurnRequest(resend_safe=True)
+_UNAVAILABLE, _ABORTED = grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED
+
+
+def test_which_requests_a_second_sending_leaves_unchanged() -> None:
+    entry = kzg_pb2.StoreEntryRequest(entry_id="user-1", resend_safe=True)
+    assert is_resend_safe(entry) and is_resend_safe(_SAFE_APPEND)
+    assert is_resend_safe(kzg_pb2.StoreEntriesRequest(entries=[entry, entry]))
+    assert is_resend_safe(kzg_pb2.AppendSessionTurnsRequest(appends=[_SAFE_APPEND]))
+    assert is_resend_safe(lzg_pb2.ReinforceUsedRequest(turn=common_pb2.TurnContext(turn_id="t-1")))
+    assert not is_resend_safe(kzg_pb2.StoreEntryRequest(entry_id="user-1"))
+    assert not is_resend_safe(kzg_pb2.StoreEntriesRequest(entries=[entry, kzg_pb2.StoreEntryRequest()]))
+    assert not is_resend_safe(kzg_pb2.StoreEntriesRequest())
+    assert not is_resend_safe(kzg_pb2.AppendSessionTurnsRequest(appends=[kzg_pb2.AppendSessionTurnRequest()]))
+    assert not is_resend_safe(lzg_pb2.ReinforceUsedRequest())  # no turn: the LZG cannot tell a resend
+    assert not is_resend_safe(log_pb2.PurgeRequest()) and not is_resend_safe(kzg_pb2.GetEntryRequest())
+
+
+async def test_a_resend_safe_write_is_sent_again_after_unavailable_and_aborted_within_one_deadline() -> None:
+    stub = FlakyStub(kzg_pb2.AppendSessionTurnResponse(turn_count=3), _UNAVAILABLE, _ABORTED)
+    kzg = KzgPeer(stub, 4.0)
+    assert (await kzg.append_session_turn(_SAFE_APPEND)).turn_count == 3
+    assert len(stub.timeouts) == 3
+    assert 4.0 >= stub.timeouts[0] > stub.timeouts[1] > stub.timeouts[2] > 4.0 - 0.05 - 0.15 - 0.1
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [kzg_pb2.AppendSessionTurnRequest(), lzg_pb2.ReinforceUsedRequest(), kzg_pb2.StoreEntryRequest(entry_id="u")],
+)
+async def test_a_write_that_is_not_resend_safe_is_sent_once(request_: Any) -> None:
+    stub = FlakyStub(None, _UNAVAILABLE)
+    with pytest.raises(Unavailable):
+        await KzgPeer(stub, 4.0).call("AnyWrite", request_)
+    assert len(stub.timeouts) == 1
+
+
+async def test_a_refusal_of_the_request_is_not_sent_again() -> None:
+    stub = FlakyStub(None, grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.DEADLINE_EXCEEDED)
+    kzg = KzgPeer(stub, 4.0)
+    with pytest.raises(NovabergError, match="refused"):
+        await kzg.append_session_turn(_SAFE_APPEND)
+    with pytest.raises(NovabergError, match="refused"):
+        await kzg.append_session_turn(_SAFE_APPEND)
+    assert len(stub.timeouts) == 2
+
+
+async def test_a_write_is_sent_four_times_at_most_and_the_last_status_is_raised() -> None:
+    stub = FlakyStub(None, *([_UNAVAILABLE] * 5))
+    with pytest.raises(Unavailable) as down:
+        await KzgPeer(stub, 4.0).append_session_turn(_SAFE_APPEND)
+    assert len(stub.timeouts) == 4 and peer_is_down(down.value)
+
+
+async def test_no_resend_past_the_deadline() -> None:
+    stub = FlakyStub(None, *([_UNAVAILABLE] * 5))
+    with pytest.raises(Unavailable):
+        await KzgPeer(stub, 0.001).append_session_turn(_SAFE_APPEND)
+    assert len(stub.timeouts) == 1
+
+
+async def test_while_most_attempts_fail_the_client_stops_sending_again() -> None:
+    """RETRY_THROTTLING: ten tokens, a failed attempt takes one, a success gives a tenth back; an
+    attempt is sent again only while more than five are left after its failure."""
+    stub = FlakyStub(kzg_pb2.AppendSessionTurnResponse(), *([_UNAVAILABLE] * 5))
+    kzg = KzgPeer(stub, 4.0)
+
+    async def attempts() -> int:
+        stub.timeouts.clear()
+        with contextlib.suppress(Unavailable):
+            await kzg.append_session_turn(_SAFE_APPEND)
+        return len(stub.timeouts)
+
+    assert await attempts() == 4  # 10 → 6 tokens
+    assert await attempts() == 1  # 6 → 5: no resend
+    for _ in range(10):
+        assert await attempts() == 1  # answered: 5 → 6
+    stub.refusals[:] = [_UNAVAILABLE]
+    assert await attempts() == 1  # 6 → 5: still none
+    for _ in range(11):
+        await attempts()  # 5 → 6.1
+    stub.refusals[:] = [_UNAVAILABLE]
+    assert await attempts() == 2  # 6.1 → 5.1: sent again, and answered

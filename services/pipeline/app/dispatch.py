@@ -151,8 +151,8 @@ class Dispatch(TurnStep):
             else:
                 unexpected = None
             reinforced = outcomes[0]
-            written = outcomes[1] if isinstance(outcomes[1], tuple) else None  # None: named in `fehler`
-            stored = written[1] if written is not None else None
+            written = outcomes[1] if isinstance(outcomes[1], Written) else None  # None: named in `fehler`
+            stored = written.stored if written is not None else None
             # A resend (the character's turn stood already) is recorded as one: "last answers" (syn §10.4)
             # lists the answer once.
             resent = {"wiederholt": True} if written is not None and is_repeat(written) else {}

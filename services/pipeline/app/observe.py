@@ -46,12 +46,12 @@ class Observe(TurnStep):
         DOING_WITHOUT.set(missing)  # one turn goes on without the LZG's registry (services.pipeline.deadline)
         async with ctx.log.span(turn_id=request.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs) as span_id:
             turn, analysis = await self._take_in(pair, request, as_of, span_id)
-            appended, stored = await self.writer.write_turn(
+            written = await self.writer.write_turn(
                 pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing, profile
             )
         response = pipeline_pb2.ObserveTurnResponse(
-            kzg=stored, analysis=analysis, analyzed_by_service=not request.HasField("analysis"),
-            session_turn_count=appended.turn_count, fehler=missing, repeated=is_repeat((appended, stored)),
+            kzg=written.stored, analysis=analysis, analyzed_by_service=not request.HasField("analysis"),
+            session_turn_count=written.appended.turn_count, fehler=missing, repeated=is_repeat(written),
         )  # fmt: skip
         return response, timing
 
@@ -108,10 +108,10 @@ class Observe(TurnStep):
                 # finish (or fail) before the error is answered, as ObserveTurn calls sent before it would.
                 await asyncio.gather(*writes, return_exceptions=True)
                 raise
-            for observed, analysis, (appended, stored) in zip(turns, analyses, written, strict=True):
+            for observed, analysis, one in zip(turns, analyses, written, strict=True):
                 results.append(pipeline_pb2.ObserveTurnResponse(
-                    kzg=stored, analysis=analysis, analyzed_by_service=not observed.HasField("analysis"),
-                    session_turn_count=appended.turn_count, repeated=is_repeat((appended, stored)),
+                    kzg=one.stored, analysis=analysis, analyzed_by_service=not observed.HasField("analysis"),
+                    session_turn_count=one.appended.turn_count, repeated=is_repeat(one),
                 ))  # fmt: skip
         return pipeline_pb2.ObserveTurnsResponse(results=results), timing
 

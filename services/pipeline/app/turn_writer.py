@@ -6,7 +6,8 @@ the KZG's write stays a pure store operation (SPEC §2, §4, §11). Each write i
 it happens: the KZG records the session append (``session``) and the entry's gate, canon and write
 (``kzg_speicher``) under the turn's id; the pipeline logs only the analysis it ran (``salience``).
 Both writes are resend-safe: the entry's id is the turn's (:func:`turn_entry_id`) and the append
-skips a turn the session holds, so a resent turn writes nothing twice (docs/decisions.md).
+skips a turn the session holds, so a resent turn writes nothing twice, and the KZG client sends either
+write again after UNAVAILABLE or ABORTED (``novaberg_core.peers.PeerClient.resent``; docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import hashlib
 from collections.abc import Awaitable
 from datetime import datetime
+from typing import NamedTuple
 
 import grpc
 import numpy as np
@@ -26,7 +28,7 @@ from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import NovabergError, Unavailable
 from novaberg_core.limits import STORE_GATE_RAW
-from novaberg_core.peers import peer_error
+from novaberg_core.peers import count_resendings, peer_error
 from novaberg_core.pipeline_log import LogScope
 from novaberg_core.telemetry import set_turn_attributes
 from novaberg_core.timeutil import to_timestamp
@@ -37,8 +39,13 @@ from services.pipeline.store import Profile
 
 __all__ = ["TurnWriter", "Written", "given_analysis", "is_repeat", "kzg_entry_text", "session_turn", "turn_entry_id"]
 
-Written = tuple[kzg_pb2.AppendSessionTurnResponse, kzg_pb2.StoreEntryResponse]
-"""A turn's session append and KZG write, as the KZG answered them."""
+class Written(NamedTuple):
+    """A turn's session append and KZG write, as the KZG answered them."""
+
+    appended: kzg_pb2.AppendSessionTurnResponse
+    stored: kzg_pb2.StoreEntryResponse
+    sent_again: bool = False
+    """Whether a write of the call was sent a second time (``novaberg_core.peers.PeerClient.resent``)."""
 
 
 def kzg_entry_text(analysis: pipeline_pb2.TurnAnalysis, sprecher: str) -> str | None:
@@ -56,9 +63,10 @@ def turn_entry_id(turn_id: str, beobachter: common_pb2.Beobachter) -> str:
 
 
 def is_repeat(written: Written) -> bool:
-    """Whether a turn's writes were a resend's: the session held it and its entry stood (or was gated)."""
-    appended, stored = written
-    return appended.repeated and stored.outcome != kzg_pb2.STORE_OUTCOME_STORED
+    """Whether a turn's writes were a resend's: the session held it and its entry stood (or was gated).
+    Not said after a write was sent again: what stood may be this call's own first sending."""
+    appended, stored, sent_again = written
+    return not sent_again and appended.repeated and stored.outcome != kzg_pb2.STORE_OUTCOME_STORED
 
 
 def given_analysis(given: pipeline_pb2.TurnAnalysis, text: str) -> pipeline_pb2.TurnAnalysis:
@@ -181,8 +189,9 @@ class TurnWriter:
             pair=pair, turn=session_turn(beobachter, text, analysis, turn, as_of), as_of=to_timestamp(as_of),
             resend_safe=True,
         )
-        appended, stored = await asyncio.gather(ctx.kzg.append_session_turn(append), store())
-        return appended, stored
+        with count_resendings() as resendings:
+            appended, stored = await asyncio.gather(ctx.kzg.append_session_turn(append), store())
+        return Written(appended, stored, resendings.count > 0)
 
     async def write_turns(
         self,
@@ -222,10 +231,12 @@ class TurnWriter:
         ])  # fmt: skip
         if after is not None:
             await after
-        appended, stored = await asyncio.gather(
-            ctx.kzg.append_session_turns(appends, timeout_s), ctx.kzg.store_entries(entries, timeout_s)
-        )
-        return list(zip(appended.results, stored.results, strict=True))
+        with count_resendings() as resendings:
+            appended, stored = await asyncio.gather(
+                ctx.kzg.append_session_turns(appends, timeout_s), ctx.kzg.store_entries(entries, timeout_s)
+            )
+        sent_again = resendings.count > 0
+        return [Written(a, s, sent_again) for a, s in zip(appended.results, stored.results, strict=True)]
 
     def store_request(
         self,

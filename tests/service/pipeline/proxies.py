@@ -17,7 +17,7 @@ from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2_grpc
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 
-__all__ = ["PAUSE_S", "Behaviour", "PeerProxy", "Proxied", "answer_lost", "down", "late", "unary_methods"]
+__all__ = ["PAUSE_S", "Behaviour", "PeerProxy", "Proxied", "answer_lost", "down", "first", "late", "unary_methods"]
 
 PAUSE_S = 0.5
 """How long the pipeline leaves a peer out after it gave no answer (NOVABERG_PIPELINE_SILENT_PEER_PAUSE_S)."""
@@ -81,6 +81,22 @@ def answer_lost(details: str = "the connection broke before the answer") -> Beha
         await pass_on(request)
         await context.abort(grpc.StatusCode.UNAVAILABLE, details)
         raise AssertionError("abort returns no answer")
+
+    return behave
+
+
+def first(behaviour: Behaviour) -> Behaviour:
+    """``behaviour`` for the method's first call only; every later call passes on."""
+    used = False
+
+    async def behave(
+        request: bytes, context: grpc.aio.ServicerContext, pass_on: Callable[[bytes], Awaitable[bytes]]
+    ) -> bytes:
+        nonlocal used
+        if used:
+            return await pass_on(request)
+        used = True
+        return await behaviour(request, context, pass_on)
 
     return behave
 
