@@ -183,3 +183,20 @@ def test_import_batches_keep_the_order_and_never_mix_pairs() -> None:
     assert not observe_batches(plain)[0].HasField("profile")
     assert all(b.ByteSize() < 2 * 1024 * 1024 for b in observe_batches(plain, size=256))
     assert [len(b.turns) for b in observe_batches(plain)] == [128, 128, 44]
+
+
+def test_a_note_stands_on_a_line_of_its_own_above_the_live_bar() -> None:
+    stream = io.StringIO()
+    bar = ProgressBar(4, label="import x", stream=stream, width=8, live=True)
+    bar.advance()
+    bar.note("UNAVAILABLE: down; sending the batch again in 1 s")
+    bar.advance()
+    frames = stream.getvalue().split("\r")
+    note, redrawn = frames[2].split("\n")
+    assert note == "\x1b[KUNAVAILABLE: down; sending the batch again in 1 s"  # the bar's line cleared first
+    assert redrawn.startswith("import x [##......] 1/4")  # and the bar drawn again below
+    assert frames[1].startswith("import x [##......] 1/4") and frames[3].startswith("import x [####....] 2/4")
+
+    plain = io.StringIO()
+    ProgressBar(4, label="import x", stream=plain, live=False).note("a note")
+    assert plain.getvalue() == "a note\n"

@@ -28,7 +28,8 @@ def test_a_flush_between_scrapes_repeats_no_series() -> None:
     metrics.record_run("synapsen_decay", "ok")
     text = urllib.request.urlopen(url, timeout=30).read().decode()
     counts = _series(text)
-    runs = [s for s in counts if s.startswith("novaberg_pixie_runs_total{") and 'task="synapsen_decay"' in s]
+    runs = [s for s in counts if s.startswith("novaberg_pixie_runs_total{")
+            and 'outcome="ok"' in s and 'task="synapsen_decay"' in s]  # fmt: skip
     assert len(runs) == 1, runs
     value = re.search(re.escape(runs[0]) + r" ([0-9.e+]+)\n", text)
     assert value is not None and float(value.group(1)) >= 2  # both runs, before and after the flushes

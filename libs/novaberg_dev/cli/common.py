@@ -232,6 +232,14 @@ class ProgressBar:
         elif clock.monotonic() - self._printed_at >= self.every_s:
             self._line()
 
+    def note(self, message: str) -> None:
+        """A line of its own above the progress: a live bar is cleared first and drawn again below it."""
+        if self.live:
+            self.stream.write("\r\x1b[K" + message + "\n" + self.render())
+        else:
+            self.stream.write(message + "\n")
+        self.stream.flush()
+
     def finish(self) -> None:
         if self.live:
             self.stream.write("\r" + self.render() + "\n")

@@ -11,7 +11,6 @@ import dataclasses
 import hashlib
 import json
 import re
-import sys
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -312,9 +311,10 @@ def observe_batches(
 
 
 async def _observe_batch(
-    clients: DevClients, request: pipeline_pb2.ObserveTurnsRequest
+    clients: DevClients, request: pipeline_pb2.ObserveTurnsRequest, bar: ProgressBar
 ) -> pipeline_pb2.ObserveTurnsResponse:
-    """One ObserveTurns call, sent again after an outage (IMPORT_RETRY_PAUSES_S): it is safe to resend."""
+    """One ObserveTurns call, sent again after an outage (IMPORT_RETRY_PAUSES_S): it is safe to resend.
+    Each resend is announced on a line of its own above the import's progress."""
     for pause in (*IMPORT_RETRY_PAUSES_S, None):
         try:
             response: pipeline_pb2.ObserveTurnsResponse = await clients.call(
@@ -324,8 +324,8 @@ async def _observe_batch(
         except ServiceCallError as error:
             if pause is None or error.code not in _OUTAGES:
                 raise
-            print(f"{error.code}: {error.details}; sending the batch again in {pause:g} s "
-                  "(the turns that arrived are not written twice)", file=sys.stderr)  # fmt: skip
+            bar.note(f"{error.code}: {error.details}; sending the batch again in {pause:g} s "
+                     "(the turns that arrived are not written twice)")  # fmt: skip
             await asyncio.sleep(pause)
     raise AssertionError("the last attempt returns or raises")
 
@@ -351,7 +351,7 @@ async def cmd_import(clients: DevClients, args: argparse.Namespace, out: Callabl
     # Batches of one pair's turns in file order (ObserveTurns: the result of ObserveTurn per turn).
     for request in observe_batches(turns):
         try:
-            response = await _observe_batch(clients, request)
+            response = await _observe_batch(clients, request, bar)
         except ServiceCallError as error:
             bar.finish()
             raise CliError(
