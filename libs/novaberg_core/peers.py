@@ -311,19 +311,21 @@ class PeerClient:
         request is sent again after UNAVAILABLE or ABORTED (:meth:`resent`)."""
         rpc = getattr(self.stub, method)
         deadline = self.timeout_s if timeout_s is None else timeout_s
+        give_up_at = time.monotonic() + deadline
+        sent = rpc(request, timeout=deadline, wait_for_ready=self.wait_for_ready)  # under way before it is awaited
         if is_resend_safe(request):
-            return call_peer(self.peer, method, self.resent(rpc, request, deadline))
-        return call_peer(self.peer, method, rpc(request, timeout=deadline, wait_for_ready=self.wait_for_ready))
+            return call_peer(self.peer, method, self.resent(sent, rpc, request, give_up_at))
+        return call_peer(self.peer, method, sent)
 
-    async def resent(self, rpc: Any, request: Any, timeout_s: float) -> Any:
-        """``rpc(request)`` sent again as gRPC retries an idempotent method (:data:`RETRY_POLICY`): after
-        UNAVAILABLE or ABORTED, after a random share of the policy's pause, while the throttle allows
-        and all within one deadline of ``timeout_s``; the last status is raised."""
-        give_up_at = time.monotonic() + timeout_s
+    async def resent(self, sent: Awaitable[Any], rpc: Any, request: Any, give_up_at: float) -> Any:
+        """The answer to ``sent`` (``rpc(request)``'s first sending), sent again as gRPC retries an
+        idempotent method (:data:`RETRY_POLICY`): after UNAVAILABLE or ABORTED, after a random share of
+        the policy's pause, while the throttle allows and all before ``give_up_at`` (the first
+        sending's deadline, ``time.monotonic()``); the last status is raised."""
         pauses = iter(_pauses())
         while True:
             try:
-                answer = await rpc(request, timeout=give_up_at - time.monotonic(), wait_for_ready=self.wait_for_ready)
+                answer = await sent
             except grpc.aio.AioRpcError as error:
                 if error.code() not in _RETRYABLE:
                     raise
@@ -336,6 +338,7 @@ class PeerClient:
                 await asyncio.sleep(pause)
                 if (resendings := _RESENDINGS.get()) is not None:
                     resendings.count += 1
+                sent = rpc(request, timeout=give_up_at - time.monotonic(), wait_for_ready=self.wait_for_ready)
             else:
                 self.retry_budget.succeeded()
                 return answer

@@ -247,3 +247,12 @@ async def test_while_most_attempts_fail_the_client_stops_sending_again() -> None
         await attempts()  # 5 → 6.1
     stub.refusals[:] = [_UNAVAILABLE]
     assert await attempts() == 2  # 6.1 → 5.1: sent again, and answered
+
+
+async def test_a_resend_safe_write_is_under_way_before_it_is_awaited() -> None:
+    """As every call: the first sending starts when the call is made, so a caller that awaits it later
+    (beside other work) loses no time to the client's retry loop."""
+    stub = FlakyStub(kzg_pb2.AppendSessionTurnResponse(turn_count=1))
+    pending = KzgPeer(stub, 4.0).append_session_turn(_SAFE_APPEND)
+    assert len(stub.timeouts) == 1
+    assert (await pending).turn_count == 1 and len(stub.timeouts) == 1
