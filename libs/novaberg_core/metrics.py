@@ -278,7 +278,10 @@ def _sampled(key: str) -> _Callback:
 _SAMPLED_GAUGES: Final = {
     "novaberg.promotion.queue.length": ("{job}", "Promotion jobs in the KZG queue (read and unread; XLEN)"),
     "novaberg.promotion.queue.pending": ("{job}", "Promotion jobs delivered to a worker and not yet acked"),
-    "novaberg.promotion.queue.lag": ("s", "Age of the oldest promotion job still in the queue (0 when empty)"),
+    "novaberg.promotion.queue.lag": (
+        "s",
+        "Age of the oldest promotion job still in the queue (0 when empty)",
+    ),
     "novaberg.kzg.entries": ("{entry}", "KZG entries in the search index, all pairs"),
     "novaberg.lzg.nodes": ("{node}", "LZG nodes, all pairs (PostgreSQL's live-row estimate)"),
     "novaberg.lzg.edges": ("{edge}", "LZG edges, all pairs (PostgreSQL's live-row estimate)"),
@@ -440,9 +443,8 @@ def _ensure_provider(service_name: str, exporters: str) -> MeterProvider:
             _registry = CollectorRegistry(auto_describe=True)
             ProcessCollector(registry=_registry)  # process_cpu_seconds_total, process_resident_memory_bytes
             _pushing[:] = _push_readers(exporters)
-            _provider = MeterProvider(
-                resource=resource, metric_readers=[PrometheusMetricReader(registry=_registry), *_pushing]
-            )
+            readers = [PrometheusMetricReader(registry=_registry), *_pushing]
+            _provider = MeterProvider(resource=resource, metric_readers=readers)
             otel_metrics.set_meter_provider(_provider)
         return _provider
 
@@ -493,8 +495,6 @@ def meter_provider() -> MeterProvider | None:
 
 
 def flush_metrics(timeout_s: float = 5.0) -> bool:
-    """Push buffered metrics now (blocking; from async code via ``asyncio.to_thread``).
-
-    Only the push readers: the Prometheus reader keeps what a collection outside a scrape gathered
-    for the next scrape, which would then list every series once more per flush."""
+    """Push buffered metrics now (blocking; from async code via ``asyncio.to_thread``), by the push readers only:
+    the Prometheus reader keeps a collection outside a scrape for the next one, which lists each series again."""
     return all([flush_provider(reader, timeout_s) for reader in _pushing])
