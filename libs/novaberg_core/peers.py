@@ -167,12 +167,14 @@ def count_resendings() -> Iterator[Resendings]:
 _RETRYABLE: Final = frozenset(grpc.StatusCode[name] for name in RETRY_POLICY["retryableStatusCodes"])
 
 
-def _pauses() -> list[float]:
-    """The longest pause before each retry of :data:`RETRY_POLICY` (gRPC waits a random share of it)."""
-    initial = float(RETRY_POLICY["initialBackoff"].rstrip("s"))
-    longest = float(RETRY_POLICY["maxBackoff"].rstrip("s"))
-    factor = float(RETRY_POLICY["backoffMultiplier"])
-    return [min(initial * factor**n, longest) for n in range(int(RETRY_POLICY["maxAttempts"]) - 1)]
+def _pauses(policy: Mapping[str, Any]) -> tuple[float, ...]:
+    """The longest pause before each retry of ``policy`` (gRPC waits a random share of it)."""
+    initial, longest = float(policy["initialBackoff"].rstrip("s")), float(policy["maxBackoff"].rstrip("s"))
+    factor = float(policy["backoffMultiplier"])
+    return tuple(min(initial * factor**n, longest) for n in range(int(policy["maxAttempts"]) - 1))
+
+
+_PAUSES: Final = _pauses(RETRY_POLICY)
 
 
 def service_config() -> str:
@@ -311,10 +313,9 @@ class PeerClient:
         request is sent again after UNAVAILABLE or ABORTED (:meth:`resent`)."""
         rpc = getattr(self.stub, method)
         deadline = self.timeout_s if timeout_s is None else timeout_s
-        give_up_at = time.monotonic() + deadline
         sent = rpc(request, timeout=deadline, wait_for_ready=self.wait_for_ready)  # under way before it is awaited
         if is_resend_safe(request):
-            return call_peer(self.peer, method, self.resent(sent, rpc, request, give_up_at))
+            return call_peer(self.peer, method, self.resent(sent, rpc, request, time.monotonic() + deadline))
         return call_peer(self.peer, method, sent)
 
     async def resent(self, sent: Awaitable[Any], rpc: Any, request: Any, give_up_at: float) -> Any:
@@ -322,7 +323,7 @@ class PeerClient:
         idempotent method (:data:`RETRY_POLICY`): after UNAVAILABLE or ABORTED, after a random share of
         the policy's pause, while the throttle allows and all before ``give_up_at`` (the first
         sending's deadline, ``time.monotonic()``); the last status is raised."""
-        pauses = iter(_pauses())
+        pauses = iter(_PAUSES)
         while True:
             try:
                 answer = await sent
