@@ -126,16 +126,7 @@ class Ei:
 
     @classmethod
     def from_proto(cls, message: common_pb2.EiFields) -> Ei:
-        return cls(
-            emotion=message.emotion,
-            modus=message.modus,
-            arousal=message.arousal,
-            emotions_vektor=message.emotions_vektor,
-            sprach_stil=message.sprach_stil,
-            beziehungs_dynamik=message.beziehungs_dynamik,
-            tone=message.tone,
-            intentionen=tuple(message.intentionen),
-        )
+        return cls.from_row({name: getattr(message, name) for name in EI_FIELDS})
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any], intentionen: Sequence[str] | None = None) -> Ei:
