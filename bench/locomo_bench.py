@@ -223,7 +223,7 @@ async def measure(args: argparse.Namespace, stack: Stack, conversations: list[Co
         turn_key = {turn: key for key, turn in imported.key_turns.items()}
         for conv in conversations:
             alive |= await kzg_alive(
-                kzg, conv.pair, [turn_key[t.turn_id] for t in conv.turns if t.turn_id in turn_key]
+                kzg, conv.pair, [turn_key[t.turn_id] for t in conv.turns if t.turn_id in turn_key], conv.as_of
             )
 
     # Baselines: same model, same turns as imported, while the services are idle.

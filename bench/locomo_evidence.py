@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
@@ -60,17 +61,22 @@ async def pair_nodes(lzg: lzg_pb2_grpc.LzgServiceStub, pair: common_pb2.Pair) ->
     return PairNodes(keys, active, vectors)
 
 
-async def kzg_alive(kzg: kzg_pb2_grpc.KzgServiceStub, pair: common_pb2.Pair, keys: Iterable[str]) -> set[str]:
-    """The KZG keys that still exist."""
+async def kzg_alive(
+    kzg: kzg_pb2_grpc.KzgServiceStub, pair: common_pb2.Pair, keys: Iterable[str], as_of: datetime
+) -> set[str]:
+    """The KZG keys whose entry still exists and has not expired at ``as_of``, the questions' time: an
+    entry of a replay outlives its TTL in Redis (wall-clock), but no read at ``as_of`` returns it (SPEC §11)."""
     alive = set()
     for key in keys:
         try:
-            await kzg.GetEntry(kzg_pb2.GetEntryRequest(pair=pair, kzg_key=key), timeout=RPC_TIMEOUT_S)
+            found = await kzg.GetEntry(kzg_pb2.GetEntryRequest(pair=pair, kzg_key=key), timeout=RPC_TIMEOUT_S)
         except grpc.aio.AioRpcError as error:
             if error.code() != grpc.StatusCode.NOT_FOUND:
                 raise
             continue
-        alive.add(key)
+        entry = found.entry
+        if not entry.HasField("ablauf_am") or entry.ablauf_am.ToDatetime(tzinfo=UTC) > as_of:
+            alive.add(key)
     return alive
 
 
@@ -147,7 +153,7 @@ def evidence_location(
                         else "KZG entry"
                     )
                 else:
-                    place = "gone (expired or deleted)"
+                    place = "gone (expired at as_of, or deleted)"
                 places[place] += 1
                 unique_places[turn_id] = place
                 if turn_id in asked_before:
@@ -223,6 +229,7 @@ def evidence_location(
         "evidence_in_lzg_pct": share(places["LZG node"], total),
         "evidence_in_kzg_pct": share(sum(v for k, v in places.items() if k.startswith("KZG")), total),
         "evidence_not_stored_pct": share(places["not stored (below the 0.3 gate)"], total),
+        "evidence_expired_pct": share(places["gone (expired at as_of, or deleted)"], total),
         "evidence_node_rank_median": float(statistics.median(ranks)) if ranks else float("nan"),
         "evidence_node_rank_top3_pct": share(sum(1 for r in ranks if r <= 3), len(ranks)),
         "evidence_node_rank_top10_pct": share(sum(1 for r in ranks if r <= 10), len(ranks)),

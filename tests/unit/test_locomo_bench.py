@@ -3,12 +3,15 @@ scores (``bench/locomo_scores.py``): evidence ids, recall math, dossier → turn
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
+import grpc
+import grpc.aio
 import numpy as np
 import pytest
 
 from bench.locomo_bench import dossier_turn_ids
+from bench.locomo_evidence import kzg_alive
 from bench.locomo_scores import (
     CURVE_K,
     Question,
@@ -245,3 +248,22 @@ def test_bm25_leaves_out_documents_without_a_shared_term() -> None:
     docs = ["Caroline: I went to the support group", "Melanie: painting sunrises", "Melanie: my kids run"]
     ranked = bm25_rankings(docs, ["When did Caroline go to the support groups?", "xyzzy"], ["a", "b", "c"], 3)
     assert ranked == [["a"], []]
+
+
+async def test_a_kzg_entry_counts_as_alive_only_while_its_ttl_runs_at_the_questions_time() -> None:
+    """A replay's entry outlives its TTL in Redis (wall clock); the evidence location must not count it (SPEC §11)."""
+    as_of = datetime(2023, 7, 24, 18, 0, tzinfo=UTC)
+
+    class Kzg:
+        async def GetEntry(self, request: kzg_pb2.GetEntryRequest, **options: float) -> kzg_pb2.GetEntryResponse:
+            if request.kzg_key == "gone":
+                raise grpc.aio.AioRpcError(grpc.StatusCode.NOT_FOUND, grpc.aio.Metadata(), grpc.aio.Metadata())
+            entry = common_pb2.KzgEntry(kzg_key=request.kzg_key)
+            if request.kzg_key != "no-ttl":
+                ends = as_of + (timedelta(hours=1) if request.kzg_key == "later" else timedelta(0))
+                entry.ablauf_am.FromDatetime(ends)
+            return kzg_pb2.GetEntryResponse(entry=entry)
+
+    keys = ["gone", "at-as-of", "later", "no-ttl"]
+    alive = await kzg_alive(Kzg(), common_pb2.Pair(user_id="u", character_id="c"), keys, as_of)  # type: ignore[arg-type]
+    assert alive == {"later", "no-ttl"}
