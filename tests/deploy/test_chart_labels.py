@@ -68,7 +68,7 @@ def test_every_resource_and_pod_carries_the_recommended_labels(releases: Any) ->
         assert labels["app.kubernetes.io/instance"] == "nova"
         assert labels["app.kubernetes.io/managed-by"] == "Helm"
         assert labels["app.kubernetes.io/version"] == "0.1.0"
-        assert labels["helm.sh/chart"] == "novaberg-0.2.0"
+        assert labels["helm.sh/chart"] == "novaberg-0.3.0"
     for owner, labels in _pods(nova):
         assert all(key in labels for key in REQUIRED_LABELS), owner
 

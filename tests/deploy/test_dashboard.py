@@ -1,53 +1,19 @@
 """The Grafana dashboard ``deploy/grafana/novaberg-memory-core.json`` parses, covers turn latency,
-memory growth and Pixie health, and queries only metrics the services export — checked against a
-real scrape of this process's Prometheus endpoint after every instrument recorded once, so the
-names are the exporter's own (unit suffixes, ``_total``, ``_bucket``)."""
+memory growth and Pixie health, and queries only metrics and labels the services export
+(``tests.deploy.promql``: its PromQL parsed, the names checked against a real scrape)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import re
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis.exceptions
 
-from novaberg_core import metrics
-from novaberg_dev.embedded.state import free_port
+from tests.deploy.promql import SCRAPE_LABELS, exported_series, selectors
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "novaberg-memory-core.json"
-_PROMQL_WORDS = frozenset(
-    {
-        "sum",
-        "max",
-        "min",
-        "avg",
-        "count",
-        "rate",
-        "irate",
-        "increase",
-        "delta",
-        "histogram_quantile",
-        "topk",
-        "bottomk",
-        "by",
-        "without",
-        "on",
-        "ignoring",
-        "group_left",
-        "group_right",
-        "bool",
-        "and",
-        "or",
-        "unless",
-        "offset",
-        "le",
-    }
-)
 
 
 def _panels(items: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -61,67 +27,7 @@ def _expressions(dashboard: dict[str, Any]) -> list[str]:
 
 
 def metric_names(expr: str) -> set[str]:
-    """The metric names a PromQL expression reads (label matchers, ranges and groupings removed)."""
-    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
-    text = re.sub(r"\{[^}]*\}", " ", text)
-    text = re.sub(r"\[[^\]]*\]", " ", text)
-    text = re.sub(r"\b(by|without|on|ignoring)\s*\([^)]*\)", " ", text)
-    names = set()
-    for match in re.finditer(r"[A-Za-z_:][A-Za-z0-9_:]*", text):
-        token, rest = match.group(0), text[match.end() :].lstrip()
-        if rest.startswith("(") or token in _PROMQL_WORDS:
-            continue
-        names.add(token)
-    return names
-
-
-async def _scrape_everything() -> set[str]:
-    """Sample names of this process's endpoint with every instrument recorded once."""
-    port = metrics.setup_metrics("dashboard-test", port=free_port(), host="127.0.0.1")
-    assert port is not None
-    metrics.RPC_DURATION.record(
-        1.0,
-        {
-            "rpc.system": "grpc",
-            "rpc.service": "novaberg.pipeline.v1.PipelineService",
-            "rpc.method": "ObserveTurn",
-            "rpc.grpc.status_code": 0,
-        },
-    )
-    metrics.count_store_outage(
-        redis.exceptions.ConnectionError("down"), "/novaberg.kzg.v1.KzgService/StoreEntry"
-    )
-    metrics.record_dossier(kzg_hits=1, lzg_memories=2, recall_items=3, anchors=1, missing=["LZG SpreadingRead: down"])
-    metrics.record_decay(2, 1, scoped=False)
-    metrics.record_retention(5, 1, scoped=False)
-    metrics.record_run("synapsen_decay", "ok")
-    metrics.record_promotion({"promoted_new": 1, "parked": 1})
-    metrics.IN_FLIGHT.add(0, {"rpc.service": "novaberg.pipeline.v1.PipelineService"})
-    metrics.SHED_CALLS.add(1, {"rpc.service": "novaberg.kzg.v1.KzgService"})
-    with metrics.turn_in_flight():
-        pass
-
-    class Writer:
-        max_buffer, dropped, buffered = 100, 1, 3
-
-    writer = Writer()
-    metrics.register_pipeline_log(writer)
-
-    async def read() -> dict[str, float]:
-        return dict.fromkeys(metrics.METRIC_NAMES, 1.0)
-
-    sampler = metrics.StoreSampler(read, min_interval_s=0.0)
-    try:
-        url = f"http://127.0.0.1:{port}/metrics"
-        text = await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=10).read().decode())
-    finally:
-        sampler.close()
-    return {
-        m.group(0)
-        for line in text.splitlines()
-        if not line.startswith("#")
-        if (m := re.match(r"[A-Za-z_:][A-Za-z0-9_:]*", line))
-    }
+    return {name for name, _ in selectors(expr)}
 
 
 @pytest.fixture(scope="module")
@@ -154,13 +60,9 @@ def test_it_covers_turn_latency_memory_growth_and_pixie_health(dashboard: dict[s
     } <= queried
 
 
-def test_every_metric_it_queries_is_exported(dashboard: dict[str, Any]) -> None:
-    exported = asyncio.run(_scrape_everything())
-    queried = set().union(*map(metric_names, _expressions(dashboard)))
-    assert queried - exported == set()
-
-
-def test_the_promql_reader_finds_names_not_labels_or_functions() -> None:
-    expr = 'histogram_quantile(0.95, sum by (le, m) (rate(a_b_bucket{rpc_service="x.Y"}[$__rate_interval])))'
-    assert metric_names(expr) == {"a_b_bucket"}
-    assert metric_names("novaberg_x / novaberg_y") == {"novaberg_x", "novaberg_y"}
+def test_every_metric_it_queries_is_exported_with_the_labels_it_reads(dashboard: dict[str, Any]) -> None:
+    exported = exported_series()
+    for expr in _expressions(dashboard):
+        for name, labels in selectors(expr):
+            assert name in exported, (name, expr)
+            assert labels - exported[name] - SCRAPE_LABELS == set(), (name, expr)
