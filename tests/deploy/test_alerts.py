@@ -83,7 +83,15 @@ def test_thresholds_come_from_the_values() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"serverErrorRatio": 0}, {"serverErrorRatio": 1.5}, {"turnP95Ms": -1}, {"logBufferFill": 2}, {"for": "5m"}]
+    "bad",
+    [
+        {"serverErrorRatio": 0},
+        {"serverErrorRatio": 1.5},
+        {"turnP95Ms": -1},
+        {"turnP95Ms": 90_000},  # beyond the last finite bucket of rpc.server.duration: could never fire
+        {"logBufferFill": 2},
+        {"for": "5m"},
+    ],
 )
 def test_the_schema_refuses_thresholds_that_cannot_fire_or_always_fire(bad: dict[str, Any]) -> None:
     with pytest.raises(helm.HelmValuesError):
