@@ -38,6 +38,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.timeutil import TIMESTAMP_TYPE
 
 __all__ = [
     "BATCH_MAX_TURNS",
@@ -168,7 +169,6 @@ _INT_MAY_BE_NEGATIVE = frozenset({"ttl_seconds"})  # -1: the key has no TTL (SPE
 _UNIT_INTERVAL = frozenset({"salienz", "salienz_eingang", "arousal", "min_salienz"})
 """Numbers that are scores within 0..1 wherever they appear (SPEC §4.2, kzg §2)."""
 
-_TIMESTAMP = "google.protobuf.Timestamp"
 _WIDE_TIME_FIELDS = frozenset({"zeitpunkt"})
 
 _ALLOWED_IN_TEXT = frozenset("\t\n\r")
@@ -342,7 +342,7 @@ def _check_message(message: Message, path: str) -> None:
 
 
 def _check_submessage(field: FieldDescriptor, message: Message, path: str) -> None:
-    if message.DESCRIPTOR.full_name == _TIMESTAMP:
+    if message.DESCRIPTOR.full_name == TIMESTAMP_TYPE:
         _check_timestamp(message, path, wide=field.name in _WIDE_TIME_FIELDS)
     else:
         _check_message(message, path)

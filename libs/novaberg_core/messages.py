@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
-from novaberg_core.timeutil import from_timestamp, to_timestamp
+from novaberg_core.timeutil import TIMESTAMP_TYPE, from_timestamp, to_timestamp
 
 __all__ = ["from_message", "to_message"]
 
@@ -45,10 +45,7 @@ def from_message(record_type: type[_R], message: Message, **converted: Any) -> _
             value = tuple(value)
         elif descriptor.has_presence and not message.HasField(f.name):
             value = None
-        elif descriptor.message_type is not None and descriptor.message_type.full_name == _TIMESTAMP:
+        elif descriptor.message_type is not None and descriptor.message_type.full_name == TIMESTAMP_TYPE:
             value = from_timestamp(value)
         values[f.name] = value
     return record_type(**values, **converted)
-
-
-_TIMESTAMP = "google.protobuf.Timestamp"

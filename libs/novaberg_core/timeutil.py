@@ -11,12 +11,15 @@ from datetime import UTC, datetime, timedelta
 from google.protobuf.timestamp_pb2 import Timestamp
 
 __all__ = [
-    "SECONDS_PER_DAY", "as_of_or_now", "days_between", "from_timestamp", "optional_timestamp", "shifted", "to_timestamp",
+    "EPOCH", "SECONDS_PER_DAY", "TIMESTAMP_TYPE", "as_of_or_now", "days_between", "from_timestamp", "optional_timestamp", "shifted", "to_timestamp",
     "utc_now",
 ]  # fmt: skip
 
 SECONDS_PER_DAY = 86_400.0
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""The Unix epoch, aware UTC: the zero of every stored instant (protobuf Timestamps, Redis floats)."""
+TIMESTAMP_TYPE = Timestamp.DESCRIPTOR.full_name
+"""``google.protobuf.Timestamp``: the message type the contract checks and :func:`from_timestamp` converts."""
 
 
 def utc_now() -> datetime:
@@ -43,7 +46,7 @@ def to_timestamp(dt: datetime) -> Timestamp:
     epoch (a third of its time; a read converts a few per memory it returns).
     """
     _require_aware(dt, "to_timestamp")
-    since = dt - _EPOCH
+    since = dt - EPOCH
     return Timestamp(seconds=since.days * 86_400 + since.seconds, nanos=since.microseconds * 1_000)
 
 

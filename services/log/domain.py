@@ -10,11 +10,12 @@ import functools
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
 
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.pipeline_log import ARTEN, TURN_ROH, RecordColumns, record_problem
+from novaberg_core.timeutil import EPOCH
 
 __all__ = [
     "CLUSTER_WINDOW",
@@ -61,7 +62,6 @@ COPY_COLUMNS: Final = (
 NewRow = tuple[datetime, str, str | None, str, str, str, str, str | None, str | None, str | None]
 """One row to insert, in :data:`COPY_COLUMNS` order; ``inhalt`` as JSON text."""
 
-_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MIN_SECONDS: Final = -62_135_596_800  # 0001-01-01T00:00:00Z, the protobuf Timestamp range
 _MAX_SECONDS: Final = 253_402_300_799  # 9999-12-31T23:59:59Z
 
@@ -104,7 +104,7 @@ def time_from_parts(seconds: int, nanos: int) -> datetime:
 @functools.lru_cache(maxsize=4096)
 def _second(seconds: int) -> datetime:
     """The start of a second (cached: a batch's records share few seconds)."""
-    return _EPOCH + timedelta(seconds=seconds)
+    return EPOCH + timedelta(seconds=seconds)
 
 
 class _Stamp(Protocol):

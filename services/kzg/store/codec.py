@@ -18,6 +18,7 @@ from novaberg_core.contract import pair_token, user_token
 from novaberg_core.embedding import speaker_text
 from novaberg_core.lexical import LANGUAGES, language_of
 from novaberg_core.model import EI_SCALARS, Ei, Magnets
+from novaberg_core.timeutil import EPOCH
 from services.kzg.domain import THEMEN_SEPARATOR, CanonCheck, dedupe_entitaet_ids, themen_norm
 from services.kzg.models import EntryInput, KzgEntryData, Pair, PromotionJobData, SessionTurnRecord, Vector
 
@@ -77,9 +78,6 @@ def moment_or_none(value: bytes | None) -> datetime | None:
 def seconds(moment: datetime) -> str:
     """A time as a Redis field: unix seconds, so the search index can range over it (SPEC §11)."""
     return repr(moment.timestamp())
-
-
-_EPOCH = datetime.fromtimestamp(0, UTC)
 
 
 def int_or_none(value: bytes | None) -> int | None:
@@ -218,7 +216,7 @@ def _recall_part(key: str, raw: Mapping[bytes, bytes]) -> dict[str, Any]:
         "sprecher": text(raw.get(b"sprecher")),
         "sprache": text(raw.get(b"sprache")),
         "turn_id": text(raw.get(b"turn_id")),
-        "erstellt_am": moment_or_none(raw.get(b"erstellt_am")) or _EPOCH,
+        "erstellt_am": moment_or_none(raw.get(b"erstellt_am")) or EPOCH,
         "ablauf_am": moment_or_none(raw.get(b"ablauf_am")),
     }
 
