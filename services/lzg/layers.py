@@ -27,6 +27,7 @@ from typing import NamedTuple, Protocol
 
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.model import Praezision  # the shared model's; re-exported for the LZG's modules
+from novaberg_core.timeutil import SECONDS_PER_DAY
 
 __all__ = [
     "LZG_SCHICHT_FAKTOR",
@@ -189,7 +190,7 @@ def timeline_distance(a: datetime, b: datetime, praezision: Praezision) -> float
     """Distance of two moments in the unit of ``praezision`` (SPEC §5.4), always ≥ 0."""
     ua, ub = _as_utc(a), _as_utc(b)
     if praezision in (Praezision.MINUTE, Praezision.STUNDE):
-        return abs((ub - ua).total_seconds()) / 86_400.0
+        return abs((ub - ua).total_seconds()) / SECONDS_PER_DAY
     if praezision is Praezision.TAG:
         return float(abs((ub.date() - ua.date()).days))
     if praezision is Praezision.WOCHE:

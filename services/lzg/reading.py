@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from novaberg_core.fusion import LEXICAL_GATE, Fused, fuse
 from novaberg_core.lexical import QueryTerms
+from novaberg_core.timeutil import SECONDS_PER_DAY
 from services.lzg.cache import PairSnapshot
 from services.lzg.layers import LZG_TIMELINE_TOLERANZ, Praezision
 from services.lzg.read_store import PairReader
@@ -45,7 +46,7 @@ __all__ = [
     "window",
 ]
 
-_DAY = 86_400.0
+_DAY = SECONDS_PER_DAY
 _UNIT_SECONDS: Mapping[Praezision, float] = {
     Praezision.MINUTE: 60.0,
     Praezision.STUNDE: 3_600.0,
