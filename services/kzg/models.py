@@ -243,6 +243,7 @@ class EraseCounts:
     session_keys: int = 0
     hash_dirty: int = 0
     cluster_keys: int = 0
+    profile_keys: int = 0
     queue_jobs: int = 0
     stream_cutoff: str = "0-0"
     characters: set[str] = field(default_factory=set)

@@ -14,11 +14,10 @@ from services.kzg.app.forgetting import Forgetting
 from services.kzg.app.portability import Portability
 from services.kzg.memory import KzgMemory
 from services.kzg.models import EraseCounts, ExportedEntryData, ImportCounts
-from services.kzg.store import PIPELINE_CLUSTER_KEY, glob_escape
+from services.kzg.store import glob_escape
 
 __all__ = [
     "ERASURE_NODE",
-    "PIPELINE_CLUSTER_KEY",
     "EraseCounts",
     "ExportedEntryData",
     "ImportCounts",

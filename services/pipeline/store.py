@@ -20,13 +20,9 @@ from novaberg_core import redis_client
 from novaberg_core.embedding import DEFAULT_CHARACTER_NAME, DEFAULT_USER_NAME
 from novaberg_core.errors import Unavailable
 from novaberg_core.lexical import DEFAULT_LANGUAGE, language_of
+from novaberg_core.pair_keys import PIPELINE_CLUSTER_KEY, PIPELINE_PROFILE_KEY
 
-__all__ = ["CLUSTER_KEY", "PROFILE_KEY", "ClusterStore", "Profile", "StoredCluster"]
-
-CLUSTER_KEY = "pipeline:cluster:{user_id}:{character_id}"
-"""Redis key of a pair's previous-turn cluster (a JSON object, no TTL)."""
-PROFILE_KEY = "pipeline:profile:{user_id}:{character_id}"
-"""Redis key of a pair's profile: display names and language (SPEC §11; a JSON object, no TTL)."""
+__all__ = ["ClusterStore", "Profile", "StoredCluster"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +67,7 @@ class ClusterStore:
 
     @staticmethod
     def key(pair: common_pb2.Pair) -> str:
-        return CLUSTER_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
+        return PIPELINE_CLUSTER_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
 
     async def get(self, pair: common_pb2.Pair) -> StoredCluster | None:
         try:
@@ -104,7 +100,7 @@ class ClusterStore:
 
     @staticmethod
     def profile_key(pair: common_pb2.Pair) -> str:
-        return PROFILE_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
+        return PIPELINE_PROFILE_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
 
     async def get_with_profile(self, pair: common_pb2.Pair) -> tuple[StoredCluster | None, Profile]:
         """The previous-turn cluster and the pair's profile in one round trip (``MGET``)."""

@@ -159,6 +159,7 @@ class Erasures:
                             "kzg.session_keys": kzg.session_keys,
                             "kzg.hash_dirty": kzg.hash_dirty,
                             "kzg.cluster_keys": kzg.cluster_keys,
+                            "kzg.profile_keys": kzg.profile_keys,
                             "kzg.queue_jobs": kzg.queue_jobs,
                         },
                         cutoff=kzg.stream_cutoff,

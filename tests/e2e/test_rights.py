@@ -54,9 +54,11 @@ async def _nodes(clients: Clients, pair: common_pb2.Pair) -> list[lzg_pb2.Node]:
 
 
 async def _conversation(clients: Clients, pair: common_pb2.Pair) -> None:
-    """Two memories that become nodes with an edge (shared entity), a dossier, a dispatched answer."""
+    """Two memories that become nodes with an edge (shared entity), a dossier, a dispatched answer; the
+    pair's profile (how its speakers are named) given with the first turn."""
     await clients.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
-        pair=pair, turn_id=f"{pair.character_id}-a", beobachter=USER, text=A_TEXT))  # fmt: skip
+        pair=pair, turn_id=f"{pair.character_id}-a", beobachter=USER, text=A_TEXT,
+        profile=common_pb2.PairProfile(user_name="Maria Eder", character_name="Nova", sprache="en")))  # fmt: skip
     first = await clients.lzg.ResolveEntities(lzg_pb2.ResolveEntitiesRequest(pair=pair, names=["Anna"]))
     await clients.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
         pair=pair, turn_id=f"{pair.character_id}-b", beobachter=USER, text=B_TEXT,
@@ -216,14 +218,15 @@ async def test_erasure_leaves_nothing_of_the_pair_in_any_store_and_the_other_pai
                   "pixie.parked_jobs"):  # fmt: skip
         assert _naming({table: pg_before[table]}, ERASE.character_id), f"no rows of the pair in {table}"
     assert any('"turn_roh"' in r or ",turn_roh," in r for r in pg_before["log.pipeline_log"] if ERASE.character_id in r)
-    assert any(f"pipeline:cluster:{ERASE.user_id}:{ERASE.character_id}" == k for k in redis_before)
+    for kind in ("cluster", "profile"):  # the pipeline's state of the pair, in the KZG's Redis
+        assert any(f"pipeline:{kind}:{ERASE.user_id}:{ERASE.character_id}" == k for k in redis_before), kind
     keep_before = await _pair_fingerprint(stack, KEEP)
 
     receipt = await clients.pixie.ErasePair(pixie_pb2.ErasePairRequest(pair=ERASE, reason="Art. 17 GDPR request"))
     assert receipt.state == "done", receipt
     counts = dict(receipt.counts)
     assert counts["kzg.entries"] >= 2 and counts["kzg.session_keys"] == 2 and counts["kzg.cluster_keys"] == 1
-    assert counts["kzg.queue_jobs"] == 1 and counts["kzg.hash_dirty"] == 1
+    assert counts["kzg.queue_jobs"] == 1 and counts["kzg.hash_dirty"] == 1 and counts["kzg.profile_keys"] == 1
     assert counts["lzg.nodes"] >= 2 and counts["lzg.edges"] >= 2 and counts["lzg.entities"] >= 1
     assert counts["lzg.timelines"] >= 1 and counts["lzg.verbindungen"] >= 2
     assert counts["pixie.parked_jobs"] == 1 and counts["log.turn_roh"] == 1 and counts["log.rows"] > 10

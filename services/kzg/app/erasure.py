@@ -18,7 +18,7 @@ __all__ = ["Erasure"]
 
 _ERASED_COUNTS: Final = count_names(
     EraseCounts, eintraege="entries", session_schluessel="session_keys", hash_dirty="hash_dirty",
-    cluster_schluessel="cluster_keys", queue_jobs="queue_jobs",
+    cluster_schluessel="cluster_keys", profil_schluessel="profile_keys", queue_jobs="queue_jobs",
 )  # fmt: skip
 """What an erasure's :class:`EraseCounts` are called in its record (log name → attribute)."""
 
@@ -41,7 +41,7 @@ class Erasure:
         counts = EraseCounts(stream_cutoff=await self.store.stream_cutoff())
         if pair is not None:
             await self.store.erase_pair_keys(pair, counts)
-            if counts.entries or counts.session_keys or counts.hash_dirty or counts.cluster_keys:
+            if any((counts.entries, counts.session_keys, counts.hash_dirty, counts.cluster_keys, counts.profile_keys)):
                 counts.characters.add(pair.character_id)
         else:
             await self.store.erase_user_keys(user, counts)

@@ -14,7 +14,6 @@ from services.kzg.store.entries import Neighbour, NeighbourUpdate, WriteOutcome
 from services.kzg.store.index import IndexStore
 from services.kzg.store.keys import (
     MODEL_KEY,
-    PIPELINE_CLUSTER_KEY,
     PROMOTION_GROUP,
     PROMOTION_STREAM,
     entry_key,
@@ -33,7 +32,6 @@ from services.kzg.store.sessions import SessionStore
 __all__ = [
     "INDEX_SCHEMA_PATH",
     "MODEL_KEY",
-    "PIPELINE_CLUSTER_KEY",
     "PROMOTION_GROUP",
     "PROMOTION_STREAM",
     "VECTOR_ALGORITHMS",

@@ -9,13 +9,13 @@ import re
 from collections.abc import Sequence
 
 from novaberg_core.contract import pair_token, user_token
+from novaberg_core.pair_keys import PIPELINE_CLUSTER_KEY, PIPELINE_PROFILE_KEY
 from novaberg_core.rights import kzg_key, kzg_key_prefix
 from services.kzg.models import Pair
 
 __all__ = [
     "INDEX_META_KEY",
     "MODEL_KEY",
-    "PIPELINE_CLUSTER_KEY",
     "PROMOTION_GROUP",
     "PROMOTION_STREAM",
     "entry_key",
@@ -26,6 +26,7 @@ __all__ = [
     "pair_clause",
     "pair_cluster_key",
     "pair_prefix",
+    "pair_profile_key",
     "session_summary_key",
     "session_taken_key",
     "session_turns_key",
@@ -41,9 +42,6 @@ MODEL_KEY = "kzg:meta:model"
 """JSON ``{"model_id", "dimension"}`` of the model that filled the store (SPEC §2)."""
 INDEX_META_KEY = "kzg:meta:index"
 """Fingerprint of the FT.CREATE arguments the index was built with."""
-PIPELINE_CLUSTER_KEY = "pipeline:cluster:{user_id}:{character_id}"
-"""The pipeline's previous-turn cluster key (equal to ``services.pipeline.store.CLUSTER_KEY``, checked
-by a test): it lives in the same Redis, so the KZG's erasure takes it too (docs/decisions.md)."""
 
 # Characters the query parser treats specially inside TAG values (dialect 2). Non-ASCII letters
 # are passed through unescaped: a backslash before a multi-byte character would split it.
@@ -104,7 +102,13 @@ def session_taken_key(pair: Pair) -> str:
 
 
 def pair_cluster_key(pair: Pair) -> str:
+    """The pipeline's previous-turn cluster of the pair: the same Redis, so its erasure is the KZG's."""
     return PIPELINE_CLUSTER_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
+
+
+def pair_profile_key(pair: Pair) -> str:
+    """The pipeline's profile of the pair (the speakers' names, its language): erased with the pair too."""
+    return PIPELINE_PROFILE_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
 
 
 def key_parts(key: str) -> list[str]:
@@ -127,4 +131,6 @@ def user_key_kind(key: str, user_id: str) -> str | None:
         return "hash_dirty"
     if len(parts) == 4 and parts[:2] == ["pipeline", "cluster"] and parts[2] == user_id:
         return "cluster_keys"
+    if len(parts) == 4 and parts[:2] == ["pipeline", "profile"] and parts[2] == user_id:
+        return "profile_keys"
     return None

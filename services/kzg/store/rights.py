@@ -3,7 +3,7 @@ exported pair written back (docs/decisions.md "Erasure").
 
 Every key of a pair is found without KEYS and without walking other pairs: entries through the
 index token fields (``paar``/``nutzer``), the pair's other keys by name (session list and summary,
-hash_dirty marker, the pipeline's previous-turn cluster). A user's erasure does not know the
+hash_dirty marker, the pipeline's previous-turn cluster and profile). A user's erasure does not know the
 user's characters beforehand, so it walks the keyspace once with ``SCAN MATCH *:{user}:*`` (the
 user id glob-escaped) and keeps exactly the keys whose parsed user part is the user.
 """
@@ -23,6 +23,7 @@ from services.kzg.store.keys import (
     key_parts,
     pair_clause,
     pair_cluster_key,
+    pair_profile_key,
     session_summary_key,
     session_taken_key,
     session_turns_key,
@@ -41,7 +42,7 @@ class RightsStore(SearchStore, EntryStore):
     """Erasure of a pair's or a user's keys, and the import of an exported pair."""
 
     async def erase_pair_keys(self, pair: Pair, counts: EraseCounts) -> None:
-        """The pair's entries (page by page through its token), session, marker and cluster key."""
+        """The pair's entries (page by page through its token), session, marker, cluster and profile keys."""
         clause = pair_clause(pair)
         while True:  # page by page from the start: what is deleted leaves the index
             page, _ = await self.index_keys(clause)
@@ -54,6 +55,7 @@ class RightsStore(SearchStore, EntryStore):
         )
         counts.hash_dirty += await self.delete_keys([hash_dirty_key(pair)])
         counts.cluster_keys += await self.delete_keys([pair_cluster_key(pair)])
+        counts.profile_keys += await self.delete_keys([pair_profile_key(pair)])
 
     async def erase_user_keys(self, user_id: str, counts: EraseCounts) -> None:
         """Entries through the ``nutzer`` token, then one SCAN for the user's other keys (and stray ones)."""
@@ -83,7 +85,7 @@ class RightsStore(SearchStore, EntryStore):
                 for (key, kind), deleted in zip(mine, results, strict=True):
                     if deleted:
                         parts = key_parts(key)
-                        counts.characters.add(parts[3] if kind == "cluster_keys" else parts[2])
+                        counts.characters.add(parts[3] if parts[0] == "pipeline" else parts[2])
                         setattr(counts, kind, getattr(counts, kind) + int(deleted))
             if cursor == 0:
                 return

@@ -5,7 +5,7 @@ requeue. Real Redis with the search module."""
 from __future__ import annotations
 
 import dataclasses
-import json
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -16,9 +16,9 @@ from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
 from novaberg_core.model import Ei, Magnets
 from services.kzg.memory import KzgMemory
 from services.kzg.models import Pair, RetrieveQuery, SessionTurnRecord
-from services.kzg.rights import PIPELINE_CLUSTER_KEY, KzgRights, glob_escape
+from services.kzg.rights import KzgRights, glob_escape
 from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
-from services.pipeline.store import CLUSTER_KEY
+from services.pipeline.store import ClusterStore, Profile
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 
 pytestmark = pytest.mark.integration
@@ -29,7 +29,8 @@ GLOB_NEIGHBOUR = Pair("u1[x]2", "c")  # what the unescaped pattern u*[x]? would 
 
 
 async def _fill(kzg: KzgMemory, rng: np.random.Generator, pair: Pair, n: int = 3) -> list[str]:
-    """Entries (the first queued for promotion and hash_dirty), two session turns, a cluster key."""
+    """Entries (the first queued for promotion and hash_dirty), two session turns, and the pipeline's
+    state of the pair (its previous-turn cluster and its profile), written by the pipeline's own store."""
     keys = []
     for i in range(n):
         result = await kzg.store_entry(entry(
@@ -39,8 +40,9 @@ async def _fill(kzg: KzgMemory, rng: np.random.Generator, pair: Pair, n: int = 3
         keys.append(result.kzg_key)
     for i, role in enumerate(("user", "assistant")):
         await kzg.append_session_turn(pair, SessionTurnRecord(role=role, text=f"Satz {i}", turn_id=f"turn-{i}"))
-    await kzg.store.redis.set(PIPELINE_CLUSTER_KEY.format(user_id=pair.user_id, character_id=pair.character_id),
-                              json.dumps({"cluster": "bier", "turn_id": "turn-1"}))  # fmt: skip
+    pipeline = ClusterStore(kzg.store.redis)
+    await pipeline.put(pair.to_proto(), "bier", turn_id="turn-1", as_of=datetime(2026, 12, 6, tzinfo=UTC))
+    await pipeline.put_profile(pair.to_proto(), Profile(user_name=f"Eder {pair.user_id}", character_name="Nova", sprache="de"))
     return keys
 
 
@@ -66,8 +68,16 @@ async def _everything(redis: Redis) -> dict[str, str]:
     return out
 
 
-def test_the_cluster_key_is_the_pipelines() -> None:
-    assert PIPELINE_CLUSTER_KEY == CLUSTER_KEY
+async def test_after_a_pairs_erasure_the_pipeline_finds_no_state_of_it(kzg: KzgMemory, rng: np.random.Generator) -> None:
+    """The pipeline's cluster and profile (the speakers' names) live in the KZG's Redis: its erasure takes them."""
+    await _fill(kzg, rng, PAIR)
+    await _fill(kzg, rng, SECOND)
+    pipeline = ClusterStore(kzg.store.redis)
+    counts = await KzgRights(kzg).erase(PAIR, None)
+    assert (counts.cluster_keys, counts.profile_keys) == (1, 1)
+    assert await pipeline.get_with_profile(PAIR.to_proto()) == (None, Profile())
+    cluster, profile = await pipeline.get_with_profile(SECOND.to_proto())
+    assert cluster is not None and profile.user_name == f"Eder {SECOND.user_id}"
 
 
 async def test_erase_pair_leaves_no_key_or_value_of_the_pair_and_others_byte_identical(
@@ -81,9 +91,8 @@ async def test_erase_pair_leaves_no_key_or_value_of_the_pair_and_others_byte_ide
     others = [k async for k in redis.scan_iter(count=1000) if b"luna" in k or b"example:" in k]
     before = {k: await redis.dump(k) for k in others}
     counts = await KzgRights(kzg).erase(PAIR, None)
-    assert (counts.entries, counts.session_keys, counts.hash_dirty, counts.cluster_keys, counts.queue_jobs) == (
-        3, 2, 1, 1, 1,
-    )  # fmt: skip  (session keys: the list and the taken set)
+    assert (counts.entries, counts.session_keys, counts.hash_dirty, counts.cluster_keys, counts.profile_keys,
+            counts.queue_jobs) == (3, 2, 1, 1, 1, 1)  # fmt: skip  (session keys: the list and the taken set)
     assert counts.stream_cutoff != "0-0"
     everything = await _everything(redis)
     for needle in (f"{PAIR.user_id}:{PAIR.character_id}", pair_token(PAIR.user_id, PAIR.character_id),
@@ -107,9 +116,11 @@ async def test_erase_user_walks_the_keyspace_once_and_takes_only_that_users_keys
     await _fill(kzg, rng, GLOB_NEIGHBOUR)
     redis = kzg.store.redis
     neighbour = {k: await redis.dump(k) async for k in redis.scan_iter(match=f"*{glob_escape('u1[x]2')}*")}
-    assert len(neighbour) == 7  # 3 entries, session list and taken set, hash_dirty, cluster
+    assert len(neighbour) == 8  # 3 entries, session list and taken set, hash_dirty, cluster, profile
     counts = await KzgRights(kzg).erase(None, GLOB_USER.user_id)
-    assert (counts.entries, counts.session_keys, counts.cluster_keys, len(counts.characters)) == (6, 4, 2, 2)
+    assert (counts.entries, counts.session_keys, counts.cluster_keys, counts.profile_keys, len(counts.characters)) == (
+        6, 4, 2, 2, 2,
+    )  # fmt: skip
     everything = await _everything(redis)
     assert [k for k, v in everything.items() if "u*[x]?" in k or "u*[x]?" in v] == []
     assert [k for k, v in everything.items() if user_token(GLOB_USER.user_id) in v] == []

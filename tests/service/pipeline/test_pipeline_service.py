@@ -21,12 +21,12 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg_core.config import CommonConfig
 from novaberg_core.embedding import DEFAULT_USER_NAME, EmbeddingProvider, kzg_embed_text
+from novaberg_core.pair_keys import PIPELINE_CLUSTER_KEY
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from novaberg_core.timeutil import from_timestamp, to_timestamp
 from services.pipeline.config import PipelineConfig
 from services.pipeline.server import create_server as create_pipeline_server
 from services.pipeline.servicer import MEMORY_MS_KEY, MODEL_MS_KEY
-from services.pipeline.store import CLUSTER_KEY
 from tests.service.pipeline.conftest import Peers, PipelineUnderTest
 from tests.service.pipeline.ollama_chat import running_chat_server
 
@@ -167,7 +167,7 @@ async def test_dossier_weights_perspectives_and_logs_the_gravitation_decision(se
 async def test_a_stored_cluster_outside_the_table_fails_loudly(service: PipelineUnderTest, peers: Peers) -> None:
     client = aioredis.from_url(peers.redis_url, decode_responses=True)
     try:
-        key = CLUSTER_KEY.format(user_id=PAIR.user_id, character_id=PAIR.character_id)
+        key = PIPELINE_CLUSTER_KEY.format(user_id=PAIR.user_id, character_id=PAIR.character_id)
         await client.set(key, json.dumps({"cluster": "disco", "turn_id": "alt", "gesetzt_am": ""}))
     finally:
         await client.aclose()
@@ -190,7 +190,7 @@ async def test_dispatch_records_protocol_cluster_and_turn_roh(service: PipelineU
     assert response.cluster_persisted == "kissenschlacht"
     client = aioredis.from_url(peers.redis_url, decode_responses=True)
     try:
-        stored = json.loads(str(await client.get(CLUSTER_KEY.format(user_id="meister", character_id="nova"))))
+        stored = json.loads(str(await client.get(PIPELINE_CLUSTER_KEY.format(user_id="meister", character_id="nova"))))
     finally:
         await client.aclose()
     assert stored == {"cluster": "kissenschlacht", "turn_id": "turn-6", "gesetzt_am": AS_OF.isoformat()}

@@ -382,7 +382,7 @@ class EraseRequest(_message.Message):
     def __init__(self, target: _Optional[_Union[_common_pb2.ErasureTarget, _Mapping]] = ...) -> None: ...
 
 class EraseResponse(_message.Message):
-    __slots__ = ("entries", "session_keys", "hash_dirty", "cluster_keys", "queue_jobs", "stream_cutoff", "characters")
+    __slots__ = ("entries", "session_keys", "hash_dirty", "cluster_keys", "queue_jobs", "stream_cutoff", "characters", "profile_keys")
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     SESSION_KEYS_FIELD_NUMBER: _ClassVar[int]
     HASH_DIRTY_FIELD_NUMBER: _ClassVar[int]
@@ -390,6 +390,7 @@ class EraseResponse(_message.Message):
     QUEUE_JOBS_FIELD_NUMBER: _ClassVar[int]
     STREAM_CUTOFF_FIELD_NUMBER: _ClassVar[int]
     CHARACTERS_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_KEYS_FIELD_NUMBER: _ClassVar[int]
     entries: int
     session_keys: int
     hash_dirty: int
@@ -397,7 +398,8 @@ class EraseResponse(_message.Message):
     queue_jobs: int
     stream_cutoff: str
     characters: int
-    def __init__(self, entries: _Optional[int] = ..., session_keys: _Optional[int] = ..., hash_dirty: _Optional[int] = ..., cluster_keys: _Optional[int] = ..., queue_jobs: _Optional[int] = ..., stream_cutoff: _Optional[str] = ..., characters: _Optional[int] = ...) -> None: ...
+    profile_keys: int
+    def __init__(self, entries: _Optional[int] = ..., session_keys: _Optional[int] = ..., hash_dirty: _Optional[int] = ..., cluster_keys: _Optional[int] = ..., queue_jobs: _Optional[int] = ..., stream_cutoff: _Optional[str] = ..., characters: _Optional[int] = ..., profile_keys: _Optional[int] = ...) -> None: ...
 
 class ExportPairRequest(_message.Message):
     __slots__ = ("pair",)

@@ -1,0 +1,16 @@
+"""The pipeline's per-pair keys in Redis, named once (SPEC §1, §11).
+
+The pipeline keeps its one piece of state per pair there; the KZG, which shares that Redis, deletes
+these keys with the rest of a person's keys (docs/decisions.md "Erasure"), so both must spell them alike.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["PIPELINE_CLUSTER_KEY", "PIPELINE_PROFILE_KEY"]
+
+PIPELINE_CLUSTER_KEY: Final = "pipeline:cluster:{user_id}:{character_id}"
+"""A pair's previous-turn cluster (a JSON object, no TTL)."""
+PIPELINE_PROFILE_KEY: Final = "pipeline:profile:{user_id}:{character_id}"
+"""A pair's profile: how its two speakers are named, and its language (SPEC §11; a JSON object, no TTL)."""
