@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from novaberg_core.pipeline_log import LogScope, PipelineLog, count_names
+from novaberg_core.pipeline_log.nodes import NODE_PROMOTION
 from novaberg_core.rights import RIGHTS_NODE as RIGHTS_LOG_NODE
 from novaberg_core.rights import rights_write
 from services.lzg.rights_store import EraseCounts
@@ -18,7 +19,6 @@ from services.lzg.types import PromotionInput, PromotionOutcome, Trigger3Result
 __all__ = ["ERASED_COUNTS", "RIGHTS_LOG_NODE", "TRIGGER3_COUNTS", "PromotionRecords", "rights_write"]
 
 
-_PROMOTION: Final = "promotion"
 
 # What a result's numbers are called in its record (log name → attribute; ``count_fields``).
 ERASED_COUNTS: Final = count_names(
@@ -37,7 +37,7 @@ def erased_promotion_dropped(log: PipelineLog) -> None:
     """A promotion of an entry whose pair was erased after it was written: nothing written; the
     record names no pair (docs/decisions.md "Erasure")."""
     log.decision(
-        turn_id="loeschung", node=_PROMOTION, entscheidung="promotion.ausgang",
+        turn_id="loeschung", node=NODE_PROMOTION, entscheidung="promotion.ausgang",
         ausgang=PromotionOutcome.ERASED.value, massstab="Paar nach dem Schreiben des Eintrags geloescht",
     )  # fmt: skip
 
@@ -56,12 +56,12 @@ class PromotionRecords:
     def received(self, entry: PromotionInput) -> None:
         """The entry arrived (step 1)."""
         inhalt = {"kzg_key": entry.kzg_key, "ausloeser_turn_id": entry.ausloeser_turn_id}
-        self.log.write(node=_PROMOTION, art="eingang", inhalt=inhalt, **self.where)
+        self.log.write(node=NODE_PROMOTION, art="eingang", inhalt=inhalt, **self.where)
 
     def already_promoted(self, kzg_key: str, node_id: int) -> None:
         """The same job ran before (at-least-once delivery): the entry's node exists."""
         self.log.decision(
-            node=_PROMOTION,
+            node=NODE_PROMOTION,
             entscheidung="promotion.bereits_promotet",
             ausgang="neu",
             eingang={"kzg_key": kzg_key, "knoten_id": node_id},
@@ -72,7 +72,7 @@ class PromotionRecords:
     def cache_read(self, nodes: int, best_cosine: float) -> None:
         """The pair's nodes compared with the entry (step 2)."""
         self.log.db_read(
-            node=_PROMOTION,
+            node=NODE_PROMOTION,
             tabelle="lzg_knoten",
             treffer=nodes,
             bester_cosine=round(best_cosine, 6),
@@ -82,7 +82,7 @@ class PromotionRecords:
     def hit(self, outcome: PromotionOutcome, eingang: dict[str, Any], match: float) -> None:
         """Step 4's decision: a new node, a duplicate or a half-reactivation."""
         self.log.decision(
-            node=_PROMOTION,
+            node=NODE_PROMOTION,
             entscheidung="promotion.treffer",
             ausgang=outcome.value,
             eingang=eingang,
@@ -93,7 +93,7 @@ class PromotionRecords:
     def wrote(self, tabelle: str, operation: str, **details: Any) -> None:
         """A row written (node, edges, bridge)."""
         self.log.db_write(
-            node=_PROMOTION,
+            node=NODE_PROMOTION,
             tabelle=tabelle,
             operation=operation,
             **details,
@@ -102,4 +102,4 @@ class PromotionRecords:
 
     def error(self, typ: str, message: str) -> None:
         """What the promotion dropped or could not write, and went on."""
-        self.log.error(node=_PROMOTION, typ=typ, message=message, **self.where)
+        self.log.error(node=NODE_PROMOTION, typ=typ, message=message, **self.where)

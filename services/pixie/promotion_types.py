@@ -8,8 +8,9 @@ import collections
 from collections.abc import Awaitable, Callable
 
 from novaberg.kzg.v1 import kzg_pb2
+from novaberg_core.pipeline_log.nodes import NODE_PROMOTION
 
-NODE = "promotion"
+NODE = NODE_PROMOTION
 """pipeline_log node name of every promotion record (SPEC §5.3)."""
 
 

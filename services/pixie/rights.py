@@ -18,6 +18,7 @@ from novaberg_core.contract import check_pair
 from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
 from novaberg_core.peers import call_peer
 from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.pipeline_log.nodes import NODE_PROMOTION
 from services.pixie.export_format import ParsedExport, chunks, export_lines, parse_lines
 from services.pixie.store import PixieStore
 
@@ -359,7 +360,7 @@ class PixieRights:
         queued = [i for i in new_ids if i]
         self.plog.db_write(
             turn_id=f"requeue-{queued[0] if queued else 'weg'}",
-            node="promotion",
+            node=NODE_PROMOTION,
             tabelle="pixie.parked_jobs",
             operation="requeue",
             wieder_eingereiht=len(queued),

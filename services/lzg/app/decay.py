@@ -53,13 +53,13 @@ class Decay(UseCase):
         for user_id, character_id in targets:
             where = LogScope(turn_id, turn.span_id, user_id, character_id, as_of)
             self.log.db_write(
-                **where, node="synapsen_decay", tabelle="lzg_knoten", operation="update",
+                **where, node=TASK_DECAY, tabelle="lzg_knoten", operation="update",
                 verfallen=decayed, deaktiviert=deactivated, dauer_ms=round(duration_ms, 1),
                 rate=LZG_KNOTEN_DECAY_RATE, min_gewicht=LZG_KNOTEN_MIN_GEWICHT, **run_scope,
             )  # fmt: skip
         if marks:
             self.log.db_write(
-                **LogScope(turn_id, turn.span_id, None, None, as_of), node="synapsen_decay",
+                **LogScope(turn_id, turn.span_id, None, None, as_of), node=TASK_DECAY,
                 tabelle="verwendung_turn", operation="delete", geloescht=marks,
             )  # fmt: skip
         return decayed, deactivated, duration_ms

@@ -18,6 +18,7 @@ from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.model import Pair, check_vector
 from novaberg_core.pipeline_log import LogScope
+from novaberg_core.pipeline_log.nodes import NODE_ENRICHER
 from novaberg_core.timeutil import utc_now
 from services.lzg.app.context import NO_TURN, UseCase
 from services.lzg.layers import parse_praezision
@@ -140,7 +141,7 @@ class Read(UseCase):
         if turn.turn_id:
             self.log.db_read(
                 **LogScope.of_pair(turn.turn_id, pair, turn.span_id, as_of),
-                node="enricher",
+                node=NODE_ENRICHER,
                 tabelle="lzg_knoten",
                 treffer=len(top),
                 anker=len(anchors),

@@ -20,6 +20,7 @@ from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import InvalidArgument, NotFound
 from novaberg_core.model import Pair
 from novaberg_core.pipeline_log import LogScope
+from novaberg_core.pipeline_log.nodes import NODE_VERWENDUNG
 from services.lzg.app.context import NO_TURN, UseCase
 from services.lzg.store import PairTx
 from services.lzg.usage import VERWENDUNG_MAX_JE_TURN, Ausgang, Verwendungsprotokoll, select_used
@@ -67,14 +68,14 @@ class Usage(UseCase):
             where = LogScope.of_pair(turn.turn_id, pair, turn.span_id, as_of)
             self.log.decision(
                 **where,
-                node="verwendung",
+                node=NODE_VERWENDUNG,
                 entscheidung="verwendung.verstaerken",
                 ausgang=record.ausgang.value,
                 eingang=record.as_log(),
                 massstab={"schwelle": schwelle, "deckel": record.deckel},
             )
             if record.error:
-                self.log.error(**where, node="verwendung", typ=record.ausgang.value, message=record.error)
+                self.log.error(**where, node=NODE_VERWENDUNG, typ=record.ausgang.value, message=record.error)
         return record
 
     async def _reinforce(
