@@ -8,6 +8,7 @@ perspective) and SPEC §4.1 (the emotional-intelligence fields copied unchanged 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -20,9 +21,11 @@ import numpy.typing as npt
 from novaberg.common.v1 import common_pb2
 from novaberg_core.contract import check_pair
 from novaberg_core.embedding.guard import ModelStamp
+from novaberg_core.embedding.texts import DEFAULT_CHARACTER_NAME, DEFAULT_USER_NAME
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.lexical import DEFAULT_LANGUAGE, LANGUAGES, language_of
 
-__all__ = ["EI_FIELDS", "EI_SCALARS", "READERS", "Beobachter", "Ei", "Magnets", "Pair", "Praezision", "PromotionOutcome", "check_reader", "check_unit_interval", "check_vector", "model_info", "model_stamp"]
+__all__ = ["EI_FIELDS", "EI_SCALARS", "READERS", "Beobachter", "Ei", "Magnets", "Pair", "Praezision", "Profile", "PromotionOutcome", "check_reader", "check_unit_interval", "check_vector", "model_info", "model_stamp"]
 
 
 class Beobachter(StrEnum):
@@ -109,6 +112,67 @@ class Pair:
 
     def to_proto(self) -> common_pb2.Pair:
         return common_pb2.Pair(user_id=self.user_id, character_id=self.character_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """How a pair is talked about (SPEC §11): its speakers' display names and its language.
+
+    The pipeline keeps it under ``pipeline:profile:…`` (:mod:`novaberg_core.pair_keys`) as the JSON
+    object :meth:`to_json` writes; the KZG's export carries it out and its import back in.
+    """
+
+    user_name: str = DEFAULT_USER_NAME
+    character_name: str = DEFAULT_CHARACTER_NAME
+    sprache: str = DEFAULT_LANGUAGE
+
+    def speaker(self, beobachter: int) -> str:
+        """The display name of the turn's speaker (user or character)."""
+        return self.user_name if beobachter == common_pb2.BEOBACHTER_USER else self.character_name
+
+    def merged(self, given: common_pb2.PairProfile) -> Profile:
+        """This profile with the fields a caller gave (empty fields keep the stored value)."""
+        return Profile(
+            user_name=given.user_name.strip() or self.user_name,
+            character_name=given.character_name.strip() or self.character_name,
+            sprache=language_of(given.sprache) if given.sprache else self.sprache,
+        )
+
+    @staticmethod
+    def check_proto(message: common_pb2.PairProfile, field: str = "profile") -> None:
+        """A caller's profile: its language, when given, one the product reads (the names are the
+        contract's NAME kind, checked with every request)."""
+        if message.sprache and message.sprache not in LANGUAGES:
+            raise InvalidArgument(f"{field}.sprache must be one of {', '.join(LANGUAGES)} or empty, got {message.sprache!r}")
+
+    @classmethod
+    def from_proto(cls, message: common_pb2.PairProfile, field: str = "profile") -> Profile:
+        """A caller's checked profile; the fields it leaves empty are the defaults."""
+        cls.check_proto(message, field)
+        return cls().merged(message)
+
+    def to_proto(self) -> common_pb2.PairProfile:
+        return common_pb2.PairProfile(user_name=self.user_name, character_name=self.character_name, sprache=self.sprache)
+
+    @classmethod
+    def from_json(cls, raw: object) -> Profile | None:
+        """A stored profile; None for none, and for a value that does not parse (nothing stored breaks a pair)."""
+        if not isinstance(raw, str | bytes):
+            return None
+        try:
+            data = json.loads(raw)
+            return cls(
+                user_name=str(data.get("user_name") or DEFAULT_USER_NAME),
+                character_name=str(data.get("character_name") or DEFAULT_CHARACTER_NAME),
+                sprache=language_of(str(data.get("sprache") or DEFAULT_LANGUAGE)),
+            )
+        except (ValueError, AttributeError):
+            return None
+
+    def to_json(self) -> str:
+        """The stored form: one JSON object, names as given (not ASCII-escaped)."""
+        fields_ = {"user_name": self.user_name, "character_name": self.character_name, "sprache": self.sprache}
+        return json.dumps(fields_, ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from novaberg_core.model import Ei, Magnets, Pair
+from novaberg_core.model import Ei, Magnets, Pair, Profile
 from services.kzg.domain import Tier
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "Ei",
     "EntryInput",
     "EraseCounts",
+    "ExportChunk",
     "ExportedEntryData",
     "Hit",
     "ImportCounts",
@@ -257,9 +258,19 @@ class ExportedEntryData:
     promotion_queued: bool
 
 
+@dataclass(frozen=True)
+class ExportChunk:
+    """One chunk of a pair's export; the first also carries the session and the pipeline's profile."""
+
+    entries: list[ExportedEntryData]
+    session: SessionState | None = None
+    profile: Profile | None = None
+
+
 @dataclass
 class ImportCounts:
     entries: int = 0
     queued: int = 0
     session_turns: int = 0
     skipped_expired: int = 0
+    profile: int = 0

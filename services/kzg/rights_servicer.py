@@ -12,6 +12,7 @@ import grpc
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import Profile
 from novaberg_core.rights import StreamPair
 from novaberg_core.servicers import EraseServicer
 from services.kzg.convert import (
@@ -49,17 +50,19 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
     async def ExportPair(
         self, request: kzg_pb2.ExportPairRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[kzg_pb2.ExportPairResponse]:
-        async for entries, session in self.rights.export(pair_from_pb(request.pair)):
+        async for exported in self.rights.export(pair_from_pb(request.pair)):
             chunk = kzg_pb2.ExportPairResponse(
                 entries=[
                     kzg_pb2.ExportedEntry(entry=entry_pb(e.entry), promotion_queued=e.promotion_queued)
-                    for e in entries
+                    for e in exported.entries
                 ],
             )
-            if session is not None:
+            if (session := exported.session) is not None:
                 chunk.session_turns.extend(session_turn_pb(t) for t in session.turns)
                 chunk.session_summary = session.summary
                 chunk.session_ttl_seconds = session.ttl_seconds
+            if exported.profile is not None:
+                chunk.profile.CopyFrom(exported.profile.to_proto())
             yield chunk
 
     async def ImportPair(
@@ -69,6 +72,7 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
         entries: list[ExportedEntryData] = []
         turns: list[SessionTurnRecord] = []
         summary = ""
+        profile: Profile | None = None
         validate_only = False
         async for request in request_iterator:
             validate_only = validate_only or request.validate_only
@@ -78,10 +82,13 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
             ]
             turns += [session_turn_from_pb(t) for t in request.session_turns]
             summary = request.session_summary or summary
+            if request.HasField("profile"):
+                profile = Profile.from_proto(request.profile)
         if stream.pair is None:
             raise InvalidArgument("ImportPair needs at least one message naming the pair")
         pair = pair_from_pb(stream.pair)
-        return import_pb(await self.rights.import_pair(pair, entries, turns, summary, validate_only=validate_only))
+        imported = await self.rights.import_pair(pair, entries, turns, summary, profile, validate_only=validate_only)
+        return import_pb(imported)
 
     async def ForgetEntries(
         self, request: kzg_pb2.ForgetEntriesRequest, context: grpc.aio.ServicerContext

@@ -17,33 +17,11 @@ import redis.exceptions
 
 from novaberg.common.v1 import common_pb2
 from novaberg_core import redis_client
-from novaberg_core.embedding import DEFAULT_CHARACTER_NAME, DEFAULT_USER_NAME
 from novaberg_core.errors import Unavailable
-from novaberg_core.lexical import DEFAULT_LANGUAGE, language_of
+from novaberg_core.model import Profile
 from novaberg_core.pair_keys import PIPELINE_CLUSTER_KEY, PIPELINE_PROFILE_KEY
 
-__all__ = ["ClusterStore", "Profile", "StoredCluster"]
-
-
-@dataclass(frozen=True, slots=True)
-class Profile:
-    """How a pair is talked about (SPEC §11): its speakers' display names and its language."""
-
-    user_name: str = DEFAULT_USER_NAME
-    character_name: str = DEFAULT_CHARACTER_NAME
-    sprache: str = DEFAULT_LANGUAGE
-
-    def speaker(self, beobachter: int) -> str:
-        """The display name of the turn's speaker (user or character)."""
-        return self.user_name if beobachter == common_pb2.BEOBACHTER_USER else self.character_name
-
-    def merged(self, given: common_pb2.PairProfile) -> Profile:
-        """This profile with the fields a caller gave (empty fields keep the stored value)."""
-        return Profile(
-            user_name=given.user_name.strip() or self.user_name,
-            character_name=given.character_name.strip() or self.character_name,
-            sprache=language_of(given.sprache) if given.sprache else self.sprache,
-        )
+__all__ = ["ClusterStore", "StoredCluster"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,29 +97,15 @@ class ClusterStore:
         return self._profile(raw)
 
     async def put_profile(self, pair: common_pb2.Pair, profile: Profile) -> None:
-        value = json.dumps(
-            {"user_name": profile.user_name, "character_name": profile.character_name, "sprache": profile.sprache},
-            ensure_ascii=False,
-        )
         try:
-            await self.client.set(self.profile_key(pair), value)
+            await self.client.set(self.profile_key(pair), profile.to_json())
         except redis.exceptions.RedisError as error:
             raise Unavailable(f"Redis (pair profile) failed: {error}") from error
 
     @staticmethod
     def _profile(raw: object) -> Profile:
-        """A stored profile; defaults for none, and for a value that does not parse (nothing stored breaks a pair)."""
-        if not isinstance(raw, str | bytes):
-            return Profile()
-        try:
-            data = json.loads(raw)
-            return Profile(
-                user_name=str(data.get("user_name") or DEFAULT_USER_NAME),
-                character_name=str(data.get("character_name") or DEFAULT_CHARACTER_NAME),
-                sprache=language_of(str(data.get("sprache") or DEFAULT_LANGUAGE)),
-            )
-        except (ValueError, AttributeError):
-            return Profile()
+        """A stored profile; the defaults for none, and for a value that does not parse (nothing stored breaks a pair)."""
+        return Profile.from_json(raw) or Profile()
 
     async def ping(self) -> None:
         try:

@@ -26,6 +26,7 @@ from novaberg_core.model import (
     Beobachter,
     Magnets,
     Pair,
+    Profile,
     check_reader,
     check_unit_interval,
     check_vector,
@@ -86,6 +87,7 @@ def _check_observed(turn: pipeline_pb2.ObserveTurnRequest | pipeline_pb2.Observe
 
 def check_observe(request: pipeline_pb2.ObserveTurnRequest) -> None:
     check_pair(request.pair, request.HasField("pair"))
+    Profile.check_proto(request.profile)
     _check_observed(request, "")
 
 
@@ -93,6 +95,7 @@ def check_observe_batch(request: pipeline_pb2.ObserveTurnsRequest) -> None:
     """The whole batch: a pair, 1 to BATCH_MAX_TURNS turns, each as ObserveTurn checks it (``turns[i].…``),
     each turn_id once per beobachter (a turn_id names one turn; its entry id is the turn's)."""
     check_pair(request.pair, request.HasField("pair"))
+    Profile.check_proto(request.profile)
     if not request.turns:
         raise InvalidArgument("turns must hold at least one turn")
     if len(request.turns) > BATCH_MAX_TURNS:

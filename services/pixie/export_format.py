@@ -2,9 +2,10 @@
 is the header ``{"schema": "novaberg.export/1", "exported_at", "pair", "model_id", "counts"}``; then
 one record per line with a ``type`` — ``entity``, ``timeline``, ``node``, ``edge`` (the proto3 JSON
 mapping of ``lzg.v1.Entity``/``Timeline``/``Node``/``Edge`` with field names as in the proto, the
-pair left out), ``kzg_entry`` (``common.v1.KzgEntry`` plus ``promotion_queued``) and one ``session``
-(turns, summary). Ids are those of the exporting store; an import maps them to new ones. Vectors are
-not exported: they are derived from the text by the model and re-made at import.
+pair left out), ``kzg_entry`` (``common.v1.KzgEntry`` plus ``promotion_queued``), one ``session``
+(turns, summary) and, where the pair has one, one ``profile`` (``common.v1.PairProfile``: how its
+speakers are named, its language). Ids are those of the exporting store; an import maps them to new
+ones. Vectors are not exported: they are derived from the text by the model and re-made at import.
 
 The lines of an export (:func:`export_lines`), their parse (:func:`parse_lines`) and the chunking of
 lines and records (:func:`chunks`); the calls that move them are :mod:`services.pixie.rights`.
@@ -62,6 +63,7 @@ def export_lines(
     edges = [e for c in lzg_chunks for e in c.edges]
     entries = [e for c in kzg_chunks for e in c.entries]
     session = kzg_chunks[0] if kzg_chunks else kzg_pb2.ExportPairResponse()
+    profiles = [c.profile for c in kzg_chunks if c.HasField("profile")]
     header = {
         "schema": EXPORT_SCHEMA,
         "exported_at": utc_now().isoformat(),
@@ -74,6 +76,7 @@ def export_lines(
             "edge": len(edges),
             "kzg_entry": len(entries),
             "session_turn": len(session.session_turns),
+            "profile": len(profiles),
         },
     }
     lines = [json.dumps(header, ensure_ascii=False)]
@@ -92,6 +95,7 @@ def export_lines(
             ensure_ascii=False,
         )
     )
+    lines += [_record("profile", p) for p in profiles]
     return lines
 
 
@@ -105,6 +109,7 @@ class ParsedExport:
     entries: list[kzg_pb2.ExportedEntry] = field(default_factory=list)
     turns: list[kzg_pb2.SessionTurn] = field(default_factory=list)
     summary: str = ""
+    profile: common_pb2.PairProfile | None = None
 
 
 _TYPES: Final[dict[str, type[Message]]] = {
@@ -113,6 +118,7 @@ _TYPES: Final[dict[str, type[Message]]] = {
     "node": lzg_pb2.Node,
     "edge": lzg_pb2.Edge,
     "kzg_entry": common_pb2.KzgEntry,
+    "profile": common_pb2.PairProfile,
 }
 
 
@@ -160,6 +166,10 @@ def parse_lines(lines: Sequence[str]) -> ParsedExport:
             parsed.nodes.append(message)
         elif isinstance(message, lzg_pb2.Edge):
             parsed.edges.append(message)
+        elif isinstance(message, common_pb2.PairProfile):
+            if parsed.profile is not None:
+                raise InvalidArgument(f"line {number}: the import holds more than one profile line")
+            parsed.profile = message
         else:
             assert isinstance(message, common_pb2.KzgEntry)
             parsed.entries.append(kzg_pb2.ExportedEntry(entry=message, promotion_queued=queued))

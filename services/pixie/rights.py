@@ -148,6 +148,7 @@ class PixieRights:
             "kzg_queued": written.queued,
             "session_turns": written.session_turns,
             "kzg_skipped_expired": written.skipped_expired,
+            "profile": written.profile,
         }
         return target, counts
 
@@ -160,6 +161,7 @@ class PixieRights:
                 session_turns=parsed.turns,
                 session_summary=parsed.summary,
                 validate_only=validate_only,
+                profile=parsed.profile,
             )
             for part in chunks(parsed.entries):
                 yield kzg_pb2.ImportPairRequest(pair=target, entries=part, validate_only=validate_only)

@@ -274,12 +274,15 @@ async def test_erasure_leaves_nothing_of_the_pair_in_any_store_and_the_other_pai
 
 
 async def _memories(clients: Clients, pair: common_pb2.Pair) -> dict[str, Any]:
-    """A pair's memories without ids: nodes (content, weights), edges (by content, reasons), KZG, session."""
+    """A pair's memories without ids: nodes (content, weights), edges (by content, reasons), KZG, session,
+    and the pipeline's profile of the pair (as the KZG's export carries it)."""
     nodes = await _nodes(clients, pair)
     text = {n.id: n.inhalt for n in nodes}
     edges = (await clients.lzg.ListEdges(lzg_pb2.ListEdgesRequest(pair=pair, limit=1000))).edges
     entities = {e.id: e.name for e in (await clients.lzg.ListEntities(lzg_pb2.ListEntitiesRequest(pair=pair))).entities}
     session = await clients.kzg.GetSession(kzg_pb2.GetSessionRequest(pair=pair))
+    profiles = [c.profile for c in [c async for c in clients.kzg.ExportPair(kzg_pb2.ExportPairRequest(pair=pair))]
+                if c.HasField("profile")]  # fmt: skip
     return {
         "nodes": sorted((n.inhalt, n.gewicht_roh, n.gewicht_absolut, n.gewicht_decay, n.aktiv, n.haeufigkeit,
                          tuple(n.themen), tuple(entities[i] for i in n.magnets.entitaet_ids), n.ei.emotion)
@@ -289,6 +292,7 @@ async def _memories(clients: Clients, pair: common_pb2.Pair) -> dict[str, Any]:
                          tuple(e.geteilte_themen), e.anzahl_schichten) for e in edges),
         "entities": sorted(entities.values()),
         "session": [(t.role, t.text, t.turn_id) for t in session.turns],
+        "profile": [(p.user_name, p.character_name, p.sprache) for p in profiles],
     }  # fmt: skip
 
 
@@ -300,14 +304,16 @@ async def test_export_erase_import_restores_the_same_memories(clients: Clients) 
         await _queued_entry(clients, ROUND_TRIP)
         before = await _memories(clients, ROUND_TRIP)
         assert len(before["nodes"]) >= 2 and len(before["edges"]) >= 2
+        assert before["profile"] == [("Maria Eder", "Nova", "en")]
         lines = [line async for chunk in clients.pixie.ExportPair(pixie_pb2.ExportPairRequest(pair=ROUND_TRIP))
                  for line in chunk.lines]  # fmt: skip
         header = json.loads(lines[0])
         assert header["schema"] == "novaberg.export/1" and header["counts"]["node"] == len(before["nodes"])
         assert {json.loads(line)["type"] for line in lines[1:]} == {"entity", "timeline", "node", "edge", "kzg_entry",
-                                                                    "session"}  # fmt: skip
+                                                                    "session", "profile"}  # fmt: skip
         await clients.pixie.ErasePair(pixie_pb2.ErasePairRequest(pair=ROUND_TRIP, reason="round trip"))
-        assert (await _memories(clients, ROUND_TRIP))["nodes"] == []
+        erased = await _memories(clients, ROUND_TRIP)
+        assert erased["nodes"] == [] and erased["profile"] == []
 
         async def requests() -> AsyncIterator[pixie_pb2.ImportPairRequest]:
             yield pixie_pb2.ImportPairRequest(pair=ROUND_TRIP)
@@ -316,6 +322,7 @@ async def test_export_erase_import_restores_the_same_memories(clients: Clients) 
 
         imported = await clients.pixie.ImportPair(requests())
         assert imported.counts["nodes"] == len(before["nodes"]) and imported.counts["kzg_queued"] == 1
+        assert imported.counts["profile"] == 1
         assert await _memories(clients, ROUND_TRIP) == before
     finally:
         await clients.pixie.ResumeTask(pixie_pb2.ResumeTaskRequest(task="synapsen_promotion"))

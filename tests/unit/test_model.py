@@ -15,6 +15,7 @@ from novaberg_core.model import (
     Ei,
     Magnets,
     Pair,
+    Profile,
     PromotionOutcome,
     check_unit_interval,
     check_vector,
@@ -139,3 +140,20 @@ def test_a_promotion_outcome_round_trips_and_keeps_its_stored_name() -> None:
     assert PromotionOutcome.from_proto(common_pb2.PROMOTION_OUTCOME_DUPLICATE) == "dublette"
     with pytest.raises(InvalidArgument, match="outcome 0 is not a promotion outcome"):
         PromotionOutcome.from_proto(common_pb2.PROMOTION_OUTCOME_UNSPECIFIED)
+
+
+def test_a_profile_takes_the_fields_given_and_keeps_the_others() -> None:
+    stored = Profile(user_name="Maria", character_name="Nova", sprache="en")
+    assert stored.merged(common_pb2.PairProfile(user_name=" Mia ")) == Profile("Mia", "Nova", "en")
+    assert Profile.from_proto(common_pb2.PairProfile(character_name="Luna")) == Profile("Nutzer", "Luna", "de")
+    assert stored.speaker(common_pb2.BEOBACHTER_USER) == "Maria" and stored.speaker(common_pb2.BEOBACHTER_ASSISTANT) == "Nova"
+    with pytest.raises(InvalidArgument, match=r"profiles\[0\]\.sprache must be one of de, en or empty, got 'tr'"):
+        Profile.from_proto(common_pb2.PairProfile(sprache="tr"), "profiles[0]")
+
+
+def test_a_stored_profile_round_trips_and_an_unreadable_one_is_none() -> None:
+    profile = Profile(user_name="Jörg Ä.", character_name="Nova", sprache="en")
+    assert Profile.from_json(profile.to_json()) == profile and "Jörg" in profile.to_json()
+    assert Profile.from_proto(profile.to_proto()) == profile
+    assert Profile.from_json(None) is None and Profile.from_json("{kaputt") is None and Profile.from_json("[1]") is None
+    assert Profile.from_json('{"sprache": "xx"}') == Profile()  # an unknown stored language reads as the default

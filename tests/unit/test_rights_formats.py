@@ -51,7 +51,9 @@ def _export() -> list[str]:
                                 ttl_seconds=3600, haeufigkeit=2, pair=PAIR, embedding=[0.1, 0.2])
     kzg = [kzg_pb2.ExportPairResponse(entries=[kzg_pb2.ExportedEntry(entry=entry, promotion_queued=True)],
                                       session_turns=[kzg_pb2.SessionTurn(role="user", text="Hallo")],
-                                      session_summary="früher")]  # fmt: skip
+                                      session_summary="früher",
+                                      profile=common_pb2.PairProfile(user_name="Jörg", character_name="Nova",
+                                                                     sprache="de"))]  # fmt: skip
     return export_lines(PAIR, "minilm", lzg, kzg)
 
 
@@ -60,9 +62,13 @@ def test_the_export_starts_with_its_header_and_holds_no_vectors_or_pairs() -> No
     header = json.loads(lines[0])
     assert header["schema"] == EXPORT_SCHEMA == "novaberg.export/1"
     assert header["pair"] == {"user_id": "meister", "character_id": "nova"} and header["model_id"] == "minilm"
-    assert header["counts"] == {"entity": 1, "timeline": 1, "node": 1, "edge": 1, "kzg_entry": 1, "session_turn": 1}
+    assert header["counts"] == {
+        "entity": 1, "timeline": 1, "node": 1, "edge": 1, "kzg_entry": 1, "session_turn": 1, "profile": 1,
+    }  # fmt: skip
     records = [json.loads(line) for line in lines[1:]]
-    assert [r["type"] for r in records] == ["entity", "timeline", "node", "edge", "kzg_entry", "session"]
+    assert [r["type"] for r in records] == ["entity", "timeline", "node", "edge", "kzg_entry", "session", "profile"]
+    assert records[6] == {"type": "profile", "user_name": "Jörg", "character_name": "Nova", "sprache": "de"}
+    assert "Jörg" in lines[7]  # names as written, not ASCII-escaped
     assert all("embedding" not in r and "pair" not in r for r in records)
     node = records[2]
     assert node["gewicht_absolut"] == 3.754 and node["magnets"] == {"entitaet_ids": [3], "timeline_id": 4}
@@ -81,6 +87,14 @@ def test_parsing_an_export_gives_the_messages_back() -> None:
     (entry,) = parsed.entries
     assert entry.promotion_queued and entry.entry.inhalt == "Tee" and list(entry.entry.embedding) == []
     assert [t.text for t in parsed.turns] == ["Hallo"] and parsed.summary == "früher"
+    assert parsed.profile == common_pb2.PairProfile(user_name="Jörg", character_name="Nova", sprache="de")
+
+
+def test_an_export_without_a_profile_has_no_profile_line_and_parses_to_none() -> None:
+    lines = [line for line in _export() if json.loads(line).get("type") != "profile"]
+    assert parse_lines(lines).profile is None
+    kzg = [kzg_pb2.ExportPairResponse(session_summary="früher")]
+    assert [json.loads(line).get("type") for line in export_lines(PAIR, "minilm", [], kzg)[1:]] == ["session"]
 
 
 @pytest.mark.parametrize(
@@ -92,6 +106,9 @@ def test_parsing_an_export_gives_the_messages_back() -> None:
         ([json.dumps({"schema": EXPORT_SCHEMA}), json.dumps({"type": "wurst"})], "unknown record type 'wurst'"),
         ([json.dumps({"schema": EXPORT_SCHEMA}), json.dumps({"type": "node", "gewicht": 1})], "line 2 \\(node\\)"),
         ([json.dumps({"schema": EXPORT_SCHEMA}), "[1, 2]"], "line 2 is not a JSON object"),
+        ([json.dumps({"schema": EXPORT_SCHEMA}), *[json.dumps({"type": "profile", "user_name": "A"})] * 2],
+         "line 3: the import holds more than one profile line"),
+        ([json.dumps({"schema": EXPORT_SCHEMA}), json.dumps({"type": "profile", "alter": 3})], "line 2 \\(profile\\)"),
     ],
 )
 def test_a_file_that_is_not_an_export_is_refused_naming_the_line(lines: list[str], message: str) -> None:

@@ -1,5 +1,6 @@
 """A pair's KZG data carried out and back in (export, import): the entries re-embedded with their
-remaining TTL and queue state, the session as it was."""
+remaining TTL and queue state, the session as it was, and the pipeline's profile of the pair (the
+speakers' display names are the person's data too, docs/decisions.md "Export")."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
-from novaberg_core.model import Beobachter
+from novaberg_core.model import Beobachter, Profile
 from novaberg_core.pipeline_log import LogScope, count_fields, count_names
 from novaberg_core.rights import rights_write
 from services.kzg.app.context import KzgContext
@@ -26,11 +27,11 @@ from services.kzg.domain import (
 )
 from services.kzg.models import (
     EntryInput,
+    ExportChunk,
     ExportedEntryData,
     ImportCounts,
     KzgEntryData,
     Pair,
-    SessionState,
     SessionTurnRecord,
     Vector,
 )
@@ -38,7 +39,9 @@ from services.kzg.store import ImportItem, entry_fields, entry_key
 
 __all__ = ["Portability"]
 
-_IMPORTED_COUNTS: Final = count_names(ImportCounts, eintraege="entries", queue="queued", session_turns="session_turns")
+_IMPORTED_COUNTS: Final = count_names(
+    ImportCounts, eintraege="entries", queue="queued", session_turns="session_turns", profil="profile"
+)
 """What an import's :class:`ImportCounts` are called in its record (log name → attribute)."""
 
 
@@ -83,18 +86,16 @@ class Portability:
         self.ctx = ctx
         self.store = ctx.store
 
-    async def export(
-        self, pair: Pair, chunk: int = 200
-    ) -> AsyncIterator[tuple[list[ExportedEntryData], SessionState | None]]:
-        """The pair's entries in chunks; the first chunk carries the session state (else None)."""
+    async def export(self, pair: Pair, chunk: int = 200) -> AsyncIterator[ExportChunk]:
+        """The pair's entries in chunks; the first chunk carries the session state and the profile."""
         check_pair(pair.user_id, pair.character_id)
         session = await self.store.session_read(pair)
+        profile = await self.store.pair_profile(pair)
         keys = await self.store.pair_entry_keys(pair)
-        first = True
         for start in range(0, max(len(keys), 1), chunk):
             entries = [e for e in await self.store.read_entries(keys[start : start + chunk]) if e is not None]
-            yield [ExportedEntryData(e, e.promotion_queued) for e in entries], (session if first else None)
-            first = False
+            exported = [ExportedEntryData(e, e.promotion_queued) for e in entries]
+            yield ExportChunk(exported, session, profile) if start == 0 else ExportChunk(exported)
 
     async def is_empty(self, pair: Pair) -> bool:
         return await self.store.pair_entry_count(pair) == 0 and not await self.store.session_exists(pair)
@@ -125,11 +126,13 @@ class Portability:
         entries: Sequence[ExportedEntryData],
         session_turns: Sequence[SessionTurnRecord],
         session_summary: str,
+        profile: Profile | None = None,
         *,
         check_empty: bool = True,
         validate_only: bool = False,
     ) -> ImportCounts:
-        """Writes exported entries (re-embedded, remaining TTL, queued again) and the session.
+        """Writes exported entries (re-embedded, remaining TTL, queued again), the session and the
+        profile (where given; it replaces a stored one: the pair holds no memories yet).
 
         ``validate_only``: every check, nothing embedded or written (a caller about to write other
         stores first learns whether this part would be refused).
@@ -155,10 +158,11 @@ class Portability:
             self._import_item(pair, exported, themen, vectors[index])
             for index, (exported, themen) in enumerate(zip(live, themen_of, strict=True))
         ]
-        await self.store.import_pair_keys(pair, prepared, session_turns, session_summary)
+        await self.store.import_pair_keys(pair, prepared, session_turns, session_summary, profile)
         counts.entries = len(prepared)
         counts.queued = sum(1 for p in prepared if p[3])
         counts.session_turns = len(session_turns)
+        counts.profile = int(profile is not None)
         where = LogScope.of_pair(f"import-{uuid.uuid4()}", pair)
         counted = count_fields(counts, _IMPORTED_COUNTS)
         rights_write(self.ctx.log, **where, operation="import", tabelle="kzg", **counted)

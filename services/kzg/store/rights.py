@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from novaberg_core.model import Profile
 from services.kzg.domain import SESSION_TTL
 from services.kzg.models import EraseCounts, Pair, SessionTurnRecord
 from services.kzg.store.codec import encode_turn, text
@@ -40,6 +41,10 @@ ImportItem = tuple[str, Mapping[str, str | bytes], int, bool]
 
 class RightsStore(SearchStore, EntryStore):
     """Erasure of a pair's or a user's keys, and the import of an exported pair."""
+
+    async def pair_profile(self, pair: Pair) -> Profile | None:
+        """The pipeline's profile of the pair as it keeps it; None when none is stored (or it does not parse)."""
+        return Profile.from_json(await self.redis.get(pair_profile_key(pair)))
 
     async def erase_pair_keys(self, pair: Pair, counts: EraseCounts) -> None:
         """The pair's entries (page by page through its token), session, marker, cluster and profile keys."""
@@ -96,8 +101,10 @@ class RightsStore(SearchStore, EntryStore):
         items: Sequence[ImportItem],
         session_turns: Sequence[SessionTurnRecord],
         session_summary: str,
+        profile: Profile | None,
     ) -> None:
-        """One pipelined round trip: the entries with their TTL, their jobs, the session list and summary."""
+        """One pipelined round trip: the entries with their TTL, their jobs, the session list and summary,
+        and the pair's profile where one is given (kept as the pipeline keeps it, without a TTL)."""
         async with self.redis.pipeline(transaction=False) as pipe:
             for key, fields, ttl, _ in items:
                 pipe.hset(key, mapping=fields)  # type: ignore[arg-type]
@@ -118,4 +125,6 @@ class RightsStore(SearchStore, EntryStore):
                 pipe.expire(session_turns_key(pair), SESSION_TTL)
             if session_summary:
                 pipe.set(session_summary_key(pair), session_summary, ex=SESSION_TTL)
+            if profile is not None:
+                pipe.set(pair_profile_key(pair), profile.to_json())
             await pipe.execute()

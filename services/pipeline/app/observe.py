@@ -16,10 +16,10 @@ from opentelemetry import trace
 
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
+from novaberg_core.model import Profile
 from services.pipeline.app.context import NODE_OBSERVE, ROLE, Timing, TurnStep, turn_time
 from services.pipeline.app.turn_writer import Written, given_analysis, is_repeat
 from services.pipeline.deadline import DOING_WITHOUT
-from services.pipeline.store import Profile
 from services.pipeline.validation import check_observe, check_observe_batch
 
 __all__ = ["WRITE_CHUNK", "Observe"]

@@ -28,6 +28,7 @@ from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import kzg_embed_text
 from novaberg_core.errors import NovabergError, Unavailable
 from novaberg_core.limits import STORE_GATE_RAW
+from novaberg_core.model import Profile
 from novaberg_core.peers import count_resendings, peer_error
 from novaberg_core.pipeline_log import LogScope
 from novaberg_core.telemetry import set_turn_attributes
@@ -35,7 +36,6 @@ from novaberg_core.timeutil import to_timestamp
 from services.pipeline.analyzer import AnalyzedTurn
 from services.pipeline.app.context import NODE_SALIENCE, ROLE, TRACER, PipelineContext, Timing
 from services.pipeline.deadline import DOING_WITHOUT
-from services.pipeline.store import Profile
 
 __all__ = ["TurnWriter", "Written", "given_analysis", "is_repeat", "kzg_entry_text", "session_turn", "turn_entry_id"]
 

@@ -13,12 +13,13 @@ from redis.asyncio import Redis
 
 from novaberg_core.contract import pair_token, user_token
 from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
-from novaberg_core.model import Ei, Magnets
+from novaberg_core.model import Ei, Magnets, Profile
 from services.kzg.memory import KzgMemory
 from services.kzg.models import Pair, RetrieveQuery, SessionTurnRecord
 from services.kzg.rights import KzgRights, glob_escape
 from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
-from services.pipeline.store import ClusterStore, Profile
+from services.kzg.store.keys import pair_profile_key
+from services.pipeline.store import ClusterStore
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 
 pytestmark = pytest.mark.integration
@@ -129,17 +130,23 @@ async def test_erase_user_walks_the_keyspace_once_and_takes_only_that_users_keys
         await KzgRights(kzg).erase(PAIR, PAIR.user_id)
 
 
-async def test_export_then_import_restores_entries_session_and_queue(kzg: KzgMemory, rng: np.random.Generator) -> None:
+async def test_export_then_import_restores_entries_session_queue_and_profile(
+    kzg: KzgMemory, rng: np.random.Generator
+) -> None:
     keys = await _fill(kzg, rng, PAIR)
     rights = KzgRights(kzg)
-    chunks = [(entries, session) async for entries, session in rights.export(PAIR)]
-    exported = [e for entries, _ in chunks for e in entries]
-    session = chunks[0][1]
+    chunks = [chunk async for chunk in rights.export(PAIR)]
+    exported = [e for chunk in chunks for e in chunk.entries]
+    session, profile = chunks[0].session, chunks[0].profile
+    assert session is not None and all(c.session is None and c.profile is None for c in chunks[1:])
+    assert profile == Profile(user_name=f"Eder {PAIR.user_id}", character_name="Nova", sprache="de")
     assert sorted(e.entry.kzg_key for e in exported) == sorted(keys)
     await rights.erase(PAIR, None)
-    counts = await rights.import_pair(PAIR, exported, list(session.turns), session.summary)
-    assert (counts.entries, counts.queued, counts.session_turns) == (3, 1, 2)
-    restored = [e async for entries, _ in rights.export(PAIR) for e in entries]
+    counts = await rights.import_pair(PAIR, exported, list(session.turns), session.summary, profile)
+    assert (counts.entries, counts.queued, counts.session_turns, counts.profile) == (3, 1, 2, 1)
+    restored = [e async for chunk in rights.export(PAIR) for e in chunk.entries]
+    # the pipeline reads the names back as it keeps them
+    assert await ClusterStore(kzg.store.redis).profile(PAIR.to_proto()) == profile
 
     def content(e: object) -> tuple[object, ...]:
         entry_ = e.entry  # type: ignore[attr-defined]
@@ -170,6 +177,19 @@ async def test_export_then_import_restores_entries_session_and_queue(kzg: KzgMem
         bad = [dataclasses.replace(exported[0], entry=dataclasses.replace(exported[0].entry, **change))]
         with pytest.raises(InvalidArgument, match=refusal):
             await rights.import_pair(PAIR, bad, [], "", check_empty=False, validate_only=True)
+
+
+async def test_a_pair_without_a_profile_exports_none_and_its_import_writes_none(
+    kzg: KzgMemory, rng: np.random.Generator
+) -> None:
+    stored = await kzg.store_entry(entry(0.5, ("tee",), pair=SECOND, embedding=unit_vector(rng), turn_id="turn-0"))
+    rights = KzgRights(kzg)
+    (chunk,) = [chunk async for chunk in rights.export(SECOND)]
+    assert [e.entry.kzg_key for e in chunk.entries] == [stored.kzg_key] and chunk.profile is None
+    await rights.erase(SECOND, None)
+    counts = await rights.import_pair(SECOND, chunk.entries, [], "")
+    assert (counts.entries, counts.profile) == (1, 0)
+    assert await kzg.store.redis.exists(pair_profile_key(SECOND)) == 0
 
 
 async def test_forget_by_key_and_by_source_turn_takes_entries_and_session_turns(

@@ -416,42 +416,48 @@ class ExportedEntry(_message.Message):
     def __init__(self, entry: _Optional[_Union[_common_pb2.KzgEntry, _Mapping]] = ..., promotion_queued: _Optional[bool] = ...) -> None: ...
 
 class ExportPairResponse(_message.Message):
-    __slots__ = ("entries", "session_turns", "session_summary", "session_ttl_seconds")
+    __slots__ = ("entries", "session_turns", "session_summary", "session_ttl_seconds", "profile")
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     SESSION_TURNS_FIELD_NUMBER: _ClassVar[int]
     SESSION_SUMMARY_FIELD_NUMBER: _ClassVar[int]
     SESSION_TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[ExportedEntry]
     session_turns: _containers.RepeatedCompositeFieldContainer[SessionTurn]
     session_summary: str
     session_ttl_seconds: int
-    def __init__(self, entries: _Optional[_Iterable[_Union[ExportedEntry, _Mapping]]] = ..., session_turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., session_summary: _Optional[str] = ..., session_ttl_seconds: _Optional[int] = ...) -> None: ...
+    profile: _common_pb2.PairProfile
+    def __init__(self, entries: _Optional[_Iterable[_Union[ExportedEntry, _Mapping]]] = ..., session_turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., session_summary: _Optional[str] = ..., session_ttl_seconds: _Optional[int] = ..., profile: _Optional[_Union[_common_pb2.PairProfile, _Mapping]] = ...) -> None: ...
 
 class ImportPairRequest(_message.Message):
-    __slots__ = ("pair", "entries", "session_turns", "session_summary", "validate_only")
+    __slots__ = ("pair", "entries", "session_turns", "session_summary", "validate_only", "profile")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     SESSION_TURNS_FIELD_NUMBER: _ClassVar[int]
     SESSION_SUMMARY_FIELD_NUMBER: _ClassVar[int]
     VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     entries: _containers.RepeatedCompositeFieldContainer[ExportedEntry]
     session_turns: _containers.RepeatedCompositeFieldContainer[SessionTurn]
     session_summary: str
     validate_only: bool
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[ExportedEntry, _Mapping]]] = ..., session_turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., session_summary: _Optional[str] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+    profile: _common_pb2.PairProfile
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., entries: _Optional[_Iterable[_Union[ExportedEntry, _Mapping]]] = ..., session_turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., session_summary: _Optional[str] = ..., validate_only: _Optional[bool] = ..., profile: _Optional[_Union[_common_pb2.PairProfile, _Mapping]] = ...) -> None: ...
 
 class ImportPairResponse(_message.Message):
-    __slots__ = ("entries", "queued", "session_turns", "skipped_expired")
+    __slots__ = ("entries", "queued", "session_turns", "skipped_expired", "profile")
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     QUEUED_FIELD_NUMBER: _ClassVar[int]
     SESSION_TURNS_FIELD_NUMBER: _ClassVar[int]
     SKIPPED_EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    PROFILE_FIELD_NUMBER: _ClassVar[int]
     entries: int
     queued: int
     session_turns: int
     skipped_expired: int
-    def __init__(self, entries: _Optional[int] = ..., queued: _Optional[int] = ..., session_turns: _Optional[int] = ..., skipped_expired: _Optional[int] = ...) -> None: ...
+    profile: int
+    def __init__(self, entries: _Optional[int] = ..., queued: _Optional[int] = ..., session_turns: _Optional[int] = ..., skipped_expired: _Optional[int] = ..., profile: _Optional[int] = ...) -> None: ...
 
 class ForgetEntriesRequest(_message.Message):
     __slots__ = ("pair", "kzg_keys", "source_turn_id", "turn")

@@ -287,17 +287,17 @@ class KzgServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ExportPair(self, request, context):
-        """Every entry of a pair (with its remaining TTL) and its session, for an export, in chunks (the
-        first carries the session). Errors: INVALID_ARGUMENT (bad pair); UNAVAILABLE (Redis).
+        """Every entry of a pair (with its remaining TTL), its session and the pipeline's profile of the
+        pair, for an export, in chunks (the first carries the session and the profile). Errors: INVALID_ARGUMENT (bad pair); UNAVAILABLE (Redis).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ImportPair(self, request_iterator, context):
-        """Client-streaming: writes exported entries and a session into a pair that holds neither (the
-        first message names the pair); entries are re-embedded and keep their remaining TTL, queued
-        ones are queued again. Errors: INVALID_ARGUMENT (no pair, a bad entry); FAILED_PRECONDITION
+        """Client-streaming: writes exported entries, a session and a profile into a pair that holds no
+        entries and no session (the first message names the pair); entries are re-embedded and keep
+        their remaining TTL, queued ones are queued again. Errors: INVALID_ARGUMENT (no pair, a bad entry); FAILED_PRECONDITION
         (the pair holds entries or a session); UNAVAILABLE (Redis).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
