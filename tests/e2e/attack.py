@@ -218,7 +218,10 @@ def pairs_with_memories(url: str) -> set[tuple[str, str]]:
     return _run_sync(read())
 
 
-_IMPORT_COUNT_OF_TYPE = {"entity": "entities", "timeline": "timelines", "node": "nodes", "edge": "edges", "kzg_entry": "kzg_entries"}
+_IMPORT_COUNT_OF_TYPE = {
+    "entity": "entities", "timeline": "timelines", "node": "nodes", "edge": "edges", "kzg_entry": "kzg_entries",
+    "profile": "profile",
+}
 
 
 def record_counts(lines: Sequence[str]) -> dict[str, int]:
