@@ -55,12 +55,17 @@ class RightsStore(SearchStore, EntryStore):
             counts.entries += deleted
             if not deleted:  # nothing left (or only index entries of keys already gone)
                 break
-        counts.session_keys += await self.delete_keys(
-            [session_turns_key(pair), session_summary_key(pair), session_taken_key(pair)]
-        )
-        counts.hash_dirty += await self.delete_keys([hash_dirty_key(pair)])
-        counts.cluster_keys += await self.delete_keys([pair_cluster_key(pair)])
-        counts.profile_keys += await self.delete_keys([pair_profile_key(pair)])
+        # The pair's keys by name, each kind counted: one pipelined round trip.
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.delete(session_turns_key(pair), session_summary_key(pair), session_taken_key(pair))
+            pipe.delete(hash_dirty_key(pair))
+            pipe.delete(pair_cluster_key(pair))
+            pipe.delete(pair_profile_key(pair))
+            session, marker, cluster, profile = await pipe.execute()
+        counts.session_keys += int(session)
+        counts.hash_dirty += int(marker)
+        counts.cluster_keys += int(cluster)
+        counts.profile_keys += int(profile)
 
     async def erase_user_keys(self, user_id: str, counts: EraseCounts) -> None:
         """Entries through the ``nutzer`` token, then one SCAN for the user's other keys (and stray ones)."""
