@@ -238,3 +238,36 @@ async def test_bad_retrieve_requests_are_invalid_argument(kzg_stub: kzg_pb2_grpc
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await kzg_stub.Retrieve(request)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, request
+
+
+async def test_an_import_writes_the_profile_it_carries_and_refuses_an_unknown_language(
+    kzg_stub: kzg_pb2_grpc.KzgServiceStub, redis_url: str
+) -> None:
+    """ImportPair over gRPC: a bad ``profile.sprache`` is INVALID_ARGUMENT and writes nothing; a good
+    profile is kept as the pipeline keeps it and comes back with the pair's export."""
+    turn = kzg_pb2.SessionTurn(role="user", text="Hallo Nova", turn_id="t-1")
+
+    async def imported(profile: common_pb2.PairProfile) -> kzg_pb2.ImportPairResponse:
+        async def messages():  # type: ignore[no-untyped-def]
+            yield kzg_pb2.ImportPairRequest(pair=OTHER, session_turns=[turn])
+            yield kzg_pb2.ImportPairRequest(pair=OTHER, profile=profile)
+
+        answer: kzg_pb2.ImportPairResponse = await kzg_stub.ImportPair(messages())
+        return answer
+
+    redis = Redis.from_url(redis_url)
+    try:
+        before = sorted(await redis.keys("*"))
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await imported(common_pb2.PairProfile(user_name="Ben", sprache="fr"))
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "profile.sprache must be one of de, en or empty, got 'fr'" in (caught.value.details() or "")
+        assert sorted(await redis.keys("*")) == before
+        answer = await imported(common_pb2.PairProfile(user_name="Ben", character_name="Luna", sprache="en"))
+        assert (answer.session_turns, answer.profile) == (1, 1)
+        stored = await redis.get(f"pipeline:profile:{OTHER.user_id}:{OTHER.character_id}")
+        assert stored is not None and stored.decode() == '{"user_name": "Ben", "character_name": "Luna", "sprache": "en"}'
+        (chunk,) = [c async for c in kzg_stub.ExportPair(kzg_pb2.ExportPairRequest(pair=OTHER))]
+        assert chunk.profile == common_pb2.PairProfile(user_name="Ben", character_name="Luna", sprache="en")
+    finally:
+        await redis.aclose()
