@@ -46,20 +46,19 @@ __all__ = [
     "window",
 ]
 
-_DAY = SECONDS_PER_DAY
 _UNIT_SECONDS: Mapping[Praezision, float] = {
     Praezision.MINUTE: 60.0,
     Praezision.STUNDE: 3_600.0,
-    Praezision.TAG: _DAY,
-    Praezision.WOCHE: 7 * _DAY,
-    Praezision.MONAT: 30.436875 * _DAY,
-    Praezision.QUARTAL: 91.310625 * _DAY,
-    Praezision.JAHR: 365.2425 * _DAY,
+    Praezision.TAG: SECONDS_PER_DAY,
+    Praezision.WOCHE: 7 * SECONDS_PER_DAY,
+    Praezision.MONAT: 30.436875 * SECONDS_PER_DAY,
+    Praezision.QUARTAL: 91.310625 * SECONDS_PER_DAY,
+    Praezision.JAHR: 365.2425 * SECONDS_PER_DAY,
 }
 _TOLERANCE_UNIT: Mapping[Praezision, float] = {
     **_UNIT_SECONDS,
-    Praezision.MINUTE: _DAY,
-    Praezision.STUNDE: _DAY,
+    Praezision.MINUTE: SECONDS_PER_DAY,
+    Praezision.STUNDE: SECONDS_PER_DAY,
 }
 """SPEC §5.4 measures the sub-day tolerances in days."""
 

@@ -18,8 +18,6 @@ from services.lzg.types import PromotionInput, PromotionOutcome, Trigger3Result
 
 __all__ = ["ERASED_COUNTS", "RIGHTS_LOG_NODE", "TRIGGER3_COUNTS", "PromotionRecords", "rights_write"]
 
-
-
 # What a result's numbers are called in its record (log name → attribute; ``count_fields``).
 ERASED_COUNTS: Final = count_names(
     EraseCounts, knoten="nodes", kanten="edges", entitaeten="entities", timelines="timelines",

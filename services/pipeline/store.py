@@ -19,7 +19,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg_core import redis_client
 from novaberg_core.errors import Unavailable
 from novaberg_core.model import Profile
-from novaberg_core.pair_keys import PIPELINE_CLUSTER_KEY, PIPELINE_PROFILE_KEY
+from novaberg_core.pair_keys import pipeline_cluster_key, pipeline_profile_key
 
 __all__ = ["ClusterStore", "StoredCluster"]
 
@@ -43,13 +43,9 @@ class ClusterStore:
     def from_url(cls, url: str) -> ClusterStore:
         return cls(redis_client.connect(url, decode_responses=True))
 
-    @staticmethod
-    def key(pair: common_pb2.Pair) -> str:
-        return PIPELINE_CLUSTER_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
-
     async def get(self, pair: common_pb2.Pair) -> StoredCluster | None:
         try:
-            raw = await self.client.get(self.key(pair))
+            raw = await self.client.get(pipeline_cluster_key(pair))
         except redis.exceptions.RedisError as error:
             raise Unavailable(f"Redis (previous-turn cluster) failed: {error}") from error
         if raw is None:
@@ -71,19 +67,15 @@ class ClusterStore:
         """Store this turn's cluster; returns the one it replaced (one round trip: ``SET … GET``)."""
         value = json.dumps({"cluster": cluster, "turn_id": turn_id, "gesetzt_am": as_of.isoformat()})
         try:
-            previous = await self.client.set(self.key(pair), value, get=True)
+            previous = await self.client.set(pipeline_cluster_key(pair), value, get=True)
         except redis.exceptions.RedisError as error:
             raise Unavailable(f"Redis (previous-turn cluster) failed: {error}") from error
         return None if previous is None else self._parse(previous)
 
-    @staticmethod
-    def profile_key(pair: common_pb2.Pair) -> str:
-        return PIPELINE_PROFILE_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
-
     async def get_with_profile(self, pair: common_pb2.Pair) -> tuple[StoredCluster | None, Profile]:
         """The previous-turn cluster and the pair's profile in one round trip (``MGET``)."""
         try:
-            cluster_raw, profile_raw = await self.client.mget([self.key(pair), self.profile_key(pair)])
+            cluster_raw, profile_raw = await self.client.mget([pipeline_cluster_key(pair), pipeline_profile_key(pair)])
         except redis.exceptions.RedisError as error:
             raise Unavailable(f"Redis (pair state) failed: {error}") from error
         cluster = None if cluster_raw is None else self._parse(cluster_raw)
@@ -91,14 +83,14 @@ class ClusterStore:
 
     async def profile(self, pair: common_pb2.Pair) -> Profile:
         try:
-            raw = await self.client.get(self.profile_key(pair))
+            raw = await self.client.get(pipeline_profile_key(pair))
         except redis.exceptions.RedisError as error:
             raise Unavailable(f"Redis (pair profile) failed: {error}") from error
         return self._profile(raw)
 
     async def put_profile(self, pair: common_pb2.Pair, profile: Profile) -> None:
         try:
-            await self.client.set(self.profile_key(pair), profile.to_json())
+            await self.client.set(pipeline_profile_key(pair), profile.to_json())
         except redis.exceptions.RedisError as error:
             raise Unavailable(f"Redis (pair profile) failed: {error}") from error
 

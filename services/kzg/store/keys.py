@@ -9,7 +9,6 @@ import re
 from collections.abc import Sequence
 
 from novaberg_core.contract import pair_token, user_token
-from novaberg_core.pair_keys import PIPELINE_CLUSTER_KEY, PIPELINE_PROFILE_KEY
 from novaberg_core.rights import kzg_key, kzg_key_prefix
 from services.kzg.models import Pair
 
@@ -24,9 +23,7 @@ __all__ = [
     "hash_dirty_key",
     "key_parts",
     "pair_clause",
-    "pair_cluster_key",
     "pair_prefix",
-    "pair_profile_key",
     "session_summary_key",
     "session_taken_key",
     "session_turns_key",
@@ -99,16 +96,6 @@ def session_summary_key(pair: Pair) -> str:
 def session_taken_key(pair: Pair) -> str:
     """The turns the session took (``turn_id\\nrole``, newest SESSION_TAKEN_KEPT): a resend is known by it."""
     return f"session:{pair.user_id}:{pair.character_id}:taken"
-
-
-def pair_cluster_key(pair: Pair) -> str:
-    """The pipeline's previous-turn cluster of the pair: the same Redis, so its erasure is the KZG's."""
-    return PIPELINE_CLUSTER_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
-
-
-def pair_profile_key(pair: Pair) -> str:
-    """The pipeline's profile of the pair (the speakers' names, its language): erased with the pair too."""
-    return PIPELINE_PROFILE_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
 
 
 def key_parts(key: str) -> list[str]:

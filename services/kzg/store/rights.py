@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from novaberg_core.model import Profile
+from novaberg_core.pair_keys import pipeline_cluster_key, pipeline_profile_key
 from services.kzg.domain import SESSION_TTL
 from services.kzg.models import EraseCounts, Pair, SessionTurnRecord
 from services.kzg.store.codec import encode_turn, text
@@ -23,8 +24,6 @@ from services.kzg.store.keys import (
     hash_dirty_key,
     key_parts,
     pair_clause,
-    pair_cluster_key,
-    pair_profile_key,
     session_summary_key,
     session_taken_key,
     session_turns_key,
@@ -44,7 +43,7 @@ class RightsStore(SearchStore, EntryStore):
 
     async def pair_profile(self, pair: Pair) -> Profile | None:
         """The pipeline's profile of the pair as it keeps it; None when none is stored (or it does not parse)."""
-        return Profile.from_json(await self.redis.get(pair_profile_key(pair)))
+        return Profile.from_json(await self.redis.get(pipeline_profile_key(pair)))
 
     async def erase_pair_keys(self, pair: Pair, counts: EraseCounts) -> None:
         """The pair's entries (page by page through its token), session, marker, cluster and profile keys."""
@@ -59,8 +58,8 @@ class RightsStore(SearchStore, EntryStore):
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.delete(session_turns_key(pair), session_summary_key(pair), session_taken_key(pair))
             pipe.delete(hash_dirty_key(pair))
-            pipe.delete(pair_cluster_key(pair))
-            pipe.delete(pair_profile_key(pair))
+            pipe.delete(pipeline_cluster_key(pair))
+            pipe.delete(pipeline_profile_key(pair))
             session, marker, cluster, profile = await pipe.execute()
         counts.session_keys += int(session)
         counts.hash_dirty += int(marker)
@@ -131,5 +130,5 @@ class RightsStore(SearchStore, EntryStore):
             if session_summary:
                 pipe.set(session_summary_key(pair), session_summary, ex=SESSION_TTL)
             if profile is not None:
-                pipe.set(pair_profile_key(pair), profile.to_json())
+                pipe.set(pipeline_profile_key(pair), profile.to_json())
             await pipe.execute()

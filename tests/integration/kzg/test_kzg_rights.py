@@ -14,11 +14,11 @@ from redis.asyncio import Redis
 from novaberg_core.contract import pair_token, user_token
 from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
 from novaberg_core.model import Ei, Magnets, Profile
+from novaberg_core.pair_keys import pipeline_profile_key
 from services.kzg.memory import KzgMemory
 from services.kzg.models import Pair, RetrieveQuery, SessionTurnRecord
 from services.kzg.rights import KzgRights, glob_escape
 from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
-from services.kzg.store.keys import pair_profile_key
 from services.pipeline.store import ClusterStore
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 
@@ -189,7 +189,7 @@ async def test_a_pair_without_a_profile_exports_none_and_its_import_writes_none(
     await rights.erase(SECOND, None)
     counts = await rights.import_pair(SECOND, chunk.entries, [], "")
     assert (counts.entries, counts.profile) == (1, 0)
-    assert await kzg.store.redis.exists(pair_profile_key(SECOND)) == 0
+    assert await kzg.store.redis.exists(pipeline_profile_key(SECOND)) == 0
 
 
 async def test_forget_by_key_and_by_source_turn_takes_entries_and_session_turns(

@@ -21,7 +21,7 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2, pipeline_pb2_grpc
 from novaberg_core.config import CommonConfig
 from novaberg_core.embedding import DEFAULT_USER_NAME, EmbeddingProvider, kzg_embed_text
-from novaberg_core.pair_keys import PIPELINE_CLUSTER_KEY
+from novaberg_core.pair_keys import PIPELINE_CLUSTER_KEY, pipeline_cluster_key
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from novaberg_core.timeutil import from_timestamp, to_timestamp
 from services.pipeline.config import PipelineConfig
@@ -167,7 +167,7 @@ async def test_dossier_weights_perspectives_and_logs_the_gravitation_decision(se
 async def test_a_stored_cluster_outside_the_table_fails_loudly(service: PipelineUnderTest, peers: Peers) -> None:
     client = aioredis.from_url(peers.redis_url, decode_responses=True)
     try:
-        key = PIPELINE_CLUSTER_KEY.format(user_id=PAIR.user_id, character_id=PAIR.character_id)
+        key = pipeline_cluster_key(PAIR)
         await client.set(key, json.dumps({"cluster": "disco", "turn_id": "alt", "gesetzt_am": ""}))
     finally:
         await client.aclose()
