@@ -64,7 +64,8 @@ class Forgetting:
     async def correct(
         self, pair: Pair, kzg_key: str, inhalt: str, *, turn_id: str = "", span_id: str = ""
     ) -> str:
-        """New content for one entry, re-embedded with its themes (SPEC §2); returns the old content."""
+        """New content for one entry, re-embedded with its themes (SPEC §2) and searchable by its new words
+        only (SPEC §11); returns the old content."""
         check_key(pair, kzg_key)
         if not inhalt.strip():
             raise InvalidArgument("inhalt must not be empty")
@@ -72,7 +73,9 @@ class Forgetting:
         if entry is None:
             raise NotFound(f"KZG entry {kzg_key} does not exist (expired, deleted or never written)")
         vector = await self.ctx.provider.embed_one(kzg_embed_text(list(entry.themen), inhalt, entry.sprecher))
-        previous = await self.store.correct_entry(kzg_key, inhalt, vector)
+        previous = await self.store.correct_entry(
+            kzg_key, inhalt, vector, sprecher=entry.sprecher, sprache=entry.sprache
+        )
         if previous is None:
             raise NotFound(f"KZG entry {kzg_key} vanished during the correction")
         self._log("correct", pair, turn_id, span_id, kzg_key=kzg_key)

@@ -26,6 +26,7 @@ __all__ = [
     "BRIEF_FIELDS",
     "ENTRY_FIELDS",
     "consumer_name",
+    "corrected_fields",
     "decode_brief",
     "decode_entry",
     "decode_read",
@@ -151,14 +152,25 @@ def entry_fields(
         "promotion_queued": "1" if queued else "0",
         "sprecher": entry.sprecher,
         "sprache": sprache,
-        "suchsprache": LANGUAGES[sprache],
-        "suchtext": speaker_text(entry.sprecher, entry.inhalt),
+        **_search_fields(entry.sprecher, sprache, entry.inhalt),
         "ablauf_am": f"{now.timestamp() + ttl_seconds:.3f}",
         "traceparent": entry.traceparent,
     }
     if entry.magnets.timeline_id is not None:
         fields["timeline_id"] = str(entry.magnets.timeline_id)
     return fields
+
+
+def _search_fields(sprecher: str, sprache: str, inhalt: str) -> dict[str, str]:
+    """What full-text retrieval reads of an entry (SPEC §11): ``suchtext`` ("{sprecher}: {inhalt}")
+    and the language its words are stemmed in (``suchsprache``)."""
+    return {"suchsprache": LANGUAGES[language_of(sprache)], "suchtext": speaker_text(sprecher, inhalt)}
+
+
+def corrected_fields(inhalt: str, vector: Vector, *, sprecher: str, sprache: str) -> dict[str, str | bytes]:
+    """The fields a correction rewrites (a person's right to correct a memory): the content, its vector
+    and what full-text retrieval reads of it, so the corrected-away words no longer find the entry."""
+    return {"inhalt": inhalt, "embedding": encode_vector(vector), **_search_fields(sprecher, sprache, inhalt)}
 
 
 ENTRY_FIELDS: tuple[str, ...] = (

@@ -15,11 +15,11 @@ from services.kzg.store.base import StoreBase
 from services.kzg.store.codec import (
     BRIEF_FIELDS,
     ENTRY_FIELDS,
+    corrected_fields,
     decode_brief,
     decode_entry,
     decode_read,
     decode_vector,
-    encode_vector,
     float_or_none,
     seconds,
     text,
@@ -181,9 +181,14 @@ class EntryStore(StoreBase):
             deleted += int(await self.redis.delete(*keys[start : start + _DELETE_CHUNK]))
         return deleted
 
-    async def correct_entry(self, key: str, inhalt: str, vector: Vector) -> str | None:
-        """New content and vector for an entry that still exists; its previous content (None: gone)."""
-        previous = await self._correct_entry(keys=[key], args=[inhalt, encode_vector(vector)])
+    async def correct_entry(
+        self, key: str, inhalt: str, vector: Vector, *, sprecher: str, sprache: str
+    ) -> str | None:
+        """New content, vector and search text (``sprecher``/``sprache``: the entry's own) for an entry
+        that still exists; its previous content (None: gone)."""
+        fields = corrected_fields(inhalt, vector, sprecher=sprecher, sprache=sprache)
+        args = [part for name, value in fields.items() for part in (name, value)]
+        previous = await self._correct_entry(keys=[key], args=args)
         return None if previous is None else text(previous)
 
     async def mark_hash_dirty(self, pair: Pair, reason: str, now: datetime) -> None:
