@@ -124,7 +124,11 @@ def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
 
 
 def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
-    """An exported entry message as domain data (the inverse of :func:`entry_pb`, no vector)."""
+    """An exported entry message as domain data (the inverse of :func:`entry_pb`, no vector).
+
+    ``ablauf_am`` unset (a file exported before it was carried) is none, and the import computes it
+    from the remaining TTL.
+    """
     return KzgEntryData(
         **_as_is(message),
         entry_id=message.entry_id or message.kzg_key.rsplit(":", 1)[-1],
@@ -136,6 +140,7 @@ def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
         ei=Ei.from_proto(message.ei),
         magnets=Magnets.from_proto(message.magnets),
         erstellt_am=from_timestamp(message.erstellt_am),
+        ablauf_am=_moment(message.ablauf_am),
     )
 
 

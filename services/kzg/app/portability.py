@@ -1,5 +1,5 @@
 """A pair's KZG data carried out and back in (export, import): the entries re-embedded with their
-remaining TTL and queue state, the session as it was, and the pipeline's profile of the pair (the
+remaining TTL, expiry in turn time and queue state, the session as it was, and the pipeline's profile of the pair (the
 speakers' display names are the person's data too, docs/decisions.md "Export")."""
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ class Portability:
         return await self.store.pair_entry_count(pair) == 0 and not await self.store.session_exists(pair)
 
     def _import_item(self, pair: Pair, exported: ExportedEntryData, themen: list[str], vector: Vector) -> ImportItem:
-        """(key, hash, TTL, queued) of one exported entry, with its haeufigkeit and salience's origin."""
+        """(key, hash, TTL, queued) of one exported entry, with its haeufigkeit, salience's origin and
+        expiry in turn time."""
         entry = exported.entry
         canon = check_canon(entry.ei.modus, entry.ei.intentionen, self.ctx.canon)
         # The remaining TTL, never past the highest tier's (an unknown one gets the session's 4 h).
@@ -115,6 +116,9 @@ class Portability:
             now=entry.erstellt_am,
             queued=exported.promotion_queued,
             ttl_seconds=ttl,
+            # The exported expiry in turn time, reinforcements included (SPEC §4.4, §11); a file
+            # without it: the creation time plus the remaining TTL.
+            ablauf_am=entry.ablauf_am,
         )
         fields["haeufigkeit"] = str(max(entry.haeufigkeit, 1))
         fields["salienz_eingang_herkunft"] = entry.salienz_eingang_herkunft or "gemessen"

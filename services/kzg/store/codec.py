@@ -114,13 +114,16 @@ def entry_fields(
     now: datetime,
     queued: bool,
     ttl_seconds: int,
+    ablauf_am: datetime | None = None,
 ) -> dict[str, str | bytes]:
     """The hash of a new entry (SPEC §4.1) from a validated request; the only place it is encoded.
 
     Beyond §4.1 (SPEC §11): the speaker and language, ``suchtext`` for full-text retrieval, the
-    expiry in the turn's own time (``ablauf_am``) and the turn's trace (``traceparent``).
+    expiry in the turn's own time (``ablauf_am``: ``now`` + ``ttl_seconds`` unless given, as an
+    import gives the exported one) and the turn's trace (``traceparent``).
     """
     sprache = language_of(entry.sprache)
+    expires = ablauf_am.timestamp() if ablauf_am is not None else now.timestamp() + ttl_seconds
     ei = entry.ei
     fields: dict[str, str | bytes] = {
         "inhalt": entry.inhalt,
@@ -153,7 +156,7 @@ def entry_fields(
         "sprecher": entry.sprecher,
         "sprache": sprache,
         **_search_fields(entry.sprecher, sprache, entry.inhalt),
-        "ablauf_am": f"{now.timestamp() + ttl_seconds:.3f}",
+        "ablauf_am": f"{expires:.3f}",
         "traceparent": entry.traceparent,
     }
     if entry.magnets.timeline_id is not None:

@@ -1,17 +1,31 @@
-"""A person's correction, seen by what it leaves in Redis: a corrected entry is found by its new words
-only (SPEC §11). Real Redis with the search module."""
+"""A person's correction and an import, seen by what they leave in Redis: a corrected entry is found by
+its new words only (SPEC §11), an imported one keeps its expiry in turn time (SPEC §4.4, §11). Real
+Redis with the search module; the export passes through the proto messages and a novaberg.export/1
+file as a person's does."""
 
 from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import timedelta
 
 import numpy as np
 import pytest
 
+from novaberg.kzg.v1 import kzg_pb2
+from novaberg_core.model import Ei, Magnets
+from novaberg_core.timeutil import utc_now
+from services.kzg.convert import entry_from_pb, entry_pb
 from services.kzg.memory import KzgMemory
-from services.kzg.models import RetrieveQuery
+from services.kzg.models import ExportedEntryData, KzgEntryData, Pair, RetrieveQuery
 from services.kzg.rights import KzgRights
+from services.pixie.export_format import export_lines, parse_lines
 from tests.integration.kzg.conftest import PAIR, entry, unit_vector
 
 pytestmark = pytest.mark.integration
+
+DAY = timedelta(days=1)
+
 
 async def _lexical(kzg: KzgMemory, words: str, rng: np.random.Generator) -> list[str]:
     """The keys full-text retrieval finds for ``words`` (a random query vector: nothing by meaning)."""
@@ -24,6 +38,24 @@ async def _lexical(kzg: KzgMemory, words: str, rng: np.random.Generator) -> list
 async def _field(kzg: KzgMemory, key: str, name: str) -> str | None:
     value = await kzg.store.redis.hget(key, name)
     return None if value is None else value.decode()
+
+
+async def _through_a_file(rights: KzgRights, pair: Pair, *, without: str = "") -> list[ExportedEntryData]:
+    """The pair's entries as an import reads them back from an export file: domain → the ExportPair
+    messages → the file's lines (each entry's ``without`` field left out, as an older file has it) →
+    their parse → the ImportPair conversion."""
+    chunks = [
+        kzg_pb2.ExportPairResponse(entries=[
+            kzg_pb2.ExportedEntry(entry=entry_pb(e.entry), promotion_queued=e.promotion_queued) for e in chunk.entries
+        ])
+        async for chunk in rights.export(pair)
+    ]  # fmt: skip
+    lines = [json.loads(line) for line in export_lines(pair.to_proto(), "minilm", [], chunks)]
+    for record in lines:
+        if record.get("type") == "kzg_entry" and without:
+            del record[without]
+    parsed = parse_lines([json.dumps(record) for record in lines])
+    return [ExportedEntryData(entry_from_pb(e.entry), e.promotion_queued) for e in parsed.entries]
 
 
 async def test_a_corrected_entry_is_found_by_its_new_words_and_no_longer_by_the_old(
@@ -45,3 +77,63 @@ async def test_a_corrected_entry_is_found_by_its_new_words_and_no_longer_by_the_
     assert await _field(kzg, key, "suchtext") == "Anna: Meister liebt Hunde."
     assert await _field(kzg, key, "suchsprache") == "german"
     assert (await kzg.get_entry(PAIR, key)).inhalt == "Meister liebt Hunde."
+
+
+async def test_an_import_keeps_the_exported_expiry_in_turn_time_reinforcement_included(
+    kzg: KzgMemory, rng: np.random.Generator
+) -> None:
+    made = utc_now() - 5 * DAY
+    vector = unit_vector(rng)
+    old = await kzg.store_entry(entry(0.5, ("Garten",), embedding=vector, as_of=made, turn_id="t-0"))  # MID: 14 d
+    later = await kzg.store_entry(entry(0.5, ("garten",), embedding=unit_vector(rng), as_of=made + 2 * DAY))
+    assert later.reinforced_count == 1
+    ablauf_am = await _field(kzg, old.kzg_key, "ablauf_am")
+    assert ablauf_am is not None and float(ablauf_am) == pytest.approx((made + 16 * DAY).timestamp(), abs=1e-3)
+    rights = KzgRights(kzg)
+    exported = await _through_a_file(rights, PAIR)
+    ttl_of = {e.entry.kzg_key: e.entry.ttl_seconds for e in exported}
+    await rights.erase(PAIR, None)
+
+    counts = await rights.import_pair(PAIR, exported, [], "")
+
+    assert counts.entries == 2
+    assert await _field(kzg, old.kzg_key, "ablauf_am") == ablauf_am  # not erstellt_am + remaining TTL (14 d)
+    assert (await kzg.get_entry(PAIR, old.kzg_key)).ablauf_am == next(
+        e.entry.ablauf_am for e in exported if e.entry.kzg_key == old.kzg_key
+    )
+    # Redis's own clock keeps the remaining TTL, as before.
+    for key, ttl in ttl_of.items():
+        assert ttl - 5 <= await kzg.store.redis.ttl(key) <= ttl
+
+
+async def test_an_import_of_a_file_without_ablauf_am_counts_the_remaining_ttl_from_erstellt_am(
+    kzg: KzgMemory, rng: np.random.Generator
+) -> None:
+    made = utc_now() - 3 * DAY
+    stored = await kzg.store_entry(entry(0.5, ("Garten",), embedding=unit_vector(rng), as_of=made))
+    rights = KzgRights(kzg)
+    (exported,) = await _through_a_file(rights, PAIR, without="ablauf_am")
+    assert exported.entry.ablauf_am is None
+    await rights.erase(PAIR, None)
+
+    await rights.import_pair(PAIR, [exported], [], "")
+
+    ablauf_am = await _field(kzg, stored.kzg_key, "ablauf_am")
+    assert ablauf_am == f"{exported.entry.erstellt_am.timestamp() + exported.entry.ttl_seconds:.3f}"
+
+
+async def test_an_old_files_entry_message_without_ablauf_am_reads_as_none() -> None:
+    message = entry_pb(dataclasses.replace(_domain_entry(), ablauf_am=None))
+    assert not message.HasField("ablauf_am")
+    assert entry_from_pb(message).ablauf_am is None
+    at = utc_now().replace(microsecond=123000)
+    assert entry_from_pb(entry_pb(dataclasses.replace(_domain_entry(), ablauf_am=at))).ablauf_am == at
+
+
+def _domain_entry() -> KzgEntryData:
+    return KzgEntryData(
+        kzg_key=f"kzg:{PAIR.user_id}:{PAIR.character_id}:e1", entry_id="e1", pair=PAIR, beobachter="user",
+        inhalt="x", themen=("a",), salienz=0.7, salienz_eingang=0.5, salienz_eingang_herkunft="gemessen",
+        haeufigkeit=1, gedaechtnistyp="", dimension="", ei=Ei(), magnets=Magnets(), erstellt_am=utc_now(),
+        turn_id="t", ttl_seconds=10,
+    )  # fmt: skip
