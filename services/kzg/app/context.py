@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,8 +17,11 @@ from services.kzg.store import KzgStore
 from services.kzg.summary import Summariser
 
 __all__ = [
-    "READ_NODE", "RIGHTS_NODE", "WRITE_NODE", "KzgContext", "log_scope", "log_span", "log_turn",
+    "READ_NODE", "RIGHTS_NODE", "WRITE_NODE", "KzgContext", "log_canon_rejections", "log_scope", "log_span",
+    "log_turn",
 ]  # fmt: skip
+
+_LOG = logging.getLogger("novaberg.kzg")
 
 WRITE_NODE = "kzg_speicher"
 """Pipeline-log node of the write path (kzg §4b)."""
@@ -68,3 +72,27 @@ def log_scope(pair: Pair, turn_id: str = "", span_id: str = "", as_of: datetime 
     """Where a record of a step of ``pair`` belongs: the caller's turn (or a fresh one, per
     record), the caller's span when it is a UUID, and a replay's time (None → the log's now)."""
     return LogScope.of_pair(log_turn(turn_id), pair, log_span(span_id), as_of)
+
+
+def log_canon_rejections(
+    log: PipelineLog,
+    scope: LogScope,
+    rejections: Sequence[tuple[str, str]],
+    *,
+    node: str,
+    writer: str,
+    kzg_key: str = "",
+) -> None:
+    """Each value the canon check emptied or dropped (SPEC §4.1: an ERROR line naming writer, field and
+    value), as a log line and a ``fehler`` record of the pipeline log; ``kzg_key`` names the entry too."""
+    entry = f" ({kzg_key})" if kzg_key else ""
+    for field, value in rejections:
+        _LOG.error(
+            "kzg canon: writer=%s field=%s value=%r is not in %s; %s%s",
+            writer, field, value, "MODUS_KANON" if field == "modus" else "INTENT_KANON",
+            "stored empty" if field == "modus" else "dropped", entry,
+        )  # fmt: skip
+        log.error(
+            **scope, node=node, typ="kanon",
+            message=f"writer={writer} field={field} value={value!r} nicht im Kanon{entry}",
+        )  # fmt: skip

@@ -15,10 +15,11 @@ from novaberg_core.errors import FailedPrecondition, InvalidArgument
 from novaberg_core.model import Beobachter, Profile
 from novaberg_core.pipeline_log import LogScope, count_fields, count_names
 from novaberg_core.rights import rights_write
-from services.kzg.app.context import KzgContext
+from services.kzg.app.context import RIGHTS_NODE, KzgContext, log_canon_rejections
 from services.kzg.domain import (
     KZG_TTL_HIGH_SEKUNDEN,
     SESSION_TTL,
+    CanonCheck,
     check_canon,
     check_entry_id,
     check_pair,
@@ -37,7 +38,10 @@ from services.kzg.models import (
 )
 from services.kzg.store import ImportItem, entry_fields, entry_key
 
-__all__ = ["Portability"]
+__all__ = ["IMPORT_WRITER", "Portability"]
+
+IMPORT_WRITER: Final = "kzg.import"
+"""The writer an import's canon ERROR lines name (SPEC §4.1)."""
 
 _IMPORTED_COUNTS: Final = count_names(
     ImportCounts, eintraege="entries", queue="queued", session_turns="session_turns", profil="profile"
@@ -100,10 +104,13 @@ class Portability:
     async def is_empty(self, pair: Pair) -> bool:
         return await self.store.pair_entry_count(pair) == 0 and not await self.store.session_exists(pair)
 
-    def _import_item(self, pair: Pair, exported: ExportedEntryData, themen: list[str], vector: Vector) -> ImportItem:
+    def _import_item(
+        self, pair: Pair, exported: ExportedEntryData, themen: list[str], vector: Vector
+    ) -> tuple[ImportItem, CanonCheck]:
         """(key, hash, TTL, queued) of one exported entry, with its haeufigkeit, salience's origin and
-        expiry in turn time."""
+        expiry in turn time; and its canon check, whose rejections are logged once it is written."""
         entry = exported.entry
+        key = entry_key(pair, entry.entry_id)
         canon = check_canon(entry.ei.modus, entry.ei.intentionen, self.ctx.canon)
         # The remaining TTL, never past the highest tier's (an unknown one gets the session's 4 h).
         ttl = min(entry.ttl_seconds, KZG_TTL_HIGH_SEKUNDEN) if entry.ttl_seconds > 0 else SESSION_TTL
@@ -122,7 +129,15 @@ class Portability:
         )
         fields["haeufigkeit"] = str(max(entry.haeufigkeit, 1))
         fields["salienz_eingang_herkunft"] = entry.salienz_eingang_herkunft or "gemessen"
-        return entry_key(pair, entry.entry_id), fields, ttl, exported.promotion_queued
+        return (key, fields, ttl, exported.promotion_queued), canon
+
+    def _log_imported(self, scope: LogScope, items: Sequence[tuple[ImportItem, CanonCheck]]) -> None:
+        """What the written entries lost on their way in: each canon rejection as the write path logs
+        it, naming the importer as writer (SPEC §4.1)."""
+        for (key, _, _, _), canon in items:
+            log_canon_rejections(
+                self.ctx.log, scope, canon.rejections, node=RIGHTS_NODE, writer=IMPORT_WRITER, kzg_key=key
+            )
 
     async def import_pair(
         self,
@@ -158,16 +173,18 @@ class Portability:
             kzg_embed_text(themen, e.entry.inhalt, e.entry.sprecher) for themen, e in zip(themen_of, live, strict=True)
         ]
         vectors = await self.ctx.provider.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
-        prepared = [
+        items = [
             self._import_item(pair, exported, themen, vectors[index])
             for index, (exported, themen) in enumerate(zip(live, themen_of, strict=True))
         ]
+        prepared = [item for item, _ in items]
         await self.store.import_pair_keys(pair, prepared, session_turns, session_summary, profile)
+        where = LogScope.of_pair(f"import-{uuid.uuid4()}", pair)
+        self._log_imported(where, items)
         counts.entries = len(prepared)
         counts.queued = sum(1 for p in prepared if p[3])
         counts.session_turns = len(session_turns)
         counts.profile = int(profile is not None)
-        where = LogScope.of_pair(f"import-{uuid.uuid4()}", pair)
         counted = count_fields(counts, _IMPORTED_COUNTS)
         rights_write(self.ctx.log, **where, operation="import", tabelle="kzg", **counted)
         return counts

@@ -17,7 +17,7 @@ from novaberg_core.errors import AlreadyExists, InvalidArgument
 from novaberg_core.model import Beobachter, check_unit_interval, check_vector
 from novaberg_core.pipeline_log import LogScope
 from services.kzg.app.checks import batch_item, check_batch
-from services.kzg.app.context import WRITE_NODE, KzgContext, log_scope
+from services.kzg.app.context import WRITE_NODE, KzgContext, log_canon_rejections, log_scope
 from services.kzg.domain import (
     KZG_SALIENZ_HIGH,
     KZG_SALIENZ_MID,
@@ -243,17 +243,9 @@ class Storing:
     ) -> None:
         """The canon's rejections and the salience gate's decision of a write that happened (or that the
         gate turned away), logged once its outcome is known (SPEC §4.1, §8)."""
-        writer = entry.writer or "unbekannt"
-        for field, value in canon_rejections:
-            _LOG.error(
-                "kzg canon: writer=%s field=%s value=%r is not in %s; %s",
-                writer, field, value, "MODUS_KANON" if field == "modus" else "INTENT_KANON",
-                "stored empty" if field == "modus" else "dropped",
-            )
-            self.ctx.log.error(
-                **scope, node=WRITE_NODE, typ="kanon",
-                message=f"writer={writer} field={field} value={value!r} nicht im Kanon",
-            )
+        log_canon_rejections(
+            self.ctx.log, scope, canon_rejections, node=WRITE_NODE, writer=entry.writer or "unbekannt"
+        )
         self.ctx.log.decision(
             **scope, node=WRITE_NODE, entscheidung=f"{WRITE_NODE}.salienz_tor",
             ausgang=tier.name if tier else "abgelehnt",

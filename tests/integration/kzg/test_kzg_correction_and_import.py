@@ -1,12 +1,13 @@
 """A person's correction and an import, seen by what they leave in Redis: a corrected entry is found by
-its new words only (SPEC §11), an imported one keeps its expiry in turn time (SPEC §4.4, §11). Real
-Redis with the search module; the export passes through the proto messages and a novaberg.export/1
-file as a person's does."""
+its new words only (SPEC §11), an imported one keeps its expiry in turn time (SPEC §4.4, §11) and the
+canon's ERROR lines (SPEC §4.1). Real Redis with the search module; the export passes through the
+proto messages and a novaberg.export/1 file as a person's does."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from datetime import timedelta
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.model import Ei, Magnets
+from novaberg_core.pipeline_log import InMemorySink
 from novaberg_core.timeutil import utc_now
 from services.kzg.convert import entry_from_pb, entry_pb
 from services.kzg.memory import KzgMemory
@@ -137,3 +139,25 @@ def _domain_entry() -> KzgEntryData:
         haeufigkeit=1, gedaechtnistyp="", dimension="", ei=Ei(), magnets=Magnets(), erstellt_am=utc_now(),
         turn_id="t", ttl_seconds=10,
     )  # fmt: skip
+
+
+async def test_an_imported_modus_outside_the_canon_is_stored_empty_with_an_error_line(
+    kzg: KzgMemory, rng: np.random.Generator, caplog: pytest.LogCaptureFixture, sink: InMemorySink
+) -> None:
+    stored = await kzg.store_entry(entry(0.5, embedding=unit_vector(rng), ei=Ei(modus="alltag")))
+    rights = KzgRights(kzg)
+    (exported,) = await _through_a_file(rights, PAIR)
+    foreign = dataclasses.replace(exported.entry, ei=dataclasses.replace(exported.entry.ei, modus="Alltag"))
+    await rights.erase(PAIR, None)
+    caplog.set_level(logging.ERROR, logger="novaberg.kzg")
+
+    await rights.import_pair(PAIR, [dataclasses.replace(exported, entry=foreign)], [], "")
+
+    assert await _field(kzg, stored.kzg_key, "modus") == ""
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, errors
+    assert "writer=kzg.import" in errors[0] and "field=modus" in errors[0] and "'Alltag'" in errors[0]
+    assert stored.kzg_key in errors[0]
+    await kzg.log.flush()
+    kanon = [r for r in sink.records if r.art == "fehler" and r.inhalt["typ"] == "kanon"]
+    assert [r.inhalt["message"] for r in kanon] == [f"writer=kzg.import field=modus value='Alltag' nicht im Kanon ({stored.kzg_key})"]
