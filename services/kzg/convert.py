@@ -126,8 +126,9 @@ def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
 def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
     """An exported entry message as domain data (the inverse of :func:`entry_pb`, no vector).
 
-    ``ablauf_am`` unset (a file exported before it was carried) is none, and the import computes it
-    from the remaining TTL.
+    ``salienz_eingang`` 0 is none (:func:`entry_pb` writes 0 for an entry without one; a stored entry's
+    is at least the gate's raw 0.3, SPEC §4.3); ``ablauf_am`` unset (a file exported before it was
+    carried) is none, and the import computes it from the remaining TTL.
     """
     return KzgEntryData(
         **_as_is(message),
@@ -135,7 +136,7 @@ def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
         pair=pair_from_pb(message.pair),
         beobachter=Beobachter.name_of_proto(message.beobachter),
         themen=tuple(message.themen),
-        salienz_eingang=message.salienz_eingang,
+        salienz_eingang=message.salienz_eingang or None,
         haeufigkeit=message.haeufigkeit or 1,
         ei=Ei.from_proto(message.ei),
         magnets=Magnets.from_proto(message.magnets),

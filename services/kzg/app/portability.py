@@ -4,6 +4,7 @@ speakers' display names are the person's data too, docs/decisions.md "Export")."
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Final
@@ -40,6 +41,8 @@ from services.kzg.store import ImportItem, entry_fields, entry_key
 
 __all__ = ["IMPORT_WRITER", "Portability"]
 
+_LOG = logging.getLogger("novaberg.kzg")
+
 IMPORT_WRITER: Final = "kzg.import"
 """The writer an import's canon ERROR lines name (SPEC §4.1)."""
 
@@ -58,6 +61,8 @@ def _check_import(live: Sequence[ExportedEntryData]) -> None:
         if not entry.inhalt.strip():
             raise InvalidArgument(f"entries[{index}].inhalt must not be empty")
         check_unit_interval(f"entries[{index}].salienz", entry.salienz)
+        if entry.salienz_eingang is not None:
+            check_unit_interval(f"entries[{index}].salienz_eingang", entry.salienz_eingang)
         check_unit_interval(f"entries[{index}].ei.arousal", entry.ei.arousal)
         entry.magnets.check(f"entries[{index}].magnets")
         Beobachter.of_name(entry.beobachter, f"entries[{index}].beobachter")
@@ -128,16 +133,27 @@ class Portability:
             ablauf_am=entry.ablauf_am,
         )
         fields["haeufigkeit"] = str(max(entry.haeufigkeit, 1))
-        fields["salienz_eingang_herkunft"] = entry.salienz_eingang_herkunft or "gemessen"
+        if entry.salienz_eingang is None:
+            # None exported: none imported, so reinforcement skips the entry with its ERROR line
+            # (SPEC §4.4) instead of recomputing its salience from an input nobody measured.
+            del fields["salienz_eingang"]
+            fields["salienz_eingang_herkunft"] = entry.salienz_eingang_herkunft
+        else:
+            fields["salienz_eingang_herkunft"] = entry.salienz_eingang_herkunft or "gemessen"
         return (key, fields, ttl, exported.promotion_queued), canon
 
     def _log_imported(self, scope: LogScope, items: Sequence[tuple[ImportItem, CanonCheck]]) -> None:
         """What the written entries lost on their way in: each canon rejection as the write path logs
-        it, naming the importer as writer (SPEC §4.1)."""
-        for (key, _, _, _), canon in items:
+        it, naming the importer as writer (SPEC §4.1), and each entry without salienz_eingang."""
+        for (key, fields, _, _), canon in items:
             log_canon_rejections(
                 self.ctx.log, scope, canon.rejections, node=RIGHTS_NODE, writer=IMPORT_WRITER, kzg_key=key
             )
+            if "salienz_eingang" not in fields:
+                _LOG.warning(
+                    "kzg import: %s has no salienz_eingang; imported without, thematic reinforcement skips it",
+                    key,
+                )
 
     async def import_pair(
         self,

@@ -1,7 +1,7 @@
 """A person's correction and an import, seen by what they leave in Redis: a corrected entry is found by
-its new words only (SPEC §11), an imported one keeps its expiry in turn time (SPEC §4.4, §11) and the
-canon's ERROR lines (SPEC §4.1). Real Redis with the search module; the export passes through the
-proto messages and a novaberg.export/1 file as a person's does."""
+its new words only (SPEC §11), an imported one keeps its expiry in turn time (SPEC §4.4, §11), the
+canon's ERROR lines (SPEC §4.1) and an absent salienz_eingang (SPEC §4.4). Real Redis with the search
+module; the export passes through the proto messages and a novaberg.export/1 file as a person's does."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 from novaberg.kzg.v1 import kzg_pb2
+from novaberg_core.errors import InvalidArgument
 from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import InMemorySink
 from novaberg_core.timeutil import utc_now
 from services.kzg.convert import entry_from_pb, entry_pb
+from services.kzg.domain import salienz_berechnen
 from services.kzg.memory import KzgMemory
 from services.kzg.models import ExportedEntryData, KzgEntryData, Pair, RetrieveQuery
 from services.kzg.rights import KzgRights
@@ -161,3 +163,37 @@ async def test_an_imported_modus_outside_the_canon_is_stored_empty_with_an_error
     await kzg.log.flush()
     kanon = [r for r in sink.records if r.art == "fehler" and r.inhalt["typ"] == "kanon"]
     assert [r.inhalt["message"] for r in kanon] == [f"writer=kzg.import field=modus value='Alltag' nicht im Kanon ({stored.kzg_key})"]
+
+
+async def test_an_entry_exported_without_salienz_eingang_is_imported_without_and_reinforcement_skips_it(
+    kzg: KzgMemory, rng: np.random.Generator, caplog: pytest.LogCaptureFixture
+) -> None:
+    legacy = await kzg.store_entry(entry(0.9, ("Garten",), embedding=unit_vector(rng)))
+    await kzg.store.redis.hdel(legacy.kzg_key, "salienz_eingang")
+    rights = KzgRights(kzg)
+    (exported,) = await _through_a_file(rights, PAIR)
+    assert exported.entry.salienz_eingang is None  # the file's 0 is none, not a measured 0
+    await rights.erase(PAIR, None)
+    await rights.import_pair(PAIR, [exported], [], "")
+    assert await _field(kzg, legacy.kzg_key, "salienz_eingang") is None
+    salienz = await _field(kzg, legacy.kzg_key, "salienz")
+    assert salienz is not None and float(salienz) == salienz_berechnen(0.9, 1)
+    caplog.set_level(logging.ERROR, logger="novaberg.kzg")
+
+    later = await kzg.store_entry(entry(0.5, ("Garten",), embedding=unit_vector(rng)))
+
+    assert later.reinforced_count == 0
+    assert await _field(kzg, legacy.kzg_key, "salienz") == salienz  # not 0.0347 from an input of 0
+    assert await _field(kzg, legacy.kzg_key, "haeufigkeit") == "1"
+    assert any(legacy.kzg_key in r.getMessage() and "salienz_eingang" in r.getMessage() for r in caplog.records)
+
+
+async def test_an_import_refuses_a_salienz_eingang_outside_the_unit_interval(
+    kzg: KzgMemory, rng: np.random.Generator
+) -> None:
+    await kzg.store_entry(entry(0.5, embedding=unit_vector(rng)))
+    rights = KzgRights(kzg)
+    (exported,) = await _through_a_file(rights, PAIR)
+    bad = dataclasses.replace(exported, entry=dataclasses.replace(exported.entry, salienz_eingang=1.5))
+    with pytest.raises(InvalidArgument, match=r"entries\[0\]\.salienz_eingang"):
+        await rights.import_pair(PAIR, [bad], [], "", check_empty=False, validate_only=True)
