@@ -6,8 +6,8 @@ hits are scored lexically here with that idf (``novaberg_core.lexical.bm25_score
 layers rank on one scale: per source, every item of either layer by the same signal, fused by
 reciprocal rank (``novaberg_core.fusion``); before the cut to ``recall_k`` each score is weighed by
 what the memory can hold (``memory_prior``: a question or a few words hold less than a statement).
-A KZG entry and the node promoted from it are one item (same turn; the node is kept, it knows its
-associations).
+A KZG entry and the node promoted from it are one item (same turn, same speaker; the node is kept, it
+knows its associations); the user's turn and the character's answer share a turn_id and are two items.
 
 Gates judge the question, not each memory: the LZG lists candidates only for a question that got
 a gated candidate there; a KZG hit passes its gate when found by meaning above the KZG's threshold
@@ -77,6 +77,18 @@ def _speaker(sprecher: str, beobachter: int, names: tuple[str, str]) -> str:
     return names[0] if beobachter == common_pb2.BEOBACHTER_USER else names[1]
 
 
+def _source_turn(turn_id: str, beobachter: int, without_turn_id: str) -> str:
+    """The key of a memory's source turn (SPEC §11): its turn_id and who spoke it.
+
+    ObserveTurn and Dispatch write the user's turn and the character's answer under one turn_id
+    (decisions.md "A resent turn is written once": two turns). A memory without a turn_id is its
+    own KZG entry (a node: the entry it was promoted from, else the node itself).
+    """
+    if not turn_id:
+        return without_turn_id
+    return f"{turn_id}\n{beobachter}"
+
+
 def merge_recall(
     kzg_hits: Sequence[kzg_pb2.RetrieveHit],
     lzg: Sequence[lzg_pb2.RecallKandidat],
@@ -91,7 +103,7 @@ def merge_recall(
     entries: dict[str, RecallEntry] = {}
     lzg_order: dict[str, list[str]] = {source: [] for source in _LZG_LISTS}
     for candidate in lzg:
-        key = candidate.turn_id or f"lzg:{candidate.knoten_id}"
+        key = _source_turn(candidate.turn_id, candidate.beobachter, candidate.kzg_quell_key or f"lzg:{candidate.knoten_id}")
         if key in entries:
             continue
         sources = set(candidate.quellen)
@@ -108,7 +120,7 @@ def merge_recall(
         return []  # found by words alone, and too few of the question's: not about the question
     for hit, (bm25, _) in scored:
         found = set(hit.quellen) or {"dense"}
-        key = hit.entry.turn_id or hit.entry.kzg_key
+        key = _source_turn(hit.entry.turn_id, hit.entry.beobachter, hit.entry.kzg_key)
         if key in entries:  # the node promoted from this entry is already listed: one item per turn
             entries[key].sources |= found
             continue

@@ -118,6 +118,36 @@ def test_the_recall_list_merges_layers_and_keeps_one_item_per_turn() -> None:
     assert merge_recall(kzg, lzg, query, "en", 0, ("C", "M")) == []
 
 
+def test_the_users_turn_and_the_characters_answer_of_one_turn_id_are_two_items() -> None:
+    query = _query_terms(["Caroline: We adopted a dog named Max.", "Melanie: Lovely weather today."])
+    told = "We adopted a dog named Max last spring, he is a beagle and loves long walks in the park."
+    answered = "A beagle named Max sounds wonderful, I remember you wanted a dog for years and finally did it."
+    user_entry = _hit("t1", told, 0.9, ["dense"])
+    answer_entry = _hit("t1", answered, 0.85, ["dense"], beobachter=ASSISTANT)
+    answer_entry.entry.kzg_key = "kzg:u:c:assistant-t1"
+    names = ("Caroline", "Melanie")
+    kzg_only = merge_recall([user_entry, answer_entry], [], query, "en", 10, names)
+    assert [(r.layer, r.beobachter, r.kzg_key) for r in kzg_only] == [
+        ("kzg", USER, "kzg:u:c:t1"), ("kzg", ASSISTANT, "kzg:u:c:assistant-t1"),
+    ]
+    lzg = [
+        lzg_pb2.RecallKandidat(knoten_id=11, turn_id="t1", inhalt=told, beobachter=USER, cosine=0.8,
+                               kzg_quell_key="kzg:u:c:t1", quellen=["dense"]),
+        lzg_pb2.RecallKandidat(knoten_id=12, turn_id="t1", inhalt=answered, beobachter=ASSISTANT, cosine=0.7,
+                               kzg_quell_key="kzg:u:c:assistant-t1", quellen=["dense"]),
+    ]  # fmt: skip
+    lzg_only = merge_recall([], lzg, query, "en", 10, names)
+    assert [(r.layer, r.knoten_id) for r in lzg_only] == [("lzg", 11), ("lzg", 12)]
+    # both layers: each entry and the node promoted from it are one item, the node's
+    both = merge_recall([user_entry, answer_entry], lzg, query, "en", 10, names)
+    assert sorted((r.layer, r.beobachter, r.knoten_id) for r in both) == [("lzg", USER, 11), ("lzg", ASSISTANT, 12)]
+    assert all(list(r.quellen) == ["dense"] for r in both)
+    # without a turn_id, an entry and its node are one item by the node's source key
+    user_entry.entry.turn_id = ""
+    lzg[0].turn_id = ""
+    assert [(r.layer, r.knoten_id) for r in merge_recall([user_entry], lzg[:1], query, "en", 10, names)] == [("lzg", 11)]
+
+
 def test_the_lzgs_answers_keep_its_order_and_weigh_half_a_source() -> None:
     query = _query_terms(["Caroline: What did you research?", "Melanie: Adoption agencies."])
     lzg = [
