@@ -14,6 +14,8 @@ from decimal import ROUND_FLOOR, Decimal
 
 from novaberg_core.canon import Canon
 from novaberg_core.contract import check_pair as check_pair  # re-exported: the shared pair rule
+from novaberg_core.embedding.texts import THEMEN_SEPARATOR as THEMEN_SEPARATOR  # re-exported: shared
+from novaberg_core.embedding.texts import clean_themen as clean_themen  # re-exported: the embed text's too
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.limits import STORE_GATE_RAW
 from novaberg_core.model import check_unit_interval as check_unit_interval  # re-exported for portability
@@ -148,9 +150,6 @@ SESSION_ROLES = ("user", "assistant")
 
 # --------------------------------------------------------------------------- input checks (SPEC §4.1)
 
-THEMEN_SEPARATOR = "|"
-"""Separator of the ``themen`` / ``themen_norm`` TAG fields."""
-
 REINFORCEMENT_MODES = ("thema", "aus")
 """SPEC §4.4: ``thema`` (default) reinforces neighbours sharing a theme, ``aus`` disables it."""
 
@@ -167,21 +166,6 @@ def normalise_theme(theme: str) -> str:
     ``casefold`` rather than ``lower`` so that e.g. "Straße" and "STRASSE" are the same theme.
     """
     return theme.strip().casefold()
-
-
-def clean_themen(themen: Iterable[str]) -> list[str]:
-    """The themes as written, trimmed, empty ones dropped; a theme containing the separator is refused."""
-    cleaned: list[str] = []
-    for index, theme in enumerate(themen):
-        stripped = theme.strip()
-        if not stripped:
-            continue
-        if THEMEN_SEPARATOR in stripped or any(ord(ch) < 32 for ch in stripped):
-            raise InvalidArgument(
-                f"salience.themen[{index}] must not contain {THEMEN_SEPARATOR!r} or control characters: {theme!r}"
-            )
-        cleaned.append(stripped)
-    return cleaned
 
 
 def themen_norm(themen: Iterable[str]) -> list[str]:

@@ -4,11 +4,13 @@ vector is rewritten; afterwards every vector is the live path's embedding of its
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import numpy as np
 import pytest
 
+from novaberg.common.v1 import common_pb2
+from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import (
     LEGACY_RECIPE,
     EmbeddingProvider,
@@ -17,6 +19,7 @@ from novaberg_core.embedding import (
     make_provider,
     profile_for,
 )
+from novaberg_core.embedding.base import Vectors
 from novaberg_core.errors import ModelMismatch
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from novaberg_dev.reembed import reembed_kzg, reembed_lzg
@@ -24,6 +27,7 @@ from services.kzg.memory import KzgMemory
 from services.kzg.models import EntryInput, Pair
 from services.kzg.store import MODEL_KEY, KzgStore
 from services.lzg.store import LzgStore
+from services.pipeline.app.turn_writer import kzg_entry_text
 
 PAIR = Pair("reembed-u", "nova")
 TEXTS = [("Anna backt Brot.", "Meister"), ("Ich liebe den Garten.", "Meister"), ("Das freut mich sehr.", "Nova")]
@@ -70,6 +74,42 @@ async def test_kzg_vectors_are_rewritten_with_the_speaker_and_the_stamp_follows(
         stored_vector = np.frombuffer(await kzg.store.redis.hget(key, "embedding"), dtype=np.float32)
         expected = await minilm.embed_one(kzg_embed_text(["alltag"], inhalt, sprecher))
         assert stored_vector == pytest.approx(expected, abs=1e-6)
+
+
+class RecordingProvider(EmbeddingProvider):
+    """The shared model, keeping the texts it embeds."""
+
+    def __init__(self, inner: EmbeddingProvider) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimension = inner.dimension
+        self.texts: list[str] = []
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        self.texts.extend(texts)
+        return await self.inner.embed(texts)
+
+
+async def test_the_pipelines_entry_text_is_the_one_re_embedding_builds_from_the_stored_themes(
+    kzg: KzgMemory, redis_url: str, minilm: EmbeddingProvider
+) -> None:
+    """SPEC §2: one text per target for the live path and re-embedding, whatever themes the caller sent."""
+    inhalt = "Morgen habe ich einen Termin beim Zahnarzt."
+    analysis = pipeline_pb2.TurnAnalysis(inhalt=inhalt, salience=common_pb2.SalienceResult(
+        salienz=0.6, themen=[" Zahnarzt ", "", "Arbeit"], dimension="alltag"))  # fmt: skip
+    live = kzg_entry_text(analysis, "Nutzer")
+    assert live == "Nutzer: Thema: Zahnarzt, Arbeit. Aussage: Morgen habe ich einen Termin beim Zahnarzt."
+    stored = await kzg.store_entry(EntryInput(
+        pair=PAIR, beobachter="user", inhalt=inhalt, salienz=0.6, themen=tuple(analysis.salience.themen),
+        dimension="alltag", sprecher="Nutzer", embedding=await minilm.embed_one(live)))  # fmt: skip
+    live_vector = np.frombuffer(await kzg.store.redis.hget(stored.kzg_key, "embedding"), dtype=np.float32)
+
+    recording = RecordingProvider(minilm)
+    await reembed_kzg(redis_url, recording)
+
+    assert recording.texts == [live]
+    rewritten = np.frombuffer(await kzg.store.redis.hget(stored.kzg_key, "embedding"), dtype=np.float32)
+    assert rewritten == pytest.approx(live_vector, abs=1e-6)
 
 
 async def test_lzg_vectors_edge_cosines_and_stamp_are_rewritten(pg_url: str, minilm: EmbeddingProvider) -> None:

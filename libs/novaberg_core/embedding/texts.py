@@ -12,13 +12,17 @@ busy for 72 s). Stored text is not cut; the request contract bounds it (``TEXT_M
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+
+from novaberg_core.errors import InvalidArgument
 
 __all__ = [
     "DEFAULT_CHARACTER_NAME",
     "DEFAULT_USER_NAME",
     "EMBED_MAX_CHARS",
     "EMBED_RECIPE",
+    "THEMEN_SEPARATOR",
+    "clean_themen",
     "kzg_embed_text",
     "lzg_embed_text",
     "query_embed_text",
@@ -42,6 +46,28 @@ def _cut(text: str) -> str:
 def speaker_text(sprecher: str, inhalt: str) -> str:
     """``"{sprecher}: {inhalt}"`` — what a memory says and who said it (the lexical index reads this too)."""
     return f"{sprecher}: {inhalt}" if sprecher else inhalt
+
+
+THEMEN_SEPARATOR = "|"
+"""Separator of the KZG's ``themen`` / ``themen_norm`` TAG fields; no theme may contain it."""
+
+
+def clean_themen(themen: Iterable[str], field: str = "salience.themen") -> list[str]:
+    """The themes as written, trimmed, empty ones dropped; a theme containing the separator is refused.
+
+    What the KZG stores and re-embedding reads back, so the live path embeds these too (SPEC §2).
+    """
+    cleaned: list[str] = []
+    for index, theme in enumerate(themen):
+        stripped = theme.strip()
+        if not stripped:
+            continue
+        if THEMEN_SEPARATOR in stripped or any(ord(ch) < 32 for ch in stripped):
+            raise InvalidArgument(
+                f"{field}[{index}] must not contain {THEMEN_SEPARATOR!r} or control characters: {theme!r}"
+            )
+        cleaned.append(stripped)
+    return cleaned
 
 
 def kzg_embed_text(themen: Sequence[str], inhalt: str, sprecher: str = "") -> str:

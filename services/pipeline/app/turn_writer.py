@@ -25,7 +25,7 @@ from google.protobuf.json_format import MessageToDict
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
-from novaberg_core.embedding import kzg_embed_text
+from novaberg_core.embedding import clean_themen, kzg_embed_text
 from novaberg_core.errors import NovabergError, Unavailable
 from novaberg_core.limits import STORE_GATE_RAW
 from novaberg_core.model import Profile
@@ -49,10 +49,13 @@ class Written(NamedTuple):
 
 
 def kzg_entry_text(analysis: pipeline_pb2.TurnAnalysis, sprecher: str) -> str | None:
-    """The KZG embed text of a turn (SPEC §2, §11); None below the store gate, where the KZG writes nothing."""
+    """The KZG embed text of a turn (SPEC §2, §11); None below the store gate, where the KZG writes nothing.
+
+    Of the themes as the KZG stores them (:func:`clean_themen`), so re-embedding builds the same text.
+    """
     if analysis.salience.salienz < STORE_GATE_RAW:
         return None
-    return kzg_embed_text(list(analysis.salience.themen), analysis.inhalt, sprecher)
+    return kzg_embed_text(clean_themen(analysis.salience.themen), analysis.inhalt, sprecher)
 
 
 def turn_entry_id(turn_id: str, beobachter: common_pb2.Beobachter) -> str:
