@@ -4,14 +4,21 @@ Pure text work like :mod:`services.pipeline.text_rules` (which uses it for the `
 the analyzer turns the mention into a timeline ref through the LZG registry afterwards.
 
 Dated mention
-    The first of: ISO date, ``12.03.2026`` / ``12.3.``, ``12. März [2026]``, ``March 12`` /
-    ``12 March``, ``heute``/``morgen``/``übermorgen``/``gestern``/``vorgestern`` (and English),
-    ``in N Tagen`` / ``vor N Tagen`` / ``N days ago``, a weekday (``am Freitag``: the next one;
-    ``letzten Freitag``: the last one), ``letzte/nächste/diese Woche``, ``letzten/nächsten Monat``,
-    ``im März [2026]``, ``letztes/nächstes Jahr``, ``im Jahr 2019``. Resolved against ``as_of``
-    to the start of its day / ISO week (Monday) / month / year in UTC, with that ``praezision``.
-    A date outside what the stores hold (``novaberg_core.contract``: year 1 to 9999-12-30) is none:
-    "next year" said on 9999-12-30 names nothing to search for or to register.
+    The first of: ISO date, ``12.03.2026`` / ``12.3.`` / ``12.03.85``, ``12. März [2026]``,
+    ``March 12`` / ``12 March`` / ``8 May, 2023`` (months written out or abbreviated, ``Mar``,
+    ``Mär``, ``Sept``), ``heute``/``morgen``/``übermorgen``/``gestern``/``vorgestern`` (and English,
+    ``the day before yesterday`` included), ``in N Tagen`` / ``vor N Tagen`` / ``N days ago``, a
+    weekday (``am Freitag``: the next one; ``letzten Freitag``: the last one),
+    ``letzte/nächste/diese Woche``, ``letzten/nächsten Monat``, ``im März [2026]``,
+    ``letztes/nächstes Jahr``, ``im Jahr 2019``. Resolved
+    against ``as_of`` (SPEC §11: the turn's own time) to the start of its day / ISO week (Monday) /
+    month / year in UTC, with that ``praezision``. A date outside what the stores hold
+    (``novaberg_core.contract``: year 1 to 9999-12-30) is none: "next year" said on 9999-12-30 names
+    nothing to search for or to register.
+
+Years
+    A two-digit year is the one with those digits from 89 years before the turn's year to 10 after
+    (said in 2026: ``85`` is 1985, ``36`` is 2036, ``37`` is 1937).
 """
 
 from __future__ import annotations
@@ -28,11 +35,11 @@ from services.pipeline.tokens import sentence_initial
 __all__ = ["DATE_WORDS", "PRAEZISIONEN", "DatedMention", "find_dated_mention"]
 
 _MONTHS: dict[str, int] = {
-    "januar": 1, "jänner": 1, "january": 1, "jan": 1, "februar": 2, "february": 2, "feb": 2,
-    "märz": 3, "maerz": 3, "march": 3, "april": 4, "apr": 4, "mai": 5, "may": 5, "juni": 6, "june": 6,
-    "juli": 7, "july": 7, "august": 8, "aug": 8, "september": 9, "sept": 9, "sep": 9, "oktober": 10,
-    "october": 10, "okt": 10, "oct": 10, "november": 11, "nov": 11, "dezember": 12, "december": 12,
-    "dez": 12, "dec": 12,
+    "januar": 1, "jänner": 1, "jän": 1, "january": 1, "jan": 1, "februar": 2, "february": 2, "feb": 2,
+    "märz": 3, "maerz": 3, "mär": 3, "mrz": 3, "march": 3, "mar": 3, "april": 4, "apr": 4, "mai": 5, "may": 5,
+    "juni": 6, "june": 6, "jun": 6, "juli": 7, "july": 7, "jul": 7, "august": 8, "aug": 8, "september": 9,
+    "sept": 9, "sep": 9, "oktober": 10, "october": 10, "okt": 10, "oct": 10, "november": 11, "nov": 11,
+    "dezember": 12, "december": 12, "dez": 12, "dec": 12,
 }
 _WEEKDAYS: dict[str, int] = {
     "montag": 0, "monday": 0, "dienstag": 1, "tuesday": 1, "mittwoch": 2, "wednesday": 2,
@@ -86,16 +93,26 @@ def _safe_date(year: int, month: int, day: int) -> datetime | None:
     return datetime(year, month, day, tzinfo=UTC)
 
 
+TWO_DIGIT_YEARS_AHEAD = 10
+"""How far past the turn's year a two-digit year may lie; beyond, it is the century before's."""
+
+
 def _year(raw: str | None, as_of: datetime) -> int:
+    """A written year; two digits: the year with those digits from 89 years before the turn's to
+    :data:`TWO_DIGIT_YEARS_AHEAD` after (module docstring)."""
     if raw is None:
         return as_of.year
     value = int(raw)
-    return value + 2000 if value < 100 else value
+    if len(raw) > 2:
+        return value
+    latest = as_of.year + TWO_DIGIT_YEARS_AHEAD
+    return latest - (latest - value) % 100
 
 
 _RELATIVE_DAYS = {
     "heute": 0, "today": 0, "morgen": 1, "tomorrow": 1, "übermorgen": 2, "uebermorgen": 2,
-    "gestern": -1, "yesterday": -1, "vorgestern": -2,
+    "gestern": -1, "yesterday": -1, "vorgestern": -2, "the day before yesterday": -2, "day before yesterday": -2,
+    "the day after tomorrow": 2, "day after tomorrow": 2,
 }
 
 _COUNT_WORDS = {
@@ -119,11 +136,12 @@ def _relative_unit(directions: str, units: str) -> re.Pattern[str]:
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("iso", re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")),
     ("numeric", re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4}|\d{2})?(?!\d)")),
-    ("day_month", re.compile(rf"\b(\d{{1,2}})\.?\s+({_MONTH_ALT})\.?(?:\s+(\d{{4}}))?\b", re.IGNORECASE)),
+    ("day_month", re.compile(rf"\b(\d{{1,2}})\.?\s+({_MONTH_ALT})\.?(?:,?\s+(\d{{4}}))?\b", re.IGNORECASE)),
     ("month_day", re.compile(rf"\b({_MONTH_ALT})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b",
                              re.IGNORECASE)),
-    ("relative_day", re.compile(r"(?<![\w])(übermorgen|uebermorgen|vorgestern|heute|morgen|gestern|today|"
-                                r"tomorrow|yesterday)(?![\w])", re.IGNORECASE)),
+    ("relative_day", re.compile(r"(?<![\w])((?:the\s+)?day\s+(?:before\s+yesterday|after\s+tomorrow)|übermorgen|"
+                                r"uebermorgen|vorgestern|heute|morgen|gestern|today|tomorrow|yesterday)(?![\w])",
+                                re.IGNORECASE)),
     ("ago", re.compile(rf"\b(?:({_COUNT_ALT})\s+({_UNITS_EN})\s+ago|vor\s+({_COUNT_ALT})\s+({_UNITS_DE}))\b",
                        re.IGNORECASE)),
     ("ahead", re.compile(rf"\bin\s+({_COUNT_ALT})\s+({_UNITS_EN}|{_UNITS_DE})\b", re.IGNORECASE)),
@@ -190,7 +208,7 @@ def _resolve(kind: str, m: re.Match[str], as_of: datetime, text: str) -> tuple[d
     if kind == "relative_day":
         if g[0] == "Morgen" and not sentence_initial(text, m.start()):
             return None  # "guten Morgen", "am Morgen": the noun (morning), not "tomorrow"
-        return _day(as_of) + timedelta(days=_RELATIVE_DAYS[g[0].lower()]), "tag"
+        return _day(as_of) + timedelta(days=_RELATIVE_DAYS[" ".join(g[0].lower().split())]), "tag"
     if kind in ("ago", "ahead"):
         if kind == "ago":
             count, unit, sign = (g[0], g[1], -1) if g[0] is not None else (g[2], g[3], -1)

@@ -1,0 +1,91 @@
+"""Dated mentions resolved against the turn's own time, English and German (SPEC §11): relative days,
+written-out and abbreviated months, two-digit years."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from services.pipeline.dates import find_dated_mention
+
+THURSDAY = datetime(2026, 3, 5, 10, 0, tzinfo=UTC)
+FRIDAY = datetime(2026, 3, 6, 10, 0, tzinfo=UTC)
+NEW_YEAR = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)  # a Thursday
+JANUARY = datetime(2026, 1, 6, 10, 0, tzinfo=UTC)  # a Tuesday
+
+
+def day(y: int, m: int, d: int) -> datetime:
+    return datetime(y, m, d, tzinfo=UTC)
+
+
+def resolved(text: str, as_of: datetime) -> tuple[datetime, str] | None:
+    mention = find_dated_mention(text, as_of)
+    return None if mention is None else (mention.zeitpunkt, mention.praezision)
+
+
+@pytest.mark.parametrize(
+    ("text", "as_of", "expected"),
+    [
+        ("the day before yesterday I saw her", THURSDAY, day(2026, 3, 3)),
+        ("The day after tomorrow we fly", THURSDAY, day(2026, 3, 7)),
+        ("day before yesterday was rainy", THURSDAY, day(2026, 3, 3)),
+        ("vorgestern war ich dort", THURSDAY, day(2026, 3, 3)),
+        ("übermorgen fliegen wir", THURSDAY, day(2026, 3, 7)),
+        ("the day before yesterday we moved", NEW_YEAR, day(2025, 12, 30)),
+        ("the day after tomorrow is Saturday", datetime(2026, 2, 27, tzinfo=UTC), day(2026, 3, 1)),
+    ],
+)
+def test_the_day_before_yesterday_and_after_tomorrow_are_two_days_away(
+    text: str, as_of: datetime, expected: datetime
+) -> None:
+    assert resolved(text, as_of) == (expected, "tag")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("We met on 8 May, 2023 in Paris", day(2023, 5, 8)),
+        ("We met on 8 May 2023", day(2023, 5, 8)),
+        ("We met on May 8, 2023", day(2023, 5, 8)),
+        ("am 8. Mai, 2023 war es", day(2023, 5, 8)),
+    ],
+)
+def test_a_year_after_a_comma_belongs_to_the_date(text: str, expected: datetime) -> None:
+    assert resolved(text, FRIDAY) == (expected, "tag")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Mar 8 is the deadline", day(2026, 3, 8)),
+        ("on 1 Jun we start", day(2026, 6, 1)),
+        ("Jul 4 is a holiday", day(2026, 7, 4)),
+        ("am 8. Mär. fängt es an", day(2026, 3, 8)),
+        ("am 8. Mrz. fängt es an", day(2026, 3, 8)),
+        ("am 3. Jän. fängt es an", day(2026, 1, 3)),
+        ("Sept 9 it begins", day(2026, 9, 9)),
+        ("am 3. Okt. ist Feiertag", day(2026, 10, 3)),
+        ("am 24. Dez. kommt Besuch", day(2026, 12, 24)),
+        ("Feb 2 and Apr 3", day(2026, 2, 2)),
+    ],
+)
+def test_abbreviated_months_name_their_month(text: str, expected: datetime) -> None:
+    assert resolved(text, FRIDAY) == (expected, "tag")
+
+
+@pytest.mark.parametrize(
+    ("text", "as_of", "expected"),
+    [
+        ("geboren am 12.03.85", FRIDAY, day(1985, 3, 12)),
+        ("bis zum 12.03.36", FRIDAY, day(2036, 3, 12)),  # 10 years after the turn's year: ahead
+        ("am 12.03.37", FRIDAY, day(1937, 3, 12)),  # 11 years after: the century before
+        ("am 1.1.26", FRIDAY, day(2026, 1, 1)),
+        ("am 1.1.00", datetime(2095, 5, 1, tzinfo=UTC), day(2100, 1, 1)),  # the pivot moves with the turn
+        ("am 1.1.06", datetime(2095, 5, 1, tzinfo=UTC), day(2006, 1, 1)),
+    ],
+)
+def test_a_two_digit_year_lies_at_most_ten_years_after_the_turns_year(
+    text: str, as_of: datetime, expected: datetime
+) -> None:
+    assert resolved(text, as_of) == (expected, "tag")
