@@ -9,16 +9,20 @@ Dated mention
     ``Mär``, ``Sept``), ``heute``/``morgen``/``übermorgen``/``gestern``/``vorgestern`` (and English,
     ``the day before yesterday`` included), ``in N Tagen`` / ``vor N Tagen`` / ``N days ago``, a
     weekday (``am Freitag``: the next one; ``letzten Freitag``: the last one),
-    ``letzte/nächste/diese Woche``, ``letzten/nächsten Monat``, ``im März [2026]``,
-    ``letztes/nächstes Jahr``, ``im Jahr 2019``. Resolved
+    ``letzte/nächste/diese Woche``, ``letzten/nächsten Monat``, ``im März [2026]``, ``letzten März``
+    (the last March before this month), ``letztes/nächstes Jahr``, ``im Jahr 2019``. Resolved
     against ``as_of`` (SPEC §11: the turn's own time) to the start of its day / ISO week (Monday) /
     month / year in UTC, with that ``praezision``. A date outside what the stores hold
     (``novaberg_core.contract``: year 1 to 9999-12-30) is none: "next year" said on 9999-12-30 names
     nothing to search for or to register.
 
-Years
+Years and tense
     A two-digit year is the one with those digits from 89 years before the turn's year to 10 after
-    (said in 2026: ``85`` is 1985, ``36`` is 2036, ``37`` is 1937).
+    (said in 2026: ``85`` is 1985, ``36`` is 2036, ``37`` is 1937). A date without its year, a bare
+    weekday or ``im <Monat>`` lies ahead (this year's month) unless its clause is told in the past
+    (:func:`told_in_the_past`: ``war``, ``hatte``, ``habe … ge…t``, ``was``, ``went``, ``did`` …); then
+    it is the latest one not after the turn's day (a weekday: before it). ``seit <Monat>`` is always
+    the latest such month.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 
 from novaberg_core.contract import TIME_MAX, ZEITPUNKT_MIN
 from novaberg_core.model import Praezision
+from services.pipeline.tense import told_in_the_past
 from services.pipeline.tokens import sentence_initial
 
 __all__ = ["DATE_WORDS", "PRAEZISIONEN", "DatedMention", "find_dated_mention"]
@@ -152,7 +157,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
                             "kommende|kommenden|diese|dieser|last|next|this", "woche|week")),
     ("month_rel", _relative_unit("letzten|vergangenen|nächsten|naechsten|kommenden|diesen|last|next|this",
                                  "monat|month")),
-    ("month_name", re.compile(rf"\b(?:im|in|seit|bis)\s+({_MONTH_ALT})(?:\s+(\d{{4}}))?\b", re.IGNORECASE)),
+    ("month_past", re.compile(rf"\b(?:letzten|vergangenen|last)\s+({_MONTH_ALT})\b", re.IGNORECASE)),
+    ("month_name", re.compile(rf"\b(im|in|seit|since|bis)\s+({_MONTH_ALT})(?:\s+(\d{{4}}))?\b", re.IGNORECASE)),
     ("year_rel", _relative_unit(_NEUTER_DIRECTIONS, "jahr|year")),
     ("year", re.compile(r"\b(?:im\s+jahr|in|seit)\s+((?:19|20)\d{2})\b", re.IGNORECASE)),
 )
@@ -161,6 +167,9 @@ _PAST = ("letzt", "vergangen", "last")
 _UNIT_PRAEZISION = {"day": "tag", "tag": "tag", "week": "woche", "woche": "woche", "month": "monat", "monat": "monat",
                     "year": "jahr", "jahr": "jahr"}  # fmt: skip
 _NEXT = ("nächst", "naechst", "kommend", "next")
+_NAMED_AHEAD = re.compile(r"\b(?:next|coming|nächsten|naechsten|kommenden)\s+$", re.IGNORECASE)
+"""``next Friday``: ahead, whatever tense the clause is told in."""
+_SINCE = ("seit", "since")
 
 
 def _count(word: str) -> int:
@@ -191,20 +200,38 @@ def _sign(word: str) -> int:
     return 0
 
 
+def _latest_month(month: int, as_of: datetime, *, this_month: bool) -> datetime:
+    """The latest start of ``month`` before ``as_of``'s month (``this_month``: or in it)."""
+    if month < as_of.month or (this_month and month == as_of.month):
+        return _month(as_of.year, month)
+    return _month(as_of.year - 1, month)
+
+
+def _day_of_month(day: int, month: int, year: str | None, as_of: datetime, past: bool) -> tuple[datetime, str] | None:
+    """A calendar day; without its year this year's, or, told in the past, the latest one not after
+    the turn's day (a 29 February: the last leap year's)."""
+    if year is None and past:
+        today = _day(as_of)
+        for back in range(9):
+            date = _safe_date(as_of.year - back, month, day)
+            if date is not None and date <= today:
+                return date, "tag"
+        return None
+    date = _safe_date(_year(year, as_of), month, day)
+    return (date, "tag") if date else None
+
+
 def _resolve(kind: str, m: re.Match[str], as_of: datetime, text: str) -> tuple[datetime, str] | None:
     g = m.groups()
     if kind == "iso":
         date = _safe_date(int(g[0]), int(g[1]), int(g[2]))
         return (date, "tag") if date else None
-    if kind == "numeric":
-        date = _safe_date(_year(g[2], as_of), int(g[1]), int(g[0]))
-        return (date, "tag") if date else None
-    if kind == "day_month":
-        date = _safe_date(_year(g[2], as_of), _MONTHS[g[1].lower()], int(g[0]))
-        return (date, "tag") if date else None
-    if kind == "month_day":
-        date = _safe_date(_year(g[2], as_of), _MONTHS[g[0].lower()], int(g[1]))
-        return (date, "tag") if date else None
+    if kind in ("numeric", "day_month", "month_day"):
+        past = told_in_the_past(text, m.start(), m.end())
+        if kind == "month_day":
+            return _day_of_month(int(g[1]), _MONTHS[g[0].lower()], g[2], as_of, past)
+        month = int(g[1]) if kind == "numeric" else _MONTHS[g[1].lower()]
+        return _day_of_month(int(g[0]), month, g[2], as_of, past)
     if kind == "relative_day":
         if g[0] == "Morgen" and not sentence_initial(text, m.start()):
             return None  # "guten Morgen", "am Morgen": the noun (morning), not "tomorrow"
@@ -221,7 +248,10 @@ def _resolve(kind: str, m: re.Match[str], as_of: datetime, text: str) -> tuple[d
     if kind == "weekday":
         target = _WEEKDAYS[g[1].lower()]
         today = _day(as_of)
-        if g[0] is not None:  # the last such weekday strictly before today
+        past = g[0] is not None or (
+            _NAMED_AHEAD.search(text, 0, m.start()) is None and told_in_the_past(text, m.start(), m.end())
+        )
+        if past:  # the last such weekday strictly before today
             back = (today.weekday() - target) % 7 or 7
             return today - timedelta(days=back), "tag"
         ahead = (target - today.weekday()) % 7 or 7
@@ -230,8 +260,13 @@ def _resolve(kind: str, m: re.Match[str], as_of: datetime, text: str) -> tuple[d
         return _week(as_of) + timedelta(weeks=_sign(g[0])), "woche"
     if kind == "month_rel":
         return _add_months(_month(as_of.year, as_of.month), _sign(g[0])), "monat"
+    if kind == "month_past":
+        return _latest_month(_MONTHS[g[0].lower()], as_of, this_month=False), "monat"
     if kind == "month_name":
-        return _month(_year(g[1], as_of), _MONTHS[g[0].lower()]), "monat"
+        month = _MONTHS[g[1].lower()]
+        if g[2] is None and (g[0].lower() in _SINCE or told_in_the_past(text, m.start(), m.end())):
+            return _latest_month(month, as_of, this_month=True), "monat"
+        return _month(_year(g[2], as_of), month), "monat"
     if kind == "year_rel":
         return datetime(as_of.year + _sign(g[0]), 1, 1, tzinfo=UTC), "jahr"
     if kind == "year":

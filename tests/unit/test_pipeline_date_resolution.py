@@ -1,5 +1,5 @@
 """Dated mentions resolved against the turn's own time, English and German (SPEC §11): relative days,
-written-out and abbreviated months, two-digit years."""
+written-out and abbreviated months, two-digit years, and dates told in the past."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from services.pipeline.dates import find_dated_mention
+from services.pipeline.tense import told_in_the_past
 
 THURSDAY = datetime(2026, 3, 5, 10, 0, tzinfo=UTC)
 FRIDAY = datetime(2026, 3, 6, 10, 0, tzinfo=UTC)
@@ -89,3 +90,69 @@ def test_a_two_digit_year_lies_at_most_ten_years_after_the_turns_year(
     text: str, as_of: datetime, expected: datetime
 ) -> None:
     assert resolved(text, as_of) == (expected, "tag")
+
+
+@pytest.mark.parametrize(
+    ("text", "as_of", "expected"),
+    [
+        ("last December was cold", JANUARY, day(2025, 12, 1)),
+        ("letzten Dezember war es kalt", JANUARY, day(2025, 12, 1)),
+        ("last December was cold", datetime(2026, 12, 20, tzinfo=UTC), day(2025, 12, 1)),  # not this one
+        ("vergangenen März bin ich umgezogen", datetime(2026, 11, 29, tzinfo=UTC), day(2026, 3, 1)),
+        ("last March I moved", datetime(2026, 3, 31, tzinfo=UTC), day(2025, 3, 1)),
+        ("seit Dezember bin ich krank", JANUARY, day(2025, 12, 1)),
+        ("since January I run", JANUARY, day(2026, 1, 1)),
+        ("Im Dezember war ich in Rom", JANUARY, day(2025, 12, 1)),
+        ("In December we went to Rome", JANUARY, day(2025, 12, 1)),
+        ("Im Januar war ich krank", JANUARY, day(2026, 1, 1)),  # this month: not a year back
+        ("Im Dezember fliege ich nach Rom", JANUARY, day(2026, 12, 1)),  # no past cue: this year's
+        ("Im Dezember 2024 war ich in Rom", JANUARY, day(2024, 12, 1)),  # a year given stays
+    ],
+)
+def test_a_month_told_in_the_past_is_the_latest_such_month(text: str, as_of: datetime, expected: datetime) -> None:
+    assert resolved(text, as_of) == (expected, "monat")
+
+
+@pytest.mark.parametrize(
+    ("text", "as_of", "expected"),
+    [
+        ("Am Freitag war ich im Kino", FRIDAY, day(2026, 2, 27)),  # said on a Friday: the one before
+        ("Am Freitag gehe ich ins Kino", FRIDAY, day(2026, 3, 13)),
+        ("Ich bin am Mittwoch ins Kino gegangen", FRIDAY, day(2026, 3, 4)),
+        ("Am Mittwoch habe ich gegen Mittag Zeit", FRIDAY, day(2026, 3, 11)),  # "gegen" is no participle
+        ("Am Mittwoch habe ich Geburtstag", FRIDAY, day(2026, 3, 11)),  # a noun is no participle
+        ("On Saturday, we went to the lake", FRIDAY, day(2026, 2, 28)),
+        ("What did you do on Saturday?", FRIDAY, day(2026, 2, 28)),
+        ("On Saturday we go to the lake", FRIDAY, day(2026, 3, 7)),
+        ("I had planned to go next Saturday", FRIDAY, day(2026, 3, 7)),  # "next" says ahead
+        ("Ich war krank, am Samstag gehe ich wieder", FRIDAY, day(2026, 3, 7)),  # the cue in another clause
+        ("On Wednesday I was sick", NEW_YEAR, day(2025, 12, 31)),  # across the year
+        ("Am 12. Dezember war ich in Rom", JANUARY, day(2025, 12, 12)),
+        ("On March 12 we went hiking", JANUARY, day(2025, 3, 12)),
+        ("Am 12.12. war ich da", JANUARY, day(2025, 12, 12)),
+        ("Am 29.02. hatte ich Geburtstag", JANUARY, day(2024, 2, 29)),  # the last leap year's
+        ("Am 6.1. war ich da", JANUARY, day(2026, 1, 6)),  # the turn's day itself
+        ("Am 12. Dezember fliege ich nach Rom", JANUARY, day(2026, 12, 12)),
+    ],
+)
+def test_a_day_told_in_the_past_is_the_latest_such_day(text: str, as_of: datetime, expected: datetime) -> None:
+    assert resolved(text, as_of) == (expected, "tag")
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase", "past"),
+    [
+        ("Am Freitag war ich im Kino", "Am Freitag", True),
+        ("Am Freitag wurde ich operiert", "Am Freitag", True),
+        ("Ich habe am Freitag lange gearbeitet", "am Freitag", True),
+        ("On Friday, I went home", "On Friday", True),
+        ("On Friday I didn't sleep", "On Friday", True),
+        ("Am Freitag gehe ich ins Kino", "Am Freitag", False),
+        ("Gestern war ich müde, am Freitag gehe ich", "am Freitag", False),
+        ("On Friday we meet. I was glad.", "On Friday", False),
+        ("Am 12. März war ich dort", "12. März", True),  # the ordinal's dot ends no clause
+    ],
+)
+def test_a_clause_is_told_in_the_past_by_a_clear_cue_only(text: str, phrase: str, past: bool) -> None:
+    start = text.index(phrase)
+    assert told_in_the_past(text, start, start + len(phrase)) is past
