@@ -25,7 +25,13 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 
 from novaberg_core import redis_client
-from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text, lzg_embed_text, speaker_text
+from novaberg_core.embedding import (
+    THEMEN_SEPARATOR,
+    EmbeddingProvider,
+    kzg_embed_text,
+    lzg_embed_text,
+    speaker_text,
+)
 from novaberg_core.lexical import LANGUAGES, language_of
 
 __all__ = ["KZG_MODEL_KEY", "Reembedded", "reembed_kzg", "reembed_lzg"]
@@ -33,7 +39,6 @@ __all__ = ["KZG_MODEL_KEY", "Reembedded", "reembed_kzg", "reembed_lzg"]
 KZG_MODEL_KEY = "kzg:meta:model"
 """The KZG's model stamp (``services.kzg.store.MODEL_KEY``)."""
 _KZG_PREFIX = "kzg:"
-_THEMEN_SEPARATOR = "|"
 BATCH = 128
 
 Progress = Callable[[int, int], None]
@@ -71,7 +76,7 @@ async def reembed_kzg(redis_url: str, provider: EmbeddingProvider, progress: Pro
                 rows = await pipe.execute()
             live = [(key, row) for key, row in zip(batch, rows, strict=True) if row[1] is not None]
             texts = [
-                kzg_embed_text([t for t in _text(row[0]).split(_THEMEN_SEPARATOR) if t], _text(row[1]), _text(row[2]))
+                kzg_embed_text([t for t in _text(row[0]).split(THEMEN_SEPARATOR) if t], _text(row[1]), _text(row[2]))
                 for _, row in live
             ]
             vectors = await provider.embed(texts) if texts else np.zeros((0, provider.dimension), dtype=np.float32)
