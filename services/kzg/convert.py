@@ -13,7 +13,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.messages import to_message
-from novaberg_core.model import Beobachter, Ei, Magnets
+from novaberg_core.model import Beobachter, Ei, Magnets, Profile
 from novaberg_core.telemetry import current_traceparent
 from novaberg_core.timeutil import from_timestamp, optional_timestamp, to_timestamp
 from services.kzg.models import (
@@ -178,7 +178,11 @@ def append_pb(result: AppendResult) -> kzg_pb2.AppendSessionTurnResponse:
 
 
 def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
-    """A write request as domain input; an unknown perspective is refused by the write path, named."""
+    """A write request as domain input; an unknown perspective is refused by the write path, named.
+
+    Without a speaker's name the role's default one (SPEC §11: "default the role"), so the KZG's own
+    embedding and full-text field name a speaker as the pipeline's do and re-embedding builds the same text.
+    """
     salience = request.salience
     return EntryInput(
         pair=pair_from_pb(request.pair),
@@ -196,7 +200,7 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
         resend_safe=request.resend_safe,
         as_of=as_of(request.as_of),
         writer=request.writer,
-        sprecher=request.sprecher,
+        sprecher=request.sprecher or Profile().speaker(request.beobachter),
         sprache=request.sprache,
         traceparent=current_traceparent(),
     )

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import grpc
+import numpy as np
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
 from redis.asyncio import Redis
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
-from novaberg_core.embedding import EmbeddingProvider, profile_for
+from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text, profile_for
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.kzg.domain import KZG_TTL_HIGH_SEKUNDEN, salienz_berechnen
 
@@ -73,6 +74,22 @@ async def test_store_retrieve_get_delete_over_grpc(
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await kzg_stub.GetEntry(kzg_pb2.GetEntryRequest(pair=PAIR, kzg_key=stored.kzg_key))
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_an_entry_stored_without_a_speaker_names_its_roles_default_one(
+    kzg_stub: kzg_pb2_grpc.KzgServiceStub, provider: EmbeddingProvider
+) -> None:
+    """SPEC §11: the embed and index text carries the speaker's name, "default the role"."""
+    for beobachter, name in ((common_pb2.BEOBACHTER_USER, "Nutzer"), (common_pb2.BEOBACHTER_ASSISTANT, "Nova")):
+        stored = await kzg_stub.StoreEntry(_store(0.5, f"Ich mag Schach, sagt {beobachter}.", ["Schach"],
+                                                  beobachter=beobachter, entry_id=f"e{beobachter}"))  # fmt: skip
+        got = await kzg_stub.GetEntry(kzg_pb2.GetEntryRequest(pair=PAIR, kzg_key=stored.kzg_key, include_embedding=True))
+        assert got.entry.sprecher == name
+        expected = await provider.embed_one(kzg_embed_text(["Schach"], got.entry.inhalt, name))
+        assert np.allclose(np.asarray(got.entry.embedding, dtype=np.float32), expected, atol=1e-5)
+    named = await kzg_stub.StoreEntry(_store(0.5, "Schach am Sonntag.", ["Schach"], sprecher="Anna", entry_id="named"))
+    got = await kzg_stub.GetEntry(kzg_pb2.GetEntryRequest(pair=PAIR, kzg_key=named.kzg_key))
+    assert got.entry.sprecher == "Anna"
 
 
 async def test_writes_and_reads_leave_pipeline_log_records(
