@@ -130,7 +130,7 @@ class Storing:
         async with self._pair_lock(pair):
             neighbours: list[Neighbour] = []
             if self.ctx.reinforcement == "thema" and norm:
-                neighbours = await self.store.find_theme_neighbours(pair, norm, exclude_key=key)
+                neighbours = await self.store.find_theme_neighbours(pair, norm, exclude_key=key, alive_at=now)
             updates = self._updates(neighbours, scope)
             outcome = await self.store.write_entry(
                 key, fields, ttl_seconds=ttl, queue=queue, hash_dirty_key_=hash_dirty_key(pair),

@@ -62,12 +62,15 @@ def _all_of(*clauses: str) -> str:
 class SearchStore(StoreBase):
     """FT.SEARCH over ``idx:kzg``, always within one pair's (or one user's) token."""
 
-    async def find_theme_neighbours(self, pair: Pair, themen_norm: Sequence[str], exclude_key: str) -> list[Neighbour]:
-        """Same-pair entries sharing one of the normalised themes, via the index (SPEC §4.4)."""
+    async def find_theme_neighbours(
+        self, pair: Pair, themen_norm: Sequence[str], exclude_key: str, *, alive_at: datetime
+    ) -> list[Neighbour]:
+        """Same-pair entries sharing one of the normalised themes and alive at ``alive_at``, the writing
+        turn's time, via the index (SPEC §4.4, §11): an entry expired or not yet made then is not revived."""
         tags = tag_any("themen_norm", themen_norm)
         if not tags:
             return []
-        query = f"{pair_clause(pair)} {tags}"
+        query = _all_of(pair_clause(pair), tags, _time_clause(alive_at))
         response = await self.redis.execute_command(
             "FT.SEARCH", self.index_name, query,
             "RETURN", "2", "salienz_eingang", "haeufigkeit",

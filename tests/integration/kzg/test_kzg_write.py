@@ -192,7 +192,9 @@ async def test_crossing_high_by_reinforcement_queues_once(kzg: KzgMemory, rng: n
 async def test_entry_without_salienz_eingang_is_skipped_with_an_error(
     kzg: KzgMemory, rng: np.random.Generator, caplog: pytest.LogCaptureFixture, sink: InMemorySink
 ) -> None:
-    legacy = await kzg.store_entry(entry(0.4, ("Garten",), embedding=unit_vector(rng)))
+    # Made a minute before the second write's turn time: a neighbour must be alive then (SPEC §11).
+    made = datetime.fromtimestamp(1_790_000_000 - 60, UTC)
+    legacy = await kzg.store_entry(entry(0.4, ("Garten",), embedding=unit_vector(rng), as_of=made))
     await kzg.store.redis.hdel(legacy.kzg_key, "salienz_eingang")
     before = await _hash(kzg, legacy.kzg_key)
     caplog.set_level(logging.ERROR, logger="novaberg.kzg")
