@@ -17,6 +17,7 @@ from novaberg_core.model import Beobachter, check_vector
 from services.kzg.app.context import READ_NODE, KzgContext, log_scope
 from services.kzg.domain import themen_norm
 from services.kzg.models import Hit, RetrieveQuery, RetrieveResult, Vector
+from services.kzg.store import entry_scope
 
 __all__ = ["DEFAULT_TOP_K", "MAX_TOP_K", "Retrieval"]
 
@@ -52,16 +53,14 @@ class Retrieval:
             raise InvalidArgument(f"full_entries must be 0 (every hit whole) or more, got {query.full_entries}")
         vector = await self._query_vector(query)
         filters = dataclasses.replace(query.filters, themen=tuple(themen_norm(query.filters.themen)))
-        as_of = query.as_of
+        # One scope for every source: the entity and lexical candidates keep the caller's filters (SPEC §4.5, §11).
+        scope = entry_scope(pair, beobachter=query.beobachter, filters=filters, as_of=query.as_of)
         # The sources are independent searches: one round trip for all of them (SPEC §11).
         words = lexical_words(query.lexical_text, query.sprache) if query.lexical_text else []
-        named = dataclasses.replace(filters, entitaet_ids=query.question_entity_ids)
-        dense = self.store.knn_search(pair, vector, top_k, beobachter=query.beobachter, filters=filters, as_of=as_of)
-        lexical_search = self.store.full_text_search(
-            pair, words, LANGUAGES[language_of(query.sprache)], top_k, beobachter=query.beobachter, as_of=as_of
-        )
+        dense = self.store.knn_search(scope, vector, top_k)
+        lexical_search = self.store.full_text_search(scope, words, LANGUAGES[language_of(query.sprache)], top_k)
         entity_search = (
-            self.store.knn_search(pair, vector, top_k, beobachter=query.beobachter, filters=named, as_of=as_of)
+            self.store.knn_search(scope, vector, top_k, entitaet_ids=query.question_entity_ids)
             if query.question_entity_ids
             else None
         )

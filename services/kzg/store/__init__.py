@@ -27,6 +27,7 @@ from services.kzg.store.keys import (
 )
 from services.kzg.store.queue import QueueStore
 from services.kzg.store.rights import ImportItem, RightsStore
+from services.kzg.store.search import entry_scope
 from services.kzg.store.sessions import SessionStore
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "encode_vector",
     "entry_fields",
     "entry_key",
+    "entry_scope",
     "escape_tag",
     "glob_escape",
     "hash_dirty_key",

@@ -14,7 +14,7 @@ from services.kzg.store.codec import encode_vector, float_or_none, search_rows, 
 from services.kzg.store.entries import Neighbour
 from services.kzg.store.keys import escape_tag, pair_clause, tag_any
 
-__all__ = ["KEY_PAGE", "Search", "SearchStore"]
+__all__ = ["KEY_PAGE", "EntryScope", "Search", "SearchStore", "entry_scope"]
 
 T = TypeVar("T")
 
@@ -59,6 +59,24 @@ def _all_of(*clauses: str) -> str:
     return " ".join(clause for clause in clauses if clause)
 
 
+@dataclass(frozen=True)
+class EntryScope:
+    """The index clause of the entries a retrieval may return; made by :func:`entry_scope` only, so a
+    search through it stays within one pair."""
+
+    clause: str
+
+
+def entry_scope(
+    pair: Pair, *, beobachter: str | None = None, filters: RetrieveFilters | None = None, as_of: datetime | None = None
+) -> EntryScope:
+    """The entries a retrieval may return (SPEC §4.5, §11): the pair's, of one ``beobachter`` where given,
+    within the caller's filters, alive at ``as_of``. Built once, shared by every source (dense, lexical,
+    entity), so no source widens what the caller asked for."""
+    filtered = _filter_clause(beobachter, filters or RetrieveFilters())
+    return EntryScope(_all_of(pair_clause(pair), filtered, _time_clause(as_of)))
+
+
 class SearchStore(StoreBase):
     """FT.SEARCH over ``idx:kzg``, always within one pair's (or one user's) token."""
 
@@ -90,19 +108,11 @@ class SearchStore(StoreBase):
         return neighbours
 
     def knn_search(
-        self,
-        pair: Pair,
-        vector: Vector,
-        top_k: int,
-        *,
-        beobachter: str | None = None,
-        filters: RetrieveFilters | None = None,
-        as_of: datetime | None = None,
+        self, scope: EntryScope, vector: Vector, top_k: int, *, entitaet_ids: Sequence[int] = ()
     ) -> Search[list[tuple[str, float]]]:
-        """The ``top_k`` nearest entries of the pair: keys with cosine similarity (1 − distance), best first."""
-        clause = _all_of(
-            pair_clause(pair), _filter_clause(beobachter, filters or RetrieveFilters()), _time_clause(as_of)
-        )
+        """The ``top_k`` nearest entries within ``scope`` (:func:`entry_scope`), naming one of ``entitaet_ids``
+        where given (the entity source, SPEC §11): keys with cosine similarity (1 − distance), best first."""
+        clause = _all_of(scope.clause, tag_any("entitaet_ids", [str(i) for i in entitaet_ids]))
         query = f"({clause})=>[KNN {int(top_k)} @embedding $vec AS __distance]"
         return Search(
             (
@@ -118,26 +128,14 @@ class SearchStore(StoreBase):
         )  # fmt: skip
 
     def full_text_search(
-        self,
-        pair: Pair,
-        words: Sequence[str],
-        language: str,
-        limit: int,
-        *,
-        beobachter: str | None = None,
-        as_of: datetime | None = None,
+        self, scope: EntryScope, words: Sequence[str], language: str, limit: int
     ) -> Search[list[str]] | None:
-        """The pair's entries whose ``suchtext`` matches any of ``words``, best BM25 first (SPEC §11); None
-        without a word to search."""
+        """The entries within ``scope`` (:func:`entry_scope`) whose ``suchtext`` matches any of ``words``, best
+        BM25 first (SPEC §11); None without a word to search."""
         terms = [escape_tag(word) for word in words if word]
         if not terms:
             return None
-        clause = _all_of(
-            pair_clause(pair),
-            tag_any("beobachter", [beobachter] if beobachter else []),
-            _time_clause(as_of),
-            f"@suchtext:({'|'.join(terms)})",
-        )
+        clause = _all_of(scope.clause, f"@suchtext:({'|'.join(terms)})")
         return Search(
             (
                 "FT.SEARCH", self.index_name, clause,

@@ -16,7 +16,7 @@ from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.kzg.memory import KzgMemory
 from services.kzg.models import Vector
-from services.kzg.store import MODEL_KEY, KzgStore
+from services.kzg.store import MODEL_KEY, KzgStore, entry_scope
 from tests.e2e.helpers import eventually
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 
@@ -142,7 +142,7 @@ async def _knn_once_indexed(store: KzgStore, vector: Vector, within: float = 5.0
     async def knn_when_indexed() -> list[tuple[str, float]]:
         info = await store.redis.ft(store.index_name).info()
         indexed = not int(_field(info, "indexing")) and float(_field(info, "percent_indexed")) >= 1.0
-        return (await store.search_all([store.knn_search(PAIR, vector, 3)]))[0] if indexed else []
+        return (await store.search_all([store.knn_search(entry_scope(PAIR), vector, 3)]))[0] if indexed else []
 
     return await eventually(knn_when_indexed, bool, within=within, every=0.05, what="a KNN hit on the rebuilt index")
 

@@ -10,6 +10,7 @@ from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import InMemorySink
 from services.kzg.memory import KzgMemory
 from services.kzg.models import RetrieveFilters, RetrieveQuery, Vector
+from services.kzg.store import entry_scope
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 
 ANNA = [
@@ -142,16 +143,17 @@ async def test_independent_searches_share_one_round_trip_and_answer_in_place(
     nights = await kzg.store_entry(entry(0.5, ("Arbeit",), inhalt="Meister works nights at the hospital.",
                                          embedding=_near(base, rng, 0.01)))
     store = kzg.store
+    scope = entry_scope(PAIR)
     dense, nothing, lexical, named = await store.search_all([
-        store.knn_search(PAIR, base, 2),
+        store.knn_search(scope, base, 2),
         None,
-        store.full_text_search(PAIR, ["chives"], "english", 5),
-        store.knn_search(PAIR, base, 2, filters=RetrieveFilters(entitaet_ids=(4,))),
+        store.full_text_search(scope, ["chives"], "english", 5),
+        store.knn_search(scope, base, 2, entitaet_ids=(4,)),
     ])  # fmt: skip
     assert [key for key, _ in dense] == [nights.kzg_key, chives.kzg_key]  # the nearer first
     assert dense[0][1] > dense[1][1] > 0.9
     assert nothing is None
     assert lexical == [chives.kzg_key]
     assert [key for key, _ in named] == [chives.kzg_key] and named[0][1] == pytest.approx(dense[1][1])
-    assert store.full_text_search(PAIR, [""], "english", 5) is None  # no word, no search
+    assert store.full_text_search(scope, [""], "english", 5) is None  # no word, no search
     assert await store.search_all([None, None]) == [None, None]
