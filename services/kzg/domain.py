@@ -10,6 +10,7 @@ import enum
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal
 
 from novaberg_core.canon import Canon
@@ -146,6 +147,18 @@ SESSION_TAKEN_KEPT = 1024
 again after it was folded into the summary: four import batches of 256. Ours, not the seeds'."""
 
 SESSION_ROLES = ("user", "assistant")
+
+
+def session_stretch_start(times: Sequence[datetime]) -> int:
+    """Where the live session of turns made at ``times`` (in list order) begins (SPEC §3, §11): at the last
+    turn that came more than SESSION_TTL after every turn before it, when the list had expired already.
+    ``append_session.lua`` applies the same rule as it appends."""
+    start, newest = 0, None
+    for index, at in enumerate(times):
+        if newest is not None and (at - newest).total_seconds() > SESSION_TTL:
+            start = index
+        newest = at if newest is None else max(newest, at)
+    return start
 
 
 # --------------------------------------------------------------------------- input checks (SPEC §4.1)

@@ -10,7 +10,7 @@ from datetime import datetime
 from novaberg_core.errors import InvalidArgument
 from services.kzg.app.checks import batch_item, check_batch
 from services.kzg.app.context import KzgContext, log_scope
-from services.kzg.domain import SESSION_ROLES, SESSION_SUMMARIZE_AT, SESSION_TTL
+from services.kzg.domain import SESSION_ROLES, SESSION_SUMMARIZE_AT, SESSION_TTL, session_stretch_start
 from services.kzg.models import AppendResult, Pair, SessionState, SessionTurnRecord
 
 __all__ = ["Session", "session_as_of"]
@@ -19,12 +19,20 @@ _SESSION_NODE = "session"
 
 
 def session_as_of(state: SessionState, as_of: datetime) -> SessionState:
-    """``state`` as it was at ``as_of``: later turns left out, empty when SESSION_TTL had run out (SPEC §3, §11)."""
+    """``state`` as it was at ``as_of`` (SPEC §3, §11): the turns made by then since the last idle gap longer
+    than SESSION_TTL (the list had expired before the turn after it), empty when SESSION_TTL had run out
+    since the newest. The summary holds turns folded out before the list's oldest, so it stays only while
+    the session reaches back to the oldest turn made by then."""
     made = [(t, t.created_at) for t in state.turns if t.created_at is not None and t.created_at <= as_of]
     idle_s = (as_of - max(at for _, at in made)).total_seconds() if made else math.inf
     if idle_s > SESSION_TTL:
         return SessionState(turns=(), summary="", ttl_seconds=-2)
-    return SessionState(turns=tuple(t for t, _ in made), summary=state.summary, ttl_seconds=int(SESSION_TTL - idle_s))
+    start = session_stretch_start([at for _, at in made])
+    return SessionState(
+        turns=tuple(t for t, _ in made[start:]),
+        summary=state.summary if start == 0 else "",
+        ttl_seconds=int(SESSION_TTL - idle_s),
+    )
 
 
 def _check_session_turn(pair: Pair, turn: SessionTurnRecord) -> None:
@@ -92,7 +100,8 @@ class Session:
     async def append_session_turn(
         self, pair: Pair, turn: SessionTurnRecord, *, as_of: datetime | None = None, resend_safe: bool = False
     ) -> AppendResult:
-        """Append, refresh the 4 h TTL, fold the oldest 10 turns into the summary above 25.
+        """Append, refresh the 4 h TTL, fold the oldest 10 turns into the summary above 25. A turn made over
+        SESSION_TTL after the newest (turn time, a replay's) opens a new session, as the old one had expired.
 
         ``resend_safe``: a turn whose turn_id and role the list holds already is not appended again
         (``repeated``; a resent ObserveTurn).
@@ -119,7 +128,8 @@ class Session:
         """The session as of ``as_of`` (SPEC §3, §11): turns made by then, empty once it had expired.
 
         A session expires SESSION_TTL after its last turn; read at a later ``as_of`` (a replay's
-        time) it is empty, as it would have been live. Unset = now (Redis's own TTL applies).
+        time) it is empty, and turns before an idle gap longer than that are left out, as they would
+        have been live (:func:`session_as_of`). Unset = now (Redis's own TTL applies).
         """
         pair.check()
         state = await self.store.session_read(pair)

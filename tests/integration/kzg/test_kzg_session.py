@@ -32,7 +32,8 @@ async def test_append_sets_and_refreshes_the_inactivity_ttl(kzg: KzgMemory) -> N
     redis = kzg.store.redis
     assert SESSION_TTL - 2 <= await redis.ttl(session_turns_key(PAIR)) <= SESSION_TTL
     await redis.expire(session_turns_key(PAIR), 30)
-    await kzg.append_session_turn(PAIR, _turn(1))
+    # A minute later in turn time (a turn over 4 h later would open a new session, SPEC §3).
+    await kzg.append_session_turn(PAIR, _turn(1), as_of=datetime.fromtimestamp(1_790_000_060, UTC))
     assert SESSION_TTL - 2 <= await redis.ttl(session_turns_key(PAIR)) <= SESSION_TTL
 
     state = await kzg.get_session(PAIR)

@@ -212,10 +212,14 @@ async def test_a_batch_stores_what_turn_after_turn_stores(bulk: Bulk) -> None:
     vectors_a, vectors_b = await embeddings(bulk, ONE_BY_ONE, keys_a), await embeddings(bulk, BATCHED, keys_b)
     assert np.min(np.sum(vectors_a * vectors_b, axis=1)) > 0.9999  # one model batch: the same vectors
 
-    # The session (turns and the summary of the folded ones) and the promotion jobs.
+    # The session and the promotion jobs. LoCoMo's sessions lie days apart: each opens a new session
+    # (over 4 h idle in turn time, SPEC §3, §11), in a batch where a single append opens it, so the last
+    # one's 14 turns (none folded) are left.
     session_a = await bulk.kzg.GetSession(kzg_pb2.GetSessionRequest(pair=ONE_BY_ONE))
     session_b = await bulk.kzg.GetSession(kzg_pb2.GetSessionRequest(pair=BATCHED))
-    assert list(session_a.turns) == list(session_b.turns) and session_a.summary == session_b.summary != ""
+    assert list(session_a.turns) == list(session_b.turns) and session_a.summary == session_b.summary == ""
+    assert [t.turn_id for t in session_b.turns] == [t.turn_id for t in turns[76:]]
+    assert [r.session_turn_count for r in batched[16:20]] == [17, 18, 1, 2]
     jobs = await queued_jobs(bulk.redis_url, ONE_BY_ONE)
     assert jobs == await queued_jobs(bulk.redis_url, BATCHED) > 0
 
