@@ -5,8 +5,9 @@
 -- summary stays known). ARGV[1] the TTL in seconds, then three values per turn: the encoded turn,
 -- its member ('' without a turn_id), and '1' when a resend must not append it twice (resend_safe).
 -- A turn made (created_at, the turn's own time; 0: none) more than the TTL after the newest turn of
--- the list opens a new session: live, list, summary and taken set would have expired before it came,
--- but Redis counts their TTLs on its own clock, so a replay clears them here (SPEC §3, §11).
+-- the list opens a new session: live, list and summary would have expired before it came, but Redis
+-- counts their TTLs on its own clock, so a replay clears them here (SPEC §3, §11). The taken set stays:
+-- a replay resent after a crash must still find the turns of the sessions before (no turn twice).
 -- Returns per turn {the list's length after it, 1 when it was left out as a repeat, else 0}.
 local function time_of(item)
   local ok, turn = pcall(cjson.decode, item)
@@ -34,8 +35,7 @@ for i = 3, #ARGV, 3 do
   else
     local at = time_of(item)
     if at and newest_at and at - newest_at > ttl then
-      redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-      order = 0
+      redis.call('DEL', KEYS[1], KEYS[2])
     end
     if at and (newest_at == nil or at > newest_at) then
       newest_at = at

@@ -38,7 +38,7 @@ class SessionStore(StoreBase):
         """RPUSH each turn in order and refresh the TTLs, in one atomic script; per turn the list's length
         after it, and whether it was left out as a repeat (``resend_safe``, and the session had taken its
         turn_id and role: in the list, or folded into the summary since). A turn made over SESSION_TTL after
-        the list's newest clears list, summary and taken set first (SPEC §3, §11: they had expired)."""
+        the list's newest clears list and summary first (SPEC §3, §11: they had expired); the taken set stays."""
         args: list[str | int] = [SESSION_TTL, SESSION_TAKEN_KEPT]
         for turn, once in zip(turns, resend_safe, strict=True):
             args += [encode_turn(turn), taken_member(turn), int(once)]
