@@ -108,7 +108,8 @@ class Candidates:
     """The query vector; cosines are computed exactly for the rows asked (``PairSnapshot.cosines_at``)."""
     bm25: npt.NDArray[np.float64]
     strength: npt.NDArray[np.float64]
-    visible: npt.NDArray[np.bool_]
+    eligible: npt.NDArray[np.bool_]
+    """The rows the sources ranked: made by the read's time (and, ranked again, awake then)."""
     lists: dict[str, list[int]]
     """source → node ids, best first."""
     admitted: set[int]
@@ -117,11 +118,34 @@ class Candidates:
     anchors: list[PoolItem] = field(default_factory=list)
     fused: list[Fused[int]] = field(default_factory=list)
     """Every source's candidates fused, gated or not (the recall list's order)."""
+    gated: list[int] = field(default_factory=list)
+    """The best admitted candidates in fused order, a few in reserve: the anchors are the first memories among them."""
+    listed: list[int] = field(default_factory=list)
+    """The best ``recall_k`` fused candidates and a few in reserve, read for the recall list."""
 
     @property
     def on_topic(self) -> bool:
         """Whether any candidate passed its gate: the question is about something the pair remembers."""
         return bool(self.admitted)
+
+    @property
+    def wanted(self) -> list[int]:
+        """The ids the read needs as memories: anchors' and recall list's candidates and the context."""
+        return list(dict.fromkeys(self.gated + self.listed + self.lists["kontext"]))
+
+    def settle(self, read: Mapping[int, NodeDetails]) -> None:
+        """Keep the wanted ids found in ``read`` (the memories as of the read's time); choose the anchors."""
+        self.details = {key: read[key] for key in self.wanted if key in read}
+        anchors = [key for key in self.gated if key in self.details][:ANKER_ANZAHL]
+        self.anchors = [PoolItem(key, 0, self.details[key]) for key in anchors]
+
+    def short_of_memories(self, recall_k: int) -> bool:
+        """Whether candidates that are no memories at the read's time cost it an anchor (fewer than
+        ``ANKER_ANZAHL`` among ``gated``) or a recall item (fewer than ``recall_k`` among ``listed``)."""
+        if len(self.anchors) < ANKER_ANZAHL and any(key not in self.details for key in self.gated):
+            return True
+        found = sum(key in self.details for key in self.listed)
+        return found < recall_k and found < len(self.listed)
 
     def signals(self, node_id: int) -> tuple[float, float, float]:
         """(cosine, BM25, lexical strength) of a node of the snapshot; zeros for a node it lacks."""
@@ -170,12 +194,12 @@ class NamedLookups:
 
 
 def _rows_in_view(
-    snapshot: PairSnapshot, node_ids: Sequence[int], visible: npt.NDArray[np.bool_]
+    snapshot: PairSnapshot, node_ids: Sequence[int], eligible: npt.NDArray[np.bool_]
 ) -> npt.NDArray[np.int64]:
-    """The rows of ``node_ids`` that the read's snapshot holds and that exist at its time, in the given order."""
+    """The rows of ``node_ids`` that the read's snapshot holds and that it may rank, in the given order."""
     rows = snapshot.row_of(node_ids) if node_ids else np.zeros(0, dtype=np.int64)
     held = [r for r, i in zip(rows, node_ids, strict=True) if r < len(snapshot) and int(snapshot.ids[r]) == i]
-    return np.array([r for r in held if visible[r]], dtype=np.int64)
+    return np.array([r for r in held if eligible[r]], dtype=np.int64)
 
 
 def _rows_to_ids(snapshot: PairSnapshot, rows: npt.NDArray[np.int64] | Sequence[int]) -> list[int]:
@@ -186,11 +210,58 @@ async def rank_candidates(
     reader: PairReader, snapshot: PairSnapshot, query: RecallQuery, anchor_gate: float, named: NamedLookups
 ) -> Candidates:
     """Every source ranked, gates applied, fused, the best read as of ``query.as_of`` in ``reader``'s
-    view; anchors chosen. ``named`` are the question's entity and date lookups, already running."""
+    view; anchors chosen. ``named`` are the question's entity and date lookups, already running.
+
+    SPEC §5.8 step 1 searches the anchors among the pair's *active* memories; the cache holds every
+    node and cannot know which sleep at ``as_of`` (inactive, or their weight then under the minimum).
+    Reading the best tells: when sleeping nodes took places the read needed
+    (:meth:`Candidates.short_of_memories`), they are left out, everything ranks again, and the wanted
+    ones are read together with the next best of the cached sources, twice as deep each round. A
+    read that meets no sleeping node in its way asks once.
+    """
     visible = snapshot.times <= query.as_of.timestamp()
-    query_terms, bm25, strength = snapshot.lexical_scores(query.lexical_text, query.sprache)
-    dense_rows = snapshot.nearest(query.vector, visible, CANDIDATES_PER_SOURCE)
-    lexical_rows = top_rows(bm25, visible & (bm25 > 0.0), CANDIDATES_PER_SOURCE)
+    scores = snapshot.lexical_scores(query.lexical_text, query.sprache)
+    asleep = np.zeros(len(snapshot), dtype=bool)
+    read: dict[int, NodeDetails] = {}
+    depth = 0
+    while True:
+        eligible = visible & ~asleep
+        candidates = await _ranked(snapshot, query, anchor_gate, named, scores, eligible)
+        ahead = _ranked_ahead(snapshot, query.vector, scores[1], eligible, depth) if depth else []
+        unread = [key for key in dict.fromkeys(candidates.wanted + ahead) if key not in read]
+        read.update(await reader.details(unread, query.as_of, LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT))
+        asleep[snapshot.row_of([key for key in unread if key not in read])] = True
+        candidates.settle(read)
+        if not candidates.short_of_memories(query.recall_k):
+            return candidates
+        depth = 2 * (depth or CANDIDATES_PER_SOURCE)
+
+
+def _ranked_ahead(
+    snapshot: PairSnapshot,
+    vector: npt.NDArray[np.float32],
+    bm25: npt.NDArray[np.float64],
+    eligible: npt.NDArray[np.bool_],
+    depth: int,
+) -> list[int]:
+    """The ``depth`` best eligible nodes by cosine and by BM25: read ahead by a read short of memories."""
+    dense = snapshot.nearest(vector, eligible, depth)
+    lexical = top_rows(bm25, eligible & (bm25 > 0.0), depth)
+    return _rows_to_ids(snapshot, interleave(dense.tolist(), lexical.tolist()))
+
+
+async def _ranked(
+    snapshot: PairSnapshot,
+    query: RecallQuery,
+    anchor_gate: float,
+    named: NamedLookups,
+    scores: tuple[QueryTerms, npt.NDArray[np.float64], npt.NDArray[np.float64]],
+    eligible: npt.NDArray[np.bool_],
+) -> Candidates:
+    """Every source ranked over the ``eligible`` rows, gates applied, fused; the ids to read chosen."""
+    query_terms, bm25, strength = scores
+    dense_rows = snapshot.nearest(query.vector, eligible, CANDIDATES_PER_SOURCE)
+    lexical_rows = top_rows(bm25, eligible & (bm25 > 0.0), CANDIDATES_PER_SOURCE)
     lists: dict[str, list[int]] = {
         "dense": _rows_to_ids(snapshot, dense_rows),
         "lexical": _rows_to_ids(snapshot, lexical_rows),
@@ -201,38 +272,31 @@ async def rank_candidates(
     )
     admitted: set[int] = set(_rows_to_ids(snapshot, searched[passed]))
     if named.entity is not None:
-        rows = np.unique(_rows_in_view(snapshot, await named.entity, visible))
+        rows = np.unique(_rows_in_view(snapshot, await named.entity, eligible))
         lists["entity"] = _rows_to_ids(
             snapshot, snapshot.nearest_among(query.vector, rows, CANDIDATES_PER_SOURCE)
         )
         admitted |= set(lists["entity"])
     if named.timeline is not None:  # nearest to the named date first, as looked up
-        lists["timeline"] = _rows_to_ids(snapshot, _rows_in_view(snapshot, await named.timeline, visible))
+        lists["timeline"] = _rows_to_ids(snapshot, _rows_in_view(snapshot, await named.timeline, eligible))
         admitted |= set(lists["timeline"])
-    candidates = Candidates(snapshot, query_terms, query.vector, bm25, strength, visible, lists, admitted)
+    candidates = Candidates(snapshot, query_terms, query.vector, bm25, strength, eligible, lists, admitted)
     candidates.fused = fuse(lists) if admitted else []
     # The anchors are ranked by the sources that found them; the answers below rank the recall list only.
-    gated = [item.key for item in candidates.fused if item.key in admitted][: 4 * ANKER_ANZAHL]
+    candidates.gated = [item.key for item in candidates.fused if item.key in admitted][: 4 * ANKER_ANZAHL]
     if query.recall_k:
         found = interleave(dense_rows[:ANTWORT_SEEDS].tolist(), lexical_rows[:ANTWORT_SEEDS].tolist())
-        answers = _rows_to_ids(snapshot, answer_rows(snapshot.order, snapshot.questions, found, visible))
+        answers = _rows_to_ids(snapshot, answer_rows(snapshot.order, snapshot.questions, found, eligible))
         lists["antwort"] = answers
         if answers and admitted:
             candidates.fused = fuse(lists)
     # The recall list's best recall_k, and a few in reserve for memories inactive at as_of.
-    listed = (
+    candidates.listed = (
         [item.key for item in candidates.fused[: query.recall_k + 4 * ANKER_ANZAHL]] if query.recall_k else []
     )
-    seeds = [int(np.searchsorted(snapshot.ids, key)) for key in listed[:KONTEXT_SEEDS]]
-    kontext = _rows_to_ids(snapshot, context_rows(snapshot.order, seeds, visible)) if query.recall_k else []
+    seeds = [int(np.searchsorted(snapshot.ids, key)) for key in candidates.listed[:KONTEXT_SEEDS]]
+    kontext = _rows_to_ids(snapshot, context_rows(snapshot.order, seeds, eligible)) if query.recall_k else []
     lists["kontext"] = kontext
-    wanted = list(dict.fromkeys(gated + listed + kontext))
-    # The memories read as of the read's time (made by then, active with their weight then).
-    candidates.details = await reader.details(
-        wanted, query.as_of, LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
-    )
-    anchors = [key for key in gated if key in candidates.details][:ANKER_ANZAHL]
-    candidates.anchors = [PoolItem(key, 0, candidates.details[key]) for key in anchors]
     return candidates
 
 
