@@ -27,7 +27,7 @@ from typing import NamedTuple, Protocol
 
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.model import Praezision  # the shared model's; re-exported for the LZG's modules
-from novaberg_core.timeutil import SECONDS_PER_DAY
+from novaberg_core.timeutil import SECONDS_PER_DAY, shifted
 
 __all__ = [
     "LZG_SCHICHT_FAKTOR",
@@ -48,6 +48,7 @@ __all__ = [
     "themen_tiefe",
     "timeline_distance",
     "timeline_tiefe",
+    "timeline_window",
     "winner_of",
 ]
 
@@ -202,6 +203,46 @@ def timeline_distance(a: datetime, b: datetime, praezision: Praezision) -> float
     if praezision is Praezision.QUARTAL:
         return float(abs((ub.year * 4 + (ub.month - 1) // 3) - (ua.year * 4 + (ua.month - 1) // 3)))
     return float(abs(ub.year - ua.year))
+
+
+_MONTHS_PER_UNIT = {Praezision.MONAT: 1, Praezision.QUARTAL: 3, Praezision.JAHR: 12}
+_LAST_INSTANT = datetime.max.replace(tzinfo=UTC)
+_FIRST_INSTANT = datetime.min.replace(tzinfo=UTC)
+
+
+def timeline_window(zeitpunkt: datetime, praezision: Praezision) -> tuple[datetime, datetime]:
+    """The first and the last instant (UTC, to the microsecond) whose :func:`timeline_distance` to
+    ``zeitpunkt`` is within the tolerance of ``praezision`` (SPEC §5.4, the dates a question names in
+    §11): whole calendar units, the named one ± the tolerance; the sub-day precisions ± 7 days exactly.
+    Held at the first or last instant a datetime holds."""
+    at = _as_utc(zeitpunkt)
+    toleranz = LZG_TIMELINE_TOLERANZ[praezision]
+    if praezision in (Praezision.MINUTE, Praezision.STUNDE):
+        return shifted(at, -toleranz), shifted(at, toleranz)
+    day = at.replace(hour=0, minute=0, second=0, microsecond=0)
+    if praezision is Praezision.TAG:
+        return shifted(day, -toleranz), _before(shifted(day, toleranz + 1))
+    if praezision is Praezision.WOCHE:
+        monday = day - timedelta(days=at.weekday())  # 0001-01-01 is a Monday: never before the first day
+        return shifted(monday, -7 * toleranz), _before(shifted(monday, 7 * (toleranz + 1)))
+    unit = _MONTHS_PER_UNIT[praezision]
+    start = (at.year * 12 + at.month - 1) // unit * unit  # the named unit's first month, counted from year 0
+    return _month_start(start - toleranz * unit), _before(_month_start(start + (toleranz + 1) * unit))
+
+
+def _month_start(month: int) -> datetime:
+    """The first instant of a month counted from January of year 0, held at the ends of what a datetime holds."""
+    year = month // 12
+    if year < 1:
+        return _FIRST_INSTANT
+    if year > 9999:
+        return _LAST_INSTANT
+    return datetime(year, month % 12 + 1, 1, tzinfo=UTC)
+
+
+def _before(next_start: datetime) -> datetime:
+    """The last instant before the unit that starts at ``next_start`` (the last one a datetime holds at its end)."""
+    return next_start if next_start == _LAST_INSTANT else next_start - timedelta(microseconds=1)
 
 
 def timeline_tiefe(a: TimelineRef | None, b: TimelineRef | None) -> float | None:

@@ -60,15 +60,16 @@ class PairReader:
         return [int(r["id"]) for r in rows]
 
     async def timeline_candidates(
-        self, centres: Sequence[float], tolerances: Sequence[float], limit: int
+        self, firsts: Sequence[datetime], lasts: Sequence[datetime], limit: int
     ) -> list[int]:
-        """The pair's memories within a window (unix seconds) around a named date, nearest first."""
+        """The pair's memories within the windows (first and last instant, ``layers.timeline_window``)
+        around the dates a question names, nearest to a window's middle first."""
         rows = await self.conn.fetch(
             self.q["timeline_candidates"],
             self.user_id,
             self.character_id,
-            list(centres),
-            list(tolerances),
+            list(firsts),
+            list(lasts),
             limit,
         )
         return [int(r["id"]) for r in rows]

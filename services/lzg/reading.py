@@ -20,9 +20,8 @@ import numpy.typing as npt
 
 from novaberg_core.fusion import LEXICAL_GATE, Fused, fuse
 from novaberg_core.lexical import QueryTerms
-from novaberg_core.timeutil import SECONDS_PER_DAY
 from services.lzg.cache import PairSnapshot
-from services.lzg.layers import LZG_TIMELINE_TOLERANZ, Praezision
+from services.lzg.layers import Praezision, timeline_window
 from services.lzg.read_store import PairReader
 from services.lzg.recall import (
     ANTWORT_SEEDS,
@@ -43,30 +42,7 @@ __all__ = [
     "RecallQuery",
     "rank_candidates",
     "recall_list",
-    "window",
 ]
-
-_UNIT_SECONDS: Mapping[Praezision, float] = {
-    Praezision.MINUTE: 60.0,
-    Praezision.STUNDE: 3_600.0,
-    Praezision.TAG: SECONDS_PER_DAY,
-    Praezision.WOCHE: 7 * SECONDS_PER_DAY,
-    Praezision.MONAT: 30.436875 * SECONDS_PER_DAY,
-    Praezision.QUARTAL: 91.310625 * SECONDS_PER_DAY,
-    Praezision.JAHR: 365.2425 * SECONDS_PER_DAY,
-}
-_TOLERANCE_UNIT: Mapping[Praezision, float] = {
-    **_UNIT_SECONDS,
-    Praezision.MINUTE: SECONDS_PER_DAY,
-    Praezision.STUNDE: SECONDS_PER_DAY,
-}
-"""SPEC §5.4 measures the sub-day tolerances in days."""
-
-
-def window(zeitpunkt: datetime, praezision: Praezision) -> tuple[float, float]:
-    """(centre, tolerance) in unix seconds of a date a question names: the middle of its unit, ± §5.4."""
-    centre = zeitpunkt.timestamp() + _UNIT_SECONDS[praezision] / 2.0
-    return centre, LZG_TIMELINE_TOLERANZ[praezision] * _TOLERANCE_UNIT[praezision]
 
 
 @dataclass(frozen=True)
@@ -175,9 +151,9 @@ class NamedLookups:
             entity = asyncio.ensure_future(pool_reader.entity_candidates(query.entity_ids))
         timeline = None
         if query.zeitfenster:
-            centres, tolerances = zip(*(window(z, p) for z, p in query.zeitfenster), strict=True)
+            firsts, lasts = zip(*(timeline_window(z, p) for z, p in query.zeitfenster), strict=True)
             timeline = asyncio.ensure_future(
-                pool_reader.timeline_candidates(centres, tolerances, CANDIDATES_PER_SOURCE)
+                pool_reader.timeline_candidates(firsts, lasts, CANDIDATES_PER_SOURCE)
             )
         return cls(entity, timeline)
 

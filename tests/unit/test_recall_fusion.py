@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import numpy as np
 import pytest
 
@@ -12,8 +10,6 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.fusion import INFORMATIVE_WORDS, QUESTION_PRIOR, RRF_K, fuse, is_question, memory_prior
 from novaberg_core.lexical import LexicalIndex, tokenize
-from services.lzg.layers import Praezision
-from services.lzg.reading import window
 from services.lzg.recall import TimeOrder, answer_rows, context_rows, interleave, top_rows
 from services.pipeline.recall import merge_recall, named_entity_ids
 
@@ -68,13 +64,6 @@ def test_interleave_takes_each_list_in_turn_each_item_once() -> None:
     assert interleave([1, 2, 3], [2, 9]) == [1, 2, 9, 3]
     assert interleave([], [4]) == [4]
     assert interleave() == []
-
-
-def test_a_question_date_window_uses_the_spec_tolerance_of_its_precision() -> None:
-    centre, tolerance = window(datetime(2023, 12, 4, tzinfo=UTC), Praezision.TAG)
-    assert centre == datetime(2023, 12, 4, 12, tzinfo=UTC).timestamp()
-    assert tolerance == 21 * 86_400.0
-    assert window(datetime(2023, 5, 1, tzinfo=UTC), Praezision.MONAT)[1] == pytest.approx(6 * 30.436875 * 86_400)
 
 
 def _query_terms(texts: list[str]):  # type: ignore[no-untyped-def]

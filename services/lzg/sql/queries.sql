@@ -112,20 +112,22 @@ CROSS JOIN LATERAL knoten_am(i.id, $2, $3, $4, $5, $6) AS n;
 SELECT id FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 AND entitaet_ids && $3::int[];
 
 -- name: timeline_candidates
--- Memories whose turn time or timeline ref lies within a window around a date a question names
--- (centres and tolerances in unix seconds), nearest first (SPEC §11 with the §5.4 tolerances).
+-- Memories whose turn time or timeline ref lies within a window around a date a question names:
+-- its first and last instant, the whole calendar units within the SPEC §5.4 tolerance
+-- (services/lzg/layers.py ``timeline_window``); nearest to a window's middle first (SPEC §11).
 WITH fenster AS (
-    SELECT mitte, toleranz FROM unnest($3::float8[], $4::float8[]) AS f(mitte, toleranz)
+    SELECT von, bis, (date_part('epoch', von) + date_part('epoch', bis)) / 2.0 AS mitte
+    FROM unnest($3::timestamptz[], $4::timestamptz[]) AS f(von, bis)
 ), treffer AS (
     SELECT n.id, abs(date_part('epoch', n.kzg_erstellt_am) - f.mitte) AS abstand
     FROM fenster AS f
     JOIN lzg_knoten AS n ON n.user_id = $1 AND n.character_id = $2
-     AND n.kzg_erstellt_am BETWEEN to_timestamp(f.mitte - f.toleranz) AND to_timestamp(f.mitte + f.toleranz)
+     AND n.kzg_erstellt_am BETWEEN f.von AND f.bis
     UNION ALL
     SELECT n.id, abs(date_part('epoch', t.zeitpunkt) - f.mitte)
     FROM fenster AS f
     JOIN timeline AS t ON t.user_id = $1 AND t.character_id = $2
-     AND t.zeitpunkt BETWEEN to_timestamp(f.mitte - f.toleranz) AND to_timestamp(f.mitte + f.toleranz)
+     AND t.zeitpunkt BETWEEN f.von AND f.bis
     JOIN lzg_knoten AS n ON n.timeline_id = t.id
 )
 SELECT id, min(abstand) AS abstand FROM treffer GROUP BY id ORDER BY abstand, id LIMIT $5;
