@@ -121,8 +121,11 @@ class PairTx:
         near = {r["id"]: TimelineRef(r["zeitpunkt"], ref.praezision) for r in rows}
         return {tid: other for tid, other in near.items() if timeline_tiefe(ref, other) is not None}
 
-    async def node_activity(self, node_id: int) -> tuple[bool, float]:
-        row = await self.conn.fetchrow(self.q["node_activity"], node_id, *self.pair)
+    async def node_activity(
+        self, node_id: int, as_of: datetime, rate: float, minimum: float
+    ) -> tuple[bool, float]:
+        """Whether the node is a memory at ``as_of`` as the reads judge it, and its ``gewicht_absolut``."""
+        row = await self.conn.fetchrow(self.q["node_activity"], node_id, *self.pair, as_of, rate, minimum)
         assert row is not None, f"node {node_id} vanished inside its pair's lock"
         return bool(row["aktiv"]), float(row["gewicht_absolut"])
 

@@ -36,7 +36,12 @@ from services.lzg.types import (
     PromotionResult,
     check_finite,
 )
-from services.lzg.weights import half_reactivation_decay, node_weights_at_creation
+from services.lzg.weights import (
+    LZG_KNOTEN_DECAY_RATE,
+    LZG_KNOTEN_MIN_GEWICHT,
+    half_reactivation_decay,
+    node_weights_at_creation,
+)
 
 __all__ = ["Promotion", "trigger1_candidates", "trigger1_edges"]
 
@@ -165,8 +170,11 @@ class Promotion(UseCase):
         candidates: int,
         records: PromotionRecords,
     ) -> PromotionResult:
-        """Step 4: an active hit is a duplicate (nothing changes); an inactive one is half-reactivated."""
-        aktiv, gewicht_absolut = await tx.node_activity(node_id)
+        """Step 4: an active hit is a duplicate (nothing changes); an inactive one is half-reactivated —
+        active as of the promotion's instant, as the reads judge it (SPEC §11)."""
+        aktiv, gewicht_absolut = await tx.node_activity(
+            node_id, entry.as_of, LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
+        )
         outcome = PromotionOutcome.DUPLICATE if aktiv else PromotionOutcome.HALF_REACTIVATION
         eingang = {"bester_cosine": round(best_cosine, 6), "knoten_id": node_id, "aktiv": aktiv}
         records.hit(outcome, eingang, self.profile.match)

@@ -32,12 +32,23 @@ SELECT id, zeitpunkt FROM timeline
 WHERE user_id = $1 AND character_id = $2 AND praezision = $3 AND zeitpunkt BETWEEN $4 AND $5;
 
 -- name: node_activity
-SELECT aktiv, gewicht_absolut FROM lzg_knoten WHERE id = $1 AND user_id = $2 AND character_id = $3;
+-- Whether a promotion's hit is a memory at the promotion's instant $4 as every read judges it
+-- (SPEC §5.3 step 4 with §11; migration 011 ``knoten_am``: active, its weight then at least $6, $5
+-- the decay rate per day) — a node faded under the minimum since its last decay is asleep before the
+-- daily decay turns its flag — and its gewicht_absolut. A hit made after $4 (an entry promoted late)
+-- is judged at its making.
+SELECT EXISTS (
+           SELECT 1 FROM knoten_am(k.id, k.user_id, k.character_id, GREATEST($4, k.kzg_erstellt_am), $5, $6)
+       ) AS aktiv,
+       k.gewicht_absolut
+FROM lzg_knoten AS k WHERE k.id = $1 AND k.user_id = $2 AND k.character_id = $3;
 
 -- name: half_reactivate
+-- SPEC §5.7 for a hit node_activity found asleep, in the same transaction under the pair's lock (its
+-- flag may still be set: the daily decay had not yet turned it).
 UPDATE lzg_knoten
 SET gewicht_decay = $2, verstaerkt_am = $3, decay_am = $3, aktiv = TRUE
-WHERE id = $1 AND NOT aktiv;
+WHERE id = $1;
 
 -- name: promotion_candidates
 -- Fresh data of every node that may connect to a new node: the ones the cache found close by
