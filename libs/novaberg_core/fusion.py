@@ -27,6 +27,7 @@ __all__ = [
     "SOURCE_WEIGHTS",
     "Fused",
     "fuse",
+    "interleave",
     "is_question",
     "memory_prior",
 ]
@@ -78,6 +79,17 @@ class Fused(Generic[K]):
     key: K
     score: float
     sources: dict[str, int] = field(default_factory=dict)
+
+
+def interleave(*ranked: Sequence[K]) -> list[K]:
+    """The lists' first items, then their second items, …; each item once, where it first stands (two
+    rankings without a common scale made one)."""
+    merged: dict[K, None] = {}
+    for rank in range(max((len(r) for r in ranked), default=0)):
+        for items in ranked:
+            if rank < len(items):
+                merged.setdefault(items[rank], None)
+    return list(merged)
 
 
 def fuse(

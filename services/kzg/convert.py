@@ -15,6 +15,7 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg_core.messages import to_message
 from novaberg_core.model import Beobachter, Ei, Magnets, Profile
 from novaberg_core.telemetry import current_traceparent
+from novaberg_core.timeline import parse_praezision
 from novaberg_core.timeutil import from_timestamp, optional_timestamp, to_timestamp
 from services.kzg.models import (
     AppendResult,
@@ -245,6 +246,10 @@ def retrieve_query(request: kzg_pb2.RetrieveRequest) -> RetrieveQuery:
         sprache=request.sprache,
         question_entity_ids=tuple(dict.fromkeys(request.question_entity_ids)),
         full_entries=request.full_entries,
+        zeitfenster=tuple(
+            (from_timestamp(z.zeitpunkt), parse_praezision(z.praezision, f"zeitfenster[{i}].praezision"))
+            for i, z in enumerate(request.zeitfenster)
+        ),
     )
 
 

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from novaberg_core.model import Ei, Magnets, Pair, Profile
+from novaberg_core.model import Ei, Magnets, Pair, Praezision, Profile
 from services.kzg.domain import Tier
 
 __all__ = [
@@ -156,6 +156,9 @@ class RetrieveQuery:
     full_entries: int = 0
     """How many of the best hits found by meaning carry the whole entry; the others are brief
     (:data:`services.kzg.store.codec.BRIEF_FIELDS` only). 0 → every hit whole."""
+    zeitfenster: tuple[tuple[datetime, Praezision], ...] = ()
+    """Dates or periods the question names (SPEC §11): entries made within their §5.4 tolerance are
+    candidates too (source ``timeline``)."""
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from novaberg_core.fusion import interleave  # re-exported for the LZG's modules
+
 __all__ = [
     "ANTWORT_SEEDS",
     "CANDIDATES_PER_SOURCE",
@@ -116,16 +118,6 @@ def context_rows(
                     break
                 index += step
     return found
-
-
-def interleave(*ranked: Sequence[int]) -> list[int]:
-    """The lists' first items, then their second items, …; each item once, where it first stands."""
-    merged: dict[int, None] = {}
-    for rank in range(max((len(r) for r in ranked), default=0)):
-        for items in ranked:
-            if rank < len(items):
-                merged.setdefault(int(items[rank]), None)
-    return list(merged)
 
 
 def answer_rows(

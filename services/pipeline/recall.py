@@ -1,6 +1,6 @@
 """The dossier's recall list: both layers in one ranking, one item per source turn (SPEC §11) — pure.
 
-The KZG answers with its hits (dense, lexical, entity candidates), the LZG with its recall
+The KZG answers with its hits (dense, lexical, entity, date candidates), the LZG with its recall
 candidates and, for the question's terms, their idf over the pair's long-term memories. The KZG
 hits are scored lexically here with that idf (``novaberg_core.lexical.bm25_scores``), so both
 layers rank on one scale: per source, every item of either layer by the same signal, fused by
@@ -26,13 +26,13 @@ from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import speaker_text
-from novaberg_core.fusion import LEXICAL_GATE, SOURCES, fuse, memory_prior
+from novaberg_core.fusion import LEXICAL_GATE, SOURCES, fuse, interleave, memory_prior
 from novaberg_core.lexical import QueryTerms, bm25_scores
 
 __all__ = ["RecallEntry", "merge_recall", "named_entity_ids", "query_terms_of"]
 
 _LZG_LISTS = ("timeline", "antwort", "kontext", "assoziation")
-"""Sources only the LZG has; their lists keep the LZG's order."""
+"""Sources the LZG lists in its own order (the KZG finds by ``timeline`` too, in turns with it)."""
 
 
 @dataclass
@@ -126,11 +126,14 @@ def merge_recall(
             continue
         entries[key] = RecallEntry(key, hit, hit.entry.inhalt, hit.similarity, bm25, found)
     by_cosine = sorted(entries.values(), key=lambda e: -e.cosine)
+    # Both layers find memories by a named date (SPEC §11), ranked on no common scale: taken in turns.
+    kzg_dated = [e.key for e in by_cosine if "timeline" in e.sources]
     lists: dict[str, list[str]] = {
         "dense": [e.key for e in by_cosine],
         "lexical": [e.key for e in sorted(entries.values(), key=lambda e: -e.lexical) if e.lexical > 0.0],
         "entity": [e.key for e in by_cosine if "entity" in e.sources],
         **lzg_order,
+        "timeline": interleave(lzg_order["timeline"], kzg_dated),
     }
     ranked = fuse(lists)
     for fused in ranked:

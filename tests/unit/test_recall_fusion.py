@@ -137,6 +137,29 @@ def test_the_users_turn_and_the_characters_answer_of_one_turn_id_are_two_items()
     assert [(r.layer, r.knoten_id) for r in merge_recall([user_entry], lzg[:1], query, "en", 10, names)] == [("lzg", 11)]
 
 
+def test_both_layers_dated_memories_share_the_timeline_list_in_turns() -> None:
+    """SPEC §11: the KZG finds by a named date too; its dated hits and the LZG's take turns in one list."""
+    query = _query_terms(["Caroline: What happened in May?", "Melanie: Lots of things."])
+    said = "We went hiking on a long trail near the lake and camped there for two nights."
+    lzg = [
+        lzg_pb2.RecallKandidat(knoten_id=k, turn_id=t, inhalt=said, beobachter=USER, cosine=0.0, quellen=["timeline"])
+        for k, t in ((1, "l1"), (2, "l2"))
+    ]
+    names = ("Caroline", "Melanie")
+
+    def scores(kzg_quellen: list[str]) -> dict[str, float]:
+        kzg = [_hit("k1", said, 0.2, kzg_quellen), _hit("k2", said, 0.1, kzg_quellen)]  # by cosine: k1, k2
+        return {r.turn_id: r.score for r in merge_recall(kzg, lzg, query, "en", 10, names)}
+
+    dated, undated = scores(["timeline"]), scores(["dense"])
+    prior = memory_prior(said)
+    # The timeline list is l1, k1, l2, k2 (in turns) instead of l1, l2; every other list is the same.
+    assert dated["k1"] - undated["k1"] == pytest.approx(prior / (RRF_K + 2))
+    assert dated["k2"] - undated["k2"] == pytest.approx(prior / (RRF_K + 4))
+    assert dated["l1"] == pytest.approx(undated["l1"])
+    assert undated["l2"] - dated["l2"] == pytest.approx(prior * (1 / (RRF_K + 2) - 1 / (RRF_K + 3)))
+
+
 def test_the_lzgs_answers_keep_its_order_and_weigh_half_a_source() -> None:
     query = _query_terms(["Caroline: What did you research?", "Melanie: Adoption agencies."])
     lzg = [

@@ -1,4 +1,4 @@
-"""Retrieval from the KZG (SPEC §4.5, §11): KNN within the pair, full-text and entity candidates."""
+"""Retrieval from the KZG (SPEC §4.5, §11): KNN within the pair, full-text, entity and date candidates."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from novaberg_core.lexical import LANGUAGES, language_of, lexical_words
 from novaberg_core.limits import KZG_TOP_K_DEFAULT as DEFAULT_TOP_K  # re-exported by kzg.memory
 from novaberg_core.limits import KZG_TOP_K_MAX as MAX_TOP_K
 from novaberg_core.model import Beobachter, check_vector
+from novaberg_core.timeline import timeline_window
 from services.kzg.app.context import READ_NODE, KzgContext, log_scope
 from services.kzg.domain import themen_norm
 from services.kzg.models import Hit, RetrieveQuery, RetrieveResult, Vector
@@ -64,8 +65,12 @@ class Retrieval:
             if query.question_entity_ids
             else None
         )
-        found, lexical, by_entity = await self.store.search_all([dense, lexical_search, entity_search])
-        lexical, by_entity = lexical or [], by_entity or []
+        windows = [timeline_window(moment, praezision) for moment, praezision in query.zeitfenster]
+        date_search = self.store.date_search(scope, windows, top_k)
+        found, lexical, by_entity, by_date = await self.store.search_all(
+            [dense, lexical_search, entity_search, date_search]
+        )
+        lexical, by_entity, by_date = lexical or [], by_entity or [], by_date or []
         similarity = {key: sim for key, sim in found}
         sources: dict[str, list[str]] = {key: ["dense"] for key, sim in found if sim >= threshold}
         dropped = len(found) - len(sources)
@@ -74,6 +79,8 @@ class Retrieval:
         for key, sim in by_entity:
             similarity[key] = sim
             sources.setdefault(key, []).append("entity")
+        for key in by_date:  # nearest to a named date first (SPEC §11)
+            sources.setdefault(key, []).append("timeline")
         unscored = [key for key in sources if key not in similarity]
         # The whole entry for the best hits found by meaning (the caller's top k, SPEC §4.5); the
         # others are brief, what a recall item needs (SPEC §11). Their order among themselves is the

@@ -77,6 +77,7 @@ class Dossier:
         zeitfenster = (
             [lzg_pb2.Zeitfenster(zeitpunkt=to_timestamp(dated.zeitpunkt), praezision=dated.praezision)] if dated else []
         )
+        kzg_zeitfenster = [common_pb2.Zeitfenster(zeitpunkt=z.zeitpunkt, praezision=z.praezision) for z in zeitfenster]
         cluster = stored.cluster if stored is not None else ctx.cluster_table.default_cluster
         decision = gravitation_factor(
             cluster, list(request.intentionen), ctx.cluster_table.gravitation_faktor_by_cluster
@@ -110,7 +111,7 @@ class Dossier:
                     top_k=max(ctx.kzg_top_k, recall_k, RECALL_DEPTH), full_entries=ctx.kzg_top_k,
                     turn=turn, as_of=to_timestamp(as_of),
                     lexical_text=lexical_text, sprache=profile.sprache,
-                    question_entity_ids=question_entities,
+                    question_entity_ids=question_entities, zeitfenster=kzg_zeitfenster,
                 )), missing, ctx.silent_peers),
                 answer_or_none("LZG", "SpreadingRead", lambda: ctx.lzg.spreading_read(lzg_pb2.SpreadingReadRequest(
                     pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values, model_id=ctx.provider.model_id),

@@ -347,3 +347,23 @@ async def test_dispatch_logs_the_usage_record_itself_when_the_lzg_gives_no_answe
     assert [(r.art, r.inhalt["ausgang"]) for r in usage] == [("berechnung", "VERWENDUNG_AUSGANG_DB_FEHLER")]
     assert "the LZG is down" in usage[0].inhalt["error"]
     assert not any(r.node == "verwendung" for r in await peers.records("turn-10"))
+
+
+async def test_a_question_naming_a_date_finds_the_kzg_entries_of_that_time(service: PipelineUnderTest) -> None:
+    """SPEC §11: KZG retrieval is hybrid like the LZG's — the question's date reaches the KZG too."""
+    turns = {
+        "march-3": (datetime(2026, 3, 3, 19, 0, tzinfo=UTC), "We repainted the whole kitchen in a bright yellow."),
+        "feb-5": (datetime(2026, 2, 5, 19, 0, tzinfo=UTC), "Our neighbours got a very loud parrot."),
+    }
+    for turn_id, (made, text) in turns.items():
+        await service.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
+            pair=PAIR, turn_id=turn_id, beobachter=USER, text=text, as_of=to_timestamp(made),
+            analysis=given(0.8, [turn_id]),
+        ))  # fmt: skip
+    dossier = await service.pipeline.BuildDossier(pipeline_pb2.BuildDossierRequest(
+        pair=PAIR, turn_id="ask", query_text="What did I do on March 3, 2026?",
+        as_of=to_timestamp(datetime(2026, 3, 6, 12, 0, tzinfo=UTC)),
+    ))  # fmt: skip
+    found = {item.turn_id: list(item.quellen) for item in dossier.recall if item.layer == "kzg"}
+    assert "timeline" in found["march-3"]  # made on the named day
+    assert "timeline" not in found.get("feb-5", [])  # 26 days before it: outside a day's ± 21 days

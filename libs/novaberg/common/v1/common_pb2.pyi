@@ -169,3 +169,11 @@ class ErasureTarget(_message.Message):
     pair: Pair
     user_id: str
     def __init__(self, pair: _Optional[_Union[Pair, _Mapping]] = ..., user_id: _Optional[str] = ...) -> None: ...
+
+class Zeitfenster(_message.Message):
+    __slots__ = ("zeitpunkt", "praezision")
+    ZEITPUNKT_FIELD_NUMBER: _ClassVar[int]
+    PRAEZISION_FIELD_NUMBER: _ClassVar[int]
+    zeitpunkt: _timestamp_pb2.Timestamp
+    praezision: str
+    def __init__(self, zeitpunkt: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., praezision: _Optional[str] = ...) -> None: ...

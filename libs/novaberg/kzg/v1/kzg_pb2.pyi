@@ -194,7 +194,7 @@ class RetrieveFilters(_message.Message):
     def __init__(self, emotion: _Optional[_Iterable[str]] = ..., modus: _Optional[_Iterable[str]] = ..., entitaet_ids: _Optional[_Iterable[int]] = ..., themen: _Optional[_Iterable[str]] = ..., timeline_id: _Optional[int] = ..., min_salienz: _Optional[float] = ...) -> None: ...
 
 class RetrieveRequest(_message.Message):
-    __slots__ = ("pair", "query_text", "query_vector", "beobachter", "filters", "top_k", "turn", "as_of", "lexical_text", "question_entity_ids", "sprache", "full_entries")
+    __slots__ = ("pair", "query_text", "query_vector", "beobachter", "filters", "top_k", "turn", "as_of", "lexical_text", "question_entity_ids", "sprache", "full_entries", "zeitfenster")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
     QUERY_VECTOR_FIELD_NUMBER: _ClassVar[int]
@@ -207,6 +207,7 @@ class RetrieveRequest(_message.Message):
     QUESTION_ENTITY_IDS_FIELD_NUMBER: _ClassVar[int]
     SPRACHE_FIELD_NUMBER: _ClassVar[int]
     FULL_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    ZEITFENSTER_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     query_text: str
     query_vector: QueryVector
@@ -219,7 +220,8 @@ class RetrieveRequest(_message.Message):
     question_entity_ids: _containers.RepeatedScalarFieldContainer[int]
     sprache: str
     full_entries: int
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., filters: _Optional[_Union[RetrieveFilters, _Mapping]] = ..., top_k: _Optional[int] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lexical_text: _Optional[str] = ..., question_entity_ids: _Optional[_Iterable[int]] = ..., sprache: _Optional[str] = ..., full_entries: _Optional[int] = ...) -> None: ...
+    zeitfenster: _containers.RepeatedCompositeFieldContainer[_common_pb2.Zeitfenster]
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., query_text: _Optional[str] = ..., query_vector: _Optional[_Union[QueryVector, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., filters: _Optional[_Union[RetrieveFilters, _Mapping]] = ..., top_k: _Optional[int] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lexical_text: _Optional[str] = ..., question_entity_ids: _Optional[_Iterable[int]] = ..., sprache: _Optional[str] = ..., full_entries: _Optional[int] = ..., zeitfenster: _Optional[_Iterable[_Union[_common_pb2.Zeitfenster, _Mapping]]] = ...) -> None: ...
 
 class QueryVector(_message.Message):
     __slots__ = ("values", "model_id")
