@@ -22,8 +22,11 @@ Dated mention
 
 Salience (raw score in 0..1, :func:`salience_heuristic`)
     No theme word at all → 0.1 (below the 0.3 gate: not stored). Otherwise
-    ``0.3 + 0.1·personal + 0.2·emotional + 0.15·entity + 0.15·dated + 0.2·importance``, capped at
-    1.0 and rounded to two decimals; each cue counts once (see :data:`SALIENCE_WEIGHTS`).
+    ``0.3 + 0.25·personal + 0.2·emotional + 0.15·entity + 0.15·dated + 0.2·importance``, capped at
+    1.0 and rounded to two decimals; each cue counts once (see :data:`SALIENCE_WEIGHTS`). A
+    first-person turn with one more cue reaches the HIGH gate (0.7): what a person tells of their own
+    life, with a name, a feeling, a date or a plea to remember it, is what a companion keeps
+    (docs/decisions.md "Personal disclosures are kept").
     personal: a first-person word; emotional: a word of ``data/emotion_lexicon.txt``; entity: a
     name candidate, or a mention the pair registered as an entity (the analyzer decides the
     latter after its lookup); dated: a dated mention; importance: ``wichtig``, ``merk dir``,
@@ -61,7 +64,7 @@ DEFAULT_DIMENSION = "allgemein"
 SALIENCE_BASE = 0.3
 SALIENCE_NO_CONTENT = 0.1
 SALIENCE_WEIGHTS: dict[str, float] = {
-    "personal": 0.1,
+    "personal": 0.25,
     "emotional": 0.2,
     "entity": 0.15,
     "dated": 0.15,

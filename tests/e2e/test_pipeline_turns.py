@@ -72,9 +72,9 @@ async def story(stack: Stack) -> Story:
         a = await clients.pipeline.ObserveTurn(
             pipeline_pb2.ObserveTurnRequest(pair=STORY, turn_id="story-a", beobachter=USER, text=A_TEXT)
         )
-        # Offline rules: personal "my" + entity "Anna" + dated "March 12" → 0.3 + 0.1 + 0.15 + 0.15 = 0.7
+        # Offline rules: personal "my" + entity "Anna" + dated "March 12" → 0.3 + 0.25 + 0.15 + 0.15 = 0.85
         assert a.analyzed_by_service
-        assert a.analysis.salience.salienz == pytest.approx(0.7)
+        assert a.analysis.salience.salienz == pytest.approx(0.85)
         assert a.kzg.outcome == kzg_pb2.STORE_OUTCOME_STORED
         assert a.kzg.tier == kzg_pb2.TIER_HIGH and a.kzg.queued_for_promotion
         assert len(a.analysis.magnets.entitaet_ids) == 1 and a.analysis.magnets.HasField("timeline_id")

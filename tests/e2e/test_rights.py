@@ -46,7 +46,7 @@ TOMBSTONE_TABLES = {"lzg.loeschung", "lzg.paar_generation", "log.loeschung", "pi
 A_TEXT = "My sister Anna celebrates her birthday on March 12."
 B_TEXT = "Anna works as a nurse at the hospital in Hamburg."
 QUESTION = "When is my sister's birthday?"
-ANSWER = "Your sister's birthday is March 12, maybe we bake a cake for it."
+ANSWER = "Your sister's birthday is March 12, maybe bake a cake for it."
 
 
 async def _nodes(clients: Clients, pair: common_pb2.Pair) -> list[lzg_pb2.Node]:

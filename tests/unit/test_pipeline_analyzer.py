@@ -71,7 +71,7 @@ async def test_offline_high_turn_resolves_names_and_date() -> None:
     result = await analyzer.analyze("Meine Schwester Anna hat am 12. März Geburtstag.", PAIR, USER, AS_OF)
     a = result.analysis
     assert result.herkunft == "offline"
-    assert a.salience.salienz == pytest.approx(0.7)
+    assert a.salience.salienz == pytest.approx(0.85)
     assert list(a.salience.themen) == ["schwester", "anna", "geburtstag"]
     # "Schwester" is registered (found though not a candidate), "Anna" is created; order of first mention
     assert list(a.magnets.entitaet_ids) == [7, registry.entities["anna"]]
@@ -249,7 +249,7 @@ async def test_ollama_fallback_to_offline(chat_server: ChatServer) -> None:
     result = await analyzer.analyze("Meine Schwester Anna hat am 12. März Geburtstag.", PAIR, USER, AS_OF)
     assert result.herkunft == "offline (fallback)"
     assert "not JSON" in result.details["fallback_grund"]
-    assert result.analysis.salience.salienz == pytest.approx(0.7)
+    assert result.analysis.salience.salienz == pytest.approx(0.85)
 
 
 async def test_ollama_below_gate_creates_no_entity(chat_server: ChatServer) -> None:

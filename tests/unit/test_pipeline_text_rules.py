@@ -131,7 +131,10 @@ def test_salience_rule_worked_numbers() -> None:
     none = dict.fromkeys(SALIENCE_WEIGHTS, False)
     assert salience_heuristic(has_content=False, cues={**none, "emotional": True}) == 0.1
     assert salience_heuristic(has_content=True, cues=none) == 0.3
-    assert salience_heuristic(has_content=True, cues={**none, "personal": True, "entity": True, "dated": True}) == 0.7
+    assert salience_heuristic(has_content=True, cues={**none, "personal": True}) == 0.55
+    assert salience_heuristic(has_content=True, cues={**none, "personal": True, "entity": True}) == 0.7
+    assert salience_heuristic(has_content=True, cues={**none, "personal": True, "entity": True, "dated": True}) == 0.85
+    assert salience_heuristic(has_content=True, cues={**none, "emotional": True, "entity": True}) == 0.65
     assert salience_heuristic(has_content=True, cues={**none, "emotional": True, "importance": True}) == 0.7
     assert salience_heuristic(has_content=True, cues=dict.fromkeys(SALIENCE_WEIGHTS, True)) == 1.0
     with pytest.raises(ValueError, match="unknown salience cues"):
@@ -142,7 +145,7 @@ def test_analyze_text_high_turn() -> None:
     findings = analyze_text("Meine Schwester Anna hat am 12. März Geburtstag.", AS_OF)
     assert findings.themen == ["schwester", "anna", "geburtstag"]
     assert findings.cues == {"personal": True, "emotional": False, "entity": True, "dated": True, "importance": False}
-    assert findings.salienz == 0.7
+    assert findings.salienz == 0.85
     assert findings.gedaechtnistyp == "episodisch"
     assert findings.dimension == "beziehungen"
     assert findings.intentionen == ["information_teilen"]
