@@ -4,7 +4,7 @@ vector is rewritten; afterwards every vector is the live path's embedding of its
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
@@ -19,7 +19,6 @@ from novaberg_core.embedding import (
     make_provider,
     profile_for,
 )
-from novaberg_core.embedding.base import Vectors
 from novaberg_core.errors import ModelMismatch
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from novaberg_dev.reembed import reembed_kzg, reembed_lzg
@@ -28,6 +27,7 @@ from services.kzg.models import EntryInput, Pair
 from services.kzg.store import MODEL_KEY, KzgStore
 from services.lzg.store import LzgStore
 from services.pipeline.app.turn_writer import kzg_entry_text
+from tests.recording_provider import RecordingProvider
 
 PAIR = Pair("reembed-u", "nova")
 TEXTS = [("Anna backt Brot.", "Meister"), ("Ich liebe den Garten.", "Meister"), ("Das freut mich sehr.", "Nova")]
@@ -74,20 +74,6 @@ async def test_kzg_vectors_are_rewritten_with_the_speaker_and_the_stamp_follows(
         stored_vector = np.frombuffer(await kzg.store.redis.hget(key, "embedding"), dtype=np.float32)
         expected = await minilm.embed_one(kzg_embed_text(["alltag"], inhalt, sprecher))
         assert stored_vector == pytest.approx(expected, abs=1e-6)
-
-
-class RecordingProvider(EmbeddingProvider):
-    """The shared model, keeping the texts it embeds."""
-
-    def __init__(self, inner: EmbeddingProvider) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dimension = inner.dimension
-        self.texts: list[str] = []
-
-    async def embed(self, texts: Sequence[str]) -> Vectors:
-        self.texts.extend(texts)
-        return await self.inner.embed(texts)
 
 
 async def test_the_pipelines_entry_text_is_the_one_re_embedding_builds_from_the_stored_themes(

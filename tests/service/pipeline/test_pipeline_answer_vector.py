@@ -6,7 +6,7 @@ The LZG here counts every text its model embeds: during Dispatch it must embed n
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import grpc.aio
@@ -24,7 +24,6 @@ from novaberg_core.embedding import (
     kzg_embed_text,
     query_embed_text,
 )
-from novaberg_core.embedding.base import Vectors
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.timeutil import to_timestamp
 from services.kzg.config import KzgConfig
@@ -34,26 +33,13 @@ from services.lzg.server import create_server as create_lzg_server
 from services.pipeline.config import PipelineConfig
 from services.pipeline.server import create_server as create_pipeline_server
 from services.pipeline.servicer import MODEL_MS_KEY
+from tests.recording_provider import RecordingProvider
 
 PAIR = common_pb2.Pair(user_id="vektor", character_id="nova")
 T0 = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
 HIKE_TEXT = "We went hiking in the Alps last summer."
 QUERY = "Tell me about our hiking trip in the mountains."
 ANSWER = "We went hiking in the Alps last summer, do you remember the view?"
-
-
-class CountingProvider(EmbeddingProvider):
-    """The shared model, counting the texts it embeds."""
-
-    def __init__(self, inner: EmbeddingProvider) -> None:
-        self.inner = inner
-        self.model_id = inner.model_id
-        self.dimension = inner.dimension
-        self.texts: list[str] = []
-
-    async def embed(self, texts: Sequence[str]) -> Vectors:
-        self.texts.extend(texts)
-        return await self.inner.embed(texts)
 
 
 class Stack:
@@ -66,8 +52,8 @@ class Stack:
 @pytest.fixture
 async def stack(
     redis_url: str, pg_url: str, provider: EmbeddingProvider
-) -> AsyncIterator[tuple[Stack, CountingProvider]]:
-    counting = CountingProvider(provider)
+) -> AsyncIterator[tuple[Stack, RecordingProvider]]:
+    counting = RecordingProvider(provider)
     kzg = await create_kzg_server(
         KzgConfig(common=CommonConfig("kzg"), redis_url=redis_url), provider=provider, log=PipelineLog()
     )
@@ -106,7 +92,7 @@ async def _hike_node(lzg: lzg_pb2_grpc.LzgServiceStub) -> lzg_pb2.Node:
 
 
 async def test_dispatch_embeds_the_answer_itself_and_the_lzg_embeds_nothing(
-    stack: tuple[Stack, CountingProvider], provider: EmbeddingProvider
+    stack: tuple[Stack, RecordingProvider], provider: EmbeddingProvider
 ) -> None:
     services, lzg_model = stack
     node = await _hike_node(services.lzg)
@@ -144,7 +130,7 @@ async def test_dispatch_embeds_the_answer_itself_and_the_lzg_embeds_nothing(
 
 
 async def test_dossier_blocks_are_the_lzg_render_of_the_served_resonanz(
-    stack: tuple[Stack, CountingProvider],
+    stack: tuple[Stack, RecordingProvider],
 ) -> None:
     services, _ = stack
     await _hike_node(services.lzg)
