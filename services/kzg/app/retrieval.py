@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -20,7 +21,15 @@ from services.kzg.domain import themen_norm
 from services.kzg.models import Hit, RetrieveQuery, RetrieveResult, Vector
 from services.kzg.store import entry_scope
 
-__all__ = ["DEFAULT_TOP_K", "MAX_TOP_K", "Retrieval"]
+__all__ = ["DEFAULT_TOP_K", "MAX_TOP_K", "Retrieval", "nearest_first"]
+
+
+def nearest_first(per_window: Sequence[Sequence[tuple[str, float]]], limit: int) -> list[str]:
+    """The ``limit`` keys nearest to one of the named dates, each once at its smallest distance (SPEC §11)."""
+    nearest: dict[str, float] = {}
+    for key, distance in (row for rows in per_window for row in rows):
+        nearest[key] = min(distance, nearest.get(key, distance))
+    return sorted(nearest, key=lambda key: (nearest[key], key))[:limit]
 
 
 class Retrieval:
@@ -66,11 +75,11 @@ class Retrieval:
             else None
         )
         windows = [timeline_window(moment, praezision) for moment, praezision in query.zeitfenster]
-        date_search = self.store.date_search(scope, windows, top_k)
-        found, lexical, by_entity, by_date = await self.store.search_all(
-            [dense, lexical_search, entity_search, date_search]
+        found, lexical, by_entity, *dated = await self.store.search_all(
+            [dense, lexical_search, entity_search, *self.store.date_searches(scope, windows, top_k)]
         )
-        lexical, by_entity, by_date = lexical or [], by_entity or [], by_date or []
+        lexical, by_entity = lexical or [], by_entity or []
+        by_date = nearest_first(dated, top_k)
         similarity = {key: sim for key, sim in found}
         sources: dict[str, list[str]] = {key: ["dense"] for key, sim in found if sim >= threshold}
         dropped = len(found) - len(sources)

@@ -20,9 +20,6 @@ T = TypeVar("T")
 
 _NEIGHBOUR_LIMIT = 100_000
 """Upper bound of neighbours read per write; far above any pair's size in the seeds."""
-_DATE_CANDIDATES = 1_000
-"""Entries read per date search, to be ranked by their distance to the named date: above a pair's
-entries within one §5.4 tolerance in the seeds (a day's ±21 days of short-term memory)."""
 KEY_PAGE = 1_000
 """Keys per page of a key listing (and per SCAN step of an erasure)."""
 
@@ -56,6 +53,12 @@ def _time_clause(as_of: datetime | None) -> str:
         return ""
     at = seconds(as_of)
     return f"@ablauf_am:[{at} +inf] @erstellt_am:[-inf {at}]"
+
+
+def _nearest_rows(response: Any) -> list[tuple[str, float]]:
+    """(key, distance) of a date aggregation's answer (RESP3), nearest first."""
+    rows = [item.get(b"extra_attributes", {}) for item in response.get(b"results", [])]
+    return [(text(row[b"__key"]), float(row[b"abstand"])) for row in rows if b"__key" in row and b"abstand" in row]
 
 
 def _all_of(*clauses: str) -> str:
@@ -148,31 +151,27 @@ class SearchStore(StoreBase):
             lambda response: [key for key, _ in search_rows(response)],
         )  # fmt: skip
 
-    def date_search(
+    def date_searches(
         self, scope: EntryScope, windows: Sequence[tuple[datetime, datetime]], limit: int
-    ) -> Search[list[str]] | None:
-        """The entries within ``scope`` made within one of ``windows`` (first and last instant, SPEC §11 with
-        the §5.4 tolerances: :func:`novaberg_core.timeline.timeline_window`), nearest to a window's middle
-        first, at most ``limit``; None without a window. The index cannot sort by a distance: the first
-        :data:`_DATE_CANDIDATES` entries in the windows are ranked here."""
-        if not windows:
-            return None
-        ranges = " | ".join(f"@erstellt_am:[{seconds(first)} {seconds(last)}]" for first, last in windows)
-        middles = [(first.timestamp() + last.timestamp()) / 2.0 for first, last in windows]
-
-        def nearest(response: Any) -> list[str]:
-            made = [(key, float_or_none(fields.get(b"erstellt_am"))) for key, fields in search_rows(response)]
-            dated = [(min(abs(at - m) for m in middles), key) for key, at in made if at is not None]
-            return [key for _, key in sorted(dated)[:limit]]
-
-        return Search(
-            (
-                "FT.SEARCH", self.index_name, _all_of(scope.clause, f"({ranges})"),
-                "RETURN", "1", "erstellt_am",
-                "LIMIT", "0", str(_DATE_CANDIDATES), "DIALECT", "2",
-            ),
-            nearest,
-        )  # fmt: skip
+    ) -> list[Search[list[tuple[str, float]]]]:
+        """Per window (first and last instant, SPEC §11 with the §5.4 tolerances:
+        :func:`novaberg_core.timeline.timeline_window`), the ``limit`` entries within ``scope`` made
+        within it, nearest to its middle first: keys with that distance in seconds. The index ranks
+        them (an aggregation that keeps the nearest), so only those come back."""
+        searches = []
+        for first, last in windows:
+            middle = (first.timestamp() + last.timestamp()) / 2.0
+            clause = _all_of(scope.clause, f"@erstellt_am:[{seconds(first)} {seconds(last)}]")
+            searches.append(Search(
+                (
+                    "FT.AGGREGATE", self.index_name, clause,
+                    "LOAD", "2", "@__key", "@erstellt_am",
+                    "APPLY", f"abs(@erstellt_am - {middle!r})", "AS", "abstand",
+                    "SORTBY", "2", "@abstand", "ASC", "MAX", str(int(limit)), "DIALECT", "2",
+                ),
+                _nearest_rows,
+            ))  # fmt: skip
+        return searches
 
     async def search_all(self, searches: Sequence[Search[Any] | None]) -> list[Any]:
         """Independent searches in one round trip (a pipeline); each answer in place, None where none was asked."""
