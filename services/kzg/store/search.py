@@ -78,13 +78,14 @@ def entry_scope(
 ) -> EntryScope:
     """The entries a retrieval may return (SPEC §4.5, §11): the pair's, of one ``beobachter`` where given,
     within the caller's filters, alive at ``as_of``. Built once, shared by every source (dense, lexical,
-    entity), so no source widens what the caller asked for."""
+    entity, date), so no source widens what the caller asked for."""
     filtered = _filter_clause(beobachter, filters or RetrieveFilters())
     return EntryScope(_all_of(pair_clause(pair), filtered, _time_clause(as_of)))
 
 
 class SearchStore(StoreBase):
-    """FT.SEARCH over ``idx:kzg``, always within one pair's (or one user's) token."""
+    """FT.SEARCH (and the date source's FT.AGGREGATE) over ``idx:kzg``, always within one pair's (or one
+    user's) token."""
 
     async def find_theme_neighbours(
         self, pair: Pair, themen_norm: Sequence[str], exclude_key: str, *, alive_at: datetime
