@@ -143,6 +143,7 @@ def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
         magnets=Magnets.from_proto(message.magnets),
         erstellt_am=from_timestamp(message.erstellt_am),
         ablauf_am=_moment(message.ablauf_am),
+        traceparent=message.traceparent,
     )
 
 

@@ -110,6 +110,20 @@ async def test_an_import_keeps_the_exported_expiry_in_turn_time_reinforcement_in
         assert ttl - 5 <= await kzg.store.redis.ttl(key) <= ttl
 
 
+async def test_an_imported_entry_keeps_the_trace_of_the_turn_that_wrote_it(
+    kzg: KzgMemory, rng: np.random.Generator
+) -> None:
+    traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    stored = await kzg.store_entry(entry(0.5, ("Garten",), embedding=unit_vector(rng), traceparent=traceparent))
+    rights = KzgRights(kzg)
+    exported = await _through_a_file(rights, PAIR)
+    await rights.erase(PAIR, None)
+
+    await rights.import_pair(PAIR, exported, [], "")
+
+    assert await _field(kzg, stored.kzg_key, "traceparent") == traceparent
+
+
 async def test_an_import_of_a_file_without_ablauf_am_counts_the_remaining_ttl_from_erstellt_am(
     kzg: KzgMemory, rng: np.random.Generator
 ) -> None:
