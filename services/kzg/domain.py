@@ -15,8 +15,6 @@ from decimal import ROUND_FLOOR, Decimal
 
 from novaberg_core.canon import Canon
 from novaberg_core.contract import check_pair as check_pair  # re-exported: the shared pair rule
-from novaberg_core.embedding.texts import THEMEN_SEPARATOR as THEMEN_SEPARATOR  # re-exported: shared
-from novaberg_core.embedding.texts import clean_themen as clean_themen  # re-exported: the embed text's too
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.limits import STORE_GATE_RAW
 from novaberg_core.model import check_unit_interval as check_unit_interval  # re-exported for portability

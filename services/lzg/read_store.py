@@ -62,7 +62,7 @@ class PairReader:
     async def timeline_candidates(
         self, firsts: Sequence[datetime], lasts: Sequence[datetime], limit: int
     ) -> list[int]:
-        """The pair's memories within the windows (first and last instant, ``layers.timeline_window``)
+        """The pair's memories within the windows (first and last instant, ``novaberg_core.timeline.timeline_window``)
         around the dates a question names, nearest to a window's middle first."""
         rows = await self.conn.fetch(
             self.q["timeline_candidates"],

@@ -8,6 +8,7 @@ import struct
 import pytest
 
 from novaberg_core.canon import Canon, default_canon, load_canon
+from novaberg_core.embedding import clean_themen
 from novaberg_core.errors import InvalidArgument
 from services.kzg.domain import (
     KZG_SALIENZ_HIGH,
@@ -19,7 +20,6 @@ from services.kzg.domain import (
     Tier,
     check_canon,
     check_pair,
-    clean_themen,
     dedupe_entitaet_ids,
     gate_constant,
     normalise_theme,

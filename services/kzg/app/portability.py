@@ -11,7 +11,7 @@ from typing import Final
 
 import numpy as np
 
-from novaberg_core.embedding import kzg_embed_text
+from novaberg_core.embedding import clean_themen, kzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
 from novaberg_core.model import Beobachter, Profile
 from novaberg_core.pipeline_log import LogScope, count_fields, count_names
@@ -25,7 +25,6 @@ from services.kzg.domain import (
     check_entry_id,
     check_pair,
     check_unit_interval,
-    clean_themen,
 )
 from services.kzg.models import (
     EntryInput,

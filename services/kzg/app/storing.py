@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Sequence
 from datetime import datetime
 
-from novaberg_core.embedding import kzg_embed_text
+from novaberg_core.embedding import clean_themen, kzg_embed_text
 from novaberg_core.errors import AlreadyExists, InvalidArgument
 from novaberg_core.model import Beobachter, check_unit_interval, check_vector
 from novaberg_core.pipeline_log import LogScope
@@ -25,7 +25,6 @@ from services.kzg.domain import (
     Tier,
     check_canon,
     check_entry_id,
-    clean_themen,
     dedupe_entitaet_ids,
     reinforce,
     salienz_berechnen,

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from novaberg_core.contract import pair_token, user_token
-from novaberg_core.embedding import speaker_text
+from novaberg_core.embedding import THEMEN_SEPARATOR, speaker_text
 from novaberg_core.lexical import LANGUAGES, language_of
 from novaberg_core.model import EI_SCALARS, Ei, Magnets
 from novaberg_core.timeutil import EPOCH
-from services.kzg.domain import THEMEN_SEPARATOR, CanonCheck, dedupe_entitaet_ids, themen_norm
+from services.kzg.domain import CanonCheck, dedupe_entitaet_ids, themen_norm
 from services.kzg.models import EntryInput, KzgEntryData, Pair, PromotionJobData, SessionTurnRecord, Vector
 
 __all__ = [

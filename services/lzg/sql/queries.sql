@@ -125,7 +125,7 @@ SELECT id FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 AND entitaet_
 -- name: timeline_candidates
 -- Memories whose turn time or timeline ref lies within a window around a date a question names:
 -- its first and last instant, the whole calendar units within the SPEC §5.4 tolerance
--- (services/lzg/layers.py ``timeline_window``); nearest to a window's middle first (SPEC §11).
+-- (``novaberg_core.timeline.timeline_window``); nearest to a window's middle first (SPEC §11).
 WITH fenster AS (
     SELECT von, bis, (date_part('epoch', von) + date_part('epoch', bis)) / 2.0 AS mitte
     FROM unnest($3::timestamptz[], $4::timestamptz[]) AS f(von, bis)
