@@ -22,15 +22,18 @@ Dated mention
 
 Salience (raw score in 0..1, :func:`salience_heuristic`)
     No theme word at all → 0.1 (below the 0.3 gate: not stored). Otherwise
-    ``0.3 + 0.25·personal + 0.2·emotional + 0.15·entity + 0.15·dated + 0.2·importance``, capped at
-    1.0 and rounded to two decimals; each cue counts once (see :data:`SALIENCE_WEIGHTS`). A
-    first-person turn with one more cue reaches the HIGH gate (0.7): what a person tells of their own
-    life, with a name, a feeling, a date or a plea to remember it, is what a companion keeps
-    (docs/decisions.md "Personal disclosures are kept").
+    ``0.3 + 0.25·personal + 0.2·emotional + 0.15·entity + 0.15·dated + 0.2·importance
+    + 0.15·detailed``, capped at 1.0 and rounded to two decimals; each cue counts once (see
+    :data:`SALIENCE_WEIGHTS`). A first-person turn with one more cue reaches the HIGH gate (0.7): what a
+    person tells of their own life, with a name, a feeling, a date, a plea to remember it or in detail,
+    is what a companion keeps (docs/decisions.md "Personal disclosures are kept", "Detailed accounts
+    are kept").
     personal: a first-person word; emotional: a word of ``data/emotion_lexicon.txt``; entity: a
     name candidate, or a mention the pair registered as an entity (the analyzer decides the
     latter after its lookup); dated: a dated mention; importance: ``wichtig``, ``merk dir``,
-    ``vergiss nicht``, ``important``, ``remember`` …
+    ``vergiss nicht``, ``important``, ``remember`` …; detailed: at least :data:`DETAIL_WORDS`
+    distinct content words (the themes' rule, German verbs and adjectives included) outside the
+    turn's questions — an account, not a reaction or a question.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from services.pipeline.dates import DATE_WORDS, DatedMention, find_dated_mention
 from services.pipeline.tokens import DATA_DIR, Token, looks_german, stopwords, tokenize, word_list
 
 __all__ = [
+    "DETAIL_WORDS",
     "MAX_THEMEN",
     "SALIENCE_WEIGHTS",
     "TextFindings",
@@ -53,6 +57,7 @@ __all__ = [
     "extract_themes",
     "find_mentions",
     "salience_heuristic",
+    "told_words",
 ]
 
 MAX_THEMEN = 5
@@ -69,8 +74,12 @@ SALIENCE_WEIGHTS: dict[str, float] = {
     "entity": 0.15,
     "dated": 0.15,
     "importance": 0.2,
+    "detailed": 0.15,
 }
 """Additive cues of the salience heuristic (module docstring)."""
+
+DETAIL_WORDS = 10
+"""Distinct content words a turn tells, outside its questions, for the ``detailed`` cue."""
 
 _PERSONAL = frozenset(
     "ich mein meine meinem meinen meiner meines mir mich wir uns unser unsere unserem unseren unserer "
@@ -86,6 +95,8 @@ _IMPERATIVE_START = frozenset(
     "erstelle erstell leg lege trag trage plane plan bitte notier notiere "
     "remember remind find search write make show tell list create add schedule note please".split()
 )
+_QUESTION = re.compile(r"[^.!?\n]*\?")
+"""A sentence that asks: the text since the last sentence end, up to a question mark."""
 _PROCEDURAL = re.compile(r"\b(wie\s+man|so\s+geht|anleitung|schritt\s+für\s+schritt|how\s+to|step\s+by\s+step)\b",
                          re.IGNORECASE)
 
@@ -136,14 +147,25 @@ _CONTRACTED_IS = frozenset("it that what here there who how where when let life 
 """Words whose ``'s`` is "is"/"us"/"has", not a possessive."""
 
 
+def _is_content_word(token: Token) -> bool:
+    return len(token.text) >= 3 and token.lower not in stopwords() and token.lower not in DATE_WORDS
+
+
+def told_words(text: str, tokens: Sequence[Token]) -> int:
+    """Distinct content words of ``text`` outside its questions (the ``detailed`` cue)."""
+    asked = [(m.start(), m.end()) for m in _QUESTION.finditer(text)]
+    return len({
+        t.lower for t in tokens if _is_content_word(t) and not any(start <= t.start < end for start, end in asked)
+    })
+
+
 def extract_themes(tokens: Sequence[Token], limit: int = MAX_THEMEN) -> list[str]:
     """Content words, lower-cased, by frequency then first occurrence (module docstring).
 
     In German text, where nouns are capitalised, only capitalised words are themes when there is
     at least one (verbs and adjectives make poor themes and would reinforce unrelated entries).
     """
-    stop = stopwords()
-    content = [t for t in tokens if len(t.text) >= 3 and t.lower not in stop and t.lower not in DATE_WORDS]
+    content = [t for t in tokens if _is_content_word(t)]
     if looks_german(tokens) and any(t.capitalised for t in content):
         content = [t for t in content if t.capitalised]
     words = [t.lower for t in content]
@@ -305,6 +327,7 @@ def analyze_text(text: str, as_of: datetime) -> TextFindings:
         "entity": bool(mentions.candidates),
         "dated": dated is not None,
         "importance": bool(_IMPORTANCE.search(text)),
+        "detailed": told_words(text, tokens) >= DETAIL_WORDS,
     }
     salienz = salience_heuristic(has_content=bool(themen), cues=cues)  # entity cue final after resolution
     emotion = max(hits, key=lambda s: (hits[s], -list(hits).index(s))) if hits else "neutral"

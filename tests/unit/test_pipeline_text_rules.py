@@ -9,12 +9,14 @@ import pytest
 from novaberg_core.contract import TIME_MAX
 from services.pipeline.dates import find_dated_mention
 from services.pipeline.text_rules import (
+    DETAIL_WORDS,
     SALIENCE_WEIGHTS,
     analyze_text,
     extract_themes,
     find_mentions,
     has_subject,
     salience_heuristic,
+    told_words,
 )
 from services.pipeline.tokens import tokenize
 
@@ -136,6 +138,8 @@ def test_salience_rule_worked_numbers() -> None:
     assert salience_heuristic(has_content=True, cues={**none, "personal": True, "entity": True, "dated": True}) == 0.85
     assert salience_heuristic(has_content=True, cues={**none, "emotional": True, "entity": True}) == 0.65
     assert salience_heuristic(has_content=True, cues={**none, "emotional": True, "importance": True}) == 0.7
+    assert salience_heuristic(has_content=True, cues={**none, "personal": True, "detailed": True}) == 0.7
+    assert salience_heuristic(has_content=True, cues={**none, "detailed": True}) == 0.45
     assert salience_heuristic(has_content=True, cues=dict.fromkeys(SALIENCE_WEIGHTS, True)) == 1.0
     with pytest.raises(ValueError, match="unknown salience cues"):
         salience_heuristic(has_content=True, cues={"lautstaerke": True})
@@ -144,12 +148,36 @@ def test_salience_rule_worked_numbers() -> None:
 def test_analyze_text_high_turn() -> None:
     findings = analyze_text("Meine Schwester Anna hat am 12. März Geburtstag.", AS_OF)
     assert findings.themen == ["schwester", "anna", "geburtstag"]
-    assert findings.cues == {"personal": True, "emotional": False, "entity": True, "dated": True, "importance": False}
+    assert findings.cues == {
+        "personal": True, "emotional": False, "entity": True, "dated": True, "importance": False, "detailed": False,
+    }
     assert findings.salienz == 0.85
     assert findings.gedaechtnistyp == "episodisch"
     assert findings.dimension == "beziehungen"
     assert findings.intentionen == ["information_teilen"]
     assert findings.emotion == "neutral"
+
+
+def test_a_detailed_account_is_a_cue_a_long_question_is_not() -> None:
+    account = "I finally finished building the wooden bookshelf for our living room, it took three rainy weekends."
+    assert told_words(account, tokenize(account)) == DETAIL_WORDS  # "for", "our", "it", "took": stopwords
+    findings = analyze_text(account, AS_OF)
+    assert findings.cues["detailed"] and findings.cues["personal"]
+    assert not (findings.cues["entity"] or findings.cues["emotional"] or findings.cues["dated"])
+    assert findings.salienz == 0.7  # 0.3 + 0.25 personal + 0.15 detailed: the HIGH gate
+    shorter = account.replace(" rainy", "")
+    assert told_words(shorter, tokenize(shorter)) == DETAIL_WORDS - 1
+    assert analyze_text(shorter, AS_OF).salienz == 0.55
+    question = "Did you finally finish building the wooden bookshelf for the living room after three rainy weekends?"
+    assert told_words(question, tokenize(question)) == 0
+    assert not analyze_text(question, AS_OF).cues["detailed"]
+    # What a turn tells beside its question counts; the question's words do not.
+    mixed = "We finished the bookshelf. Did you finally paint the wooden fence around the garden?"
+    assert told_words(mixed, tokenize(mixed)) == 2
+    # German: verbs and adjectives count as told words too (the themes keep only the nouns).
+    german = "Ich habe endlich das hölzerne Bücherregal für unser Wohnzimmer fertig gebaut, drei verregnete Wochenenden lang."
+    assert told_words(german, tokenize(german)) == DETAIL_WORDS
+    assert analyze_text(german, AS_OF).cues["detailed"]
 
 
 def test_analyze_text_emotion_and_imperative() -> None:
