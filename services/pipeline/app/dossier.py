@@ -29,7 +29,7 @@ from services.pipeline.dates import find_dated_mention
 from services.pipeline.deadline import DOING_WITHOUT, answer_or_none
 from services.pipeline.dossier import weigh_hits
 from services.pipeline.gravitation import Goal, gravitation_factor, shift_query
-from services.pipeline.recall import merge_recall, named_entity_ids, query_terms_of
+from services.pipeline.recall import asked_about, merge_recall, named_entity_ids, query_terms_of
 from services.pipeline.text_rules import find_mentions, has_subject
 from services.pipeline.validation import check_build_dossier
 
@@ -69,7 +69,8 @@ class Dossier:
             ctx.embed(query_embed_text(request.query_text), timing),
             self._mentioned_entities(pair, request.query_text),
         )
-        question_entities = named_entity_ids(mentioned, (profile.user_name, profile.character_name))
+        names = (request.user_name or profile.user_name, request.character_name or profile.character_name)
+        question_entities = named_entity_ids(mentioned, names)
         # A question without a subject (no content word, no name: "And then what happened?") searches by
         # meaning alone — the seeds' rule that anaphoric questions get no anchors (SPEC §11).
         lexical_text = request.query_text if has_subject(request.query_text) else ""
@@ -117,8 +118,7 @@ class Dossier:
                     pair=pair, query_vector=lzg_pb2.QueryVector(values=search_values, model_id=ctx.provider.model_id),
                     cluster=cluster,
                     nova_emotion=request.nova_emotion, turn=turn, readers=readers,
-                    user_name=request.user_name or profile.user_name,
-                    character_name=request.character_name or profile.character_name,
+                    user_name=names[0], character_name=names[1],
                     as_of=to_timestamp(as_of), lexical_text=lexical_text, sprache=profile.sprache,
                     question_entity_ids=question_entities, zeitfenster=zeitfenster,
                     recall_k=max(recall_k, RECALL_DEPTH),
@@ -147,8 +147,8 @@ class Dossier:
                 pipeline_pb2.WeightedKzgHit(hit=dense_hits[w.index], weight=w.weight, score=w.score) for w in order
             ]
             recall = merge_recall(
-                retrieved.hits, spread.recall, query_terms_of(spread), profile.sprache, recall_k,
-                (profile.user_name, profile.character_name),
+                retrieved.hits, spread.recall, query_terms_of(spread), profile.sprache, recall_k, names,
+                asked_about(request.query_text, names),
             )  # fmt: skip
             served = list(dict.fromkeys(
                 [e.knoten_id for e in resonanz.erinnerungen] + [r.knoten_id for r in recall if r.knoten_id]
