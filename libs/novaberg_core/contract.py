@@ -104,7 +104,7 @@ STRING_KINDS: Mapping[str, Kind] = {
         (
             "turn_id", "ausloeser_turn_id", "span_id", "trace_id", "entry_id", "kzg_key", "job_ids",
             "consumer", "task", "reader", "readers", "cluster", "praezision", "writer", "role", "node",
-            "quelle", "art", "typ", "typ_for_new", "salienz_eingang_herkunft", "nova_sektor", "sprache",
+            "quelle", "art", "typ", "typ_for_new", "salienz_eingang_herkunft", "nova_sektor", "sprache", "zeitzone",
             "traceparent", "quell_turn_id", "kzg_quell_key", "model_id", "embedding_model_id",
             # a person's rights (forget, correct, import, requeue)
             "kzg_keys", "source_turn_id", "job_id",

@@ -13,7 +13,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from enum import StrEnum
+from functools import cache
 from typing import Any
+from zoneinfo import ZoneInfo, available_timezones
 
 import numpy as np
 import numpy.typing as npt
@@ -25,7 +27,7 @@ from novaberg_core.embedding.texts import DEFAULT_CHARACTER_NAME, DEFAULT_USER_N
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.lexical import DEFAULT_LANGUAGE, LANGUAGES, language_of
 
-__all__ = ["EI_FIELDS", "EI_SCALARS", "READERS", "Beobachter", "Ei", "Magnets", "Pair", "Praezision", "Profile", "PromotionOutcome", "check_reader", "check_unit_interval", "check_vector", "model_info", "model_stamp"]
+__all__ = ["DEFAULT_ZONE", "EI_FIELDS", "EI_SCALARS", "READERS", "Beobachter", "Ei", "Magnets", "Pair", "Praezision", "Profile", "PromotionOutcome", "check_reader", "check_unit_interval", "check_vector", "model_info", "model_stamp", "time_zone"]
 
 
 class Beobachter(StrEnum):
@@ -114,17 +116,42 @@ class Pair:
         return common_pb2.Pair(user_id=self.user_id, character_id=self.character_id)
 
 
+DEFAULT_ZONE = "UTC"
+"""The time zone of a pair that names none."""
+
+
+@cache
+def _zone_names() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+def time_zone(name: str) -> ZoneInfo:
+    """The IANA time zone ``name`` ("Europe/Berlin"); InvalidArgument for a name the zone database lacks.
+
+    Checked against the database's list of zones, so a caller's string never names a file to open."""
+    if name not in _zone_names():
+        raise InvalidArgument(f"{name[:64]!r} is no IANA time zone (e.g. Europe/Berlin, UTC)")
+    return ZoneInfo(name)  # ZoneInfo keeps one instance per key
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """How a pair is talked about (SPEC §11): its speakers' display names and its language.
+    """How a pair is talked about (SPEC §11): its speakers' display names, its language and its time zone.
 
     The pipeline keeps it under ``pipeline:profile:…`` (:mod:`novaberg_core.pair_keys`) as the JSON
-    object :meth:`to_json` writes; the KZG's export carries it out and its import back in.
+    object :meth:`to_json` writes; the KZG's export carries it out and its import back in. The zone
+    is the pair's calendar: "yesterday" said at 00:30 in Berlin names the day before *that* day
+    (docs/decisions.md "Relative dates on the pair's calendar").
     """
 
     user_name: str = DEFAULT_USER_NAME
     character_name: str = DEFAULT_CHARACTER_NAME
     sprache: str = DEFAULT_LANGUAGE
+    zeitzone: str = DEFAULT_ZONE
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return time_zone(self.zeitzone)
 
     def speaker(self, beobachter: int) -> str:
         """The display name of the turn's speaker (user or character)."""
@@ -136,14 +163,20 @@ class Profile:
             user_name=given.user_name.strip() or self.user_name,
             character_name=given.character_name.strip() or self.character_name,
             sprache=language_of(given.sprache) if given.sprache else self.sprache,
+            zeitzone=given.zeitzone.strip() or self.zeitzone,
         )
 
     @staticmethod
     def check_proto(message: common_pb2.PairProfile, field: str = "profile") -> None:
-        """A caller's profile: its language, when given, one the product reads (the names are the
-        contract's NAME kind, checked with every request)."""
+        """A caller's profile: its language and time zone, when given, ones the product reads (the
+        names are the contract's NAME kind, checked with every request)."""
         if message.sprache and message.sprache not in LANGUAGES:
             raise InvalidArgument(f"{field}.sprache must be one of {', '.join(LANGUAGES)} or empty, got {message.sprache!r}")
+        if message.zeitzone.strip():
+            try:
+                time_zone(message.zeitzone.strip())
+            except InvalidArgument as error:
+                raise InvalidArgument(f"{field}.zeitzone: {error}") from None
 
     @classmethod
     def from_proto(cls, message: common_pb2.PairProfile, field: str = "profile") -> Profile:
@@ -152,26 +185,35 @@ class Profile:
         return cls().merged(message)
 
     def to_proto(self) -> common_pb2.PairProfile:
-        return common_pb2.PairProfile(user_name=self.user_name, character_name=self.character_name, sprache=self.sprache)
+        return common_pb2.PairProfile(
+            user_name=self.user_name, character_name=self.character_name, sprache=self.sprache, zeitzone=self.zeitzone
+        )
 
     @classmethod
     def from_json(cls, raw: object) -> Profile | None:
-        """A stored profile; None for none, and for a value that does not parse (nothing stored breaks a pair)."""
+        """A stored profile; None for none, and for a value that does not parse (nothing stored breaks a pair).
+
+        A stored zone the zone database no longer knows reads as UTC (the pair keeps working)."""
         if not isinstance(raw, str | bytes):
             return None
         try:
             data = json.loads(raw)
+            zeitzone = str(data.get("zeitzone") or DEFAULT_ZONE)
+            if zeitzone != DEFAULT_ZONE and zeitzone not in _zone_names():
+                zeitzone = DEFAULT_ZONE
             return cls(
                 user_name=str(data.get("user_name") or DEFAULT_USER_NAME),
                 character_name=str(data.get("character_name") or DEFAULT_CHARACTER_NAME),
                 sprache=language_of(str(data.get("sprache") or DEFAULT_LANGUAGE)),
+                zeitzone=zeitzone,
             )
         except (ValueError, AttributeError):
             return None
 
     def to_json(self) -> str:
         """The stored form: one JSON object, names as given (not ASCII-escaped)."""
-        fields_ = {"user_name": self.user_name, "character_name": self.character_name, "sprache": self.sprache}
+        fields_ = {"user_name": self.user_name, "character_name": self.character_name, "sprache": self.sprache,
+                   "zeitzone": self.zeitzone}  # fmt: skip
         return json.dumps(fields_, ensure_ascii=False)
 
 

@@ -204,16 +204,11 @@ class OfflineAnalyzer:
             "emotion_treffer": findings.emotion_hits,
             "erwaehnungen": mentions,
             "kandidaten": candidates if stored else [],
-            "datum": _dated_json(findings.dated),
+            "datum": findings.dated.record() if findings.dated else None,
             "unter_schwelle": not stored,
         }
         return AnalyzedTurn(analysis=analysis, herkunft=self.name, details=details)
 
-
-def _dated_json(dated: DatedMention | None) -> dict[str, str] | None:
-    if dated is None:
-        return None
-    return {"zeitpunkt": dated.zeitpunkt.isoformat(), "praezision": dated.praezision, "phrase": dated.phrase}
 
 
 # --- Ollama chat ------------------------------------------------------------------------------
@@ -390,7 +385,8 @@ class OllamaChatAnalyzer:
 
     async def _chat(self, text: str, beobachter: common_pb2.Beobachter, as_of: datetime) -> Any:
         sprecher = "die KI-Begleiterin selbst" if beobachter == common_pb2.BEOBACHTER_ASSISTANT else "der Nutzer"
-        user = f"Bezugszeitpunkt: {as_of.astimezone(UTC).isoformat()}\nSprecher: {sprecher}\nÄußerung: {text}"
+        # The turn's time on the pair's clock (its offset named): the calendar "morgen" counts on.
+        user = f"Bezugszeitpunkt: {as_of.isoformat()}\nSprecher: {sprecher}\nÄußerung: {text}"
         where = f"Ollama chat analyzer at {self.host} (model {self.model!r})"
         try:
             return await self._client_for_loop().chat(
@@ -444,7 +440,7 @@ class OllamaChatAnalyzer:
         details: dict[str, Any] = {
             "modell": self.model,
             "entitaeten": names,
-            "datum": _dated_json(output.datum),
+            "datum": output.datum.record() if output.datum else None,
             "kanon_verworfen": output.rejections,
             "input_tokens": int(getattr(response, "prompt_eval_count", 0) or 0),
             "output_tokens": int(getattr(response, "eval_count", 0) or 0),

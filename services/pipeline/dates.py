@@ -11,8 +11,10 @@ Dated mention
     weekday (``am Freitag``: the next one; ``letzten Freitag``: the last one),
     ``letzte/nächste/diese Woche``, ``letzten/nächsten Monat``, ``im März [2026]``, ``letzten März``
     (the last March before this month), ``letztes/nächstes Jahr``, ``im Jahr 2019``. Resolved
-    against ``as_of`` (SPEC §11: the turn's own time) to the start of its day / ISO week (Monday) /
-    month / year in UTC, with that ``praezision``. A date outside what the stores hold
+    against ``as_of`` (SPEC §11: the turn's own time) on the calendar of ``as_of``'s own zone (the
+    pair's, ``Profile.zeitzone``: "gestern" said at 00:30 in Berlin is the day before that Berlin
+    day), to the start of its day / ISO week (Monday) / month / year, kept as that calendar date at
+    00:00 UTC (the timeline's dates are calendar dates), with that ``praezision``. A date outside what the stores hold
     (``novaberg_core.contract``: year 1 to 9999-12-30) is none: "next year" said on 9999-12-30 names
     nothing to search for or to register.
 
@@ -67,11 +69,15 @@ PRAEZISIONEN: tuple[str, ...] = tuple(p.value for p in Praezision)
 
 @dataclass(frozen=True, slots=True)
 class DatedMention:
-    """A date the text refers to, normalised to the start of its unit (UTC)."""
+    """A date the text refers to, normalised to the start of its unit (a calendar date at 00:00 UTC)."""
 
     zeitpunkt: datetime
     praezision: str
     phrase: str
+
+    def record(self) -> dict[str, str]:
+        """The pipeline-log form: the instant (ISO 8601), the precision and the words that named it."""
+        return {"zeitpunkt": self.zeitpunkt.isoformat(), "praezision": self.praezision, "phrase": self.phrase}
 
 
 def _day(dt: datetime) -> datetime:
@@ -275,10 +281,13 @@ def _resolve(kind: str, m: re.Match[str], as_of: datetime, text: str) -> tuple[d
 
 
 def find_dated_mention(text: str, as_of: datetime) -> DatedMention | None:
-    """The earliest dated mention in ``text`` resolved against ``as_of`` (module docstring), or None."""
+    """The earliest dated mention in ``text`` resolved against ``as_of`` (module docstring), or None.
+
+    ``as_of`` is the turn's instant in the pair's time zone; its wall clock there is the calendar the
+    turn was said on."""
     if as_of.tzinfo is None:
         raise ValueError("as_of must be timezone-aware")
-    as_of = as_of.astimezone(UTC)
+    as_of = as_of.replace(tzinfo=UTC)  # the local wall clock, on the UTC calendar the dates are kept in
     best: tuple[int, int, DatedMention] | None = None
     for priority, (kind, pattern) in enumerate(_PATTERNS):
         for match in pattern.finditer(text):

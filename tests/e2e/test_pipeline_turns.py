@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import grpc.aio
@@ -292,6 +292,46 @@ async def test_replayed_turn_uses_its_as_of(clients: Clients) -> None:
     assert from_timestamp(entry.entry.erstellt_am) == as_of
     timelines = await clients.lzg.ListTimelines(lzg_pb2.ListTimelinesRequest(pair=pair))
     assert [from_timestamp(t.zeitpunkt) for t in timelines.timelines] == [datetime(2026, 2, 28, tzinfo=UTC)]
+
+
+async def test_relative_dates_count_on_the_pairs_calendar(clients: Clients) -> None:
+    """A pair in Berlin says "yesterday" at 00:30 on 1 March (23:30 UTC on 28 February): 28 February,
+    not 27; the zone is the profile's, given once and kept for the pair's later turns and questions."""
+    pair = common_pb2.Pair(user_id="e2e-berlin", character_id="nova")
+    as_of = datetime(2026, 2, 28, 23, 30, tzinfo=UTC)
+    observed = await clients.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
+        pair=pair, turn_id="berlin-1", beobachter=USER, as_of=to_timestamp(as_of),
+        text="Yesterday Rosa travelled to Vienna.", profile=common_pb2.PairProfile(zeitzone="Europe/Berlin"),
+    ))  # fmt: skip
+    [timeline] = (await clients.lzg.ListTimelines(lzg_pb2.ListTimelinesRequest(
+        pair=pair, ids=[observed.analysis.magnets.timeline_id]))).timelines  # fmt: skip
+    assert (from_timestamp(timeline.zeitpunkt), timeline.praezision) == (datetime(2026, 2, 28, tzinfo=UTC), "tag")
+    later = await clients.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
+        pair=pair, turn_id="berlin-2", beobachter=USER, as_of=to_timestamp(as_of + timedelta(minutes=1)),
+        text="Today Rosa visits the Prater.",
+    ))  # fmt: skip
+    [today] = (await clients.lzg.ListTimelines(lzg_pb2.ListTimelinesRequest(
+        pair=pair, ids=[later.analysis.magnets.timeline_id]))).timelines  # fmt: skip
+    assert from_timestamp(today.zeitpunkt) == datetime(2026, 3, 1, tzinfo=UTC)  # the stored zone, not UTC
+    # A question reads its dates on the same calendar (the dossier logs the date it searched for).
+    await clients.pipeline.BuildDossier(pipeline_pb2.BuildDossierRequest(
+        pair=pair, turn_id="berlin-q", query_text="What did Rosa do yesterday?",
+        as_of=to_timestamp(as_of + timedelta(days=1)),
+    ))  # fmt: skip
+    records = await eventually(
+        lambda: clients.log.Query(log_pb2.QueryRequest(turn_id="berlin-q")),
+        lambda r: any(x.node == "enricher" and x.art == "eingang" for x in r.records), what="the dossier's input record",
+    )
+    [asked] = [r for r in records.records if r.node == "enricher" and r.art == "eingang"]
+    datum = json.loads(asked.inhalt_json)["datum"]
+    assert (datum["zeitpunkt"], datum["praezision"]) == ("2026-03-01T00:00:00+00:00", "tag")
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await clients.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
+            pair=pair, turn_id="berlin-3", beobachter=USER, text="Hallo.",
+            profile=common_pb2.PairProfile(zeitzone="Europe/Berlni"),
+        ))  # fmt: skip
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "profile.zeitzone: 'Europe/Berlni' is no IANA time zone" in (refused.value.details() or "")
 
 
 async def test_bad_input_gets_a_precise_status_and_writes_nothing(clients: Clients, story: Story) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from zoneinfo import ZoneInfo
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg_core.embedding.guard import ModelStamp
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.model import (
+    DEFAULT_ZONE,
     EI_FIELDS,
     EI_SCALARS,
     Beobachter,
@@ -21,6 +24,7 @@ from novaberg_core.model import (
     check_vector,
     model_info,
     model_stamp,
+    time_zone,
 )
 
 
@@ -151,9 +155,26 @@ def test_a_profile_takes_the_fields_given_and_keeps_the_others() -> None:
         Profile.from_proto(common_pb2.PairProfile(sprache="tr"), "profiles[0]")
 
 
+def test_a_profile_names_its_time_zone_from_the_zone_database_only() -> None:
+    assert Profile().zeitzone == DEFAULT_ZONE == "UTC" and Profile().zone == ZoneInfo("UTC")
+    berlin = Profile().merged(common_pb2.PairProfile(zeitzone=" Europe/Berlin "))
+    assert berlin.zone == ZoneInfo("Europe/Berlin")
+    assert berlin.merged(common_pb2.PairProfile(user_name="Mia")).zeitzone == "Europe/Berlin"  # empty keeps it
+    assert time_zone("America/Los_Angeles").key == "America/Los_Angeles"
+    # Only names the database lists: no directory, data file or path of the zone database is opened.
+    for name in ("Mars/Base", "utc", "Europe", "zone.tab", "../../etc/passwd", "/etc/localtime", "Europe/Berlin\x00"):
+        with pytest.raises(InvalidArgument, match="is no IANA time zone"):
+            time_zone(name)
+    with pytest.raises(InvalidArgument, match=r"^profile\.zeitzone: 'Mars/Base' is no IANA time zone"):
+        Profile.from_proto(common_pb2.PairProfile(zeitzone="Mars/Base"))
+
+
 def test_a_stored_profile_round_trips_and_an_unreadable_one_is_none() -> None:
     profile = Profile(user_name="Jörg Ä.", character_name="Nova", sprache="en")
     assert Profile.from_json(profile.to_json()) == profile and "Jörg" in profile.to_json()
     assert Profile.from_proto(profile.to_proto()) == profile
     assert Profile.from_json(None) is None and Profile.from_json("{kaputt") is None and Profile.from_json("[1]") is None
     assert Profile.from_json('{"sprache": "xx"}') == Profile()  # an unknown stored language reads as the default
+    berlin = Profile(zeitzone="Europe/Berlin")
+    assert Profile.from_json(berlin.to_json()) == berlin and Profile.from_proto(berlin.to_proto()) == berlin
+    assert Profile.from_json('{"zeitzone": "Mars/Base"}') == Profile()  # a zone the database lacks reads as UTC

@@ -4,6 +4,7 @@ written-out and abbreviated months, two-digit years, and dates told in the past.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -156,3 +157,29 @@ def test_a_day_told_in_the_past_is_the_latest_such_day(text: str, as_of: datetim
 def test_a_clause_is_told_in_the_past_by_a_clear_cue_only(text: str, phrase: str, past: bool) -> None:
     start = text.index(phrase)
     assert told_in_the_past(text, start, start + len(phrase)) is past
+
+
+BERLIN = ZoneInfo("Europe/Berlin")
+LOS_ANGELES = ZoneInfo("America/Los_Angeles")
+
+
+@pytest.mark.parametrize(
+    ("text", "instant", "zone", "expected"),
+    [
+        # 23:30 UTC on New Year's Eve is 00:30 on 1 January in Berlin: "gestern" is New Year's Eve there.
+        ("Gestern war ich beim Zahnarzt", datetime(2025, 12, 31, 23, 30, tzinfo=UTC), BERLIN, (day(2025, 12, 31), "tag")),
+        ("Gestern war ich beim Zahnarzt", datetime(2025, 12, 31, 23, 30, tzinfo=UTC), UTC, (day(2025, 12, 30), "tag")),
+        ("heute habe ich frei", datetime(2026, 3, 31, 22, 30, tzinfo=UTC), BERLIN, (day(2026, 4, 1), "tag")),
+        ("nächsten Monat ziehen wir um", datetime(2026, 3, 31, 22, 30, tzinfo=UTC), BERLIN, (day(2026, 5, 1), "monat")),
+        ("letztes Jahr war schwer", datetime(2025, 12, 31, 23, 30, tzinfo=UTC), BERLIN, (day(2025, 1, 1), "jahr")),
+        # 03:00 UTC on 1 March is still 28 February (19:00) in Los Angeles.
+        ("I moved here yesterday", datetime(2026, 3, 1, 3, 0, tzinfo=UTC), LOS_ANGELES, (day(2026, 2, 27), "tag")),
+        ("I start next week", datetime(2026, 3, 2, 3, 0, tzinfo=UTC), LOS_ANGELES, (day(2026, 3, 2), "woche")),
+        ("I start next week", datetime(2026, 3, 2, 3, 0, tzinfo=UTC), UTC, (day(2026, 3, 9), "woche")),
+    ],
+)
+def test_relative_dates_count_on_the_pairs_calendar(
+    text: str, instant: datetime, zone: ZoneInfo, expected: tuple[datetime, str]
+) -> None:
+    # The turn's instant in the pair's zone; the date found is that calendar's date, kept at 00:00 UTC.
+    assert resolved(text, instant.astimezone(zone)) == expected

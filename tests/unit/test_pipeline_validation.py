@@ -58,6 +58,8 @@ def observe(**fields: object) -> pipeline_pb2.ObserveTurnRequest:
         (observe(pair=common_pb2.Pair(user_id="u\x07", character_id="nova")), "pair.user_id must not contain a control"),
         (observe(profile=common_pb2.PairProfile(sprache="fr")), "profile.sprache must be one of de, en or empty, got 'fr'"),
         (observe(profile=common_pb2.PairProfile(user_name="Maria\nEder")), "profile.user_name must not contain a control"),
+        (observe(profile=common_pb2.PairProfile(zeitzone="Europe/Berlni")),
+         "profile.zeitzone: 'Europe/Berlni' is no IANA time zone"),
     ],
 )
 def test_observe_refusals(request_: pipeline_pb2.ObserveTurnRequest, message: str) -> None:

@@ -53,7 +53,7 @@ def _export() -> list[str]:
                                       session_turns=[kzg_pb2.SessionTurn(role="user", text="Hallo")],
                                       session_summary="früher",
                                       profile=common_pb2.PairProfile(user_name="Jörg", character_name="Nova",
-                                                                     sprache="de"))]  # fmt: skip
+                                                                     sprache="de", zeitzone="Europe/Berlin"))]  # fmt: skip
     return export_lines(PAIR, "minilm", lzg, kzg)
 
 
@@ -67,7 +67,9 @@ def test_the_export_starts_with_its_header_and_holds_no_vectors_or_pairs() -> No
     }  # fmt: skip
     records = [json.loads(line) for line in lines[1:]]
     assert [r["type"] for r in records] == ["entity", "timeline", "node", "edge", "kzg_entry", "session", "profile"]
-    assert records[6] == {"type": "profile", "user_name": "Jörg", "character_name": "Nova", "sprache": "de"}
+    assert records[6] == {
+        "type": "profile", "user_name": "Jörg", "character_name": "Nova", "sprache": "de", "zeitzone": "Europe/Berlin",
+    }  # fmt: skip
     assert "Jörg" in lines[7]  # names as written, not ASCII-escaped
     assert all("embedding" not in r and "pair" not in r for r in records)
     node = records[2]
@@ -87,7 +89,7 @@ def test_parsing_an_export_gives_the_messages_back() -> None:
     (entry,) = parsed.entries
     assert entry.promotion_queued and entry.entry.inhalt == "Tee" and list(entry.entry.embedding) == []
     assert [t.text for t in parsed.turns] == ["Hallo"] and parsed.summary == "früher"
-    assert parsed.profile == common_pb2.PairProfile(user_name="Jörg", character_name="Nova", sprache="de")
+    assert parsed.profile == common_pb2.PairProfile(user_name="Jörg", character_name="Nova", sprache="de", zeitzone="Europe/Berlin")
 
 
 def test_an_export_without_a_profile_has_no_profile_line_and_parses_to_none() -> None:

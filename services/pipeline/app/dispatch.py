@@ -64,7 +64,7 @@ class Dispatch(TurnStep):
             async def analyse_answer() -> pipeline_pb2.TurnAnalysis:
                 if request.HasField("answer_analysis"):
                     return given_analysis(request.answer_analysis, request.answer_text)
-                return (await self.writer.analyze(request.answer_text, pair, assistant, as_of, turn)).analysis
+                return (await self.writer.analyze(request.answer_text, pair, assistant, as_of, turn, profile.zone)).analysis
 
             async def embed_answer() -> tuple[np.ndarray | None, np.ndarray | None]:
                 """One model batch: the answer (for the usage reinforcement, when a served node can be

@@ -74,7 +74,7 @@ class Dossier:
         # A question without a subject (no content word, no name: "And then what happened?") searches by
         # meaning alone — the seeds' rule that anaphoric questions get no anchors (SPEC §11).
         lexical_text = request.query_text if has_subject(request.query_text) else ""
-        dated = find_dated_mention(request.query_text, as_of)
+        dated = find_dated_mention(request.query_text, as_of.astimezone(profile.zone))
         zeitfenster = (
             [lzg_pb2.Zeitfenster(zeitpunkt=to_timestamp(dated.zeitpunkt), praezision=dated.praezision)] if dated else []
         )
@@ -93,7 +93,8 @@ class Dossier:
             ctx.log.write(
                 turn_id=request.turn_id, node=NODE_ENRICHER, art="eingang", quelle=pair.user_id, span_id=span_id,
                 inhalt={"query_text": request.query_text, "intentionen": list(request.intentionen),
-                        "ziele": len(request.goals), "nova_emotion": request.nova_emotion, "leser": readers},
+                        "ziele": len(request.goals), "nova_emotion": request.nova_emotion, "leser": readers,
+                        "datum": dated.record() if dated else None},
                 erstellt_am=as_of, **pair_kwargs,
             )  # fmt: skip
             ctx.log.decision(

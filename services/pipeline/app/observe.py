@@ -45,7 +45,7 @@ class Observe(TurnStep):
         missing: list[str] = []
         DOING_WITHOUT.set(missing)  # one turn goes on without the LZG's registry (services.pipeline.deadline)
         async with ctx.log.span(turn_id=request.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs) as span_id:
-            turn, analysis = await self._take_in(pair, request, as_of, span_id)
+            turn, analysis = await self._take_in(pair, request, as_of, span_id, profile)
             written = await self.writer.write_turn(
                 pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing, profile
             )
@@ -95,7 +95,7 @@ class Observe(TurnStep):
                         span_id = await spans.enter_async_context(
                             ctx.log.span(turn_id=observed.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs)
                         )
-                        turn, analysis = await self._take_in(pair, observed, as_of, span_id)
+                        turn, analysis = await self._take_in(pair, observed, as_of, span_id, profile)
                         contexts.append(turn)
                         analyses.append(analysis)
                     writes.append(asyncio.ensure_future(self.writer.write_turns(
@@ -126,7 +126,7 @@ class Observe(TurnStep):
         return updated
 
     async def _take_in(
-        self, pair: common_pb2.Pair, observed: ObservedTurn, as_of: datetime, span_id: str
+        self, pair: common_pb2.Pair, observed: ObservedTurn, as_of: datetime, span_id: str, profile: Profile
     ) -> tuple[common_pb2.TurnContext, pipeline_pb2.TurnAnalysis]:
         """One turn's input record, and its analysis: the caller's, or the analyzer's (SPEC §7)."""
         turn = common_pb2.TurnContext(turn_id=observed.turn_id, span_id=span_id)
@@ -138,4 +138,5 @@ class Observe(TurnStep):
         )  # fmt: skip
         if observed.HasField("analysis"):
             return turn, given_analysis(observed.analysis, observed.text)
-        return turn, (await self.writer.analyze(observed.text, pair, observed.beobachter, as_of, turn)).analysis
+        analyzed = await self.writer.analyze(observed.text, pair, observed.beobachter, as_of, turn, profile.zone)
+        return turn, analyzed.analysis

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Awaitable
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from typing import NamedTuple
 
 import grpc
@@ -110,8 +110,11 @@ class TurnWriter:
         beobachter: common_pb2.Beobachter,
         as_of: datetime,
         turn: common_pb2.TurnContext,
+        zone: tzinfo = UTC,
     ) -> AnalyzedTurn:
-        """The analyzer's result for one turn (SPEC §7), logged under ``salience`` (failures too)."""
+        """The analyzer's result for one turn (SPEC §7), logged under ``salience`` (failures too).
+
+        The analyzer sees the turn's time in the pair's ``zone``: the calendar its relative dates name."""
         analyzer, log = self.ctx.analyzer, self.ctx.log
         missing = DOING_WITHOUT.get()
         missed_before = len(missing) if missing is not None else 0
@@ -119,7 +122,7 @@ class TurnWriter:
             set_turn_attributes(span, turn.turn_id, pair.user_id, pair.character_id)
             span.set_attribute("novaberg.analyzer", analyzer.name)
             try:
-                result = await analyzer.analyze(text, pair, beobachter, as_of)
+                result = await analyzer.analyze(text, pair, beobachter, as_of.astimezone(zone))
             except grpc.aio.AioRpcError as error:  # the registry (LZG) refused or failed
                 self._log_failure(pair, as_of, turn, error, str(error.details()))
                 where = f"analyzer {analyzer.name}: LZG registry"

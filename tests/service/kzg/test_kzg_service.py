@@ -283,8 +283,8 @@ async def test_an_import_writes_the_profile_it_carries_and_refuses_an_unknown_la
         answer = await imported(common_pb2.PairProfile(user_name="Ben", character_name="Luna", sprache="en"))
         assert (answer.session_turns, answer.profile) == (1, 1)
         stored = await redis.get(f"pipeline:profile:{OTHER.user_id}:{OTHER.character_id}")
-        assert stored is not None and stored.decode() == '{"user_name": "Ben", "character_name": "Luna", "sprache": "en"}'
+        assert stored is not None and stored.decode() == '{"user_name": "Ben", "character_name": "Luna", "sprache": "en", "zeitzone": "UTC"}'
         (chunk,) = [c async for c in kzg_stub.ExportPair(kzg_pb2.ExportPairRequest(pair=OTHER))]
-        assert chunk.profile == common_pb2.PairProfile(user_name="Ben", character_name="Luna", sprache="en")
+        assert chunk.profile == common_pb2.PairProfile(user_name="Ben", character_name="Luna", sprache="en", zeitzone="UTC")  # a profile without a zone is UTC
     finally:
         await redis.aclose()

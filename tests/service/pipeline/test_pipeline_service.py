@@ -82,7 +82,8 @@ async def test_observe_writes_session_and_kzg_and_logs_one_turn(
     berechnung = next(r for r in records if r.art == "berechnung")
     assert berechnung.inhalt["analyzer"] == "offline"
     assert berechnung.inhalt["cues"] == {
-        "personal": True, "emotional": False, "entity": True, "dated": True, "importance": False
+        "personal": True, "emotional": False, "entity": True, "dated": True, "importance": False,
+        "detailed": False,
     }  # fmt: skip
     # The session append and the KZG write are logged once, by the KZG, under the turn's id and span.
     assert not any(r.art == "db_write" for r in records)

@@ -153,14 +153,16 @@ class GetModelRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class PairProfile(_message.Message):
-    __slots__ = ("user_name", "character_name", "sprache")
+    __slots__ = ("user_name", "character_name", "sprache", "zeitzone")
     USER_NAME_FIELD_NUMBER: _ClassVar[int]
     CHARACTER_NAME_FIELD_NUMBER: _ClassVar[int]
     SPRACHE_FIELD_NUMBER: _ClassVar[int]
+    ZEITZONE_FIELD_NUMBER: _ClassVar[int]
     user_name: str
     character_name: str
     sprache: str
-    def __init__(self, user_name: _Optional[str] = ..., character_name: _Optional[str] = ..., sprache: _Optional[str] = ...) -> None: ...
+    zeitzone: str
+    def __init__(self, user_name: _Optional[str] = ..., character_name: _Optional[str] = ..., sprache: _Optional[str] = ..., zeitzone: _Optional[str] = ...) -> None: ...
 
 class ErasureTarget(_message.Message):
     __slots__ = ("pair", "user_id")
