@@ -5,9 +5,7 @@ candidates and, for the question's terms, their idf over the pair's long-term me
 hits are scored lexically here with that idf (``novaberg_core.lexical.bm25_scores``), so both
 layers rank on one scale: per source, every item of either layer by the same signal, fused by
 reciprocal rank (``novaberg_core.fusion``); before the cut to ``recall_k`` each score is weighed by
-what the memory can hold (``memory_prior``: a question or a few words hold less than a statement)
-and, when the question asks about one of the pair's two speakers by name, by who spoke it
-(:data:`SPEAKER_PRIOR`: people tell of their own lives; the other speaker's turns name them in passing).
+what the memory can hold (``memory_prior``: a question or a few words hold less than a statement).
 A KZG entry and the node promoted from it are one item (same turn, same speaker; the node is kept, it
 knows its associations); the user's turn and the character's answer share a turn_id and are two items.
 
@@ -20,7 +18,6 @@ anaphoric questions); otherwise every hit is ranked.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -32,16 +29,7 @@ from novaberg_core.embedding import speaker_text
 from novaberg_core.fusion import LEXICAL_GATE, SOURCES, fuse, interleave, memory_prior
 from novaberg_core.lexical import QueryTerms, bm25_scores
 
-__all__ = ["SPEAKER_PRIOR", "RecallEntry", "asked_about", "merge_recall", "named_entity_ids", "query_terms_of"]
-
-SPEAKER_PRIOR = 1.5
-"""Factor on the fused score of a memory spoken by the speaker the question asks about (:func:`asked_about`).
-
-On the LoCoMo dev split, 122 of 142 multi-hop questions name one speaker ("What activities does
-Melanie partake in?"); reranking the dossier's 50-item lists by 1.25 / 1.5 / 2.0 gave R@10 70.3 / 70.7 /
-71.0 against 68.7, every category up (docs/decisions.md "A question about a speaker prefers their
-turns"): a middle value, a preference and not a filter (the other speaker's turns can hold the answer)."""
-_VOCATIVE_LEAD = r"(?:(?:hey|hi|hallo|hello|oh|ok|okay|so|also|na|liebe|lieber|dear)\s+)?"
+__all__ = ["RecallEntry", "merge_recall", "named_entity_ids", "query_terms_of"]
 
 _LZG_LISTS = ("timeline", "antwort", "kontext", "assoziation")
 """Sources the LZG lists in its own order (the KZG finds by ``timeline`` too, in turns with it)."""
@@ -58,12 +46,6 @@ class RecallEntry:
     cosine: float
     lexical: float
     sources: set[str] = field(default_factory=set)
-
-    def speaker(self, names: tuple[str, str]) -> str:
-        """Who spoke the memory: its stored speaker name, else the pair's name for its perspective."""
-        found = self.found
-        e = found if isinstance(found, lzg_pb2.RecallKandidat) else found.entry
-        return _speaker(e.sprecher, e.beobachter, names)
 
     def item(self, names: tuple[str, str], score: float) -> pipeline_pb2.RecallItem:
         """The recall item of this turn (built only for the turns listed)."""
@@ -114,13 +96,8 @@ def merge_recall(
     sprache: str,
     recall_k: int,
     names: tuple[str, str],
-    about: str | None = None,
 ) -> list[pipeline_pb2.RecallItem]:
-    """Both layers fused into the recall list, best first, at most ``recall_k`` items (module docstring).
-
-    ``about``: the speaker the question asks about (:func:`asked_about`), whose memories weigh
-    :data:`SPEAKER_PRIOR`.
-    """
+    """Both layers fused into the recall list, best first, at most ``recall_k`` items (module docstring)."""
     if recall_k <= 0:
         return []
     entries: dict[str, RecallEntry] = {}
@@ -159,32 +136,10 @@ def merge_recall(
         "timeline": interleave(lzg_order["timeline"], kzg_dated),
     }
     ranked = fuse(lists)
-    about_speaker = about.casefold() if about else None
     for fused in ranked:
-        entry = entries[fused.key]
-        fused.score *= memory_prior(entry.inhalt)
-        if about_speaker is not None and entry.speaker(names).casefold() == about_speaker:
-            fused.score *= SPEAKER_PRIOR
+        fused.score *= memory_prior(entries[fused.key].inhalt)
     ranked.sort(key=lambda fused: -fused.score)  # stable: ties keep the fusion's order
     return [entries[fused.key].item(names, fused.score) for fused in ranked[:recall_k]]
-
-
-def asked_about(question: str, names: Sequence[str]) -> str | None:
-    """The pair's speaker a question asks about: the one of its names it mentions, if exactly one.
-
-    A name only addressed ("Nova, what did I say?", "Hey Nova, …", "…, Nova?") is whom the question is
-    put to, not what it asks about; two names ("When did Caroline and Melanie meet?") prefer neither.
-    """
-    mentioned = []
-    for name in dict.fromkeys(n.strip() for n in names if n.strip()):
-        quoted = re.escape(name)
-        addressed = re.compile(
-            rf"^\W*{_VOCATIVE_LEAD}{quoted}\s*[,!:]|,\s*{quoted}\s*[?!.]*\s*$", re.IGNORECASE
-        )
-        asked = re.sub(addressed, " ", question)
-        if re.search(rf"(?<!\w){quoted}(?!\w)", asked, re.IGNORECASE):
-            mentioned.append(name)
-    return mentioned[0] if len(mentioned) == 1 else None
 
 
 def named_entity_ids(resolved: Mapping[str, int], speakers: Sequence[str]) -> list[int]:

@@ -11,7 +11,7 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.fusion import INFORMATIVE_WORDS, QUESTION_PRIOR, RRF_K, fuse, is_question, memory_prior
 from novaberg_core.lexical import LexicalIndex, tokenize
 from services.lzg.recall import TimeOrder, answer_rows, context_rows, interleave, top_rows
-from services.pipeline.recall import SPEAKER_PRIOR, asked_about, merge_recall, named_entity_ids
+from services.pipeline.recall import merge_recall, named_entity_ids
 
 USER, ASSISTANT = common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT
 
@@ -218,37 +218,3 @@ def test_a_question_falls_behind_the_statement_the_same_sources_found_next() -> 
 def test_the_speakers_own_names_are_no_question_entities() -> None:
     resolved = {"Caroline": 3, "LGBTQ": 9, "Unknown": 0}
     assert named_entity_ids(resolved, ("caroline", "Melanie")) == [9]
-
-
-def test_a_question_asks_about_the_one_speaker_it_names_not_the_one_it_addresses() -> None:
-    names = ("Meister", "Nova")
-    assert asked_about("What does Nova like to paint?", names) == "Nova"
-    assert asked_about("Was hat meister gestern gemacht?", names) == "Meister"
-    assert asked_about("Do you remember Meister's plans, Nova?", names) == "Meister"
-    assert asked_about("Hey Nova, was mag Meister?", names) == "Meister"
-    assert asked_about("Nova, what did I tell you about Anna?", names) is None  # addressed only
-    assert asked_about("When did Meister and Nova first talk?", names) is None  # both: neither preferred
-    assert asked_about("Has Novak called?", names) is None  # a word, not the name
-    assert asked_about("Who is Nova?", ("", "Nova")) == "Nova"
-
-
-def test_the_speaker_a_question_asks_about_is_preferred_not_filtered() -> None:
-    query = _query_terms(["Caroline: We adopted a dog named Max.", "Melanie: Lovely weather today."])
-    mentioned = "Caroline, your dog Max looked so happy at the park yesterday, the kids loved playing with him all afternoon long."
-    told = "We adopted our dog Max from the shelter last spring and now he sleeps on my feet every single night."
-    lzg = [
-        lzg_pb2.RecallKandidat(knoten_id=1, turn_id="mentioned", inhalt=mentioned, sprecher="Melanie",
-                               beobachter=ASSISTANT, cosine=0.8, lexical_score=3.0, quellen=["dense", "lexical"]),
-        lzg_pb2.RecallKandidat(knoten_id=2, turn_id="told", inhalt=told, beobachter=USER, cosine=0.7,
-                               lexical_score=2.0, quellen=["dense", "lexical"]),
-    ]  # fmt: skip
-    names = ("Caroline", "Melanie")
-    assert [r.turn_id for r in merge_recall([], lzg, query, "en", 10, names)] == ["mentioned", "told"]
-    about = merge_recall([], lzg, query, "en", 10, names, asked_about("When did Caroline adopt a dog?", names))
-    assert [r.turn_id for r in about] == ["told", "mentioned"]
-    assert about[0].speaker == "Caroline"  # the user's name by perspective: the entry named no speaker
-    assert about[0].score == pytest.approx(SPEAKER_PRIOR * 2 / (RRF_K + 2))
-    assert about[1].score == pytest.approx(2 / (RRF_K + 1))  # still listed, unweighed
-    kzg = [_hit("k", told.replace("Max", "Rex"), 0.6, ["dense"], sprecher="caroline")]  # names match case-blind
-    with_kzg = merge_recall(kzg, lzg, query, "en", 10, names, "Caroline")
-    assert next(r for r in with_kzg if r.turn_id == "k").score == pytest.approx(SPEAKER_PRIOR * 2 / (RRF_K + 3))  # third by cosine and by words

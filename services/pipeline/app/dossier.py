@@ -29,7 +29,7 @@ from services.pipeline.dates import find_dated_mention
 from services.pipeline.deadline import DOING_WITHOUT, answer_or_none
 from services.pipeline.dossier import weigh_hits
 from services.pipeline.gravitation import Goal, gravitation_factor, shift_query
-from services.pipeline.recall import asked_about, merge_recall, named_entity_ids, query_terms_of
+from services.pipeline.recall import merge_recall, named_entity_ids, query_terms_of
 from services.pipeline.text_rules import find_mentions, has_subject
 from services.pipeline.validation import check_build_dossier
 
@@ -149,7 +149,6 @@ class Dossier:
             ]
             recall = merge_recall(
                 retrieved.hits, spread.recall, query_terms_of(spread), profile.sprache, recall_k, names,
-                asked_about(request.query_text, names),
             )  # fmt: skip
             served = list(dict.fromkeys(
                 [e.knoten_id for e in resonanz.erinnerungen] + [r.knoten_id for r in recall if r.knoten_id]
