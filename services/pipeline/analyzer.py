@@ -210,7 +210,6 @@ class OfflineAnalyzer:
         return AnalyzedTurn(analysis=analysis, herkunft=self.name, details=details)
 
 
-
 # --- Ollama chat ------------------------------------------------------------------------------
 
 

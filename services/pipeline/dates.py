@@ -14,9 +14,9 @@ Dated mention
     against ``as_of`` (SPEC §11: the turn's own time) on the calendar of ``as_of``'s own zone (the
     pair's, ``Profile.zeitzone``: "gestern" said at 00:30 in Berlin is the day before that Berlin
     day), to the start of its day / ISO week (Monday) / month / year, kept as that calendar date at
-    00:00 UTC (the timeline's dates are calendar dates), with that ``praezision``. A date outside what the stores hold
-    (``novaberg_core.contract``: year 1 to 9999-12-30) is none: "next year" said on 9999-12-30 names
-    nothing to search for or to register.
+    00:00 UTC (the timeline's dates are calendar dates), with that ``praezision``. A date outside
+    what the stores hold (``novaberg_core.contract``: year 1 to 9999-12-30) is none: "next year" said
+    on 9999-12-30 names nothing to search for or to register.
 
 Years and tense
     A two-digit year is the one with those digits from 89 years before the turn's year to 10 after

@@ -95,8 +95,8 @@ _IMPERATIVE_START = frozenset(
     "erstelle erstell leg lege trag trage plane plan bitte notier notiere "
     "remember remind find search write make show tell list create add schedule note please".split()
 )
-_QUESTION = re.compile(r"[^.!?\n]*\?")
-"""A sentence that asks: the text since the last sentence end, up to a question mark."""
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?\n]*|[.!?\n]+")
+"""A sentence with the marks that end it (each match starts where the last ended: linear in the text)."""
 _PROCEDURAL = re.compile(r"\b(wie\s+man|so\s+geht|anleitung|schritt\s+für\s+schritt|how\s+to|step\s+by\s+step)\b",
                          re.IGNORECASE)
 
@@ -152,11 +152,20 @@ def _is_content_word(token: Token) -> bool:
 
 
 def told_words(text: str, tokens: Sequence[Token]) -> int:
-    """Distinct content words of ``text`` outside its questions (the ``detailed`` cue)."""
-    asked = [(m.start(), m.end()) for m in _QUESTION.finditer(text)]
-    return len({
-        t.lower for t in tokens if _is_content_word(t) and not any(start <= t.start < end for start, end in asked)
-    })
+    """Distinct content words of ``text`` outside its questions (sentences ending in "?"; the ``detailed`` cue).
+
+    One walk over the sentences and the tokens, both in text order."""
+    questions = (m.span() for m in _SENTENCE.finditer(text) if "?" in m.group())
+    question = next(questions, None)
+    told: set[str] = set()
+    for token in tokens:
+        while question is not None and question[1] <= token.start:
+            question = next(questions, None)
+        if question is not None and question[0] <= token.start:
+            continue  # a word of a question
+        if _is_content_word(token):
+            told.add(token.lower)
+    return len(told)
 
 
 def extract_themes(tokens: Sequence[Token], limit: int = MAX_THEMEN) -> list[str]:
