@@ -16,6 +16,7 @@ __all__ = [
     "LABEL_MAX_LEN",
     "NAME_MAX_LEN",
     "PAIR_ID_MAX_LEN",
+    "SESSION_TTL",
     "STORE_GATE_RAW",
     "TEXT_MAX_CHARS",
     "THEME_MAX_LEN",
@@ -24,6 +25,10 @@ __all__ = [
 
 STORE_GATE_RAW = 0.3
 """Raw salience below which the KZG stores nothing (SPEC §4.3); the pipeline then creates no entity or timeline."""
+
+SESSION_TTL = 14_400
+"""Seconds of inactivity after which a session expires (4 h, SPEC §3), refreshed on every append: the KZG
+keeps the session by it, the pipeline judges by it which turn a turn follows."""
 
 PAIR_ID_MAX_LEN = 50
 """Width of ``character_id`` in ``lzg_knoten`` and of both ids in ``pipeline_log`` (syn §4.1, §10.1)."""

@@ -358,6 +358,7 @@ class KzgPeer(PeerClient):
     store_entry = Rpc[kzg_pb2.StoreEntryRequest, kzg_pb2.StoreEntryResponse]("StoreEntry")
     store_entries = Rpc[kzg_pb2.StoreEntriesRequest, kzg_pb2.StoreEntriesResponse]("StoreEntries")
     retrieve = Rpc[kzg_pb2.RetrieveRequest, kzg_pb2.RetrieveResponse]("Retrieve")
+    get_session = Rpc[kzg_pb2.GetSessionRequest, kzg_pb2.GetSessionResponse]("GetSession")
     get_entry = Rpc[kzg_pb2.GetEntryRequest, kzg_pb2.GetEntryResponse]("GetEntry")
     mark_hash_dirty = Rpc[kzg_pb2.MarkHashDirtyRequest, kzg_pb2.MarkHashDirtyResponse]("MarkHashDirty")
     delete_entry = Rpc[kzg_pb2.DeleteEntryRequest, kzg_pb2.DeleteEntryResponse]("DeleteEntry")

@@ -16,7 +16,7 @@ from decimal import ROUND_FLOOR, Decimal
 from novaberg_core.canon import Canon
 from novaberg_core.contract import check_pair as check_pair  # re-exported: the shared pair rule
 from novaberg_core.errors import InvalidArgument
-from novaberg_core.limits import STORE_GATE_RAW
+from novaberg_core.limits import SESSION_TTL, STORE_GATE_RAW
 from novaberg_core.model import check_unit_interval as check_unit_interval  # re-exported for portability
 
 # --------------------------------------------------------------------------- salience (SPEC §4.2)
@@ -132,8 +132,6 @@ def reinforce(salienz_eingang: float, haeufigkeit: int) -> Reinforcement:
 
 # --------------------------------------------------------------------------- session (SPEC §3)
 
-SESSION_TTL = 14_400
-"""Seconds of inactivity after which a session expires (4 h), refreshed on every append."""
 SESSION_SUMMARIZE_AT = 25
 """A list longer than this is summarised."""
 SESSION_SUMMARIZE_OLDEST = 10

@@ -61,7 +61,9 @@ class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServi
     async def GetSession(
         self, request: kzg_pb2.GetSessionRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.GetSessionResponse:
-        state = await self.memory.get_session(pair_from_pb(request.pair), as_of=as_of(request.as_of))
+        state = await self.memory.get_session(
+            pair_from_pb(request.pair), as_of=as_of(request.as_of), **turn_ref(request.turn)
+        )
         return kzg_pb2.GetSessionResponse(
             turns=[session_turn_pb(t) for t in state.turns], summary=state.summary, ttl_seconds=state.ttl_seconds
         )

@@ -88,8 +88,11 @@ class Analyzer(Protocol):
     name: str
 
     async def analyze(
-        self, text: str, pair: common_pb2.Pair, beobachter: common_pb2.Beobachter, as_of: datetime
-    ) -> AnalyzedTurn: ...
+        self, text: str, pair: common_pb2.Pair, beobachter: common_pb2.Beobachter, as_of: datetime,
+        *, question_before: str = "",
+    ) -> AnalyzedTurn:
+        """``question_before``: the other speaker's question this turn follows in the session ("" for none)."""
+        ...
 
 
 def normalise_instant(day: date | datetime, praezision: str) -> datetime:
@@ -162,9 +165,10 @@ class OfflineAnalyzer:
         self.canon = canon or default_canon()
 
     async def analyze(
-        self, text: str, pair: common_pb2.Pair, beobachter: common_pb2.Beobachter, as_of: datetime
+        self, text: str, pair: common_pb2.Pair, beobachter: common_pb2.Beobachter, as_of: datetime,
+        *, question_before: str = "",
     ) -> AnalyzedTurn:
-        findings = text_rules.analyze_text(text, as_of)
+        findings = text_rules.analyze_text(text, as_of, answers=bool(question_before))
         mentions = list(findings.mentions.mentions)
         candidates = [name for name in mentions if name in findings.mentions.candidates]
         others = [name for name in mentions if name not in findings.mentions.candidates]
@@ -232,7 +236,9 @@ Antworte NUR mit einem JSON-Objekt mit genau diesen Feldern:
   "datum": null oder {{"datum": "JJJJ-MM-TT", "praezision": einer von {praezisionen}}} für ein genanntes Datum,
   "inhalt": die Aussage in einem knappen Satz
 }}
-Relative Angaben wie "morgen" oder "letzte Woche" rechnest du vom Bezugszeitpunkt aus."""
+Relative Angaben wie "morgen" oder "letzte Woche" rechnest du vom Bezugszeitpunkt aus.
+Steht "Vorher gefragt" dabei, antwortet die Äußerung auf diese Frage: bewerte und fasse sie mit dem, was
+gefragt war (nur die Äußerung selbst ist zu analysieren)."""
 
 
 def _require(condition: bool, message: str) -> None:
@@ -382,10 +388,12 @@ class OllamaChatAnalyzer:
             self._client = ollama.AsyncClient(host=self.host, timeout=self.timeout_s)
         return self._client
 
-    async def _chat(self, text: str, beobachter: common_pb2.Beobachter, as_of: datetime) -> Any:
+    async def _chat(self, text: str, beobachter: common_pb2.Beobachter, as_of: datetime, question_before: str) -> Any:
         sprecher = "die KI-Begleiterin selbst" if beobachter == common_pb2.BEOBACHTER_ASSISTANT else "der Nutzer"
-        # The turn's time on the pair's clock (its offset named): the calendar "morgen" counts on.
-        user = f"Bezugszeitpunkt: {as_of.isoformat()}\nSprecher: {sprecher}\nÄußerung: {text}"
+        # The turn's time on the pair's clock (its offset named): the calendar "morgen" counts on; the
+        # question it answers, when it follows one: "Ja, letzten Dienstag." means what was asked.
+        gefragt = f"Vorher gefragt: {question_before}\n" if question_before else ""
+        user = f"Bezugszeitpunkt: {as_of.isoformat()}\nSprecher: {sprecher}\n{gefragt}Äußerung: {text}"
         where = f"Ollama chat analyzer at {self.host} (model {self.model!r})"
         try:
             return await self._client_for_loop().chat(
@@ -400,10 +408,11 @@ class OllamaChatAnalyzer:
             raise Unavailable(f"{where} cannot be reached: {error}") from error
 
     async def analyze(
-        self, text: str, pair: common_pb2.Pair, beobachter: common_pb2.Beobachter, as_of: datetime
+        self, text: str, pair: common_pb2.Pair, beobachter: common_pb2.Beobachter, as_of: datetime,
+        *, question_before: str = "",
     ) -> AnalyzedTurn:
         try:
-            response = await self._chat(text, beobachter, as_of)
+            response = await self._chat(text, beobachter, as_of, question_before)
             content = response.message.content or ""
             output = validate_output(content, self.canon)
         except (Unavailable, AnalysisOutputError) as error:
@@ -414,7 +423,7 @@ class OllamaChatAnalyzer:
             )
             if self.fallback is None:
                 raise Unavailable(message) from error
-            result = await self.fallback.analyze(text, pair, beobachter, as_of)
+            result = await self.fallback.analyze(text, pair, beobachter, as_of, question_before=question_before)
             return AnalyzedTurn(
                 analysis=result.analysis,
                 herkunft=f"{result.herkunft} (fallback)",

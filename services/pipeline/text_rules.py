@@ -23,17 +23,19 @@ Dated mention
 Salience (raw score in 0..1, :func:`salience_heuristic`)
     No theme word at all → 0.1 (below the 0.3 gate: not stored). Otherwise
     ``0.3 + 0.25·personal + 0.2·emotional + 0.15·entity + 0.15·dated + 0.2·importance
-    + 0.15·detailed``, capped at 1.0 and rounded to two decimals; each cue counts once (see
-    :data:`SALIENCE_WEIGHTS`). A first-person turn with one more cue reaches the HIGH gate (0.7): what a
-    person tells of their own life, with a name, a feeling, a date, a plea to remember it or in detail,
-    is what a companion keeps (docs/decisions.md "Personal disclosures are kept", "Detailed accounts
-    are kept").
+    + 0.15·detailed + 0.15·answer``, capped at 1.0 and rounded to two decimals; each cue counts once
+    (see :data:`SALIENCE_WEIGHTS`). A first-person turn with one more cue reaches the HIGH gate (0.7):
+    what a person tells of their own life, with a name, a feeling, a date, a plea to remember it, in
+    detail or when asked, is what a companion keeps (docs/decisions.md "Personal disclosures are kept",
+    "Detailed accounts are kept", "Answers are kept").
     personal: a first-person word; emotional: a word of ``data/emotion_lexicon.txt``; entity: a
     name candidate, or a mention the pair registered as an entity (the analyzer decides the
     latter after its lookup); dated: a dated mention; importance: ``wichtig``, ``merk dir``,
     ``vergiss nicht``, ``important``, ``remember`` …; detailed: at least :data:`DETAIL_WORDS`
     distinct content words (the themes' rule, German verbs and adjectives included) outside the
-    turn's questions — an account, not a reaction or a question.
+    turn's questions — an account, not a reaction or a question; answer: the turn follows the other
+    speaker's question (the analyzer's caller knows the session: ``answers``), so it tells what was
+    asked for.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 
+from novaberg_core.fusion import is_question
 from services.pipeline.dates import DATE_WORDS, DatedMention, find_dated_mention
 from services.pipeline.tokens import DATA_DIR, Token, looks_german, stopwords, tokenize, word_list
 
@@ -54,6 +57,7 @@ __all__ = [
     "SALIENCE_WEIGHTS",
     "TextFindings",
     "analyze_text",
+    "answered_question",
     "extract_themes",
     "find_mentions",
     "salience_heuristic",
@@ -75,6 +79,7 @@ SALIENCE_WEIGHTS: dict[str, float] = {
     "dated": 0.15,
     "importance": 0.2,
     "detailed": 0.15,
+    "answer": 0.15,
 }
 """Additive cues of the salience heuristic (module docstring)."""
 
@@ -288,6 +293,14 @@ def intentions(text: str, tokens: Sequence[Token]) -> list[str]:
     return ["information_teilen"]
 
 
+def answered_question(before_role: str, before_text: str, role: str) -> str:
+    """The question a turn of ``role`` answers: the session's turn right before it, when the other
+    speaker asked it (its text ends in "?"); "" otherwise (the ``answer`` cue)."""
+    if not before_text or before_role == role or not is_question(before_text):
+        return ""
+    return before_text
+
+
 def salience_heuristic(*, has_content: bool, cues: dict[str, bool]) -> float:
     """Raw salience 0..1 from the cue flags (module docstring); unknown cue names are an error."""
     unknown = set(cues) - set(SALIENCE_WEIGHTS)
@@ -322,8 +335,8 @@ def has_subject(text: str) -> bool:
     return bool(extract_themes(tokens) or find_mentions(text, tokens).mentions)
 
 
-def analyze_text(text: str, as_of: datetime) -> TextFindings:
-    """Apply every rule of this module to one turn's text."""
+def analyze_text(text: str, as_of: datetime, *, answers: bool = False) -> TextFindings:
+    """Apply every rule of this module to one turn's text; ``answers``: it follows the other speaker's question."""
     tokens = tokenize(text)
     themen = extract_themes(tokens)
     mentions = find_mentions(text, tokens)
@@ -337,6 +350,7 @@ def analyze_text(text: str, as_of: datetime) -> TextFindings:
         "dated": dated is not None,
         "importance": bool(_IMPORTANCE.search(text)),
         "detailed": told_words(text, tokens) >= DETAIL_WORDS,
+        "answer": answers,
     }
     salienz = salience_heuristic(has_content=bool(themen), cues=cues)  # entity cue final after resolution
     emotion = max(hits, key=lambda s: (hits[s], -list(hits).index(s))) if hits else "neutral"

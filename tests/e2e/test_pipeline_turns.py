@@ -334,6 +334,43 @@ async def test_relative_dates_count_on_the_pairs_calendar(clients: Clients) -> N
     assert "profile.zeitzone: 'Europe/Berlni' is no IANA time zone" in (refused.value.details() or "")
 
 
+async def test_a_turn_that_answers_the_other_speakers_question_is_kept_as_asked_for(clients: Clients) -> None:
+    """The offline analyzer's ``answer`` cue (+0.15) from the session's turn before, the batch's order and
+    Dispatch's user prompt; a session expired in turn time (4 h idle) holds no question any more."""
+    reply = "We walked up to the lake behind the village."  # personal alone: 0.55, MID
+    question = "Where did you and Anna go hiking?"
+    pair = common_pb2.Pair(user_id="e2e-antwort", character_id="nova")
+    t0 = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
+
+    async def observe(turn_id: str, beobachter: int, text: str, at: datetime) -> pipeline_pb2.ObserveTurnResponse:
+        return await clients.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
+            pair=pair, turn_id=turn_id, beobachter=beobachter, text=text, as_of=to_timestamp(at)))  # fmt: skip
+
+    alone = await observe("antwort-0", USER, reply, t0)
+    assert (alone.analysis.salience.salienz, alone.kzg.tier) == (pytest.approx(0.55), kzg_pb2.TIER_MID)
+    await observe("antwort-1", ASSISTANT, question, t0 + timedelta(minutes=1))
+    answered = await observe("antwort-2", USER, reply, t0 + timedelta(minutes=2))
+    assert (answered.analysis.salience.salienz, answered.kzg.tier) == (pytest.approx(0.7), kzg_pb2.TIER_HIGH)
+    await observe("antwort-3", ASSISTANT, question, t0 + timedelta(minutes=3))
+    late = await observe("antwort-4", USER, reply, t0 + timedelta(minutes=3, hours=5))
+    assert late.analysis.salience.salienz == pytest.approx(0.55)  # the session had expired: a new one
+
+    batch = await clients.pipeline.ObserveTurns(pipeline_pb2.ObserveTurnsRequest(
+        pair=common_pb2.Pair(user_id="e2e-antwort-batch", character_id="nova"),
+        turns=[pipeline_pb2.ObservedTurn(turn_id=f"antwort-b{i}", beobachter=who, text=text,
+                                         as_of=to_timestamp(t0 + timedelta(minutes=i)))
+               for i, (who, text) in enumerate([(USER, reply), (ASSISTANT, question), (USER, reply), (USER, reply)])],
+    ))  # fmt: skip
+    assert [r.analysis.salience.salienz for r in batch.results][::2] == [pytest.approx(0.55), pytest.approx(0.7)]
+    assert batch.results[3].analysis.salience.salienz == pytest.approx(0.55)  # follows the user's own turn
+
+    dispatched = await clients.pipeline.Dispatch(pipeline_pb2.DispatchRequest(
+        pair=common_pb2.Pair(user_id="e2e-antwort-dispatch", character_id="nova"), turn_id="antwort-d",
+        user_prompt="Where did we go hiking last time?", answer_text=reply, cluster="bier",
+    ))  # fmt: skip
+    assert dispatched.kzg.tier == kzg_pb2.TIER_HIGH
+
+
 async def test_bad_input_gets_a_precise_status_and_writes_nothing(clients: Clients, story: Story) -> None:
     pair = common_pb2.Pair(user_id="e2e-boese", character_id="nova")
     bad_pair = common_pb2.Pair(user_id="e2e:boese", character_id="nova")

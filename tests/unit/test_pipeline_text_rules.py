@@ -12,6 +12,7 @@ from services.pipeline.text_rules import (
     DETAIL_WORDS,
     SALIENCE_WEIGHTS,
     analyze_text,
+    answered_question,
     extract_themes,
     find_mentions,
     has_subject,
@@ -150,6 +151,7 @@ def test_analyze_text_high_turn() -> None:
     assert findings.themen == ["schwester", "anna", "geburtstag"]
     assert findings.cues == {
         "personal": True, "emotional": False, "entity": True, "dated": True, "importance": False, "detailed": False,
+        "answer": False,
     }
     assert findings.salienz == 0.85
     assert findings.gedaechtnistyp == "episodisch"
@@ -178,6 +180,20 @@ def test_a_detailed_account_is_a_cue_a_long_question_is_not() -> None:
     german = "Ich habe endlich das hölzerne Bücherregal für unser Wohnzimmer fertig gebaut, drei verregnete Wochenenden lang."
     assert told_words(german, tokenize(german)) == DETAIL_WORDS
     assert analyze_text(german, AS_OF).cues["detailed"]
+
+
+def test_an_answer_to_the_other_speakers_question_is_a_cue() -> None:
+    asked = "Where did you and Anna go hiking last weekend?"
+    assert answered_question("assistant", asked, "user") == asked
+    assert answered_question("user", asked, "user") == ""  # one's own question, asked again or continued
+    assert answered_question("assistant", "We went hiking last weekend.", "user") == ""  # no question
+    assert answered_question("assistant", "", "user") == ""
+    reply = "We walked up to the lake behind the village."
+    plain = analyze_text(reply, AS_OF)
+    answer = analyze_text(reply, AS_OF, answers=True)
+    assert not plain.cues["answer"] and answer.cues["answer"]
+    assert (plain.salienz, answer.salienz) == (0.55, 0.7)  # personal 0.55; answering what was asked: HIGH
+    assert analyze_text("ok", AS_OF, answers=True).salienz == 0.1  # nothing told: below the gate all the same
 
 
 def test_analyze_text_emotion_and_imperative() -> None:

@@ -13,13 +13,13 @@ import numpy as np
 
 from novaberg_core.embedding import clean_themen, kzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
+from novaberg_core.limits import SESSION_TTL
 from novaberg_core.model import Beobachter, Profile
 from novaberg_core.pipeline_log import LogScope, count_fields, count_names
 from novaberg_core.rights import rights_write
 from services.kzg.app.context import RIGHTS_NODE, KzgContext, log_canon_rejections
 from services.kzg.domain import (
     KZG_TTL_HIGH_SEKUNDEN,
-    SESSION_TTL,
     CanonCheck,
     check_canon,
     check_entry_id,

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.limits import SESSION_TTL
 from services.kzg.app.checks import batch_item, check_batch
 from services.kzg.app.context import KzgContext, log_scope
-from services.kzg.domain import SESSION_ROLES, SESSION_SUMMARIZE_AT, SESSION_TTL, session_stretch_start
+from services.kzg.domain import SESSION_ROLES, SESSION_SUMMARIZE_AT, session_stretch_start
 from services.kzg.models import AppendResult, Pair, SessionState, SessionTurnRecord
 
 __all__ = ["Session", "session_as_of"]
@@ -124,7 +125,9 @@ class Session:
             zusammengefasst=result.summarized, gekuerzt=result.trimmed, wiederholt=result.repeated,
         )
 
-    async def get_session(self, pair: Pair, *, as_of: datetime | None = None) -> SessionState:
+    async def get_session(
+        self, pair: Pair, *, as_of: datetime | None = None, turn_id: str = "", span_id: str = ""
+    ) -> SessionState:
         """The session as of ``as_of`` (SPEC §3, §11): turns made by then, empty once it had expired.
 
         A session expires SESSION_TTL after its last turn; read at a later ``as_of`` (a replay's
@@ -136,6 +139,6 @@ class Session:
         if as_of is not None:
             state = session_as_of(state, as_of)
         self.ctx.log.db_read(
-            **log_scope(pair, as_of=as_of), node=_SESSION_NODE, tabelle="session", treffer=len(state.turns)
+            **log_scope(pair, turn_id, span_id, as_of), node=_SESSION_NODE, tabelle="session", treffer=len(state.turns)
         )
         return state

@@ -7,12 +7,12 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from redis.exceptions import WatchError
 
+from novaberg_core.limits import SESSION_TTL
 from services.kzg.domain import (
     SESSION_MAX_TURNS,
     SESSION_SUMMARIZE_AT,
     SESSION_SUMMARIZE_OLDEST,
     SESSION_TAKEN_KEPT,
-    SESSION_TTL,
 )
 from services.kzg.models import Appended, Pair, SessionState, SessionTurnRecord
 from services.kzg.store.base import StoreBase

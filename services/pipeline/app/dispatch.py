@@ -30,11 +30,13 @@ from novaberg_core.timeutil import to_timestamp
 from services.pipeline.app.context import (
     NODE_DISPATCHER,
     NODE_VERWENDUNG,
+    ROLE,
     Timing,
     TurnStep,
 )
 from services.pipeline.app.turn_writer import Written, given_analysis, is_repeat, kzg_entry_text
 from services.pipeline.deadline import DOING_WITHOUT, answer_or_none, within_time_left
+from services.pipeline.text_rules import answered_question
 from services.pipeline.validation import check_dispatch
 
 __all__ = ["Dispatch"]
@@ -64,7 +66,12 @@ class Dispatch(TurnStep):
             async def analyse_answer() -> pipeline_pb2.TurnAnalysis:
                 if request.HasField("answer_analysis"):
                     return given_analysis(request.answer_analysis, request.answer_text)
-                return (await self.writer.analyze(request.answer_text, pair, assistant, as_of, turn, profile.zone)).analysis
+                # The answer follows the user's prompt of this turn: a question there is what it answers.
+                question = answered_question(ROLE[common_pb2.BEOBACHTER_USER], request.user_prompt, ROLE[assistant])
+                analyzed = await self.writer.analyze(
+                    request.answer_text, pair, assistant, as_of, turn, profile.zone, question
+                )
+                return analyzed.analysis
 
             async def embed_answer() -> tuple[np.ndarray | None, np.ndarray | None]:
                 """One model batch: the answer (for the usage reinforcement, when a served node can be

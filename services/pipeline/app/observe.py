@@ -15,11 +15,15 @@ from datetime import datetime
 from opentelemetry import trace
 
 from novaberg.common.v1 import common_pb2
+from novaberg.kzg.v1 import kzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
+from novaberg_core.limits import SESSION_TTL
 from novaberg_core.model import Profile
+from novaberg_core.timeutil import to_timestamp
 from services.pipeline.app.context import NODE_OBSERVE, ROLE, Timing, TurnStep, turn_time
 from services.pipeline.app.turn_writer import Written, given_analysis, is_repeat
 from services.pipeline.deadline import DOING_WITHOUT
+from services.pipeline.text_rules import answered_question
 from services.pipeline.validation import check_observe, check_observe_batch
 
 __all__ = ["WRITE_CHUNK", "Observe"]
@@ -41,11 +45,14 @@ class Observe(TurnStep):
         timing = Timing()
         check_observe(request)
         pair, pair_kwargs, as_of = await ctx.open_turn(request, "analysis")
-        profile = await self._profile(pair, request.profile if request.HasField("profile") else None)
+        profile, asked = await asyncio.gather(
+            self._profile(pair, request.profile if request.HasField("profile") else None),
+            self._asked_before(pair, request, as_of),
+        )
         missing: list[str] = []
         DOING_WITHOUT.set(missing)  # one turn goes on without the LZG's registry (services.pipeline.deadline)
         async with ctx.log.span(turn_id=request.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs) as span_id:
-            turn, analysis = await self._take_in(pair, request, as_of, span_id, profile)
+            turn, analysis = await self._take_in(pair, request, as_of, span_id, profile, asked)
             written = await self.writer.write_turn(
                 pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing, profile
             )
@@ -78,7 +85,16 @@ class Observe(TurnStep):
             if observed.HasField("analysis"):
                 await ctx.check_magnets(pair, observed.analysis.magnets, f"turns[{index}].analysis")
         as_ofs = [turn_time(t) for t in turns]
-        profile = await self._profile(pair, request.profile if request.HasField("profile") else None)
+        profile, asked_first = await asyncio.gather(
+            self._profile(pair, request.profile if request.HasField("profile") else None),
+            self._asked_before(pair, turns[0], as_ofs[0]),
+        )
+        # The turn before each later one is the batch's: the KZG appends them in this order (SPEC §3).
+        asked = [asked_first] + [
+            answered_question(ROLE[before.beobachter], before.text, ROLE[observed.beobachter])
+            if (at - at_before).total_seconds() <= SESSION_TTL else ""
+            for before, observed, at_before, at in zip(turns[:-1], turns[1:], as_ofs[:-1], as_ofs[1:], strict=True)
+        ]
         results: list[pipeline_pb2.ObserveTurnResponse] = []
         async with contextlib.AsyncExitStack() as spans:
             contexts: list[common_pb2.TurnContext] = []
@@ -91,11 +107,11 @@ class Observe(TurnStep):
                     if writes and writes[-1].done():
                         await writes[-1]  # a failed write ends the batch before more names are registered
                     chunk = slice(start, start + WRITE_CHUNK)
-                    for observed, as_of in zip(turns[chunk], as_ofs[chunk], strict=True):
+                    for observed, as_of, question in zip(turns[chunk], as_ofs[chunk], asked[chunk], strict=True):
                         span_id = await spans.enter_async_context(
                             ctx.log.span(turn_id=observed.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs)
                         )
-                        turn, analysis = await self._take_in(pair, observed, as_of, span_id, profile)
+                        turn, analysis = await self._take_in(pair, observed, as_of, span_id, profile, question)
                         contexts.append(turn)
                         analyses.append(analysis)
                     writes.append(asyncio.ensure_future(self.writer.write_turns(
@@ -125,10 +141,25 @@ class Observe(TurnStep):
             await self.ctx.clusters.put_profile(pair, updated)
         return updated
 
+    async def _asked_before(self, pair: common_pb2.Pair, observed: ObservedTurn, as_of: datetime) -> str:
+        """The other speaker's question the turn follows in the session as of its time ("" for none;
+        not read when the caller brings the analysis)."""
+        if observed.HasField("analysis"):
+            return ""
+        session = await self.ctx.kzg.get_session(kzg_pb2.GetSessionRequest(
+            pair=pair, as_of=to_timestamp(as_of), turn=common_pb2.TurnContext(turn_id=observed.turn_id),
+        ))  # fmt: skip
+        if not session.turns:
+            return ""
+        before = session.turns[-1]
+        return answered_question(before.role, before.text, ROLE[observed.beobachter])
+
     async def _take_in(
-        self, pair: common_pb2.Pair, observed: ObservedTurn, as_of: datetime, span_id: str, profile: Profile
+        self, pair: common_pb2.Pair, observed: ObservedTurn, as_of: datetime, span_id: str, profile: Profile,
+        question_before: str,
     ) -> tuple[common_pb2.TurnContext, pipeline_pb2.TurnAnalysis]:
-        """One turn's input record, and its analysis: the caller's, or the analyzer's (SPEC §7)."""
+        """One turn's input record, and its analysis: the caller's, or the analyzer's (SPEC §7), which
+        sees the question the turn answers, if any."""
         turn = common_pb2.TurnContext(turn_id=observed.turn_id, span_id=span_id)
         quelle = pair.user_id if observed.beobachter == common_pb2.BEOBACHTER_USER else pair.character_id
         self.ctx.log.write(
@@ -138,5 +169,7 @@ class Observe(TurnStep):
         )  # fmt: skip
         if observed.HasField("analysis"):
             return turn, given_analysis(observed.analysis, observed.text)
-        analyzed = await self.writer.analyze(observed.text, pair, observed.beobachter, as_of, turn, profile.zone)
+        analyzed = await self.writer.analyze(
+            observed.text, pair, observed.beobachter, as_of, turn, profile.zone, question_before
+        )
         return turn, analyzed.analysis

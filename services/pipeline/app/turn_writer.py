@@ -111,10 +111,12 @@ class TurnWriter:
         as_of: datetime,
         turn: common_pb2.TurnContext,
         zone: tzinfo = UTC,
+        question_before: str = "",
     ) -> AnalyzedTurn:
         """The analyzer's result for one turn (SPEC §7), logged under ``salience`` (failures too).
 
-        The analyzer sees the turn's time in the pair's ``zone``: the calendar its relative dates name."""
+        The analyzer sees the turn's time in the pair's ``zone`` (the calendar its relative dates name)
+        and ``question_before``, the other speaker's question the turn follows ("" for none)."""
         analyzer, log = self.ctx.analyzer, self.ctx.log
         missing = DOING_WITHOUT.get()
         missed_before = len(missing) if missing is not None else 0
@@ -122,7 +124,9 @@ class TurnWriter:
             set_turn_attributes(span, turn.turn_id, pair.user_id, pair.character_id)
             span.set_attribute("novaberg.analyzer", analyzer.name)
             try:
-                result = await analyzer.analyze(text, pair, beobachter, as_of.astimezone(zone))
+                result = await analyzer.analyze(
+                    text, pair, beobachter, as_of.astimezone(zone), question_before=question_before
+                )
             except grpc.aio.AioRpcError as error:  # the registry (LZG) refused or failed
                 self._log_failure(pair, as_of, turn, error, str(error.details()))
                 where = f"analyzer {analyzer.name}: LZG registry"

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from services.kzg.domain import SESSION_TTL
+from novaberg_core.limits import SESSION_TTL
 from services.kzg.memory import KzgMemory, session_as_of
 from services.kzg.models import RetrieveQuery, SessionState, SessionTurnRecord
 from tests.integration.kzg.conftest import PAIR, entry

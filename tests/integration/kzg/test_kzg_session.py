@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from novaberg_core.errors import InvalidArgument
-from services.kzg.domain import SESSION_TTL
+from novaberg_core.limits import SESSION_TTL
 from services.kzg.memory import KzgMemory
 from services.kzg.models import SessionTurnRecord
 from services.kzg.store import session_summary_key, session_turns_key

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.kzg.domain import SESSION_TTL
+from novaberg_core.limits import SESSION_TTL
 from services.kzg.memory import KzgMemory, session_as_of
 from services.kzg.models import SessionState, SessionTurnRecord
 from services.kzg.store import session_summary_key, session_taken_key, session_turns_key

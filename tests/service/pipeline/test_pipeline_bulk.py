@@ -229,6 +229,13 @@ async def test_a_batch_stores_what_turn_after_turn_stores(bulk: Bulk) -> None:
     kinds_a, kinds_b = kinds_by_turn(await bulk.records(ONE_BY_ONE)), kinds_by_turn(await bulk.records(BATCHED))
     kinds_a, kinds_b = ({k: v for k, v in kinds.items() if k in turn_ids} for kinds in (kinds_a, kinds_b))
     assert set(kinds_a) == turn_ids
+    # Which question a turn answers: turn after turn reads the session's last turn each time; a batch
+    # reads it for its first turn only and knows the turn before each later one itself (the analyses
+    # above are the same either way).
+    session_reads = ("session", "db_read")
+    firsts = {t.turn_id for t in turns[::BATCH]}
+    assert all(kinds_a[t.turn_id].pop(session_reads) == 1 for t in turns)
+    assert [kinds_b[t.turn_id].pop(session_reads, 0) for t in turns] == [int(t.turn_id in firsts) for t in turns]
     assert kinds_a == kinds_b
     assert kinds_a[turns[0].turn_id][("observe", "span_start")] == 1
 
@@ -299,7 +306,8 @@ class FailingAnalyzer:
     name = "test"
 
     async def analyze(
-        self, text: str, pair: common_pb2.Pair, beobachter: common_pb2.Beobachter, as_of: datetime
+        self, text: str, pair: common_pb2.Pair, beobachter: common_pb2.Beobachter, as_of: datetime,
+        *, question_before: str = "",
     ) -> AnalyzedTurn:
         if text == "FAIL":
             raise Unavailable("analyzer test: down")

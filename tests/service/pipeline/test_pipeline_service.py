@@ -83,7 +83,7 @@ async def test_observe_writes_session_and_kzg_and_logs_one_turn(
     assert berechnung.inhalt["analyzer"] == "offline"
     assert berechnung.inhalt["cues"] == {
         "personal": True, "emotional": False, "entity": True, "dated": True, "importance": False,
-        "detailed": False,
+        "detailed": False, "answer": False,
     }  # fmt: skip
     # The session append and the KZG write are logged once, by the KZG, under the turn's id and span.
     assert not any(r.art == "db_write" for r in records)

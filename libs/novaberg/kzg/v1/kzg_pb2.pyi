@@ -80,12 +80,14 @@ class AppendSessionTurnResponse(_message.Message):
     def __init__(self, turn_count: _Optional[int] = ..., summarized: _Optional[bool] = ..., trimmed: _Optional[bool] = ..., repeated: _Optional[bool] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
-    __slots__ = ("pair", "as_of")
+    __slots__ = ("pair", "as_of", "turn")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     as_of: _timestamp_pb2.Timestamp
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    turn: _common_pb2.TurnContext
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ...) -> None: ...
 
 class GetSessionResponse(_message.Message):
     __slots__ = ("turns", "summary", "ttl_seconds")
