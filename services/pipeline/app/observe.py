@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from datetime import datetime
 
 from opentelemetry import trace
@@ -34,6 +35,19 @@ embedded and written. Large enough for the model to sort its runs by length (lit
 
 ObservedTurn = pipeline_pb2.ObserveTurnRequest | pipeline_pb2.ObservedTurn
 """One observed turn: alone (ObserveTurn) or in a batch (ObserveTurns); the fields share their names."""
+
+
+def _questions_within(turns: Sequence[ObservedTurn], as_ofs: Sequence[datetime]) -> list[str]:
+    """For each turn of a batch after the first, the other speaker's question it follows: the batch's
+    turn before it (the KZG appends them in this order, SPEC §3), unless that session had expired — the
+    turn came more than SESSION_TTL after the newest before it, the rule the KZG's append keeps."""
+    questions: list[str] = []
+    newest = as_ofs[0]
+    for before, observed, at in zip(turns[:-1], turns[1:], as_ofs[1:], strict=True):
+        alive = (at - newest).total_seconds() <= SESSION_TTL
+        questions.append(answered_question(ROLE[before.beobachter], before.text, ROLE[observed.beobachter]) if alive else "")
+        newest = max(newest, at)
+    return questions
 
 
 class Observe(TurnStep):
@@ -89,12 +103,7 @@ class Observe(TurnStep):
             self._profile(pair, request.profile if request.HasField("profile") else None),
             self._asked_before(pair, turns[0], as_ofs[0]),
         )
-        # The turn before each later one is the batch's: the KZG appends them in this order (SPEC §3).
-        asked = [asked_first] + [
-            answered_question(ROLE[before.beobachter], before.text, ROLE[observed.beobachter])
-            if (at - at_before).total_seconds() <= SESSION_TTL else ""
-            for before, observed, at_before, at in zip(turns[:-1], turns[1:], as_ofs[:-1], as_ofs[1:], strict=True)
-        ]
+        asked = [asked_first, *_questions_within(turns, as_ofs)]
         results: list[pipeline_pb2.ObserveTurnResponse] = []
         async with contextlib.AsyncExitStack() as spans:
             contexts: list[common_pb2.TurnContext] = []
