@@ -127,7 +127,7 @@ STRING_KINDS: Mapping[str, Kind] = {
     # free text
     **dict.fromkeys(
         ("inhalt", "text", "query_text", "answer_text", "user_prompt", "reason", "hash_dirty_reason", "lexical_text",
-         "session_summary"),
+         "session_summary", "antwort_auf"),
         Kind.TEXT,
     ),
     # the lines of an export file (novaberg.export/1), one JSON record each

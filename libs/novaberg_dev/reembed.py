@@ -30,7 +30,7 @@ from novaberg_core.embedding import (
     EmbeddingProvider,
     kzg_embed_text,
     lzg_embed_text,
-    speaker_text,
+    searched_text,
 )
 from novaberg_core.lexical import LANGUAGES, language_of
 
@@ -72,7 +72,7 @@ async def reembed_kzg(redis_url: str, provider: EmbeddingProvider, progress: Pro
             batch = keys[start : start + BATCH]
             async with client.pipeline(transaction=False) as pipe:
                 for key in batch:
-                    pipe.hmget(key, ["themen", "inhalt", "sprecher", "sprache"])
+                    pipe.hmget(key, ["themen", "inhalt", "sprecher", "sprache", "antwort_auf"])
                 rows = await pipe.execute()
             live = [(key, row) for key, row in zip(batch, rows, strict=True) if row[1] is not None]
             texts = [
@@ -85,7 +85,7 @@ async def reembed_kzg(redis_url: str, provider: EmbeddingProvider, progress: Pro
                     sprache = language_of(_text(row[3]))
                     pipe.hset(key, mapping={
                         "embedding": np.asarray(vector, dtype=np.float32).tobytes(),
-                        "suchtext": speaker_text(_text(row[2]), _text(row[1])),
+                        "suchtext": searched_text(_text(row[2]), _text(row[1]), _text(row[4])),
                         "sprache": sprache, "suchsprache": LANGUAGES[sprache],
                     })  # fmt: skip
                 await pipe.execute()

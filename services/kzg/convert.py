@@ -78,7 +78,7 @@ def _moment(ts: Timestamp) -> datetime | None:
     return None if ts.seconds == 0 and ts.nanos == 0 else from_timestamp(ts)
 
 
-_BRIEF_AS_IS = ("kzg_key", "inhalt", "turn_id", "ttl_seconds", "sprecher", "sprache")
+_BRIEF_AS_IS = ("kzg_key", "inhalt", "turn_id", "ttl_seconds", "sprecher", "sprache", "antwort_auf")
 """The fields of a brief hit that an entry and its KzgEntry message share by name and type."""
 _WHOLE_AS_IS = ("salienz", "salienz_eingang_herkunft", "gedaechtnistyp", "dimension")
 """The fields a whole entry adds to a brief hit's, shared with its message by name and type."""
@@ -204,6 +204,7 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
         writer=request.writer,
         sprecher=request.sprecher or Profile().speaker(request.beobachter),
         sprache=request.sprache,
+        antwort_auf=request.antwort_auf,
         traceparent=current_traceparent(),
     )
 

@@ -70,6 +70,8 @@ class EntryInput:
     """The speaker's display name (SPEC §11); part of the embedded text."""
     sprache: str = ""
     """The pair's language code for full-text retrieval."""
+    antwort_auf: str = ""
+    """The other speaker's question the turn answers (SPEC §11): full-text retrieval reads it, never embedded."""
     traceparent: str = ""
     """The writing turn's trace context, so its promotion can link to it."""
 
@@ -119,6 +121,7 @@ class KzgEntryData:
     ablauf_am: datetime | None = None
     """Expiry in the turn's own time (SPEC §11); None for entries written before it was kept."""
     traceparent: str = ""
+    antwort_auf: str = ""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from novaberg_core.embedding import speaker_text
+from novaberg_core.embedding import searched_text
 from novaberg_core.fusion import is_question
 from novaberg_core.lexical import LexicalIndex, QueryTerms, tokenize
 from services.lzg.recall import TimeOrder, top_rows
@@ -161,7 +161,9 @@ class _Entry:
                 self.embeddings[index] = vector.to_numpy()
             self.times[index] = row["zeit"]
             self.questions[index] = is_question(row["inhalt"])
-            self.lexical.append(tokenize(speaker_text(row["sprecher"], row["inhalt"]), row["sprache"]))
+            self.lexical.append(
+                tokenize(searched_text(row["sprecher"], row["inhalt"], row["antwort_auf"]), row["sprache"])
+            )
         self.codes.add(self.embeddings[self.n : need])
         self.n = need
 

@@ -274,6 +274,7 @@ def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
         erstellt_am=_optional_ts(entry, "erstellt_am"),
         sprecher=entry.sprecher,
         sprache=entry.sprache,
+        antwort_auf=entry.antwort_auf,
         entry_turn_id=entry.turn_id,
         ausloeser_turn_id=request.ausloeser_turn_id,
         log_turn_id=request.turn.turn_id or request.ausloeser_turn_id or f"promotion:{entry.kzg_key}",

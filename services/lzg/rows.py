@@ -62,6 +62,8 @@ class NewNode:
     """The pair's language code for lexical search (``novaberg_core.lexical``)."""
     quell_turn_id: str = ""
     """The turn the memory was made from."""
+    antwort_auf: str = ""
+    """The other speaker's question the turn answered, "" for none (SPEC §11): lexical search reads it."""
 
     def record(self) -> tuple[Any, ...]:
         """The arguments of ``insert_node`` (sql/queries.sql): a new node is active, and reinforced and
@@ -78,7 +80,7 @@ class NewNode:
             *(list(self.themen), self.gedaechtnistyp, list(self.magnets.entitaet_ids), self.magnets.timeline_id),
             *(ei.emotion, ei.arousal, ei.emotions_vektor, json.dumps(list(ei.intentionen), ensure_ascii=False)),
             *(ei.modus, ei.sprach_stil, ei.beziehungs_dynamik, ei.tone),
-            *(self.sprecher, self.sprache, self.quell_turn_id),
+            *(self.sprecher, self.sprache, self.quell_turn_id, self.antwort_auf),
         )
 
 

@@ -65,6 +65,8 @@ class PromotionInput:
     """The speaker's display name (SPEC §11), embedded with the content."""
     sprache: str = ""
     """The pair's language code for lexical search."""
+    antwort_auf: str = ""
+    """The other speaker's question the turn answered (SPEC §11), read by lexical search."""
 
 
 @dataclass(frozen=True)

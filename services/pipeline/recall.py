@@ -25,7 +25,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
-from novaberg_core.embedding import speaker_text
+from novaberg_core.embedding import searched_text
 from novaberg_core.fusion import LEXICAL_GATE, SOURCES, fuse, interleave, memory_prior
 from novaberg_core.lexical import QueryTerms, bm25_scores
 
@@ -111,7 +111,10 @@ def merge_recall(
         for source in _LZG_LISTS:
             if source in sources:
                 lzg_order[source].append(key)
-    texts = [speaker_text(_speaker(h.entry.sprecher, h.entry.beobachter, names), h.entry.inhalt) for h in kzg_hits]
+    texts = [
+        searched_text(_speaker(h.entry.sprecher, h.entry.beobachter, names), h.entry.inhalt, h.entry.antwort_auf)
+        for h in kzg_hits
+    ]
     scored = list(zip(kzg_hits, bm25_scores(texts, sprache, query), strict=True))
     on_topic = bool(entries) or any(
         set(hit.quellen) != {"lexical"} or strength >= LEXICAL_GATE for hit, (_, strength) in scored

@@ -69,7 +69,8 @@ def base_requests(world: World) -> dict[tuple[str, str], Message]:
         ("kzg", "GetSession"): kzg_pb2.GetSessionRequest(pair=PAIR),
         ("kzg", "StoreEntry"): kzg_pb2.StoreEntryRequest(
             pair=PAIR, beobachter=USER, inhalt="Rosen duften", salience=analysis.salience, ei=analysis.ei,
-            magnets=analysis.magnets, turn=turn, embedding=vector, as_of=as_of, writer="fuzz"),  # type: ignore[arg-type]
+            magnets=analysis.magnets, turn=turn, embedding=vector, as_of=as_of, writer="fuzz",  # type: ignore[arg-type]
+            antwort_auf="Was blüht im Garten?"),
         ("kzg", "Retrieve"): kzg_pb2.RetrieveRequest(pair=PAIR, query_text="Rosen", top_k=5, turn=turn, as_of=as_of,  # type: ignore[arg-type]
             filters=kzg_pb2.RetrieveFilters(emotion=["freude"], themen=["garten"], min_salienz=0.1)),
         ("kzg", "GetEntry"): kzg_pb2.GetEntryRequest(pair=PAIR, kzg_key=world.kzg_key, include_embedding=True),

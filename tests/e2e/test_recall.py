@@ -76,3 +76,29 @@ async def test_recall_speaks_of_speakers_in_their_own_time_and_knows_nothing_off
     later = await clients.pipeline.BuildDossier(pipeline_pb2.BuildDossierRequest(
         pair=PAIR, turn_id="rc:q4", query_text="What did Melanie paint?", as_of=to_timestamp(T0 + timedelta(days=30))))  # fmt: skip
     assert "rc:2" not in {item.turn_id for item in later.recall}
+
+
+async def test_an_answer_is_found_by_the_words_of_the_question_it_answers(clients: Clients) -> None:
+    """SPEC §11: a turn that follows the other speaker's question keeps it (``antwort_auf``) through the KZG
+    and the promotion, and lexical search reads it — "Adoption agencies." is found by "research"."""
+    pair = common_pb2.Pair(user_id="recall-answer", character_id="melanie")
+    question = "What did you research last week?"
+    await clients.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
+        pair=pair, turn_id="ra:1", beobachter=USER, text=question, profile=PROFILE, as_of=to_timestamp(T0),
+        analysis=_analysis(0.35, ["research"], question)))  # fmt: skip
+    answer = "Adoption agencies, I want to give a child a loving home."
+    await clients.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
+        pair=pair, turn_id="ra:2", beobachter=ASSISTANT, text=answer, as_of=to_timestamp(T0 + timedelta(minutes=1)),
+        analysis=_analysis(0.8, ["family"], answer)))  # fmt: skip
+
+    async def nodes() -> list[lzg_pb2.Node]:
+        return list((await clients.lzg.ListNodes(lzg_pb2.ListNodesRequest(pair=pair))).nodes)
+
+    [node] = await eventually(nodes, lambda found: len(found) == 1, what="the promoted answer")
+    assert (node.quell_turn_id, node.antwort_auf) == ("ra:2", question)
+
+    dossier = await clients.pipeline.BuildDossier(pipeline_pb2.BuildDossierRequest(
+        pair=pair, turn_id="ra:q", query_text="What did they research?", as_of=to_timestamp(T0 + timedelta(days=1)),
+        recall_k=10))  # fmt: skip
+    found = {item.turn_id: item for item in dossier.recall}
+    assert found["ra:2"].layer == "lzg" and "lexical" in found["ra:2"].quellen

@@ -90,10 +90,15 @@ async def test_the_pipelines_entry_text_is_the_one_re_embedding_builds_from_the_
         dimension="alltag", sprecher="Nutzer", embedding=await minilm.embed_one(live)))  # fmt: skip
     live_vector = np.frombuffer(await kzg.store.redis.hget(stored.kzg_key, "embedding"), dtype=np.float32)
 
+    await kzg.store.redis.hset(stored.kzg_key, "antwort_auf", "Was steht morgen an?")
+    await kzg.store.redis.hset(stored.kzg_key, "suchtext", "")  # as an older version left it
+
     recording = RecordingProvider(minilm)
     await reembed_kzg(redis_url, recording)
 
-    assert recording.texts == [live]
+    assert recording.texts == [live]  # the question the entry answers is searched, never embedded (SPEC §11)
+    searched = (await kzg.store.redis.hget(stored.kzg_key, "suchtext")).decode()
+    assert searched == f"Nutzer: {inhalt}\nWas steht morgen an?"
     rewritten = np.frombuffer(await kzg.store.redis.hget(stored.kzg_key, "embedding"), dtype=np.float32)
     assert rewritten == pytest.approx(live_vector, abs=1e-6)
 

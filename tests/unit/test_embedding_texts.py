@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from novaberg_core.embedding import kzg_embed_text, lzg_embed_text, query_embed_text
+from novaberg_core.embedding import kzg_embed_text, lzg_embed_text, query_embed_text, searched_text
 
 
 def test_kzg_embed_text_joins_themes_and_statement() -> None:
@@ -24,3 +24,12 @@ def test_lzg_embed_text_is_the_bare_inhalt() -> None:
 
 def test_query_embed_text_is_the_text_as_given() -> None:
     assert query_embed_text("  Und wie hängt das zusammen? ") == "  Und wie hängt das zusammen? "
+
+
+def test_searched_text_adds_the_question_answered_after_who_said_what() -> None:
+    """SPEC §11: lexical search reads the question a memory answers after the speaker and the content."""
+    assert searched_text("Melanie", "Adoption agencies.", "What did you research?") == (
+        "Melanie: Adoption agencies.\nWhat did you research?"
+    )
+    assert searched_text("Melanie", "Adoption agencies.") == "Melanie: Adoption agencies."
+    assert searched_text("", "Adoption agencies.", "") == "Adoption agencies."

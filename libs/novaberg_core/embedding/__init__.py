@@ -29,6 +29,7 @@ from novaberg_core.embedding.texts import (
     kzg_embed_text,
     lzg_embed_text,
     query_embed_text,
+    searched_text,
     speaker_text,
 )
 
@@ -59,5 +60,6 @@ __all__ = [
     "profile_for",
     "provider_from_env",
     "query_embed_text",
+    "searched_text",
     "speaker_text",
 ]

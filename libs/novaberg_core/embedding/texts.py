@@ -44,8 +44,16 @@ def _cut(text: str) -> str:
 
 
 def speaker_text(sprecher: str, inhalt: str) -> str:
-    """``"{sprecher}: {inhalt}"`` — what a memory says and who said it (the lexical index reads this too)."""
+    """``"{sprecher}: {inhalt}"`` — what a memory says and who said it."""
     return f"{sprecher}: {inhalt}" if sprecher else inhalt
+
+
+def searched_text(sprecher: str, inhalt: str, antwort_auf: str = "") -> str:
+    """What lexical search reads of a memory (SPEC §11): who said what, then the other speaker's question
+    it answers, if any — an answer means little without its question ("Adoption agencies." after "What
+    did you research?"), so a question asked alike finds it. Never the embedded text (SPEC §2 recipes)."""
+    said = speaker_text(sprecher, inhalt)
+    return f"{said}\n{antwort_auf}" if antwort_auf else said
 
 
 THEMEN_SEPARATOR = "|"

@@ -74,7 +74,7 @@ class Forgetting:
             raise NotFound(f"KZG entry {kzg_key} does not exist (expired, deleted or never written)")
         vector = await self.ctx.provider.embed_one(kzg_embed_text(list(entry.themen), inhalt, entry.sprecher))
         previous = await self.store.correct_entry(
-            kzg_key, inhalt, vector, sprecher=entry.sprecher, sprache=entry.sprache
+            kzg_key, inhalt, vector, sprecher=entry.sprecher, sprache=entry.sprache, antwort_auf=entry.antwort_auf
         )
         if previous is None:
             raise NotFound(f"KZG entry {kzg_key} vanished during the correction")

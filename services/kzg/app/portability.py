@@ -84,6 +84,7 @@ def _source(pair: Pair, entry: KzgEntryData, themen: Sequence[str]) -> EntryInpu
         turn_id=entry.turn_id,
         sprecher=entry.sprecher,
         sprache=entry.sprache,
+        antwort_auf=entry.antwort_auf,
         traceparent=entry.traceparent,  # its promotion still links to the turn that wrote it
     )
 

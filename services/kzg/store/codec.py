@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from novaberg_core.contract import pair_token, user_token
-from novaberg_core.embedding import THEMEN_SEPARATOR, speaker_text
+from novaberg_core.embedding import THEMEN_SEPARATOR, searched_text
 from novaberg_core.lexical import LANGUAGES, language_of
 from novaberg_core.model import EI_SCALARS, Ei, Magnets
 from novaberg_core.timeutil import EPOCH
@@ -155,7 +155,8 @@ def entry_fields(
         "promotion_queued": "1" if queued else "0",
         "sprecher": entry.sprecher,
         "sprache": sprache,
-        **_search_fields(entry.sprecher, sprache, entry.inhalt),
+        "antwort_auf": entry.antwort_auf,
+        **_search_fields(entry.sprecher, sprache, entry.inhalt, entry.antwort_auf),
         "ablauf_am": f"{expires:.3f}",
         "traceparent": entry.traceparent,
     }
@@ -164,23 +165,32 @@ def entry_fields(
     return fields
 
 
-def _search_fields(sprecher: str, sprache: str, inhalt: str) -> dict[str, str]:
-    """What full-text retrieval reads of an entry (SPEC §11): ``suchtext`` ("{sprecher}: {inhalt}")
-    and the language its words are stemmed in (``suchsprache``)."""
-    return {"suchsprache": LANGUAGES[language_of(sprache)], "suchtext": speaker_text(sprecher, inhalt)}
+def _search_fields(sprecher: str, sprache: str, inhalt: str, antwort_auf: str) -> dict[str, str]:
+    """What full-text retrieval reads of an entry (SPEC §11): ``suchtext`` (``searched_text``: who said
+    what, and the question it answers) and the language its words are stemmed in (``suchsprache``)."""
+    return {
+        "suchsprache": LANGUAGES[language_of(sprache)],
+        "suchtext": searched_text(sprecher, inhalt, antwort_auf),
+    }
 
 
-def corrected_fields(inhalt: str, vector: Vector, *, sprecher: str, sprache: str) -> dict[str, str | bytes]:
+def corrected_fields(
+    inhalt: str, vector: Vector, *, sprecher: str, sprache: str, antwort_auf: str
+) -> dict[str, str | bytes]:
     """The fields a correction rewrites (a person's right to correct a memory): the content, its vector
     and what full-text retrieval reads of it, so the corrected-away words no longer find the entry."""
-    return {"inhalt": inhalt, "embedding": encode_vector(vector), **_search_fields(sprecher, sprache, inhalt)}
+    return {
+        "inhalt": inhalt,
+        "embedding": encode_vector(vector),
+        **_search_fields(sprecher, sprache, inhalt, antwort_auf),
+    }
 
 
 ENTRY_FIELDS: tuple[str, ...] = (
     "user_id", "character_id", "beobachter", "inhalt", "themen", "salienz", "salienz_eingang",
     "salienz_eingang_herkunft", "haeufigkeit", "gedaechtnistyp", "dimension", *EI_SCALARS, "arousal",
     "intentionen", "entitaet_ids", "timeline_id", "erstellt_am", "turn_id", "promotion_queued", "sprecher",
-    "sprache", "ablauf_am", "traceparent",
+    "sprache", "ablauf_am", "traceparent", "antwort_auf",
 )  # fmt: skip
 """The hash fields :func:`decode_entry` reads (all but the vector): what a retrieval asks Redis for."""
 _ENTRY_FIELD_KEYS = tuple(name.encode() for name in ENTRY_FIELDS)
@@ -188,6 +198,7 @@ _ENTRY_FIELD_KEYS = tuple(name.encode() for name in ENTRY_FIELDS)
 
 BRIEF_FIELDS: tuple[str, ...] = (
     "user_id", "character_id", "beobachter", "inhalt", "sprecher", "sprache", "turn_id", "erstellt_am", "ablauf_am",
+    "antwort_auf",
 )  # fmt: skip
 """What a brief hit of a retrieval holds (RetrieveHit.brief): what a recall item needs (SPEC §11)."""
 _BRIEF_FIELD_KEYS = tuple(name.encode() for name in BRIEF_FIELDS)
@@ -230,6 +241,7 @@ def _recall_part(key: str, raw: Mapping[bytes, bytes]) -> dict[str, Any]:
         "inhalt": text(raw.get(b"inhalt")),
         "sprecher": text(raw.get(b"sprecher")),
         "sprache": text(raw.get(b"sprache")),
+        "antwort_auf": text(raw.get(b"antwort_auf")),
         "turn_id": text(raw.get(b"turn_id")),
         "erstellt_am": moment_or_none(raw.get(b"erstellt_am")) or EPOCH,
         "ablauf_am": moment_or_none(raw.get(b"ablauf_am")),

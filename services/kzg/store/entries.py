@@ -182,11 +182,11 @@ class EntryStore(StoreBase):
         return deleted
 
     async def correct_entry(
-        self, key: str, inhalt: str, vector: Vector, *, sprecher: str, sprache: str
+        self, key: str, inhalt: str, vector: Vector, *, sprecher: str, sprache: str, antwort_auf: str
     ) -> str | None:
-        """New content, vector and search text (``sprecher``/``sprache``: the entry's own) for an entry
-        that still exists; its previous content (None: gone)."""
-        fields = corrected_fields(inhalt, vector, sprecher=sprecher, sprache=sprache)
+        """New content, vector and search text (``sprecher``/``sprache``/``antwort_auf``: the entry's own)
+        for an entry that still exists; its previous content (None: gone)."""
+        fields = corrected_fields(inhalt, vector, sprecher=sprecher, sprache=sprache, antwort_auf=antwort_auf)
         args = [part for name, value in fields.items() for part in (name, value)]
         previous = await self._correct_entry(keys=[key], args=args)
         return None if previous is None else text(previous)

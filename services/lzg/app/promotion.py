@@ -47,7 +47,7 @@ __all__ = ["Promotion", "trigger1_candidates", "trigger1_edges"]
 
 _LOG = logging.getLogger(__name__)
 
-_FROM_ENTRY = ("pair", "beobachter", "inhalt", "dimension", "haeufigkeit", "sprecher", "sprache", "ei")
+_FROM_ENTRY = ("pair", "beobachter", "inhalt", "dimension", "haeufigkeit", "sprecher", "sprache", "antwort_auf", "ei")
 """What a new node takes from its entry as it is (SPEC §5.3 step 5)."""
 
 

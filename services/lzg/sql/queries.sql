@@ -68,14 +68,14 @@ INSERT INTO lzg_knoten (
     erstellt_am, verstaerkt_am, decay_am, kzg_erstellt_am,
     themen, gedaechtnistyp, entitaet_ids, timeline_id,
     emotion, arousal, emotions_vektor, intentionen, modus, sprach_stil, beziehungs_dynamik, tone,
-    sprecher, sprache, quell_turn_id
+    sprecher, sprache, quell_turn_id, antwort_auf
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7,
     $8, $9, $10, $11, $12,
     $13, $14, $15, $16,
     $17, $18, $19, $20,
     $21, $22, $23, $24, $25, $26, $27, $28,
-    $29, $30, $31
+    $29, $30, $31, $32
 ) RETURNING id;
 
 -- name: insert_bridge

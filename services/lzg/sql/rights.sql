@@ -6,11 +6,12 @@
 -- The cache's watermark read (services/lzg/cache.py) with the generation of the pair's node set in
 -- the same statement: always one row for the generation, then one per node newer than $3.
 -- Per node what never changes after promotion: vector, turn time, the text's terms (SPEC §11).
-SELECT g.generation, k.id, k.embedding, k.zeit, k.inhalt, k.sprecher, k.sprache
+SELECT g.generation, k.id, k.embedding, k.zeit, k.inhalt, k.sprecher, k.sprache, k.antwort_auf
 FROM (SELECT coalesce(max(generation), 0) AS generation FROM paar_generation
       WHERE schluessel IN (paar_schluessel($1, $2), nutzer_schluessel($1))) AS g
 LEFT JOIN LATERAL (
-    SELECT id, embedding, date_part('epoch', kzg_erstellt_am) AS zeit, inhalt, sprecher, sprache FROM lzg_knoten
+    SELECT id, embedding, date_part('epoch', kzg_erstellt_am) AS zeit, inhalt, sprecher, sprache, antwort_auf
+    FROM lzg_knoten
     WHERE user_id = $1 AND character_id = $2 AND id > $3
     ORDER BY id
 ) AS k ON TRUE
@@ -100,7 +101,7 @@ SELECT id, kzg_quell_key, user_id, character_id, beobachter, inhalt, dimension,
        erstellt_am, verstaerkt_am, decay_am, kzg_erstellt_am,
        themen, gedaechtnistyp, entitaet_ids, timeline_id,
        emotion, arousal, emotions_vektor, intentionen, modus, sprach_stil, beziehungs_dynamik, tone,
-       sprecher, sprache, quell_turn_id
+       sprecher, sprache, quell_turn_id, antwort_auf
 FROM lzg_knoten WHERE user_id = $1 AND character_id = $2 ORDER BY id;
 
 -- name: export_edges

@@ -63,11 +63,12 @@ class Dispatch(TurnStep):
                 erstellt_am=as_of, **pair_kwargs,
             )  # fmt: skip
 
+            # The answer follows the user's prompt of this turn: a question there is what it answers.
+            question = answered_question(ROLE[common_pb2.BEOBACHTER_USER], request.user_prompt, ROLE[assistant])
+
             async def analyse_answer() -> pipeline_pb2.TurnAnalysis:
                 if request.HasField("answer_analysis"):
                     return given_analysis(request.answer_analysis, request.answer_text)
-                # The answer follows the user's prompt of this turn: a question there is what it answers.
-                question = answered_question(ROLE[common_pb2.BEOBACHTER_USER], request.user_prompt, ROLE[assistant])
                 analyzed = await self.writer.analyze(
                     request.answer_text, pair, assistant, as_of, turn, profile.zone, question
                 )
@@ -122,7 +123,7 @@ class Dispatch(TurnStep):
                 """The character's own session turn (sent once analysed) and KZG entry (beobachter = assistant)."""
                 return await self.writer.write_turn(
                     pair, assistant, request.answer_text, await analysed, turn, as_of, "pipeline.dispatcher", timing,
-                    profile, entry_vector(),
+                    profile, entry_vector(), antwort_auf=question,
                 )  # fmt: skip
 
             async def persist_cluster() -> None:

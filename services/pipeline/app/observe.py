@@ -68,7 +68,8 @@ class Observe(TurnStep):
         async with ctx.log.span(turn_id=request.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs) as span_id:
             turn, analysis = await self._take_in(pair, request, as_of, span_id, profile, asked)
             written = await self.writer.write_turn(
-                pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing, profile
+                pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing, profile,
+                antwort_auf=asked,
             )
         response = pipeline_pb2.ObserveTurnResponse(
             kzg=written.stored, analysis=analysis, analyzed_by_service=not request.HasField("analysis"),
@@ -125,7 +126,7 @@ class Observe(TurnStep):
                         analyses.append(analysis)
                     writes.append(asyncio.ensure_future(self.writer.write_turns(
                         pair, turns[chunk], analyses[chunk], contexts[chunk], as_ofs[chunk], timing, profile,
-                        after=writes[-1] if writes else None,
+                        asked[chunk], after=writes[-1] if writes else None,
                     )))  # fmt: skip
                 written = [one for write in writes for one in await write]
             except BaseException:
@@ -151,10 +152,8 @@ class Observe(TurnStep):
         return updated
 
     async def _asked_before(self, pair: common_pb2.Pair, observed: ObservedTurn, as_of: datetime) -> str:
-        """The other speaker's question the turn follows in the session as of its time ("" for none;
-        not read when the caller brings the analysis)."""
-        if observed.HasField("analysis"):
-            return ""
+        """The other speaker's question the turn follows in the session as of its time ("" for none): what
+        the analyzer weighs (the ``answer`` cue) and the entry keeps for lexical search (``antwort_auf``)."""
         session = await self.ctx.kzg.get_session(kzg_pb2.GetSessionRequest(
             pair=pair, as_of=to_timestamp(as_of), turn=common_pb2.TurnContext(turn_id=observed.turn_id),
         ))  # fmt: skip

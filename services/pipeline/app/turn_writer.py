@@ -174,11 +174,13 @@ class TurnWriter:
         timing: Timing,
         profile: Profile,
         vector: Awaitable[np.ndarray | None] | None = None,
+        antwort_auf: str = "",
     ) -> Written:
         """Session append and KZG write of one turn (SPEC §3, §4), the KZG embed text computed here.
 
         ``vector``: the embedding of :func:`kzg_entry_text` when the caller computes it (awaited only
-        by the KZG write, so the session append does not wait for the model).
+        by the KZG write, so the session append does not wait for the model). ``antwort_auf``: the other
+        speaker's question the turn answers ("" for none), which the entry keeps for lexical search.
         """
         ctx = self.ctx
 
@@ -191,7 +193,7 @@ class TurnWriter:
             elif text_to_embed is not None and vector is None:
                 embedding = (await ctx.embed(text_to_embed, timing)).tolist()
             # else: the caller's batch could not embed it (the model failed): the KZG embeds the same text.
-            request = self.store_request(pair, beobachter, analysis, turn, as_of, writer, profile, embedding)
+            request = self.store_request(pair, beobachter, analysis, turn, as_of, writer, profile, embedding, antwort_auf)
             return await ctx.kzg.store_entry(request)
 
         # The session append runs while the model embeds the entry.
@@ -212,10 +214,12 @@ class TurnWriter:
         as_ofs: list[datetime],
         timing: Timing,
         profile: Profile,
+        questions: list[str],
         after: Awaitable[object] | None = None,
     ) -> list[Written]:
-        """:meth:`write_turn` for a chunk of turns: one model batch, one KZG call for the appends, one
-        for the entries — sent once ``after`` (the previous chunk's write) has succeeded."""
+        """:meth:`write_turn` for a chunk of turns (``questions``: what each answers, "" for none): one model
+        batch, one KZG call for the appends, one for the entries — sent once ``after`` (the previous
+        chunk's write) has succeeded."""
         ctx = self.ctx
         writer = "pipeline.observe"
         # A batch takes the KZG longer than one turn: the deadline grows with it.
@@ -236,8 +240,10 @@ class TurnWriter:
             for index, vector in zip(wanted, vectors, strict=True):
                 embeddings[index] = vector.tolist()
         entries = kzg_pb2.StoreEntriesRequest(entries=[
-            self.store_request(pair, t.beobachter, a, c, as_of, writer, profile, embedding)
-            for t, a, c, as_of, embedding in zip(turns, analyses, contexts, as_ofs, embeddings, strict=True)
+            self.store_request(pair, t.beobachter, a, c, as_of, writer, profile, embedding, question)
+            for t, a, c, as_of, embedding, question in zip(
+                turns, analyses, contexts, as_ofs, embeddings, questions, strict=True
+            )
         ])  # fmt: skip
         if after is not None:
             await after
@@ -258,13 +264,15 @@ class TurnWriter:
         writer: str,
         profile: Profile,
         embedding: list[float],
+        antwort_auf: str = "",
     ) -> kzg_pb2.StoreEntryRequest:
         """The KZG write of one turn; an empty ``embedding`` leaves the embedding to the KZG. The entry's id
-        is the turn's (:func:`turn_entry_id`), so a resent turn answers STORE_OUTCOME_REPEATED."""
+        is the turn's (:func:`turn_entry_id`), so a resent turn answers STORE_OUTCOME_REPEATED; ``antwort_auf``
+        the question the turn answers (SPEC §11: lexical search reads it with the content)."""
         return kzg_pb2.StoreEntryRequest(
             pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=analysis.ei,
             magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
             sprecher=profile.speaker(beobachter), sprache=profile.sprache,
             embedding_model_id=self.ctx.provider.model_id if embedding else "",
-            entry_id=turn_entry_id(turn.turn_id, beobachter), resend_safe=True,
+            entry_id=turn_entry_id(turn.turn_id, beobachter), resend_safe=True, antwort_auf=antwort_auf,
         )  # fmt: skip

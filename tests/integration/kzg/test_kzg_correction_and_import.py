@@ -83,6 +83,33 @@ async def test_a_corrected_entry_is_found_by_its_new_words_and_no_longer_by_the_
     assert (await kzg.get_entry(PAIR, key)).inhalt == "Meister liebt Hunde."
 
 
+async def test_an_answer_is_found_by_the_words_of_its_question_after_a_correction_and_an_import_too(
+    kzg: KzgMemory, rng: np.random.Generator
+) -> None:
+    """SPEC §11: full-text retrieval reads the question an entry answers (``antwort_auf``) with its content;
+    the question stays the entry's through a correction and an export and import."""
+    stored = await kzg.store_entry(entry(
+        0.5, ("Forschung",), inhalt="Adoptionsagenturen.", sprecher="Melanie", sprache="de",
+        antwort_auf="Was hast du recherchiert?", embedding=unit_vector(rng),
+    ))  # fmt: skip
+    key = stored.kzg_key
+    assert await _field(kzg, key, "suchtext") == "Melanie: Adoptionsagenturen.\nWas hast du recherchiert?"
+    assert await _lexical(kzg, "recherchiert", rng) == [key]  # a word of the question alone
+    assert (await kzg.get_entry(PAIR, key)).antwort_auf == "Was hast du recherchiert?"
+
+    rights = KzgRights(kzg)
+    await rights.correct(PAIR, key, "Pflegefamilien.")
+    assert await _lexical(kzg, "recherchiert", rng) == [key]
+    assert await _lexical(kzg, "Adoptionsagenturen", rng) == []
+
+    exported = await _through_a_file(rights, PAIR)
+    await rights.erase(PAIR, None)
+    assert await _lexical(kzg, "recherchiert", rng) == []
+    await rights.import_pair(PAIR, exported, [], "")
+    assert await _field(kzg, key, "antwort_auf") == "Was hast du recherchiert?"
+    assert await _lexical(kzg, "recherchiert", rng) == [key]
+
+
 async def test_an_import_keeps_the_exported_expiry_in_turn_time_reinforcement_included(
     kzg: KzgMemory, rng: np.random.Generator
 ) -> None:

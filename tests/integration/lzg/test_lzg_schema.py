@@ -49,6 +49,8 @@ KNOTEN = [
     ("sprecher", "text", False),
     ("sprache", "text", False),
     ("quell_turn_id", "text", False),
+    # SPEC §11 (migration 015): the question the memory answers, read by lexical search.
+    ("antwort_auf", "text", False),
 ]
 KANTEN = [
     ("id", "integer", False),

@@ -25,17 +25,17 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fnovaberg/common/v1/common.proto\x12\x12novaberg.common.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"-\n\x04Pair\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63haracter_id\x18\x02 \x01(\t\"\xa8\x01\n\x08\x45iFields\x12\x0f\n\x07\x65motion\x18\x01 \x01(\t\x12\r\n\x05modus\x18\x02 \x01(\t\x12\x0f\n\x07\x61rousal\x18\x03 \x01(\x01\x12\x17\n\x0f\x65motions_vektor\x18\x04 \x01(\t\x12\x13\n\x0bsprach_stil\x18\x05 \x01(\t\x12\x1a\n\x12\x62\x65ziehungs_dynamik\x18\x06 \x01(\t\x12\x0c\n\x04tone\x18\x07 \x01(\t\x12\x13\n\x0bintentionen\x18\x08 \x03(\t\"\\\n\x0eSalienceResult\x12\x0f\n\x07salienz\x18\x01 \x01(\x01\x12\x0e\n\x06themen\x18\x02 \x03(\t\x12\x16\n\x0egedaechtnistyp\x18\x03 \x01(\t\x12\x11\n\tdimension\x18\x04 \x01(\t\"I\n\x07Magnets\x12\x14\n\x0c\x65ntitaet_ids\x18\x01 \x03(\x05\x12\x18\n\x0btimeline_id\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\x0e\n\x0c_timeline_id\"/\n\x0bTurnContext\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x0f\n\x07span_id\x18\x02 \x01(\t\"\xde\x04\n\x08KzgEntry\x12\x0f\n\x07kzg_key\x18\x01 \x01(\t\x12\x10\n\x08\x65ntry_id\x18\x02 \x01(\t\x12&\n\x04pair\x18\x03 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x32\n\nbeobachter\x18\x04 \x01(\x0e\x32\x1e.novaberg.common.v1.Beobachter\x12\x0e\n\x06inhalt\x18\x05 \x01(\t\x12\x0e\n\x06themen\x18\x06 \x03(\t\x12\x0f\n\x07salienz\x18\x07 \x01(\x01\x12\x17\n\x0fsalienz_eingang\x18\x08 \x01(\x01\x12 \n\x18salienz_eingang_herkunft\x18\t \x01(\t\x12\x13\n\x0bhaeufigkeit\x18\n \x01(\x05\x12\x16\n\x0egedaechtnistyp\x18\x0b \x01(\t\x12\x11\n\tdimension\x18\x0c \x01(\t\x12(\n\x02\x65i\x18\r \x01(\x0b\x32\x1c.novaberg.common.v1.EiFields\x12,\n\x07magnets\x18\x0e \x01(\x0b\x32\x1b.novaberg.common.v1.Magnets\x12/\n\x0b\x65rstellt_am\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07turn_id\x18\x10 \x01(\t\x12\x13\n\x0bttl_seconds\x18\x11 \x01(\x03\x12\x11\n\tembedding\x18\x12 \x03(\x02\x12\x10\n\x08sprecher\x18\x13 \x01(\t\x12\x0f\n\x07sprache\x18\x14 \x01(\t\x12-\n\tablauf_am\x18\x15 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0btraceparent\x18\x16 \x01(\t\"@\n\tModelInfo\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x0e\n\x06recipe\x18\x03 \x01(\t\"\x11\n\x0fGetModelRequest\"[\n\x0bPairProfile\x12\x11\n\tuser_name\x18\x01 \x01(\t\x12\x16\n\x0e\x63haracter_name\x18\x02 \x01(\t\x12\x0f\n\x07sprache\x18\x03 \x01(\t\x12\x10\n\x08zeitzone\x18\x04 \x01(\t\"V\n\rErasureTarget\x12(\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.PairH\x00\x12\x11\n\x07user_id\x18\x02 \x01(\tH\x00\x42\x08\n\x06target\"P\n\x0bZeitfenster\x12-\n\tzeitpunkt\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\npraezision\x18\x02 \x01(\t*W\n\nBeobachter\x12\x1a\n\x16\x42\x45OBACHTER_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x42\x45OBACHTER_USER\x10\x01\x12\x18\n\x14\x42\x45OBACHTER_ASSISTANT\x10\x02*\xdc\x01\n\x10PromotionOutcome\x12!\n\x1dPROMOTION_OUTCOME_UNSPECIFIED\x10\x00\x12\x1e\n\x1aPROMOTION_OUTCOME_NEW_NODE\x10\x01\x12\x1f\n\x1bPROMOTION_OUTCOME_DUPLICATE\x10\x02\x12\'\n#PROMOTION_OUTCOME_HALF_REACTIVATION\x10\x03\x12\x1d\n\x19PROMOTION_OUTCOME_EXPIRED\x10\x04\x12\x1c\n\x18PROMOTION_OUTCOME_ERASED\x10\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fnovaberg/common/v1/common.proto\x12\x12novaberg.common.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"-\n\x04Pair\x12\x0f\n\x07user_id\x18\x01 \x01(\t\x12\x14\n\x0c\x63haracter_id\x18\x02 \x01(\t\"\xa8\x01\n\x08\x45iFields\x12\x0f\n\x07\x65motion\x18\x01 \x01(\t\x12\r\n\x05modus\x18\x02 \x01(\t\x12\x0f\n\x07\x61rousal\x18\x03 \x01(\x01\x12\x17\n\x0f\x65motions_vektor\x18\x04 \x01(\t\x12\x13\n\x0bsprach_stil\x18\x05 \x01(\t\x12\x1a\n\x12\x62\x65ziehungs_dynamik\x18\x06 \x01(\t\x12\x0c\n\x04tone\x18\x07 \x01(\t\x12\x13\n\x0bintentionen\x18\x08 \x03(\t\"\\\n\x0eSalienceResult\x12\x0f\n\x07salienz\x18\x01 \x01(\x01\x12\x0e\n\x06themen\x18\x02 \x03(\t\x12\x16\n\x0egedaechtnistyp\x18\x03 \x01(\t\x12\x11\n\tdimension\x18\x04 \x01(\t\"I\n\x07Magnets\x12\x14\n\x0c\x65ntitaet_ids\x18\x01 \x03(\x05\x12\x18\n\x0btimeline_id\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\x0e\n\x0c_timeline_id\"/\n\x0bTurnContext\x12\x0f\n\x07turn_id\x18\x01 \x01(\t\x12\x0f\n\x07span_id\x18\x02 \x01(\t\"\xf3\x04\n\x08KzgEntry\x12\x0f\n\x07kzg_key\x18\x01 \x01(\t\x12\x10\n\x08\x65ntry_id\x18\x02 \x01(\t\x12&\n\x04pair\x18\x03 \x01(\x0b\x32\x18.novaberg.common.v1.Pair\x12\x32\n\nbeobachter\x18\x04 \x01(\x0e\x32\x1e.novaberg.common.v1.Beobachter\x12\x0e\n\x06inhalt\x18\x05 \x01(\t\x12\x0e\n\x06themen\x18\x06 \x03(\t\x12\x0f\n\x07salienz\x18\x07 \x01(\x01\x12\x17\n\x0fsalienz_eingang\x18\x08 \x01(\x01\x12 \n\x18salienz_eingang_herkunft\x18\t \x01(\t\x12\x13\n\x0bhaeufigkeit\x18\n \x01(\x05\x12\x16\n\x0egedaechtnistyp\x18\x0b \x01(\t\x12\x11\n\tdimension\x18\x0c \x01(\t\x12(\n\x02\x65i\x18\r \x01(\x0b\x32\x1c.novaberg.common.v1.EiFields\x12,\n\x07magnets\x18\x0e \x01(\x0b\x32\x1b.novaberg.common.v1.Magnets\x12/\n\x0b\x65rstellt_am\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07turn_id\x18\x10 \x01(\t\x12\x13\n\x0bttl_seconds\x18\x11 \x01(\x03\x12\x11\n\tembedding\x18\x12 \x03(\x02\x12\x10\n\x08sprecher\x18\x13 \x01(\t\x12\x0f\n\x07sprache\x18\x14 \x01(\t\x12-\n\tablauf_am\x18\x15 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0btraceparent\x18\x16 \x01(\t\x12\x13\n\x0b\x61ntwort_auf\x18\x17 \x01(\t\"@\n\tModelInfo\x12\x10\n\x08model_id\x18\x01 \x01(\t\x12\x11\n\tdimension\x18\x02 \x01(\x05\x12\x0e\n\x06recipe\x18\x03 \x01(\t\"\x11\n\x0fGetModelRequest\"[\n\x0bPairProfile\x12\x11\n\tuser_name\x18\x01 \x01(\t\x12\x16\n\x0e\x63haracter_name\x18\x02 \x01(\t\x12\x0f\n\x07sprache\x18\x03 \x01(\t\x12\x10\n\x08zeitzone\x18\x04 \x01(\t\"V\n\rErasureTarget\x12(\n\x04pair\x18\x01 \x01(\x0b\x32\x18.novaberg.common.v1.PairH\x00\x12\x11\n\x07user_id\x18\x02 \x01(\tH\x00\x42\x08\n\x06target\"P\n\x0bZeitfenster\x12-\n\tzeitpunkt\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\npraezision\x18\x02 \x01(\t*W\n\nBeobachter\x12\x1a\n\x16\x42\x45OBACHTER_UNSPECIFIED\x10\x00\x12\x13\n\x0f\x42\x45OBACHTER_USER\x10\x01\x12\x18\n\x14\x42\x45OBACHTER_ASSISTANT\x10\x02*\xdc\x01\n\x10PromotionOutcome\x12!\n\x1dPROMOTION_OUTCOME_UNSPECIFIED\x10\x00\x12\x1e\n\x1aPROMOTION_OUTCOME_NEW_NODE\x10\x01\x12\x1f\n\x1bPROMOTION_OUTCOME_DUPLICATE\x10\x02\x12\'\n#PROMOTION_OUTCOME_HALF_REACTIVATION\x10\x03\x12\x1d\n\x19PROMOTION_OUTCOME_EXPIRED\x10\x04\x12\x1c\n\x18PROMOTION_OUTCOME_ERASED\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'novaberg.common.v1.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_BEOBACHTER']._serialized_start=1481
-  _globals['_BEOBACHTER']._serialized_end=1568
-  _globals['_PROMOTIONOUTCOME']._serialized_start=1571
-  _globals['_PROMOTIONOUTCOME']._serialized_end=1791
+  _globals['_BEOBACHTER']._serialized_start=1502
+  _globals['_BEOBACHTER']._serialized_end=1589
+  _globals['_PROMOTIONOUTCOME']._serialized_start=1592
+  _globals['_PROMOTIONOUTCOME']._serialized_end=1812
   _globals['_PAIR']._serialized_start=88
   _globals['_PAIR']._serialized_end=133
   _globals['_EIFIELDS']._serialized_start=136
@@ -47,15 +47,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TURNCONTEXT']._serialized_start=475
   _globals['_TURNCONTEXT']._serialized_end=522
   _globals['_KZGENTRY']._serialized_start=525
-  _globals['_KZGENTRY']._serialized_end=1131
-  _globals['_MODELINFO']._serialized_start=1133
-  _globals['_MODELINFO']._serialized_end=1197
-  _globals['_GETMODELREQUEST']._serialized_start=1199
-  _globals['_GETMODELREQUEST']._serialized_end=1216
-  _globals['_PAIRPROFILE']._serialized_start=1218
-  _globals['_PAIRPROFILE']._serialized_end=1309
-  _globals['_ERASURETARGET']._serialized_start=1311
-  _globals['_ERASURETARGET']._serialized_end=1397
-  _globals['_ZEITFENSTER']._serialized_start=1399
-  _globals['_ZEITFENSTER']._serialized_end=1479
+  _globals['_KZGENTRY']._serialized_end=1152
+  _globals['_MODELINFO']._serialized_start=1154
+  _globals['_MODELINFO']._serialized_end=1218
+  _globals['_GETMODELREQUEST']._serialized_start=1220
+  _globals['_GETMODELREQUEST']._serialized_end=1237
+  _globals['_PAIRPROFILE']._serialized_start=1239
+  _globals['_PAIRPROFILE']._serialized_end=1330
+  _globals['_ERASURETARGET']._serialized_start=1332
+  _globals['_ERASURETARGET']._serialized_end=1418
+  _globals['_ZEITFENSTER']._serialized_start=1420
+  _globals['_ZEITFENSTER']._serialized_end=1500
 # @@protoc_insertion_point(module_scope)

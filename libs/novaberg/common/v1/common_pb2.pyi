@@ -91,7 +91,7 @@ class TurnContext(_message.Message):
     def __init__(self, turn_id: _Optional[str] = ..., span_id: _Optional[str] = ...) -> None: ...
 
 class KzgEntry(_message.Message):
-    __slots__ = ("kzg_key", "entry_id", "pair", "beobachter", "inhalt", "themen", "salienz", "salienz_eingang", "salienz_eingang_herkunft", "haeufigkeit", "gedaechtnistyp", "dimension", "ei", "magnets", "erstellt_am", "turn_id", "ttl_seconds", "embedding", "sprecher", "sprache", "ablauf_am", "traceparent")
+    __slots__ = ("kzg_key", "entry_id", "pair", "beobachter", "inhalt", "themen", "salienz", "salienz_eingang", "salienz_eingang_herkunft", "haeufigkeit", "gedaechtnistyp", "dimension", "ei", "magnets", "erstellt_am", "turn_id", "ttl_seconds", "embedding", "sprecher", "sprache", "ablauf_am", "traceparent", "antwort_auf")
     KZG_KEY_FIELD_NUMBER: _ClassVar[int]
     ENTRY_ID_FIELD_NUMBER: _ClassVar[int]
     PAIR_FIELD_NUMBER: _ClassVar[int]
@@ -114,6 +114,7 @@ class KzgEntry(_message.Message):
     SPRACHE_FIELD_NUMBER: _ClassVar[int]
     ABLAUF_AM_FIELD_NUMBER: _ClassVar[int]
     TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    ANTWORT_AUF_FIELD_NUMBER: _ClassVar[int]
     kzg_key: str
     entry_id: str
     pair: Pair
@@ -136,7 +137,8 @@ class KzgEntry(_message.Message):
     sprache: str
     ablauf_am: _timestamp_pb2.Timestamp
     traceparent: str
-    def __init__(self, kzg_key: _Optional[str] = ..., entry_id: _Optional[str] = ..., pair: _Optional[_Union[Pair, _Mapping]] = ..., beobachter: _Optional[_Union[Beobachter, str]] = ..., inhalt: _Optional[str] = ..., themen: _Optional[_Iterable[str]] = ..., salienz: _Optional[float] = ..., salienz_eingang: _Optional[float] = ..., salienz_eingang_herkunft: _Optional[str] = ..., haeufigkeit: _Optional[int] = ..., gedaechtnistyp: _Optional[str] = ..., dimension: _Optional[str] = ..., ei: _Optional[_Union[EiFields, _Mapping]] = ..., magnets: _Optional[_Union[Magnets, _Mapping]] = ..., erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., ttl_seconds: _Optional[int] = ..., embedding: _Optional[_Iterable[float]] = ..., sprecher: _Optional[str] = ..., sprache: _Optional[str] = ..., ablauf_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., traceparent: _Optional[str] = ...) -> None: ...
+    antwort_auf: str
+    def __init__(self, kzg_key: _Optional[str] = ..., entry_id: _Optional[str] = ..., pair: _Optional[_Union[Pair, _Mapping]] = ..., beobachter: _Optional[_Union[Beobachter, str]] = ..., inhalt: _Optional[str] = ..., themen: _Optional[_Iterable[str]] = ..., salienz: _Optional[float] = ..., salienz_eingang: _Optional[float] = ..., salienz_eingang_herkunft: _Optional[str] = ..., haeufigkeit: _Optional[int] = ..., gedaechtnistyp: _Optional[str] = ..., dimension: _Optional[str] = ..., ei: _Optional[_Union[EiFields, _Mapping]] = ..., magnets: _Optional[_Union[Magnets, _Mapping]] = ..., erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., ttl_seconds: _Optional[int] = ..., embedding: _Optional[_Iterable[float]] = ..., sprecher: _Optional[str] = ..., sprache: _Optional[str] = ..., ablauf_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., traceparent: _Optional[str] = ..., antwort_auf: _Optional[str] = ...) -> None: ...
 
 class ModelInfo(_message.Message):
     __slots__ = ("model_id", "dimension", "recipe")

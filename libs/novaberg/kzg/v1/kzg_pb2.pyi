@@ -100,7 +100,7 @@ class GetSessionResponse(_message.Message):
     def __init__(self, turns: _Optional[_Iterable[_Union[SessionTurn, _Mapping]]] = ..., summary: _Optional[str] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
 
 class StoreEntryRequest(_message.Message):
-    __slots__ = ("pair", "beobachter", "inhalt", "salience", "ei", "magnets", "turn", "embedding", "entry_id", "as_of", "writer", "sprecher", "sprache", "embedding_model_id", "resend_safe")
+    __slots__ = ("pair", "beobachter", "inhalt", "salience", "ei", "magnets", "turn", "embedding", "entry_id", "as_of", "writer", "sprecher", "sprache", "embedding_model_id", "resend_safe", "antwort_auf")
     PAIR_FIELD_NUMBER: _ClassVar[int]
     BEOBACHTER_FIELD_NUMBER: _ClassVar[int]
     INHALT_FIELD_NUMBER: _ClassVar[int]
@@ -116,6 +116,7 @@ class StoreEntryRequest(_message.Message):
     SPRACHE_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_ID_FIELD_NUMBER: _ClassVar[int]
     RESEND_SAFE_FIELD_NUMBER: _ClassVar[int]
+    ANTWORT_AUF_FIELD_NUMBER: _ClassVar[int]
     pair: _common_pb2.Pair
     beobachter: _common_pb2.Beobachter
     inhalt: str
@@ -131,7 +132,8 @@ class StoreEntryRequest(_message.Message):
     sprache: str
     embedding_model_id: str
     resend_safe: bool
-    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., salience: _Optional[_Union[_common_pb2.SalienceResult, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ..., entry_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., writer: _Optional[str] = ..., sprecher: _Optional[str] = ..., sprache: _Optional[str] = ..., embedding_model_id: _Optional[str] = ..., resend_safe: _Optional[bool] = ...) -> None: ...
+    antwort_auf: str
+    def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., salience: _Optional[_Union[_common_pb2.SalienceResult, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., turn: _Optional[_Union[_common_pb2.TurnContext, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ..., entry_id: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., writer: _Optional[str] = ..., sprecher: _Optional[str] = ..., sprache: _Optional[str] = ..., embedding_model_id: _Optional[str] = ..., resend_safe: _Optional[bool] = ..., antwort_auf: _Optional[str] = ...) -> None: ...
 
 class StoreEntryResponse(_message.Message):
     __slots__ = ("outcome", "kzg_key", "tier", "salienz", "ttl_seconds", "queued_for_promotion", "reinforced_count", "reinforced_queued_count", "canon_rejections")

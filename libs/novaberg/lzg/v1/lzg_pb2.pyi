@@ -43,7 +43,7 @@ class CheckNodesResponse(_message.Message):
     def __init__(self, missing: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("id", "kzg_quell_key", "pair", "beobachter", "inhalt", "dimension", "gewicht_roh", "gewicht_absolut", "gewicht_decay", "haeufigkeit", "aktiv", "erstellt_am", "verstaerkt_am", "decay_am", "kzg_erstellt_am", "themen", "gedaechtnistyp", "magnets", "ei", "embedding", "sprecher", "sprache", "quell_turn_id")
+    __slots__ = ("id", "kzg_quell_key", "pair", "beobachter", "inhalt", "dimension", "gewicht_roh", "gewicht_absolut", "gewicht_decay", "haeufigkeit", "aktiv", "erstellt_am", "verstaerkt_am", "decay_am", "kzg_erstellt_am", "themen", "gedaechtnistyp", "magnets", "ei", "embedding", "sprecher", "sprache", "quell_turn_id", "antwort_auf")
     ID_FIELD_NUMBER: _ClassVar[int]
     KZG_QUELL_KEY_FIELD_NUMBER: _ClassVar[int]
     PAIR_FIELD_NUMBER: _ClassVar[int]
@@ -67,6 +67,7 @@ class Node(_message.Message):
     SPRECHER_FIELD_NUMBER: _ClassVar[int]
     SPRACHE_FIELD_NUMBER: _ClassVar[int]
     QUELL_TURN_ID_FIELD_NUMBER: _ClassVar[int]
+    ANTWORT_AUF_FIELD_NUMBER: _ClassVar[int]
     id: int
     kzg_quell_key: str
     pair: _common_pb2.Pair
@@ -90,7 +91,8 @@ class Node(_message.Message):
     sprecher: str
     sprache: str
     quell_turn_id: str
-    def __init__(self, id: _Optional[int] = ..., kzg_quell_key: _Optional[str] = ..., pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., dimension: _Optional[str] = ..., gewicht_roh: _Optional[float] = ..., gewicht_absolut: _Optional[float] = ..., gewicht_decay: _Optional[float] = ..., haeufigkeit: _Optional[int] = ..., aktiv: _Optional[bool] = ..., erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., verstaerkt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., decay_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kzg_erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., themen: _Optional[_Iterable[str]] = ..., gedaechtnistyp: _Optional[str] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ..., sprecher: _Optional[str] = ..., sprache: _Optional[str] = ..., quell_turn_id: _Optional[str] = ...) -> None: ...
+    antwort_auf: str
+    def __init__(self, id: _Optional[int] = ..., kzg_quell_key: _Optional[str] = ..., pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., inhalt: _Optional[str] = ..., dimension: _Optional[str] = ..., gewicht_roh: _Optional[float] = ..., gewicht_absolut: _Optional[float] = ..., gewicht_decay: _Optional[float] = ..., haeufigkeit: _Optional[int] = ..., aktiv: _Optional[bool] = ..., erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., verstaerkt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., decay_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kzg_erstellt_am: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., themen: _Optional[_Iterable[str]] = ..., gedaechtnistyp: _Optional[str] = ..., magnets: _Optional[_Union[_common_pb2.Magnets, _Mapping]] = ..., ei: _Optional[_Union[_common_pb2.EiFields, _Mapping]] = ..., embedding: _Optional[_Iterable[float]] = ..., sprecher: _Optional[str] = ..., sprache: _Optional[str] = ..., quell_turn_id: _Optional[str] = ..., antwort_auf: _Optional[str] = ...) -> None: ...
 
 class Edge(_message.Message):
     __slots__ = ("id", "knoten_a_id", "knoten_b_id", "gewicht_roh", "gewicht_absolut", "erstellt_am", "verbindungs_gruende", "geteilte_entitaet_ids", "geteilte_themen", "timeline_naehe_tage", "embedding_cosine_initial", "anzahl_schichten")
