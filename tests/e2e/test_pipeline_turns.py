@@ -370,6 +370,20 @@ async def test_a_turn_that_answers_the_other_speakers_question_is_kept_as_asked_
     ))  # fmt: skip
     assert dispatched.kzg.tier == kzg_pb2.TIER_HIGH
 
+    # Each answer keeps the question it answers for lexical search (antwort_auf), into the LZG (SPEC §11).
+    async def promoted(user_id: str, turn_id: str) -> str:
+        pair = common_pb2.Pair(user_id=user_id, character_id="nova")
+
+        async def listed() -> lzg_pb2.ListNodesResponse:
+            return await clients.lzg.ListNodes(lzg_pb2.ListNodesRequest(pair=pair))
+
+        found = await eventually(listed, lambda r: any(n.quell_turn_id == turn_id for n in r.nodes), what=turn_id)
+        return next(n.antwort_auf for n in found.nodes if n.quell_turn_id == turn_id)
+
+    assert await promoted("e2e-antwort", "antwort-2") == question
+    assert await promoted("e2e-antwort-batch", "antwort-b2") == question
+    assert await promoted("e2e-antwort-dispatch", "antwort-d") == "Where did we go hiking last time?"
+
 
 async def test_bad_input_gets_a_precise_status_and_writes_nothing(clients: Clients, story: Story) -> None:
     pair = common_pb2.Pair(user_id="e2e-boese", character_id="nova")
