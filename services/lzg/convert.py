@@ -143,6 +143,7 @@ def recall_to_proto(candidate: RecallCandidate) -> lzg_pb2.RecallKandidat:
         zeitpunkt=optional_timestamp(details.kzg_erstellt_am or details.erstellt_am),
         turn_id=details.quell_turn_id,
         kzg_quell_key=details.kzg_quell_key,
+        antwort_auf=details.antwort_auf,
         cosine=candidate.cosine,
         lexical_score=candidate.lexical_score,
         lexical_strength=candidate.lexical_strength,

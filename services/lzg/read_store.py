@@ -32,6 +32,7 @@ def node_details(row: Mapping[str, Any]) -> NodeDetails:
         quell_turn_id=row["quell_turn_id"],
         kzg_quell_key=row["kzg_quell_key"],
         kzg_erstellt_am=row["kzg_erstellt_am"],
+        antwort_auf=row["antwort_auf"],
     )
 
 

@@ -100,6 +100,8 @@ class NodeDetails:
     kzg_quell_key: str = ""
     kzg_erstellt_am: datetime | None = None
     """The turn's own time."""
+    antwort_auf: str = ""
+    """The other speaker's question the memory answers (SPEC §11), "" for none."""
 
 
 @dataclass(frozen=True)

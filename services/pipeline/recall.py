@@ -55,13 +55,13 @@ class RecallEntry:
             return pipeline_pb2.RecallItem(
                 layer="lzg", beobachter=found.beobachter, speaker=_speaker(found.sprecher, found.beobachter, names),
                 zeitpunkt=found.zeitpunkt, inhalt=found.inhalt, turn_id=found.turn_id, knoten_id=found.knoten_id,
-                schale=found.schale, pfad=found.pfad, score=score, quellen=quellen,
+                schale=found.schale, pfad=found.pfad, score=score, quellen=quellen, antwort_auf=found.antwort_auf,
             )  # fmt: skip
         e = found.entry
         return pipeline_pb2.RecallItem(
             layer="kzg", beobachter=e.beobachter, speaker=_speaker(e.sprecher, e.beobachter, names),
             zeitpunkt=e.erstellt_am, inhalt=e.inhalt, turn_id=e.turn_id, kzg_key=e.kzg_key, score=score,
-            quellen=quellen,
+            quellen=quellen, antwort_auf=e.antwort_auf,
         )  # fmt: skip
 
 

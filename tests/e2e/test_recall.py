@@ -102,3 +102,4 @@ async def test_an_answer_is_found_by_the_words_of_the_question_it_answers(client
         recall_k=10))  # fmt: skip
     found = {item.turn_id: item for item in dossier.recall}
     assert found["ra:2"].layer == "lzg" and "lexical" in found["ra:2"].quellen
+    assert found["ra:2"].antwort_auf == question  # the composer reads the answer with its question

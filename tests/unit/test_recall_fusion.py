@@ -218,3 +218,23 @@ def test_a_question_falls_behind_the_statement_the_same_sources_found_next() -> 
 def test_the_speakers_own_names_are_no_question_entities() -> None:
     resolved = {"Caroline": 3, "LGBTQ": 9, "Unknown": 0}
     assert named_entity_ids(resolved, ("caroline", "Melanie")) == [9]
+
+
+def test_a_kzg_answer_is_scored_with_its_question_and_each_item_shows_the_question() -> None:
+    """SPEC §11: the pipeline scores a KZG hit by its searched text — with the question it answers — so an
+    answer found by the question's words alone passes the lexical gate; an item of either layer carries
+    the question."""
+    index = LexicalIndex()
+    for text in ["Melanie: Lovely weather today.", "Melanie: I love painting.", "Caroline: I research birds."]:
+        index.append(tokenize(text, "en"))
+    query = index.query_terms(tokenize("What did Melanie research?", "en"))
+    answer = _hit("t1", "Adoption agencies.", 0.1, ["lexical"], sprecher="Melanie")
+    assert merge_recall([answer], [], query, "en", 10, ("Caroline", "Melanie")) == []  # "Melanie" alone: too few words
+
+    answer.entry.antwort_auf = "What did you research?"
+    [item] = merge_recall([answer], [], query, "en", 10, ("Caroline", "Melanie"))
+    assert (item.turn_id, item.layer, item.antwort_auf) == ("t1", "kzg", "What did you research?")
+    node = lzg_pb2.RecallKandidat(knoten_id=3, turn_id="t2", inhalt="Pottery.", beobachter=USER, cosine=0.7,
+                                  quellen=["dense"], antwort_auf="What did you sign up for?")  # fmt: skip
+    by_turn = {r.turn_id: r for r in merge_recall([answer], [node], query, "en", 10, ("Caroline", "Melanie"))}
+    assert (by_turn["t2"].layer, by_turn["t2"].antwort_auf) == ("lzg", "What did you sign up for?")

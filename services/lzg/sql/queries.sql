@@ -195,7 +195,7 @@ SELECT (SELECT count(*) FROM decayed) AS decayed,
 -- order; the K best of both branches are the K best of all (migration 003).
 SELECT f.ord, x.kante_id, x.knoten_b_id, e.verbindungs_gruende, e.geteilte_entitaet_ids, e.geteilte_themen,
        x.inhalt, x.themen, x.entitaet_ids, x.emotion, x.erstellt_am, x.gewicht_decay, x.beobachter,
-       x.sprecher, x.quell_turn_id, x.kzg_quell_key, x.kzg_erstellt_am
+       x.sprecher, x.quell_turn_id, x.kzg_quell_key, x.kzg_erstellt_am, x.antwort_auf
 FROM unnest($1::int[], $2::int[], $3::int[]) AS f(ord, src, pred)
 CROSS JOIN LATERAL (
     SELECT beide.* FROM (

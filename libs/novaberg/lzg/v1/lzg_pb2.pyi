@@ -203,7 +203,7 @@ class TermGewicht(_message.Message):
     def __init__(self, term: _Optional[str] = ..., idf: _Optional[float] = ...) -> None: ...
 
 class RecallKandidat(_message.Message):
-    __slots__ = ("knoten_id", "inhalt", "beobachter", "sprecher", "zeitpunkt", "turn_id", "kzg_quell_key", "cosine", "lexical_score", "lexical_strength", "quellen", "schale", "pfad", "score")
+    __slots__ = ("knoten_id", "inhalt", "beobachter", "sprecher", "zeitpunkt", "turn_id", "kzg_quell_key", "cosine", "lexical_score", "lexical_strength", "quellen", "schale", "pfad", "score", "antwort_auf")
     KNOTEN_ID_FIELD_NUMBER: _ClassVar[int]
     INHALT_FIELD_NUMBER: _ClassVar[int]
     BEOBACHTER_FIELD_NUMBER: _ClassVar[int]
@@ -218,6 +218,7 @@ class RecallKandidat(_message.Message):
     SCHALE_FIELD_NUMBER: _ClassVar[int]
     PFAD_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
+    ANTWORT_AUF_FIELD_NUMBER: _ClassVar[int]
     knoten_id: int
     inhalt: str
     beobachter: _common_pb2.Beobachter
@@ -232,7 +233,8 @@ class RecallKandidat(_message.Message):
     schale: int
     pfad: _containers.RepeatedCompositeFieldContainer[PfadSchritt]
     score: float
-    def __init__(self, knoten_id: _Optional[int] = ..., inhalt: _Optional[str] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., sprecher: _Optional[str] = ..., zeitpunkt: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., kzg_quell_key: _Optional[str] = ..., cosine: _Optional[float] = ..., lexical_score: _Optional[float] = ..., lexical_strength: _Optional[float] = ..., quellen: _Optional[_Iterable[str]] = ..., schale: _Optional[int] = ..., pfad: _Optional[_Iterable[_Union[PfadSchritt, _Mapping]]] = ..., score: _Optional[float] = ...) -> None: ...
+    antwort_auf: str
+    def __init__(self, knoten_id: _Optional[int] = ..., inhalt: _Optional[str] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., sprecher: _Optional[str] = ..., zeitpunkt: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_id: _Optional[str] = ..., kzg_quell_key: _Optional[str] = ..., cosine: _Optional[float] = ..., lexical_score: _Optional[float] = ..., lexical_strength: _Optional[float] = ..., quellen: _Optional[_Iterable[str]] = ..., schale: _Optional[int] = ..., pfad: _Optional[_Iterable[_Union[PfadSchritt, _Mapping]]] = ..., score: _Optional[float] = ..., antwort_auf: _Optional[str] = ...) -> None: ...
 
 class QueryVector(_message.Message):
     __slots__ = ("values", "model_id")

@@ -125,7 +125,7 @@ class BuildDossierRequest(_message.Message):
     def __init__(self, pair: _Optional[_Union[_common_pb2.Pair, _Mapping]] = ..., turn_id: _Optional[str] = ..., query_text: _Optional[str] = ..., intentionen: _Optional[_Iterable[str]] = ..., goals: _Optional[_Iterable[_Union[ActivatedGoal, _Mapping]]] = ..., nova_emotion: _Optional[str] = ..., readers: _Optional[_Iterable[str]] = ..., user_name: _Optional[str] = ..., character_name: _Optional[str] = ..., include_vectors: _Optional[bool] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., recall_k: _Optional[int] = ...) -> None: ...
 
 class RecallItem(_message.Message):
-    __slots__ = ("layer", "beobachter", "speaker", "zeitpunkt", "score", "inhalt", "turn_id", "kzg_key", "knoten_id", "schale", "pfad", "quellen")
+    __slots__ = ("layer", "beobachter", "speaker", "zeitpunkt", "score", "inhalt", "turn_id", "kzg_key", "knoten_id", "schale", "pfad", "quellen", "antwort_auf")
     LAYER_FIELD_NUMBER: _ClassVar[int]
     BEOBACHTER_FIELD_NUMBER: _ClassVar[int]
     SPEAKER_FIELD_NUMBER: _ClassVar[int]
@@ -138,6 +138,7 @@ class RecallItem(_message.Message):
     SCHALE_FIELD_NUMBER: _ClassVar[int]
     PFAD_FIELD_NUMBER: _ClassVar[int]
     QUELLEN_FIELD_NUMBER: _ClassVar[int]
+    ANTWORT_AUF_FIELD_NUMBER: _ClassVar[int]
     layer: str
     beobachter: _common_pb2.Beobachter
     speaker: str
@@ -150,7 +151,8 @@ class RecallItem(_message.Message):
     schale: int
     pfad: _containers.RepeatedCompositeFieldContainer[_lzg_pb2.PfadSchritt]
     quellen: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, layer: _Optional[str] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., speaker: _Optional[str] = ..., zeitpunkt: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., score: _Optional[float] = ..., inhalt: _Optional[str] = ..., turn_id: _Optional[str] = ..., kzg_key: _Optional[str] = ..., knoten_id: _Optional[int] = ..., schale: _Optional[int] = ..., pfad: _Optional[_Iterable[_Union[_lzg_pb2.PfadSchritt, _Mapping]]] = ..., quellen: _Optional[_Iterable[str]] = ...) -> None: ...
+    antwort_auf: str
+    def __init__(self, layer: _Optional[str] = ..., beobachter: _Optional[_Union[_common_pb2.Beobachter, str]] = ..., speaker: _Optional[str] = ..., zeitpunkt: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., score: _Optional[float] = ..., inhalt: _Optional[str] = ..., turn_id: _Optional[str] = ..., kzg_key: _Optional[str] = ..., knoten_id: _Optional[int] = ..., schale: _Optional[int] = ..., pfad: _Optional[_Iterable[_Union[_lzg_pb2.PfadSchritt, _Mapping]]] = ..., quellen: _Optional[_Iterable[str]] = ..., antwort_auf: _Optional[str] = ...) -> None: ...
 
 class WeightedKzgHit(_message.Message):
     __slots__ = ("hit", "weight", "score")
