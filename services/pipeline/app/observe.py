@@ -1,9 +1,11 @@
 """ObserveTurn and ObserveTurns: a turn (or a pair's turns in order) into the session and the KZG (SPEC §7).
 
 The steps: check the whole request (nothing is written for a refused one), check the models and the
-caller's magnets, update the pair's profile when the caller sent one, then per turn: log its input,
-take the caller's analysis or run the analyzer, append it to the session and write it to the KZG
-with its ``beobachter`` and salience result (SPEC §3, §4).
+caller's magnets, update the pair's profile when the caller sent one and read the other speaker's
+question the turn follows (the session's last turn; in a batch, the turn before), then per turn: log
+its input, take the caller's analysis or run the analyzer (which sees that question), append it to
+the session and write it to the KZG with its ``beobachter``, salience result and the question it
+answers (``antwort_auf``, read by lexical search; SPEC §3, §4, §11).
 """
 
 from __future__ import annotations
