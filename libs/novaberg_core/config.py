@@ -1,9 +1,9 @@
 """Configuration from the environment, loaded once at start-up and failing fast (STYLE rule 2).
 
 Every service has a frozen dataclass config with a ``from_env()`` built from the ``env_*`` helpers
-below; it embeds :class:`CommonConfig` for what all servers share. A bad or missing variable raises
-:class:`ConfigError` naming the variable, so a misconfigured pod dies at start with a message that
-says what to fix instead of failing on the first request.
+(:mod:`novaberg_core.env`, offered here too); it embeds :class:`CommonConfig` for what all servers
+share. A bad or missing variable raises :class:`ConfigError` naming the variable, so a misconfigured
+pod dies at start with a message that says what to fix instead of failing on the first request.
 
 An empty value counts as unset (deployment templates often render absent values as ``""``).
 """
@@ -11,10 +11,22 @@ An empty value counts as unset (deployment templates often render absent values 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Final
 
+from novaberg_core.env import (
+    REQUIRED,
+    ConfigError,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_prefix,
+    env_str,
+    is_set,
+)
+from novaberg_core.otel_config import check_sampler, signal_exporters
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 
 __all__ = [
@@ -34,37 +46,6 @@ __all__ = [
 ]
 
 
-class ConfigError(ValueError):
-    """A configuration variable is missing or malformed; ``variable`` names it."""
-
-    def __init__(self, variable: str, message: str) -> None:
-        super().__init__(message)
-        self.variable = variable
-
-
-class _Required:
-    """Marker type for "no default: the variable must be set"."""
-
-    _instance: _Required | None = None
-
-    def __new__(cls) -> _Required:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-REQUIRED: Final = _Required()
-"""Default meaning "this variable must be set"."""
-
-_T = TypeVar("_T")
-_N = TypeVar("_N", int, float)
-
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
-
 OTEL_EXPORTERS: Final = ("none", "console", "otlp")
 """The common values of :attr:`CommonConfig.otel_exporter`; any exporter the SDK registers is accepted,
 also as a comma list (:mod:`novaberg_core.otel_config`)."""
@@ -78,121 +59,6 @@ LOG_FORMATS: Final = ("text", "json")
 
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 """Accepted values of :attr:`CommonConfig.log_level`."""
-
-
-def _raw(name: str, env: Mapping[str, str] | None) -> str | None:
-    value = (os.environ if env is None else env).get(name)
-    if value is None:
-        return None
-    value = value.strip()
-    return value or None
-
-
-def _missing(name: str, default: _T | _Required) -> _T:
-    if isinstance(default, _Required):
-        raise ConfigError(name, f"{name} must be set")
-    return default
-
-
-def _read(
-    name: str, default: _T | _Required, env: Mapping[str, str] | None, parse: Callable[[str, str], _T]
-) -> _T:
-    """``parse(name, raw)`` of the variable; ``default`` when unset, :class:`ConfigError` if required."""
-    raw = _raw(name, env)
-    return _missing(name, default) if raw is None else parse(name, raw)
-
-
-def env_str(name: str, default: str | _Required = REQUIRED, *, env: Mapping[str, str] | None = None) -> str:
-    """The variable's value (stripped); ``default`` when unset, or :class:`ConfigError` if required."""
-    return _read(name, default, env, lambda _, raw: raw)
-
-
-def env_int(
-    name: str,
-    default: int | _Required = REQUIRED,
-    *,
-    min_value: int | None = None,
-    max_value: int | None = None,
-    env: Mapping[str, str] | None = None,
-) -> int:
-    """The variable as an integer within ``[min_value, max_value]`` (bounds also checked on the default)."""
-    return _in_range(name, _read(name, default, env, _parse_int), min_value, max_value)
-
-
-def env_float(
-    name: str,
-    default: float | _Required = REQUIRED,
-    *,
-    min_value: float | None = None,
-    max_value: float | None = None,
-    env: Mapping[str, str] | None = None,
-) -> float:
-    """The variable as a finite float within ``[min_value, max_value]``."""
-    return _in_range(name, _read(name, default, env, _parse_float), min_value, max_value)
-
-
-def _parse_int(name: str, raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigError(name, f"{name} must be an integer, got {raw!r}") from None
-
-
-def _parse_float(name: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(name, f"{name} must be a number, got {raw!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise ConfigError(name, f"{name} must be a finite number, got {raw!r}")
-    return value
-
-
-def env_bool(
-    name: str, default: bool | _Required = REQUIRED, *, env: Mapping[str, str] | None = None
-) -> bool:
-    """The variable as a boolean: 1/true/yes/on or 0/false/no/off, any case."""
-    return _read(name, default, env, _parse_bool)
-
-
-def _parse_bool(name: str, raw: str) -> bool:
-    lowered = raw.lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise ConfigError(name, f"{name} must be a boolean (true/false, 1/0, yes/no, on/off), got {raw!r}")
-
-
-def env_choice(
-    name: str,
-    choices: Sequence[str],
-    default: str | _Required = REQUIRED,
-    *,
-    env: Mapping[str, str] | None = None,
-) -> str:
-    """The variable as one of ``choices`` (matched ignoring case, returned as spelled in ``choices``)."""
-
-    def parse(name: str, raw: str) -> str:
-        for choice in choices:
-            if choice.lower() == raw.lower():
-                return choice
-        raise ConfigError(name, f"{name} must be one of {', '.join(choices)}, got {raw!r}")
-
-    return _read(name, default, env, parse)
-
-
-def _in_range(name: str, value: _N, min_value: _N | None, max_value: _N | None) -> _N:
-    if min_value is not None and value < min_value:
-        raise ConfigError(name, f"{name} must be >= {min_value}, got {value}")
-    if max_value is not None and value > max_value:
-        raise ConfigError(name, f"{name} must be <= {max_value}, got {value}")
-    return value
-
-
-def env_prefix(service_name: str) -> str:
-    """The variable prefix of a service: ``"kzg"`` → ``"NOVABERG_KZG_"``."""
-    return f"NOVABERG_{service_name.upper().replace('-', '_').replace('.', '_')}_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,18 +133,16 @@ class CommonConfig:
         ``<prefix>HEALTH_PORT`` opens the plaintext health listener; the process-wide ``NOVABERG_TLS_*``
         are read last (:meth:`TlsConfig.from_env`: mTLS unless ``NOVABERG_TLS_MODE=plaintext``).
         """
-        from novaberg_core.otel_config import check_sampler, signal_exporters
-
         p = env_prefix(service_name) if prefix is None else prefix
         source = os.environ if env is None else env
         exporter = signal_exporters("traces", source, override=f"{p}OTEL_EXPORTER")
         metrics_exporter = signal_exporters("metrics", source)
         check_sampler(source)
-        if _raw(f"{p}METRICS_PORT", env) is not None:
+        if is_set(f"{p}METRICS_PORT", env):
             metrics_port = env_int(f"{p}METRICS_PORT", min_value=0, max_value=65535, env=env)
         else:
             metrics_port = env_int("NOVABERG_METRICS_PORT", 0, min_value=0, max_value=65535, env=env)
-        if _raw(f"{p}LOG_LEVEL", env) is not None:
+        if is_set(f"{p}LOG_LEVEL", env):
             log_level = env_choice(f"{p}LOG_LEVEL", LOG_LEVELS, env=env)
         else:
             log_level = env_choice("NOVABERG_LOG_LEVEL", LOG_LEVELS, "INFO", env=env)
@@ -298,7 +162,7 @@ class CommonConfig:
             max_concurrent_rpcs=env_int(f"{p}MAX_CONCURRENT_RPCS", max_concurrent_rpcs, min_value=0, env=env),
             health_port=(
                 env_int(f"{p}HEALTH_PORT", min_value=0, max_value=65535, env=env)
-                if _raw(f"{p}HEALTH_PORT", env) is not None
+                if is_set(f"{p}HEALTH_PORT", env)
                 else None
             ),
             tls=TlsConfig.from_env(env),

@@ -31,7 +31,7 @@ from opentelemetry.sdk.environment_variables import (
     OTEL_TRACES_SAMPLER_ARG,
 )
 
-from novaberg_core.config import ConfigError
+from novaberg_core.env import ConfigError
 
 __all__ = [
     "ENTRY_POINT_GROUPS",

@@ -33,6 +33,8 @@ from typing import Final
 
 import grpc
 
+from novaberg_core.env import ConfigError, env_choice, env_str
+
 __all__ = [
     "ENV_AUTHZ_POLICY_FILE",
     "ENV_TLS_CA_FILE",
@@ -105,9 +107,6 @@ class TlsConfig:
 
         Under mTLS a missing variable or unreadable file is a :class:`ConfigError` naming it.
         """
-        # Imported here: novaberg_core.config embeds TlsConfig in CommonConfig, so it imports this module.
-        from novaberg_core.config import ConfigError, env_choice, env_str
-
         mode = env_choice(ENV_TLS_MODE, TLS_MODES, "mtls", env=env)
         policy = env_str(ENV_AUTHZ_POLICY_FILE, "", env=env)
         if policy:
@@ -148,8 +147,6 @@ PLAINTEXT: Final = TlsConfig()
 
 
 def _require_file(variable: str, path: str) -> None:
-    from novaberg_core.config import ConfigError
-
     try:
         with open(path, "rb"):
             pass
@@ -176,8 +173,6 @@ def _problem(cfg: TlsConfig) -> tuple[str, str] | None:
 
 def check_files(cfg: TlsConfig) -> None:
     """:class:`ConfigError` naming the variable when the files are not a certificate, its key and a CA."""
-    from novaberg_core.config import ConfigError
-
     problem = _problem(cfg)
     if problem is not None:
         raise ConfigError(*problem)

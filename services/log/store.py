@@ -16,7 +16,7 @@ from novaberg_core.errors import InvalidArgument, Unavailable
 from novaberg_core.migrations import load_queries, render
 from novaberg_core.pg import open_migrated_pool
 from services.log.domain import COPY_COLUMNS, LogQuery, NewRow
-from services.log.rights import TOMBSTONE_WINDOW, EraseCounts, IngestGuard
+from services.log.tombstones import TOMBSTONE_WINDOW, EraseCounts, IngestGuard
 
 SCHEMA: Final = "log"
 TABLE: Final = "pipeline_log"

@@ -28,7 +28,8 @@ from novaberg_core.rights import (
     rights_write,
 )
 from services.kzg.rights import glob_escape
-from services.log.rights import IngestGuard, key_prefix_in_json
+from services.log.rights import key_prefix_in_json
+from services.log.tombstones import IngestGuard
 from services.pixie.export_format import EXPORT_SCHEMA, export_lines, parse_lines
 
 PAIR = common_pb2.Pair(user_id="meister", character_id="nova")

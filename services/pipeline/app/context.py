@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from opentelemetry import trace
@@ -35,9 +35,6 @@ from services.pipeline.dossier import PerspectiveWeights
 from services.pipeline.model_guard import ModelGuard
 from services.pipeline.store import ClusterStore
 
-if TYPE_CHECKING:
-    from services.pipeline.app.turn_writer import TurnWriter
-
 __all__ = [
     "NODE_DISPATCHER",
     "NODE_ENRICHER",
@@ -49,7 +46,6 @@ __all__ = [
     "PairNodeCache",
     "PipelineContext",
     "Timing",
-    "TurnStep",
     "peer_models",
     "turn_time",
 ]
@@ -207,10 +203,3 @@ class PipelineContext:
             raise NotFound(f"served_node_ids {list(checked.missing)} are not nodes of this pair")
         self.known_nodes.add(pair, node_ids)
 
-
-class TurnStep:
-    """A step that writes a turn (observe, dispatch): the shared context and the turn writer."""
-
-    def __init__(self, ctx: PipelineContext, writer: TurnWriter) -> None:
-        self.ctx = ctx
-        self.writer = writer

@@ -32,9 +32,8 @@ from services.pipeline.app.context import (
     NODE_VERWENDUNG,
     ROLE,
     Timing,
-    TurnStep,
 )
-from services.pipeline.app.turn_writer import Written, given_analysis, is_repeat, kzg_entry_text
+from services.pipeline.app.turn_writer import TurnStep, Written, given_analysis, is_repeat, kzg_entry_text
 from services.pipeline.deadline import DOING_WITHOUT, answer_or_none, within_time_left
 from services.pipeline.text_rules import answered_question
 from services.pipeline.validation import check_dispatch

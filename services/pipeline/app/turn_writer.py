@@ -37,7 +37,16 @@ from services.pipeline.analyzer import AnalyzedTurn
 from services.pipeline.app.context import NODE_SALIENCE, ROLE, TRACER, PipelineContext, Timing
 from services.pipeline.deadline import DOING_WITHOUT
 
-__all__ = ["TurnWriter", "Written", "given_analysis", "is_repeat", "kzg_entry_text", "session_turn", "turn_entry_id"]
+__all__ = [
+    "TurnStep",
+    "TurnWriter",
+    "Written",
+    "given_analysis",
+    "is_repeat",
+    "kzg_entry_text",
+    "session_turn",
+    "turn_entry_id",
+]
 
 class Written(NamedTuple):
     """A turn's session append and KZG write, as the KZG answered them."""
@@ -276,3 +285,11 @@ class TurnWriter:
             embedding_model_id=self.ctx.provider.model_id if embedding else "",
             entry_id=turn_entry_id(turn.turn_id, beobachter), resend_safe=True, antwort_auf=antwort_auf,
         )  # fmt: skip
+
+
+class TurnStep:
+    """A step that writes a turn (observe, dispatch): the shared context and the turn writer."""
+
+    def __init__(self, ctx: PipelineContext, writer: TurnWriter) -> None:
+        self.ctx = ctx
+        self.writer = writer
