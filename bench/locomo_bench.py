@@ -64,10 +64,17 @@ import grpc
 import grpc.aio
 import numpy as np
 
-from bench.locomo_evidence import RPC_TIMEOUT_S, Matrix, evidence_location, kzg_alive, pair_nodes
-from bench.locomo_import import IMPORT_FILE, import_turns, load_import, save_import, wait_for_promotion
-from bench.locomo_report import PROBES, VARIANTS, Asked, DossierRanking, Measured, report
-from bench.locomo_scores import CURVE_K, Question
+from bench.locomo_evidence import Matrix, evidence_location, kzg_alive, pair_nodes
+from bench.locomo_import import (
+    IMPORT_FILE,
+    RPC_TIMEOUT_S,
+    import_turns,
+    load_import,
+    save_import,
+    wait_for_promotion,
+)
+from bench.locomo_report import PROBES, VARIANTS, Measured, report
+from bench.locomo_scores import CURVE_K, Asked, DossierRanking, Question
 from bench.locomo_turns import Conversation, bm25_rankings, default_data, dense_rankings, load_conversations
 from bench.processes import machine_pace, stack_pids
 from novaberg.kzg.v1 import kzg_pb2_grpc

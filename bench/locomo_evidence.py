@@ -11,28 +11,23 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import pairwise
-from typing import TYPE_CHECKING
 
 import grpc
 import grpc.aio
 import numpy as np
 import numpy.typing as npt
 
-from bench.locomo_scores import HEADLINE
+from bench.locomo_import import RPC_TIMEOUT_S, ImportResult
+from bench.locomo_scores import HEADLINE, Asked
+from bench.locomo_turns import Conversation
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg_core.fusion import is_question
 from services.lzg.recall import KONTEXT_FENSTER_S
 
-if TYPE_CHECKING:  # the records of the import and the report; both import this module
-    from bench.locomo_import import ImportResult
-    from bench.locomo_report import Asked
-    from bench.locomo_turns import Conversation
+__all__ = ["Matrix", "PairNodes", "evidence_location", "kzg_alive", "pair_nodes", "share"]
 
-__all__ = ["RPC_TIMEOUT_S", "Matrix", "PairNodes", "evidence_location", "kzg_alive", "pair_nodes", "share"]
-
-RPC_TIMEOUT_S = 120.0
 Matrix = npt.NDArray[np.float32]
 
 

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.locomo_evidence import RPC_TIMEOUT_S
 from bench.locomo_turns import Conversation
 from bench.processes import cpu_seconds
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
@@ -25,6 +24,7 @@ from services.pixie.tasks import OUTCOME_RUNNING
 
 __all__ = [
     "IMPORT_FILE",
+    "RPC_TIMEOUT_S",
     "ImportResult",
     "PromotionResult",
     "import_turns",
@@ -55,6 +55,8 @@ class PromotionResult:
     parked: int
 
 
+RPC_TIMEOUT_S = 120.0
+"""Every call of the LoCoMo bench (import, promotion waits, evidence lookups, dossiers)."""
 IMPORT_FILE = "locomo-import.json"
 """With ``--reuse``: what the import and the promotion gave, so a later run can skip both."""
 

@@ -18,6 +18,7 @@ from bench.locomo_import import ImportResult, PromotionResult
 from bench.locomo_scores import (
     CURVE_K,
     KS,
+    Asked,
     Question,
     Score,
     by_conversation,
@@ -37,32 +38,6 @@ PROBES: tuple[tuple[str, str], ...] = (
 
 
 # --------------------------------------------------------------------------- what was measured
-
-
-@dataclass(frozen=True)
-class DossierRanking:
-    """What a dossier returned, as a ranked list of distinct turn ids."""
-
-    turn_ids: tuple[str, ...]
-    source: str
-    """``recall`` (the SPEC §11 list) or ``fallback`` (LZG memories by rank, then KZG hits by score)."""
-    items: int
-    """Memories in the response (recall items, or LZG memories + KZG hits)."""
-    unmapped: int
-    """Items that named no known turn."""
-
-
-@dataclass
-class Asked:
-    """One dossier: the question's ranking and what the response held."""
-
-    ranking: DossierRanking
-    wall_ms: float
-    anchors: int
-    lzg_ids: list[int]
-    kzg_turns: list[str]
-    missing_parts: int = 0
-    """Parts the dossier went without (``BuildDossierResponse.fehler``): a layer out or too late."""
 
 
 @dataclass

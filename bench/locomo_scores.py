@@ -9,8 +9,8 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 __all__ = [
-    "CATEGORIES", "CURVE_K", "HEADLINE", "KS", "Question", "Score", "all_at", "by_conversation", "conversation_table",
-    "recall_at", "score", "scores_by_group", "table",
+    "CATEGORIES", "CURVE_K", "HEADLINE", "KS", "Asked", "DossierRanking", "Question", "Score", "all_at",
+    "by_conversation", "conversation_table", "recall_at", "score", "scores_by_group", "table",
 ]  # fmt: skip
 
 CATEGORIES: Mapping[int, str] = {
@@ -37,6 +37,32 @@ class Question:
     category: int
     evidence: frozenset[str]
     """Turn ids ``{sample_id}:{dia_id}``."""
+
+
+@dataclass(frozen=True)
+class DossierRanking:
+    """What a dossier returned, as a ranked list of distinct turn ids."""
+
+    turn_ids: tuple[str, ...]
+    source: str
+    """``recall`` (the SPEC §11 list) or ``fallback`` (LZG memories by rank, then KZG hits by score)."""
+    items: int
+    """Memories in the response (recall items, or LZG memories + KZG hits)."""
+    unmapped: int
+    """Items that named no known turn."""
+
+
+@dataclass
+class Asked:
+    """One dossier: the question's ranking and what the response held."""
+
+    ranking: DossierRanking
+    wall_ms: float
+    anchors: int
+    lzg_ids: list[int]
+    kzg_turns: list[str]
+    missing_parts: int = 0
+    """Parts the dossier went without (``BuildDossierResponse.fehler``): a layer out or too late."""
 
 
 def recall_at(ranked: Sequence[str], evidence: AbstractSet[str], k: int) -> float:

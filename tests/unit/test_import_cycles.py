@@ -1,4 +1,5 @@
-"""No two modules of the services or the libraries import each other, not even through others (issue 15).
+"""No two modules of the services, the libraries or the benchmarks import each other, not even through
+others (issue 15).
 
 A circle of imports makes a module unusable without the others of its circle, and hides which of them
 owns what; it also forces imports into functions or under ``TYPE_CHECKING``. Those count here too:
@@ -14,7 +15,12 @@ from pathlib import Path
 from tests.unit.layout import parse
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = {"services": ROOT / "services", "novaberg_core": ROOT / "libs" / "novaberg_core", "novaberg_dev": ROOT / "libs" / "novaberg_dev"}
+PACKAGES = {
+    "services": ROOT / "services",
+    "novaberg_core": ROOT / "libs" / "novaberg_core",
+    "novaberg_dev": ROOT / "libs" / "novaberg_dev",
+    "bench": ROOT / "bench",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -98,6 +104,7 @@ def test_the_graph_is_read() -> None:
     graph = import_graph()
     assert "novaberg_core.config" in graph["services.kzg.config"]
     assert "services.lzg.store" in graph["services.lzg.server"]
+    assert "bench.locomo_scores" in graph["bench.locomo_bench"]
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
