@@ -16,7 +16,7 @@ A re-embed rewrites vectors, which needs a restart anyway (model guard).
 
 Deletions: a person's erasure or forget deletes nodes, a correction rewrites a vector
 (services/lzg/rights.py). Those move the pair's *generation* (migration 010), which the watermark
-read returns in the same statement (``rights_store.new_nodes``); a generation other than the one
+read returns in the same statement (``store.rights.new_nodes``); a generation other than the one
 held drops the pair's arrays and reads them afresh. The read stays one statement.
 """
 
@@ -34,7 +34,7 @@ from novaberg_core.embedding import searched_text
 from novaberg_core.fusion import is_question
 from novaberg_core.lexical import LexicalIndex, QueryTerms, tokenize
 from services.lzg.recall import TimeOrder, top_rows
-from services.lzg.rights_store import new_nodes
+from services.lzg.store.rights import new_nodes
 from services.lzg.vector_index import EXACT_SCAN_ROWS, PREFILTER, QuantizedRows
 
 __all__ = ["PairCache", "PairSnapshot"]

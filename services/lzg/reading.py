@@ -22,7 +22,6 @@ from novaberg_core.fusion import LEXICAL_GATE, Fused, fuse
 from novaberg_core.lexical import QueryTerms
 from services.lzg.cache import PairSnapshot
 from services.lzg.layers import Praezision, timeline_window
-from services.lzg.read_store import PairReader
 from services.lzg.recall import (
     ANTWORT_SEEDS,
     CANDIDATES_PER_SOURCE,
@@ -33,6 +32,7 @@ from services.lzg.recall import (
     top_rows,
 )
 from services.lzg.spreading import ANKER_ANZAHL, NodeDetails, PfadSchritt, PoolItem
+from services.lzg.store.reader import PairReader
 from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 
 __all__ = [

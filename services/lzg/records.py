@@ -13,7 +13,7 @@ from novaberg_core.pipeline_log import LogScope, PipelineLog, count_names
 from novaberg_core.pipeline_log.nodes import NODE_PROMOTION
 from novaberg_core.rights import RIGHTS_NODE as RIGHTS_LOG_NODE
 from novaberg_core.rights import rights_write
-from services.lzg.rights_store import EraseCounts
+from services.lzg.store.rights import EraseCounts
 from services.lzg.types import PromotionInput, PromotionOutcome, Trigger3Result
 
 __all__ = ["ERASED_COUNTS", "RIGHTS_LOG_NODE", "TRIGGER3_COUNTS", "PromotionRecords", "rights_write"]
@@ -23,7 +23,7 @@ ERASED_COUNTS: Final = count_names(
     EraseCounts, knoten="nodes", kanten="edges", entitaeten="entities", timelines="timelines",
     verbindungen="verbindungen",
 )  # fmt: skip
-"""An erasure's :class:`~services.lzg.rights_store.EraseCounts`."""
+"""An erasure's :class:`~services.lzg.store.rights.EraseCounts`."""
 TRIGGER3_COUNTS: Final = count_names(
     Trigger3Result, knoten_umgeschrieben="nodes_rewritten", kanten_neu_berechnet="edges_recomputed",
     kanten_geloescht="edges_deleted",

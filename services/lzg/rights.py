@@ -33,7 +33,9 @@ from services.lzg.app.correction import Correction, CorrectResult
 from services.lzg.engine import LzgEngine
 from services.lzg.layers import parse_praezision
 from services.lzg.records import ERASED_COUNTS
-from services.lzg.rights_store import (
+from services.lzg.rows import Entity, StoredEdge, StoredNode, Timeline
+from services.lzg.store import PairTx
+from services.lzg.store.rights import (
     EraseCounts,
     ExportRows,
     ForgottenNode,
@@ -51,8 +53,6 @@ from services.lzg.rights_store import (
     record_tombstone,
     user_key,
 )
-from services.lzg.rows import Entity, StoredEdge, StoredNode, Timeline
-from services.lzg.store import PairTx
 from services.lzg.types import BEOBACHTER
 
 __all__ = [

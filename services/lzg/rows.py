@@ -20,6 +20,7 @@ from services.lzg.layers import EdgeLayers, Praezision, TimelineRef
 
 __all__ = [
     "EDGE_COLUMNS",
+    "SCHEMA",
     "EdgeInsert",
     "Entity",
     "LayerNode",
@@ -33,6 +34,9 @@ __all__ = [
     "timeline_from_row",
     "timeline_ref",
 ]
+
+SCHEMA = "lzg"
+"""PostgreSQL schema holding every LZG table."""
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ from novaberg_core.pipeline_log import LogScope
 from services.lzg.app.context import NO_TURN, UseCase
 from services.lzg.app.promotion import trigger1_candidates, trigger1_edges
 from services.lzg.records import rights_write
-from services.lzg.rights_store import (
+from services.lzg.rows import StoredNode
+from services.lzg.store.rights import (
     correct_node,
     move_generation,
     node_for_correction,
     pair_key,
 )
-from services.lzg.rows import StoredNode
 
 __all__ = ["CorrectResult", "Correction"]
 

@@ -26,9 +26,9 @@ from services.lzg.cache import PairSnapshot
 from services.lzg.edges import Connection, edge_rows
 from services.lzg.layers import Compared, TimelineRef, layers_between
 from services.lzg.records import PromotionRecords, erased_promotion_dropped
-from services.lzg.rights_store import promotion_erased
 from services.lzg.rows import EdgeInsert, LayerNode, NewNode
 from services.lzg.store import PairTx
+from services.lzg.store.rights import promotion_erased
 from services.lzg.types import (
     ERASED,
     PromotionInput,

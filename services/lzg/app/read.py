@@ -22,7 +22,6 @@ from novaberg_core.pipeline_log.nodes import NODE_ENRICHER
 from novaberg_core.timeutil import utc_now
 from services.lzg.app.context import NO_TURN, UseCase
 from services.lzg.layers import parse_praezision
-from services.lzg.read_store import PairReader
 from services.lzg.reading import NamedLookups, RecallQuery, rank_candidates, recall_list
 from services.lzg.render import reader_names, render_memory_block
 from services.lzg.spreading import (
@@ -34,6 +33,7 @@ from services.lzg.spreading import (
     sector_of,
     select_top,
 )
+from services.lzg.store.reader import PairReader
 from services.lzg.types import SpreadingResult
 from services.lzg.weights import LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
 

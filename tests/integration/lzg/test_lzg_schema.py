@@ -180,5 +180,5 @@ async def test_migrations_are_recorded_and_idempotent(store: LzgStore, pg_url: s
         r["version"] for r in await store.pool.fetch("SELECT version FROM lzg.schema_migrations ORDER BY 1")
     ]
     # Every migration file once, in order (010 on: a person's rights; 005–009: the retrieval work).
-    assert versions == [v for v, _ in migration_files(Path(lzg_store.__file__).parent / "sql" / "migrations")]
+    assert versions == [v for v, _ in migration_files(Path(lzg_store.__file__).parents[1] / "sql" / "migrations")]
     assert versions[:4] == [1, 2, 3, 4] and 5 in versions and 10 in versions

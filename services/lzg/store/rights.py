@@ -52,7 +52,7 @@ __all__ = [
     "user_key",
 ]
 
-RIGHTS_QUERIES: Final = load_queries(Path(__file__).resolve().parent / "sql" / "rights.sql")
+RIGHTS_QUERIES: Final = load_queries(Path(__file__).resolve().parents[1] / "sql" / "rights.sql")
 """Named queries of the rights operations."""
 
 
