@@ -114,6 +114,8 @@ class LexicalIndex:
         self._lengths = array("i")
         self._total_length = 0
         self._posting_count = 0
+        self._norms: tuple[int, float, npt.NDArray[np.float64]] | None = None
+        """The average length and the BM25 length norm of every document, for the last ``n`` scored."""
 
     def __len__(self) -> int:
         return len(self._lengths)
@@ -136,16 +138,27 @@ class LexicalIndex:
     def nbytes(self) -> int:
         """Bytes of the postings (row and term frequency each) and lengths, counted as they are added: the
         LZG's cache asks on every read (``services/lzg/cache.py``)."""
-        return (2 * self._posting_count + len(self._lengths)) * self._lengths.itemsize
+        norms = 0 if self._norms is None else self._norms[2].nbytes
+        return (2 * self._posting_count + len(self._lengths)) * self._lengths.itemsize + norms
 
     def query_terms(self, terms: Iterable[str], n: int | None = None) -> QueryTerms:
         """The distinct terms of a query with their idf over the first ``n`` documents."""
         n = len(self) if n is None else n
         distinct = tuple(dict.fromkeys(terms))
         idf = tuple(_idf(n, self._frequency(term, n)) for term in distinct)
-        lengths = np.frombuffer(self._lengths, dtype=np.int32)[:n] if n else np.zeros(0, dtype=np.int32)
-        average = float(lengths.mean()) if n else 0.0
+        average = self._length_norms(n)[0] if n else 0.0
         return QueryTerms(distinct, idf, average)
+
+    def _length_norms(self, n: int) -> tuple[float, npt.NDArray[np.float64]]:
+        """The average length of the first ``n`` documents and each one's length norm
+        ``K1 · (1 − B + B · length / average)``; kept until another ``n`` is asked (a snapshot's reads
+        share it, and it changes only when a document is added)."""
+        norms = self._norms
+        if norms is None or norms[0] != n:
+            lengths = np.frombuffer(self._lengths, dtype=np.int32)[:n].astype(np.float64)
+            average = float(lengths.mean())
+            norms = self._norms = (n, average, K1 * (1.0 - B + B * lengths / max(average, 1e-9)))
+        return norms[1], norms[2]
 
     def _postings(self, term: str, n: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
         rows = self._rows.get(term)
@@ -164,21 +177,36 @@ class LexicalIndex:
         return int(np.searchsorted(np.frombuffer(rows, dtype=np.int32), n))
 
     def scores(self, query: QueryTerms, n: int | None = None) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-        """BM25 of every one of the first ``n`` documents, and its lexical strength (0 for no match)."""
+        """BM25 of every one of the first ``n`` documents, and its lexical strength (0 for no match).
+
+        Each term's postings give their share; the shares of all terms are summed per document in one
+        pass (``np.bincount``, in the order of the query's terms, as adding them term by term would):
+        a term most documents hold costs one pass over its postings, not one per operation.
+        """
         n = len(self) if n is None else n
-        bm25 = np.zeros(n, dtype=np.float64)
-        matched_idf = np.zeros(n, dtype=np.float64)
         if n == 0 or not query.terms:
-            return bm25, matched_idf
-        lengths = np.frombuffer(self._lengths, dtype=np.int32)[:n].astype(np.float64)
-        norm = K1 * (1.0 - B + B * lengths / max(query.average_length, 1e-9))
+            return np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.float64)
+        average, norm = self._length_norms(n)
+        if query.average_length != average:  # a query made over another number of documents
+            lengths = np.frombuffer(self._lengths, dtype=np.int32)[:n].astype(np.float64)
+            norm = K1 * (1.0 - B + B * lengths / max(query.average_length, 1e-9))
+        rows_of_terms: list[npt.NDArray[np.int32]] = []
+        shares: list[npt.NDArray[np.float64]] = []
+        idfs: list[npt.NDArray[np.float64]] = []
         for term, idf in zip(query.terms, query.idf, strict=True):
             rows, tf = self._postings(term, n)
             if rows.size == 0:
                 continue
             tf64 = tf.astype(np.float64)
-            bm25[rows] += idf * tf64 * (K1 + 1.0) / (tf64 + norm[rows])
-            matched_idf[rows] += idf
+            rows_of_terms.append(rows)
+            shares.append(idf * tf64 * (K1 + 1.0) / (tf64 + norm[rows]))
+            idfs.append(np.full(rows.size, idf))
+        if not rows_of_terms:
+            return np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.float64)
+        rows = np.concatenate(rows_of_terms)
+        # float64 already (weights given): the casts copy nothing
+        bm25 = np.bincount(rows, weights=np.concatenate(shares), minlength=n).astype(np.float64, copy=False)
+        matched_idf = np.bincount(rows, weights=np.concatenate(idfs), minlength=n).astype(np.float64, copy=False)
         total = query.total_idf
         return bm25, (matched_idf / total if total > 0 else matched_idf)
 

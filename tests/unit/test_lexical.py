@@ -56,6 +56,25 @@ def test_a_snapshot_scores_only_its_own_documents() -> None:
     assert len(index) == 4 and index.scores(index.query_terms(["support"]))[0].shape == (4,)
 
 
+def test_the_kept_length_norms_follow_the_documents() -> None:
+    """The index keeps the length norms of the last snapshot scored; documents added later (a node promoted
+    between two reads) must not leave a later read with the old average."""
+    words = tokenize("Caroline went camping with the support group kids", "en")
+    fresh = LexicalIndex()
+    for doc in DOCS:
+        fresh.append(tokenize(doc, "en"))
+    index = LexicalIndex()
+    for doc in DOCS[:2]:
+        index.append(tokenize(doc, "en"))
+    early = index.scores(index.query_terms(words))
+    for doc in DOCS[2:]:
+        index.append(tokenize(doc, "en"))
+    for ours, theirs in zip(index.scores(index.query_terms(words)), fresh.scores(fresh.query_terms(words)), strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    for ours, theirs in zip(index.scores(index.query_terms(words, 2), 2), early, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+
+
 def test_lexical_strength_is_the_share_of_the_query_idf_matched() -> None:
     index = LexicalIndex()
     for doc in DOCS:
