@@ -30,7 +30,7 @@ import grpc
 import grpc.aio
 import yaml
 
-from novaberg_core.config import ConfigError
+from novaberg_core.env import ConfigError
 from novaberg_core.errors import NovabergError, PermissionDenied, Unauthenticated, status_code_for
 from novaberg_core.method_handlers import WrappingInterceptor, rewrap
 from novaberg_core.tls import (
@@ -180,7 +180,7 @@ def parse_policy(text: str, source: str) -> Policy:
 def load_policy(path: str = "") -> Policy:
     """The policy at ``path``, or the shipped one when empty.
 
-    A file that cannot be read or parsed is a :class:`~novaberg_core.config.ConfigError` naming
+    A file that cannot be read or parsed is a :class:`~novaberg_core.env.ConfigError` naming
     ``NOVABERG_AUTHZ_POLICY_FILE`` (the service exits 2 at start).
     """
     if not path:
@@ -310,7 +310,7 @@ class ServerSecurity:
 def server_security(service_name: str, tls: TlsConfig) -> ServerSecurity:
     """mTLS credentials (reloading) plus the policy's interceptor, or plaintext with a loud warning.
 
-    Bad certificate files or a bad policy are a :class:`~novaberg_core.config.ConfigError` naming the
+    Bad certificate files or a bad policy are a :class:`~novaberg_core.env.ConfigError` naming the
     variable, so the service stops at start instead of failing every handshake.
     """
     if not tls.enabled:

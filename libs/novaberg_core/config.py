@@ -1,7 +1,7 @@
 """Configuration from the environment, loaded once at start-up and failing fast (STYLE rule 2).
 
 Every service has a frozen dataclass config with a ``from_env()`` built from the ``env_*`` helpers
-(:mod:`novaberg_core.env`, offered here too); it embeds :class:`CommonConfig` for what all servers
+(:mod:`novaberg_core.env`); it embeds :class:`CommonConfig` for what all servers
 share. A bad or missing variable raises :class:`ConfigError` naming the variable, so a misconfigured
 pod dies at start with a message that says what to fix instead of failing on the first request.
 
@@ -16,9 +16,6 @@ from dataclasses import dataclass
 from typing import Final
 
 from novaberg_core.env import (
-    REQUIRED,
-    ConfigError,
-    env_bool,
     env_choice,
     env_float,
     env_int,
@@ -29,21 +26,7 @@ from novaberg_core.env import (
 from novaberg_core.otel_config import check_sampler, signal_exporters
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 
-__all__ = [
-    "LOG_FORMATS",
-    "LOG_LEVELS",
-    "MAX_CONCURRENT_RPCS_DEFAULT",
-    "OTEL_EXPORTERS",
-    "REQUIRED",
-    "CommonConfig",
-    "ConfigError",
-    "env_bool",
-    "env_choice",
-    "env_float",
-    "env_int",
-    "env_prefix",
-    "env_str",
-]
+__all__ = ["LOG_FORMATS", "LOG_LEVELS", "MAX_CONCURRENT_RPCS_DEFAULT", "OTEL_EXPORTERS", "CommonConfig"]
 
 
 OTEL_EXPORTERS: Final = ("none", "console", "otlp")

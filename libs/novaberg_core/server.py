@@ -40,7 +40,8 @@ from grpc_reflection.v1alpha import reflection
 from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_server_interceptor
 
 from novaberg_core.authz import server_security
-from novaberg_core.config import CommonConfig, ConfigError, env_choice
+from novaberg_core.config import CommonConfig
+from novaberg_core.env import ConfigError, env_choice
 from novaberg_core.errors import Unavailable
 from novaberg_core.lifecycle import die_with_parent
 from novaberg_core.load_shedding import ConcurrencyLimitInterceptor

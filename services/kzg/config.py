@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from novaberg_core.config import CommonConfig, env_choice, env_int, env_str
+from novaberg_core.config import CommonConfig
+from novaberg_core.env import env_choice, env_int, env_str
 from services.kzg.domain import REINFORCEMENT_MODES
 from services.kzg.store import VECTOR_ALGORITHMS
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from novaberg_core.config import CommonConfig, env_int, env_str
+from novaberg_core.config import CommonConfig
+from novaberg_core.env import env_int, env_str
 
 SERVICE_NAME = "lzg"
 PREFIX = "NOVABERG_LZG_"

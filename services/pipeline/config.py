@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from novaberg_core.config import CommonConfig, env_choice, env_float, env_int, env_str
+from novaberg_core.config import CommonConfig
+from novaberg_core.env import ConfigError, env_choice, env_float, env_int, env_str
 from novaberg_core.limits import KZG_TOP_K_DEFAULT
 
 __all__ = ["ANALYZERS", "MAX_CONCURRENT_RPCS", "PipelineConfig"]
@@ -83,8 +84,6 @@ class PipelineConfig:
         analyzer = env_choice(f"{_PREFIX}ANALYZER", ANALYZERS, "offline", env=env)
         model = env_str(f"{_PREFIX}OLLAMA_MODEL", "", env=env)
         if analyzer == "ollama" and not model:
-            from novaberg_core.config import ConfigError
-
             raise ConfigError(
                 f"{_PREFIX}OLLAMA_MODEL", f"{_PREFIX}OLLAMA_MODEL must be set when {_PREFIX}ANALYZER=ollama"
             )

@@ -11,7 +11,8 @@ from dataclasses import Field, dataclass, field, fields
 from datetime import time
 from typing import Any, TypeVar
 
-from novaberg_core.config import CommonConfig, ConfigError, env_float, env_int, env_str
+from novaberg_core.config import CommonConfig
+from novaberg_core.env import ConfigError, env_float, env_int, env_str
 
 PREFIX = "NOVABERG_PIXIE_"
 

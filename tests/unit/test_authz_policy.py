@@ -13,7 +13,7 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.authz import Policy, PolicyError, load_policy, parse_policy
-from novaberg_core.config import ConfigError
+from novaberg_core.env import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EVERY_RPC = sorted(

@@ -6,17 +6,8 @@ import dataclasses
 
 import pytest
 
-from novaberg_core.config import (
-    MAX_CONCURRENT_RPCS_DEFAULT,
-    CommonConfig,
-    ConfigError,
-    env_bool,
-    env_choice,
-    env_float,
-    env_int,
-    env_prefix,
-    env_str,
-)
+from novaberg_core.config import MAX_CONCURRENT_RPCS_DEFAULT, CommonConfig
+from novaberg_core.env import ConfigError, env_bool, env_choice, env_float, env_int, env_prefix, env_str
 from services.pipeline.config import PipelineConfig
 
 

@@ -21,7 +21,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 
-from novaberg_core.config import CommonConfig, ConfigError
+from novaberg_core.config import CommonConfig
+from novaberg_core.env import ConfigError
 from novaberg_core.metrics import _push_readers
 from novaberg_core.telemetry import JsonFormatter, _TraceIdFilter, exporter_classes, span_processors
 

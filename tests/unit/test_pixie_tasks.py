@@ -6,7 +6,7 @@ from datetime import UTC, date, datetime, time, timedelta, timezone
 
 import pytest
 
-from novaberg_core.config import ConfigError
+from novaberg_core.env import ConfigError
 from novaberg_core.errors import InvalidArgument
 from services.pixie.config import PixieConfig, parse_hhmm
 from services.pixie.paging import MAX_LIMIT, page_limit

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from novaberg_core.config import CommonConfig, ConfigError
+from novaberg_core.config import CommonConfig
+from novaberg_core.env import ConfigError
 from novaberg_core.server import server_options
 
 PLAIN = {"NOVABERG_TLS_MODE": "plaintext"}

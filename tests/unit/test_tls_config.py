@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from novaberg_core.config import CommonConfig, ConfigError
+from novaberg_core.config import CommonConfig
+from novaberg_core.env import ConfigError
 from novaberg_core.tls import PLAINTEXT, CertificateFiles, TlsConfig, check_files, identity_from_auth_context
 from novaberg_dev.devcerts import CertificateAuthority, write_identity_files
 

@@ -10,7 +10,7 @@ import json
 import logging
 from collections.abc import Mapping
 
-from novaberg_core.config import env_float, env_int, env_str
+from novaberg_core.env import env_float, env_int, env_str
 from novaberg_core.metrics import register_pipeline_log
 from novaberg_core.pipeline_log.kinds import RecordKinds
 from novaberg_core.pipeline_log.records import (

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
-from novaberg_core.config import ConfigError
+from novaberg_core.env import ConfigError
 from novaberg_core.model import Beobachter
 from novaberg_core.timeutil import utc_now
 from novaberg_core.tls import PLAINTEXT, TlsConfig
