@@ -1,9 +1,10 @@
 """Configuration from the environment, loaded once at start-up and failing fast (STYLE rule 2).
 
 Every service has a frozen dataclass config with a ``from_env()`` built from the ``env_*`` helpers
-(:mod:`novaberg_core.env`); it embeds :class:`CommonConfig` for what all servers
-share. A bad or missing variable raises :class:`ConfigError` naming the variable, so a misconfigured
-pod dies at start with a message that says what to fix instead of failing on the first request.
+(:mod:`novaberg_core.env`); it embeds :class:`CommonConfig` for what all servers share. A bad or
+missing variable raises :class:`~novaberg_core.env.ConfigError` naming the variable, so a
+misconfigured pod dies at start with a message that says what to fix instead of failing on the
+first request.
 
 An empty value counts as unset (deployment templates often render absent values as ``""``).
 """
@@ -15,19 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from novaberg_core.env import (
-    env_choice,
-    env_float,
-    env_int,
-    env_prefix,
-    env_str,
-    is_set,
-)
+from novaberg_core.env import env_choice, env_float, env_int, env_prefix, env_str, is_set
 from novaberg_core.otel_config import check_sampler, signal_exporters
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 
 __all__ = ["LOG_FORMATS", "LOG_LEVELS", "MAX_CONCURRENT_RPCS_DEFAULT", "OTEL_EXPORTERS", "CommonConfig"]
-
 
 OTEL_EXPORTERS: Final = ("none", "console", "otlp")
 """The common values of :attr:`CommonConfig.otel_exporter`; any exporter the SDK registers is accepted,
