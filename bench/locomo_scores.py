@@ -1,5 +1,6 @@
 """LoCoMo's retrieval scores as its authors compute them (fractional evidence recall@k, all@k), per
-category, per conversation, and as the tables ``bench/locomo_bench.py`` prints — pure."""
+category, per conversation, and as the tables ``bench/locomo_bench.py`` prints — pure; with the records
+they are computed from (a question, what its dossier returned)."""
 
 from __future__ import annotations
 

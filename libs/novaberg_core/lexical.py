@@ -192,7 +192,7 @@ class LexicalIndex:
             norm = K1 * (1.0 - B + B * lengths / max(query.average_length, 1e-9))
         rows_of_terms: list[npt.NDArray[np.int32]] = []
         shares: list[npt.NDArray[np.float64]] = []
-        idfs: list[npt.NDArray[np.float64]] = []
+        idfs: list[float] = []
         for term, idf in zip(query.terms, query.idf, strict=True):
             rows, tf = self._postings(term, n)
             if rows.size == 0:
@@ -200,13 +200,14 @@ class LexicalIndex:
             tf64 = tf.astype(np.float64)
             rows_of_terms.append(rows)
             shares.append(idf * tf64 * (K1 + 1.0) / (tf64 + norm[rows]))
-            idfs.append(np.full(rows.size, idf))
+            idfs.append(idf)
         if not rows_of_terms:
             return np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.float64)
         rows = np.concatenate(rows_of_terms)
+        matched = np.repeat(idfs, [term_rows.size for term_rows in rows_of_terms])  # each posting's idf
         # float64 already (weights given): the casts copy nothing
         bm25 = np.bincount(rows, weights=np.concatenate(shares), minlength=n).astype(np.float64, copy=False)
-        matched_idf = np.bincount(rows, weights=np.concatenate(idfs), minlength=n).astype(np.float64, copy=False)
+        matched_idf = np.bincount(rows, weights=matched, minlength=n).astype(np.float64, copy=False)
         total = query.total_idf
         return bm25, (matched_idf / total if total > 0 else matched_idf)
 
