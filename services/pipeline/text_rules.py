@@ -7,7 +7,9 @@ reader can predict the result of every turn:
 Themes
     Words (letters only) of at least 3 characters that are no stopword (German + English list in
     ``data/stopwords.txt``) and no date word, lower-cased, ranked by frequency, ties by first
-    occurrence; at most :data:`MAX_THEMEN`. In German text (more German than English function
+    occurrence; at most :data:`MAX_THEMEN`. An English clitic counts as its host word
+    (:func:`word_of`: "I'm" → "i", "it's" → "it", "Oliver's" → "oliver"; "can't" is no word at
+    all), here and in the salience cues. In German text (more German than English function
     words) only the capitalised words — the nouns — count, when there is one.
 
 Name mentions (entity candidates)
@@ -62,6 +64,7 @@ __all__ = [
     "find_mentions",
     "salience_heuristic",
     "told_words",
+    "word_of",
 ]
 
 MAX_THEMEN = 5
@@ -152,8 +155,28 @@ _CONTRACTED_IS = frozenset("it that what here there who how where when let life 
 """Words whose ``'s`` is "is"/"us"/"has", not a possessive."""
 
 
-def _is_content_word(token: Token) -> bool:
-    return len(token.text) >= 3 and token.lower not in stopwords() and token.lower not in DATE_WORDS
+_APOSTROPHE = re.compile(r"['’]")
+_CLITICS = frozenset({"m", "re", "ve", "ll", "d", "s"})
+"""What follows the apostrophe of an English clitic: I'm, we're, I've, we'll, I'd, it's, Oliver's."""
+
+
+def word_of(token: Token) -> str:
+    """The word a token stands for in themes and cues, lower-cased: a clitic's host ("I'm" → "i",
+    "it's" → "it", "Oliver's" → "oliver"), "" for a negated auxiliary ("can't", "isn't", "don't" —
+    function words); any other token as it is."""
+    lower = token.lower
+    if "'" not in lower and "’" not in lower:
+        return lower
+    base, suffix = _APOSTROPHE.split(lower, maxsplit=1)
+    if suffix == "t" and base.endswith("n"):
+        return ""
+    return base if suffix in _CLITICS else lower
+
+
+def _content_word(token: Token) -> str:
+    """The token's word (:func:`word_of`) when it is a content word (module docstring), else ""."""
+    word = word_of(token)
+    return word if len(word) >= 3 and word not in stopwords() and word not in DATE_WORDS else ""
 
 
 def told_words(text: str, tokens: Sequence[Token]) -> int:
@@ -168,8 +191,8 @@ def told_words(text: str, tokens: Sequence[Token]) -> int:
             question = next(questions, None)
         if question is not None and question[0] <= token.start:
             continue  # a word of a question
-        if _is_content_word(token):
-            told.add(token.lower)
+        if word := _content_word(token):
+            told.add(word)
     return len(told)
 
 
@@ -179,10 +202,10 @@ def extract_themes(tokens: Sequence[Token], limit: int = MAX_THEMEN) -> list[str
     In German text, where nouns are capitalised, only capitalised words are themes when there is
     at least one (verbs and adjectives make poor themes and would reinforce unrelated entries).
     """
-    content = [t for t in tokens if _is_content_word(t)]
-    if looks_german(tokens) and any(t.capitalised for t in content):
-        content = [t for t in content if t.capitalised]
-    words = [t.lower for t in content]
+    content = [(token, word) for token in tokens if (word := _content_word(token))]
+    if looks_german(tokens) and any(token.capitalised for token, _ in content):
+        content = [(token, word) for token, word in content if token.capitalised]
+    words = [word for _, word in content]
     counts = Counter(words)
     first = {w: i for i, w in reversed(list(enumerate(words)))}
     return sorted(counts, key=lambda w: (-counts[w], first[w]))[:limit]
@@ -205,9 +228,6 @@ def _is_common_noun(tokens: Sequence[Token], index: int) -> bool:
     if index >= 2 and not prev.capitalised and prev.lower.endswith(_ADJECTIVE_ENDINGS):
         return tokens[index - 2].lower in _GERMAN_DETERMINERS
     return False
-
-
-_APOSTROPHE = re.compile(r"['’]")
 
 
 def _possessive_base(token: Token) -> Token | None:
@@ -272,7 +292,9 @@ def emotion_hits(tokens: Iterable[Token]) -> Counter[str]:
     """Plutchik sector → number of cue words (``data/emotion_lexicon.txt``)."""
     hits: Counter[str] = Counter()
     for token in tokens:
-        word = token.lower
+        word = word_of(token)
+        if not word:
+            continue
         for sector, exact, prefixes in _emotion_lexicon():
             if word in exact or word.startswith(prefixes):
                 hits[sector] += 1
@@ -342,7 +364,7 @@ def analyze_text(text: str, as_of: datetime, *, answers: bool = False) -> TextFi
     mentions = find_mentions(text, tokens)
     dated = find_dated_mention(text, as_of)
     hits = emotion_hits(tokens)
-    words = {t.lower for t in tokens}
+    words = {word_of(t) for t in tokens}
     cues = {
         "personal": bool(words & _PERSONAL),
         "emotional": bool(hits),

@@ -271,3 +271,23 @@ def test_english_sentence_starts_and_contractions_are_no_new_entities() -> None:
     assert "Wow" in found.mentions  # looked up (a known entity stays one), never created
     # A sentence-initial word that also appears mid-sentence is a name.
     assert "Melanie" in find_mentions("Melanie painted a lake. I love what Melanie paints.").candidates
+
+
+def test_english_contractions_are_no_themes_and_name_their_host() -> None:
+    """A clitic stands for its host word (docs/decisions.md "A contraction is its host word"): "I'm" is
+    first person, "it's" / "that's" / "can't" are function words, "Oliver's" is about Oliver."""
+    findings = analyze_text("I'm thrilled to adopt. It'll be tough, but that's life and I can't wait!", AS_OF)
+    assert findings.themen == ["thrilled", "adopt", "tough", "life", "wait"]
+    assert findings.cues["personal"]  # "I'm" is the first person, as "I am" would be
+    assert analyze_text("Oliver's bike isn't new.", AS_OF).themen == ["oliver", "bike", "new"]
+    # The typographic apostrophe is the same clitic; a word with an inner apostrophe stays whole.
+    curly = analyze_text("We’ve painted the O'Neill house, they’d said.", AS_OF)
+    assert curly.cues["personal"] and curly.themen == ["painted", "o'neill", "house"]
+    # Contractions alone tell nothing: below the store gate, like any turn without a content word.
+    assert analyze_text("That's it, isn't it? I'd say you're right.", AS_OF).salienz == 0.1
+
+
+def test_contractions_count_neither_as_told_words_nor_as_questions_subject() -> None:
+    text = "It's what I've done, I'm sure that's it, they'd agree, we'll see, you're right."
+    assert told_words(text, tokenize(text)) == 2  # "done", "agree"; every contraction is a function word
+    assert not has_subject("What's that?")
