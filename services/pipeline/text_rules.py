@@ -36,8 +36,8 @@ Salience (raw score in 0..1, :func:`salience_heuristic`)
     ``vergiss nicht``, ``important``, ``remember`` …; detailed: at least :data:`DETAIL_WORDS`
     distinct content words (the themes' rule, German verbs and adjectives included) outside the
     turn's questions — an account, not a reaction or a question; answer: the turn follows the other
-    speaker's question (the analyzer's caller knows the session: ``answers``), so it tells what was
-    asked for.
+    speaker's question — a turn of which any sentence ends in "?" (:func:`asks`; the analyzer's
+    caller knows the session: ``answers``), so it tells what was asked for.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ __all__ = [
     "TextFindings",
     "analyze_text",
     "answered_question",
+    "asks",
     "extract_themes",
     "find_mentions",
     "salience_heuristic",
@@ -315,10 +316,20 @@ def intentions(text: str, tokens: Sequence[Token]) -> list[str]:
     return ["information_teilen"]
 
 
+_ASKED = re.compile(r"\?+(?=[\s\"'’”»)\]]|$)")
+"""A question mark that ends a sentence (not one inside a word or a link: ``?a=1``)."""
+
+
+def asks(text: str) -> bool:
+    """Whether a turn asks the other speaker something: one of its sentences ends in "?" — the last
+    ("How was it?") or another ("What are their names? Pets bring such joy!")."""
+    return is_question(text) or _ASKED.search(text) is not None
+
+
 def answered_question(before_role: str, before_text: str, role: str) -> str:
     """The question a turn of ``role`` answers: the session's turn right before it, when the other
-    speaker asked it (its text ends in "?"); "" otherwise (the ``answer`` cue)."""
-    if not before_text or before_role == role or not is_question(before_text):
+    speaker asked in it (:func:`asks`); "" otherwise (the ``answer`` cue)."""
+    if not before_text or before_role == role or not asks(before_text):
         return ""
     return before_text
 

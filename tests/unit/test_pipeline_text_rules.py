@@ -188,6 +188,10 @@ def test_an_answer_to_the_other_speakers_question_is_a_cue() -> None:
     assert answered_question("user", asked, "user") == ""  # one's own question, asked again or continued
     assert answered_question("assistant", "We went hiking last weekend.", "user") == ""  # no question
     assert answered_question("assistant", "", "user") == ""
+    # A question before the turn's last sentence asks too; a "?" inside a link does not.
+    mid = "Ah, they're adorable! What are their names? Pets sure bring so much joy!"
+    assert answered_question("assistant", mid, "user") == mid
+    assert answered_question("assistant", "The form is at https://example.org/?form=1 now.", "user") == ""
     reply = "We walked up to the lake behind the village."
     plain = analyze_text(reply, AS_OF)
     answer = analyze_text(reply, AS_OF, answers=True)
