@@ -49,7 +49,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 
-from novaberg_core.fusion import is_question
 from services.pipeline.dates import DATE_WORDS, DatedMention, find_dated_mention
 from services.pipeline.tokens import DATA_DIR, Token, looks_german, stopwords, tokenize, word_list
 
@@ -316,14 +315,15 @@ def intentions(text: str, tokens: Sequence[Token]) -> list[str]:
     return ["information_teilen"]
 
 
-_ASKED = re.compile(r"\?+(?=[\s\"'’”»)\]]|$)")
-"""A question mark that ends a sentence (not one inside a word or a link: ``?a=1``)."""
+_ASKED = re.compile(r"\?(?=[?!\s\"'’”»)\]]|$)")
+"""A question mark that ends a sentence ("?", "?!", "?\"", "?)"), not one inside a word or a link (``?a=1``)."""
 
 
 def asks(text: str) -> bool:
     """Whether a turn asks the other speaker something: one of its sentences ends in "?" — the last
-    ("How was it?") or another ("What are their names? Pets bring such joy!")."""
-    return is_question(text) or _ASKED.search(text) is not None
+    ("How was it?", as :func:`novaberg_core.fusion.is_question` reads it) or another ("What are their
+    names? Pets bring such joy!")."""
+    return _ASKED.search(text) is not None
 
 
 def answered_question(before_role: str, before_text: str, role: str) -> str:

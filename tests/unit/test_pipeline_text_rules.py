@@ -192,6 +192,8 @@ def test_an_answer_to_the_other_speakers_question_is_a_cue() -> None:
     mid = "Ah, they're adorable! What are their names? Pets sure bring so much joy!"
     assert answered_question("assistant", mid, "user") == mid
     assert answered_question("assistant", "The form is at https://example.org/?form=1 now.", "user") == ""
+    assert answered_question("assistant", "You did what?!", "user") == "You did what?!"
+    assert answered_question("assistant", "Where to? ", "user") == "Where to? "  # as is_question reads it
     reply = "We walked up to the lake behind the village."
     plain = analyze_text(reply, AS_OF)
     answer = analyze_text(reply, AS_OF, answers=True)
