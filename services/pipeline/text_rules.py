@@ -25,11 +25,12 @@ Dated mention
 Salience (raw score in 0..1, :func:`salience_heuristic`)
     No theme word at all → 0.1 (below the 0.3 gate: not stored). Otherwise
     ``0.3 + 0.25·personal + 0.2·emotional + 0.15·entity + 0.15·dated + 0.2·importance
-    + 0.15·detailed + 0.15·answer``, capped at 1.0 and rounded to two decimals; each cue counts once
+    + 0.15·detailed + 0.4·answer``, capped at 1.0 and rounded to two decimals; each cue counts once
     (see :data:`SALIENCE_WEIGHTS`). A first-person turn with one more cue reaches the HIGH gate (0.7):
-    what a person tells of their own life, with a name, a feeling, a date, a plea to remember it, in
-    detail or when asked, is what a companion keeps (docs/decisions.md "Personal disclosures are kept",
-    "Detailed accounts are kept", "Answers are kept").
+    what a person tells of their own life, with a name, a feeling, a date, a plea to remember it or in
+    detail, is what a companion keeps; an answer to the other speaker's question reaches it by itself,
+    as what was asked for is kept (docs/decisions.md "Personal disclosures are kept", "Detailed accounts
+    are kept", "Answers are kept", "An answer is kept by itself").
     personal: a first-person word; emotional: a word of ``data/emotion_lexicon.txt``; entity: a
     name candidate, or a mention the pair registered as an entity (the analyzer decides the
     latter after its lookup); dated: a dated mention; importance: ``wichtig``, ``merk dir``,
@@ -82,7 +83,7 @@ SALIENCE_WEIGHTS: dict[str, float] = {
     "dated": 0.15,
     "importance": 0.2,
     "detailed": 0.15,
-    "answer": 0.15,
+    "answer": 0.4,
 }
 """Additive cues of the salience heuristic (module docstring)."""
 

@@ -335,9 +335,9 @@ async def test_relative_dates_count_on_the_pairs_calendar(clients: Clients) -> N
 
 
 async def test_a_turn_that_answers_the_other_speakers_question_is_kept_as_asked_for(clients: Clients) -> None:
-    """The offline analyzer's ``answer`` cue (+0.15) from the session's turn before, the batch's order and
+    """The offline analyzer's ``answer`` cue (+0.4, HIGH by itself) from the session's turn before, the batch's order and
     Dispatch's user prompt; a session expired in turn time (4 h idle) holds no question any more."""
-    reply = "We walked up to the lake behind the village."  # personal alone: 0.55, MID
+    reply = "Up to the lake behind the village."  # no cue alone: 0.3, MINIMUM
     question = "Where did you and Anna go hiking?"
     pair = common_pb2.Pair(user_id="e2e-antwort", character_id="nova")
     t0 = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
@@ -347,13 +347,13 @@ async def test_a_turn_that_answers_the_other_speakers_question_is_kept_as_asked_
             pair=pair, turn_id=turn_id, beobachter=beobachter, text=text, as_of=to_timestamp(at)))  # fmt: skip
 
     alone = await observe("antwort-0", USER, reply, t0)
-    assert (alone.analysis.salience.salienz, alone.kzg.tier) == (pytest.approx(0.55), kzg_pb2.TIER_MID)
+    assert (alone.analysis.salience.salienz, alone.kzg.tier) == (pytest.approx(0.3), kzg_pb2.TIER_MINIMUM)
     await observe("antwort-1", ASSISTANT, question, t0 + timedelta(minutes=1))
     answered = await observe("antwort-2", USER, reply, t0 + timedelta(minutes=2))
     assert (answered.analysis.salience.salienz, answered.kzg.tier) == (pytest.approx(0.7), kzg_pb2.TIER_HIGH)
     await observe("antwort-3", ASSISTANT, question, t0 + timedelta(minutes=3))
     late = await observe("antwort-4", USER, reply, t0 + timedelta(minutes=3, hours=5))
-    assert late.analysis.salience.salienz == pytest.approx(0.55)  # the session had expired: a new one
+    assert late.analysis.salience.salienz == pytest.approx(0.3)  # the session had expired: a new one
 
     batch = await clients.pipeline.ObserveTurns(pipeline_pb2.ObserveTurnsRequest(
         pair=common_pb2.Pair(user_id="e2e-antwort-batch", character_id="nova"),
@@ -361,8 +361,8 @@ async def test_a_turn_that_answers_the_other_speakers_question_is_kept_as_asked_
                                          as_of=to_timestamp(t0 + timedelta(minutes=i)))
                for i, (who, text) in enumerate([(USER, reply), (ASSISTANT, question), (USER, reply), (USER, reply)])],
     ))  # fmt: skip
-    assert [r.analysis.salience.salienz for r in batch.results][::2] == [pytest.approx(0.55), pytest.approx(0.7)]
-    assert batch.results[3].analysis.salience.salienz == pytest.approx(0.55)  # follows the user's own turn
+    assert [r.analysis.salience.salienz for r in batch.results][::2] == [pytest.approx(0.3), pytest.approx(0.7)]
+    assert batch.results[3].analysis.salience.salienz == pytest.approx(0.3)  # follows the user's own turn
 
     dispatched = await clients.pipeline.Dispatch(pipeline_pb2.DispatchRequest(
         pair=common_pb2.Pair(user_id="e2e-antwort-dispatch", character_id="nova"), turn_id="antwort-d",

@@ -194,11 +194,13 @@ def test_an_answer_to_the_other_speakers_question_is_a_cue() -> None:
     assert answered_question("assistant", "The form is at https://example.org/?form=1 now.", "user") == ""
     assert answered_question("assistant", "You did what?!", "user") == "You did what?!"
     assert answered_question("assistant", "Where to? ", "user") == "Where to? "  # as is_question reads it
-    reply = "We walked up to the lake behind the village."
+    reply = "Up to the lake behind the village."
     plain = analyze_text(reply, AS_OF)
     answer = analyze_text(reply, AS_OF, answers=True)
     assert not plain.cues["answer"] and answer.cues["answer"]
-    assert (plain.salienz, answer.salienz) == (0.55, 0.7)  # personal 0.55; answering what was asked: HIGH
+    assert (plain.salienz, answer.salienz) == (0.3, 0.7)  # no cue: 0.3; answering what was asked: HIGH by itself
+    told = "We walked up to the lake behind the village."
+    assert (analyze_text(told, AS_OF).salienz, analyze_text(told, AS_OF, answers=True).salienz) == (0.55, 0.95)
     assert analyze_text("ok", AS_OF, answers=True).salienz == 0.1  # nothing told: below the gate all the same
 
 
