@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -71,9 +71,13 @@ async def _conversation(clients: Clients, pair: common_pb2.Pair) -> None:
     await eventually(lambda: _nodes(clients, pair), lambda nodes: len(nodes) >= 2, what=f"nodes of {pair}")
     dossier = await clients.pipeline.BuildDossier(pipeline_pb2.BuildDossierRequest(
         pair=pair, turn_id=f"{pair.character_id}-q", query_text=QUESTION))  # fmt: skip
+    # The answer's salience is given (MID): it stays a KZG entry, never queued, so the pair has memories in
+    # both layers whatever Pixie does meanwhile (the offline rules would keep an answer at HIGH).
     await clients.pipeline.Dispatch(pipeline_pb2.DispatchRequest(
         pair=pair, turn_id=f"{pair.character_id}-q", user_prompt=QUESTION, answer_text=ANSWER, cluster="bier",
-        served_node_ids=list(dossier.served_node_ids), user_emotion_json='{"emotion": "freude"}'))  # fmt: skip
+        served_node_ids=list(dossier.served_node_ids), user_emotion_json='{"emotion": "freude"}',
+        answer_analysis=pipeline_pb2.TurnAnalysis(salience=common_pb2.SalienceResult(
+            salienz=0.6, themen=["birthday", "cake"], gedaechtnistyp="semantisch", dimension="beziehungen"))))  # fmt: skip
     await eventually(
         lambda: clients.log.Query(log_pb2.QueryRequest(pair=pair, art="turn_roh")), lambda r: len(r.records) == 1,
         what=f"turn_roh of {pair}",
@@ -197,14 +201,30 @@ async def pixie_store(stack: Stack) -> AsyncIterator[PixieStore]:
         await store.close()
 
 
+@pytest.fixture
+async def pause(clients: Clients) -> AsyncIterator[Callable[..., Awaitable[None]]]:
+    """Pauses Pixie's tasks for the test and resumes them after it, passed or failed (the stack is shared)."""
+    paused: list[str] = []
+
+    async def pause_tasks(*tasks: str) -> None:
+        for task in tasks:
+            await clients.pixie.PauseTask(pixie_pb2.PauseTaskRequest(task=task))
+            paused.append(task)
+        await asyncio.sleep(2.5)  # the worker sees the pause within a second, after its current read
+
+    try:
+        yield pause_tasks
+    finally:
+        for task in paused:
+            await clients.pixie.ResumeTask(pixie_pb2.ResumeTaskRequest(task=task))
+
+
 async def test_erasure_leaves_nothing_of_the_pair_in_any_store_and_the_other_pair_untouched(
-    stack: Stack, clients: Clients, pixie_store: PixieStore
+    stack: Stack, clients: Clients, pixie_store: PixieStore, pause: Callable[..., Awaitable[None]]
 ) -> None:
     for pair in (ERASE, ERASE_SECOND, KEEP):
         await _conversation(clients, pair)
-    for task in ("synapsen_promotion", "synapsen_decay"):  # nothing in the background moves the stores
-        await clients.pixie.PauseTask(pixie_pb2.PauseTaskRequest(task=task))
-    await asyncio.sleep(2.5)  # the worker sees the pause within a second, after its current read
+    await pause("synapsen_promotion", "synapsen_decay")  # nothing in the background moves the stores
     queued = {p.character_id: await _queued_entry(clients, p) for p in (ERASE, KEEP)}
     for pair in (ERASE, KEEP):  # a parked job and a failing one, as the worker records them
         ref = JobRef(f"1-{len(pair.user_id)}", queued[pair.character_id], "later", pair.user_id, pair.character_id)
@@ -269,8 +289,6 @@ async def test_erasure_leaves_nothing_of_the_pair_in_any_store_and_the_other_pai
     assert _diff(await _pair_fingerprint(stack, KEEP), keep_before) == []
     receipts = (await clients.pixie.ListErasures(pixie_pb2.ListErasuresRequest())).erasures
     assert [(r.scope, r.state) for r in receipts][:2] == [("user", "done"), ("pair", "done")]
-    for task in ("synapsen_promotion", "synapsen_decay"):
-        await clients.pixie.ResumeTask(pixie_pb2.ResumeTaskRequest(task=task))
 
 
 async def _memories(clients: Clients, pair: common_pb2.Pair) -> dict[str, Any]:
