@@ -201,8 +201,12 @@ async def pixie_store(stack: Stack) -> AsyncIterator[PixieStore]:
         await store.close()
 
 
+Pause = Callable[..., Awaitable[None]]
+"""``await pause("synapsen_promotion", …)``: the named Pixie tasks paused until the test ends."""
+
+
 @pytest.fixture
-async def pause(clients: Clients) -> AsyncIterator[Callable[..., Awaitable[None]]]:
+async def pause(clients: Clients) -> AsyncIterator[Pause]:
     """Pauses Pixie's tasks for the test and resumes them after it, passed or failed (the stack is shared)."""
     paused: list[str] = []
 
@@ -220,7 +224,7 @@ async def pause(clients: Clients) -> AsyncIterator[Callable[..., Awaitable[None]
 
 
 async def test_erasure_leaves_nothing_of_the_pair_in_any_store_and_the_other_pair_untouched(
-    stack: Stack, clients: Clients, pixie_store: PixieStore, pause: Callable[..., Awaitable[None]]
+    stack: Stack, clients: Clients, pixie_store: PixieStore, pause: Pause
 ) -> None:
     for pair in (ERASE, ERASE_SECOND, KEEP):
         await _conversation(clients, pair)
@@ -314,36 +318,32 @@ async def _memories(clients: Clients, pair: common_pb2.Pair) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def test_export_erase_import_restores_the_same_memories(clients: Clients) -> None:
+async def test_export_erase_import_restores_the_same_memories(clients: Clients, pause: Pause) -> None:
     await _conversation(clients, ROUND_TRIP)
-    await clients.pixie.PauseTask(pixie_pb2.PauseTaskRequest(task="synapsen_promotion"))
-    await asyncio.sleep(2.5)  # the worker sees the pause within a second, after its current read
-    try:
-        await _queued_entry(clients, ROUND_TRIP)
-        before = await _memories(clients, ROUND_TRIP)
-        assert len(before["nodes"]) >= 2 and len(before["edges"]) >= 2
-        assert before["profile"] == [("Maria Eder", "Nova", "en")]
-        lines = [line async for chunk in clients.pixie.ExportPair(pixie_pb2.ExportPairRequest(pair=ROUND_TRIP))
-                 for line in chunk.lines]  # fmt: skip
-        header = json.loads(lines[0])
-        assert header["schema"] == "novaberg.export/1" and header["counts"]["node"] == len(before["nodes"])
-        assert {json.loads(line)["type"] for line in lines[1:]} == {"entity", "timeline", "node", "edge", "kzg_entry",
-                                                                    "session", "profile"}  # fmt: skip
-        await clients.pixie.ErasePair(pixie_pb2.ErasePairRequest(pair=ROUND_TRIP, reason="round trip"))
-        erased = await _memories(clients, ROUND_TRIP)
-        assert erased["nodes"] == [] and erased["profile"] == []
+    await pause("synapsen_promotion")
+    await _queued_entry(clients, ROUND_TRIP)
+    before = await _memories(clients, ROUND_TRIP)
+    assert len(before["nodes"]) >= 2 and len(before["edges"]) >= 2
+    assert before["profile"] == [("Maria Eder", "Nova", "en")]
+    lines = [line async for chunk in clients.pixie.ExportPair(pixie_pb2.ExportPairRequest(pair=ROUND_TRIP))
+             for line in chunk.lines]  # fmt: skip
+    header = json.loads(lines[0])
+    assert header["schema"] == "novaberg.export/1" and header["counts"]["node"] == len(before["nodes"])
+    assert {json.loads(line)["type"] for line in lines[1:]} == {"entity", "timeline", "node", "edge", "kzg_entry",
+                                                                "session", "profile"}  # fmt: skip
+    await clients.pixie.ErasePair(pixie_pb2.ErasePairRequest(pair=ROUND_TRIP, reason="round trip"))
+    erased = await _memories(clients, ROUND_TRIP)
+    assert erased["nodes"] == [] and erased["profile"] == []
 
-        async def requests() -> AsyncIterator[pixie_pb2.ImportPairRequest]:
-            yield pixie_pb2.ImportPairRequest(pair=ROUND_TRIP)
-            for start in range(0, len(lines), 3):
-                yield pixie_pb2.ImportPairRequest(lines=lines[start : start + 3])
+    async def requests() -> AsyncIterator[pixie_pb2.ImportPairRequest]:
+        yield pixie_pb2.ImportPairRequest(pair=ROUND_TRIP)
+        for start in range(0, len(lines), 3):
+            yield pixie_pb2.ImportPairRequest(lines=lines[start : start + 3])
 
-        imported = await clients.pixie.ImportPair(requests())
-        assert imported.counts["nodes"] == len(before["nodes"]) and imported.counts["kzg_queued"] == 1
-        assert imported.counts["profile"] == 1
-        assert await _memories(clients, ROUND_TRIP) == before
-    finally:
-        await clients.pixie.ResumeTask(pixie_pb2.ResumeTaskRequest(task="synapsen_promotion"))
+    imported = await clients.pixie.ImportPair(requests())
+    assert imported.counts["nodes"] == len(before["nodes"]) and imported.counts["kzg_queued"] == 1
+    assert imported.counts["profile"] == 1
+    assert await _memories(clients, ROUND_TRIP) == before
     # The restored memories work as before: the question finds the birthday.
     dossier = await clients.pipeline.BuildDossier(pipeline_pb2.BuildDossierRequest(
         pair=ROUND_TRIP, turn_id="rt-after", query_text=QUESTION))  # fmt: skip
