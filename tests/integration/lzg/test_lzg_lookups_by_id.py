@@ -1,13 +1,16 @@
-"""A read looks up the memories it names by id, whatever the planner believes of the pair (SPEC §5.8, §11).
+"""Reads and Trigger 2 look nodes up by id, whatever the planner believes of the pair (SPEC §5.5, §5.8, §11).
 
 The spreading read's shells and the recall list's details read nodes "as of" an instant through the
 inlined SQL function ``knoten_am`` (migration 011). Unfenced, the planner was free to join the pair's
 whole node list instead of looking up each id: on a LoCoMo pair of ~430 nodes the shell's custom plan
 hashed all 367 of its memories, planned anew on every call; a generic plan does so whenever the
 table's average pair looks small, and then reads a large pair's every node on every read (here, before
-the fence: the details' generic plan read all 408 nodes of the pair for 5 ids). Here a pair of ~400
-nodes sits among 40 small pairs; under either plan the rows read from ``lzg_knoten`` must stay within
-the ids and edges asked about (docs/decisions.md "A node reached is looked up by its id").
+the fence: the details' generic plan read all 408 nodes of the pair for 5 ids). Trigger 2 (migration
+004) had the same flaw the other way round: its generic plan hashed every node of the table, so each
+call was planned anew (migration 017). Here a pair of ~400 nodes sits among 40 small pairs; under
+either plan the rows read from ``lzg_knoten`` must stay within the ids and edges asked about
+(docs/decisions.md "A node reached is looked up by its id", "Trigger 2 and the reinforcement are
+planned once").
 """
 
 from __future__ import annotations
@@ -80,9 +83,8 @@ async def _explained(conn: Any, mode: str, name: str, types: str, query: str, ar
     return _rows_read_from(json.loads(raw) if isinstance(raw, str) else raw, "lzg_knoten")
 
 
-async def test_the_read_looks_up_the_nodes_it_reaches_not_the_pairs_node_list(
-    engine: LzgEngine, provider: TableProvider, store: LzgStore
-) -> None:
+async def _garden_among_many_pairs(engine: LzgEngine, provider: TableProvider, store: LzgStore) -> list[int]:
+    """Eight connected nodes of PAIR, 400 more without edges, 40 pairs of 10 beside it; analysed."""
     rng = np.random.default_rng(20261206)
     graph: list[int] = []
     for i in range(8):  # one theme: every two of them are connected
@@ -103,12 +105,21 @@ async def test_the_read_looks_up_the_nodes_it_reaches_not_the_pairs_node_list(
         pair_nodes = await conn.fetchval(
             "SELECT count(*) FROM lzg.lzg_knoten WHERE user_id = $1 AND character_id = $2", *PAIR
         )
-        frontier = graph[:3]
+    assert pair_nodes == 408
+    return graph
+
+
+async def test_the_read_looks_up_the_nodes_it_reaches_not_the_pairs_node_list(
+    engine: LzgEngine, provider: TableProvider, store: LzgStore
+) -> None:
+    graph = await _garden_among_many_pairs(engine, provider, store)
+    frontier = graph[:3]
+    async with store.pool.acquire() as conn:
         rank_rows = await conn.fetchval(
             "SELECT count(*) FROM lzg.lzg_kanten_rang WHERE knoten_x_id = ANY($1::int[]) OR knoten_y_id = ANY($1::int[])",
             frontier,
         )
-    assert pair_nodes == 408 and 0 < rank_rows <= 3 * 7
+    assert 0 < rank_rows <= 3 * 7
     as_of = (AS_OF, LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT)
     async with store.reader() as conn:
         for mode in PLAN_MODES:
@@ -122,3 +133,27 @@ async def test_the_read_looks_up_the_nodes_it_reaches_not_the_pairs_node_list(
                 store.q["shell"].rstrip().rstrip(";"), ([0, 1, 2], frontier, [0, 0, 0], 3, *PAIR, *as_of),
             )  # fmt: skip
             assert shell <= rank_rows, (mode, shell, rank_rows)
+
+
+async def test_trigger2_looks_up_the_anchors_of_each_edge_not_every_node(
+    engine: LzgEngine, provider: TableProvider, store: LzgStore
+) -> None:
+    graph = await _garden_among_many_pairs(engine, provider, store)
+    async with store.pool.acquire() as conn:
+        body, config = await conn.fetchrow(
+            "SELECT prosrc, proconfig FROM pg_proc WHERE proname = 'kanten_neu_berechnen'"
+        )
+        assert "plan_cache_mode=force_generic_plan" in config  # the plan explained below is the one it runs
+        edges = await conn.fetchval(
+            "SELECT count(*) FROM lzg.lzg_kanten WHERE knoten_a_id = $1 OR knoten_b_id = $1", graph[0]
+        )
+        statement = body.replace("p_knoten", "$1").replace("p_schwelle", "$2").strip().rstrip(";")
+        transaction = conn.transaction()
+        await transaction.start()  # EXPLAIN ANALYZE runs the updates: rolled back below
+        try:
+            read = await _explained(
+                conn, "force_generic_plan", "trigger2", "int[], float8", statement, ([graph[0]], 0.55)
+            )
+        finally:
+            await transaction.rollback()
+    assert 0 < edges and read <= 2 * edges, (read, edges)  # both anchors of each edge, nothing more
