@@ -49,7 +49,7 @@ async def _bulk_nodes(conn: Any, user_id: str, character_id: str, count: int, ta
 
 
 def _literal(value: Any) -> str:
-    """A SQL literal of an argument of the two reads (id lists, ids, names, the instant, rates)."""
+    """A SQL literal of an argument of the statements explained here (id lists, ids, names, instants, numbers)."""
     if isinstance(value, list):
         return f"'{{{','.join(str(int(v)) for v in value)}}}'"
     if isinstance(value, str):
