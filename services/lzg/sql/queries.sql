@@ -111,13 +111,13 @@ SELECT
     (SELECT count(*) FROM timeline WHERE user_id = $1 AND character_id = $2) AS timelines;
 
 -- name: recall_details
--- Memories of the pair as they were at $4 (SPEC §11, migration 011 ``knoten_am``: made by then,
+-- Memories of the pair as they were at $4 (SPEC §11, ``knoten_am`` of migrations 011 and 017 — each
+-- id looked up by itself: made by then,
 -- active, the weight SPEC §5.7's decay gives them at $4 at least $6; $5 the decay rate per day).
--- Ids missing here are not memories of the pair at $4. Each id is looked up on its own
--- (``OFFSET 0`` keeps the inlined knoten_am a per-id lookup): see "shell" below.
+-- Ids missing here are not memories of the pair at $4.
 SELECT n.*
 FROM unnest($1::int[]) AS i(id)
-CROSS JOIN LATERAL (SELECT * FROM knoten_am(i.id, $2, $3, $4, $5, $6) OFFSET 0) AS n;
+CROSS JOIN LATERAL knoten_am(i.id, $2, $3, $4, $5, $6) AS n;
 
 -- name: entity_candidates
 -- Memories of the pair carrying one of the entities a question names (GIN on entitaet_ids).
@@ -191,14 +191,10 @@ SELECT (SELECT count(*) FROM decayed) AS decayed,
 -- name: shell
 -- One shell of the spreading read (SPEC §5.8 step 3): for each frontier item the top K outgoing
 -- edges by gewicht_absolut, not back to the node it came from, the target a memory of the pair as
--- of $7 (migration 011 ``knoten_am``: weight at $7 per SPEC §5.7 at least $9; $8 the decay rate).
+-- of $7 (``knoten_am`` of migrations 011 and 017, a lookup by id: weight at $7 per SPEC §5.7 at least
+-- $9; $8 the decay rate).
 -- A node's outgoing edges are its rank rows under x (x→y) and under y (y→x), each branch in index
 -- order; the K best of both branches are the K best of all (migration 003).
--- ``OFFSET 0`` fences the inlined knoten_am, so every reached node is looked up by its id whatever
--- the planner believes of the pair's size. Unfenced, a custom plan per call (~1 ms of planning on this
--- machine) joined a small pair's whole node list by hash, and a generic plan, whose estimate for
--- "the pair's nodes" is the table's average pair, can scan a large pair's nodes for every read
--- (docs/decisions.md "A node reached is looked up by its id").
 SELECT f.ord, x.kante_id, x.knoten_b_id, e.verbindungs_gruende, e.geteilte_entitaet_ids, e.geteilte_themen,
        x.inhalt, x.themen, x.entitaet_ids, x.emotion, x.erstellt_am, x.gewicht_decay, x.beobachter,
        x.sprecher, x.quell_turn_id, x.kzg_quell_key, x.kzg_erstellt_am, x.antwort_auf
@@ -206,12 +202,12 @@ FROM unnest($1::int[], $2::int[], $3::int[]) AS f(ord, src, pred)
 CROSS JOIN LATERAL (
     SELECT beide.* FROM (
         (SELECT r.kante_xy_id AS kante_id, r.knoten_y_id AS knoten_b_id, r.gewicht_xy AS gewicht_absolut, n.*
-         FROM lzg_kanten_rang AS r CROSS JOIN LATERAL (SELECT * FROM knoten_am(r.knoten_y_id, $5, $6, $7, $8, $9) OFFSET 0) AS n
+         FROM lzg_kanten_rang AS r CROSS JOIN LATERAL knoten_am(r.knoten_y_id, $5, $6, $7, $8, $9) AS n
          WHERE r.knoten_x_id = f.src AND r.knoten_y_id <> f.pred
          ORDER BY r.gewicht_xy DESC, r.kante_xy_id LIMIT $4)
         UNION ALL
         (SELECT r.kante_yx_id, r.knoten_x_id, r.gewicht_yx, n.*
-         FROM lzg_kanten_rang AS r CROSS JOIN LATERAL (SELECT * FROM knoten_am(r.knoten_x_id, $5, $6, $7, $8, $9) OFFSET 0) AS n
+         FROM lzg_kanten_rang AS r CROSS JOIN LATERAL knoten_am(r.knoten_x_id, $5, $6, $7, $8, $9) AS n
          WHERE r.knoten_y_id = f.src AND r.knoten_x_id <> f.pred
          ORDER BY r.gewicht_yx DESC, r.kante_yx_id LIMIT $4)
     ) AS beide

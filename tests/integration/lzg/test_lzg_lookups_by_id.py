@@ -1,13 +1,13 @@
 """Reads and Trigger 2 look nodes up by id, whatever the planner believes of the pair (SPEC §5.5, §5.8, §11).
 
 The spreading read's shells and the recall list's details read nodes "as of" an instant through the
-inlined SQL function ``knoten_am`` (migration 011). Unfenced, the planner was free to join the pair's
-whole node list instead of looking up each id: on a LoCoMo pair of ~430 nodes the shell's custom plan
-hashed all 367 of its memories, planned anew on every call; a generic plan does so whenever the
-table's average pair looks small, and then reads a large pair's every node on every read (here, before
-the fence: the details' generic plan read all 408 nodes of the pair for 5 ids). Trigger 2 (migration
-004) had the same flaw the other way round: its generic plan hashed every node of the table, so each
-call was planned anew (migration 017). Here a pair of ~400 nodes sits among 40 small pairs; under
+inlined SQL function ``knoten_am``. Before migration 017 fenced its body, the planner was free to join
+the pair's whole node list instead of looking up each id: on a LoCoMo pair of ~430 nodes the shell's
+custom plan hashed all 367 of its memories, planned anew on every call; a generic plan does so whenever
+the table's average pair looks small, and then reads a large pair's every node on every read (here,
+before the fence: the details' generic plan read all 408 nodes of the pair for 5 ids). Trigger 2
+(migration 004) had the same flaw the other way round: its generic plan hashed every node of the
+table, so each call was planned anew. Here a pair of ~400 nodes sits among 40 small pairs; under
 either plan the rows read from ``lzg_knoten`` must stay within the ids and edges asked about
 (docs/decisions.md "A node reached is looked up by its id", "Trigger 2 and the reinforcement are
 planned once").

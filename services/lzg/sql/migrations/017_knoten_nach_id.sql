@@ -1,5 +1,33 @@
--- Trigger 2 planned once (SPEC §5.5; docs/decisions.md "Trigger 2 and the reinforcement are planned once").
+-- Nodes looked up by id, each statement planned once (SPEC §5.5, §5.8, §11; docs/decisions.md
+-- "A node reached is looked up by its id", "Trigger 2 and the reinforcement are planned once").
 --
+-- knoten_am (migrations 011, 016) is inlined into the statements that call it. Inlined into a join
+-- (the shells and the recall details in queries.sql), its conditions gave the planner the choice to
+-- join the pair's whole node list instead of looking the one id up, and it took it: on a LoCoMo pair
+-- of ~430 nodes the shell's custom plan hashed all 367 of the pair's memories, planned anew on every
+-- call (0.98 ms planning), because its generic plan looked dearer; where the table's average pair is
+-- small, the generic plan reads a large pair's every node on every read. ``OFFSET 0`` in the body
+-- keeps the function inlined (its conditions still reach the index) but a lookup of its id, at
+-- every call site.
+CREATE OR REPLACE FUNCTION knoten_am(
+    p_id integer, p_user text, p_character text, p_am timestamptz, p_rate float8, p_minimum float8
+) RETURNS TABLE (
+    id integer, inhalt text, themen text[], entitaet_ids integer[], emotion text, erstellt_am timestamptz,
+    beobachter varchar, sprecher text, quell_turn_id text, kzg_quell_key text, kzg_erstellt_am timestamptz,
+    gewicht_decay float8, antwort_auf text
+)
+    LANGUAGE sql STABLE PARALLEL SAFE
+    AS $$
+    SELECT n.id, n.inhalt, n.themen, n.entitaet_ids, n.emotion, n.erstellt_am, n.beobachter, n.sprecher,
+           n.quell_turn_id, n.kzg_quell_key, n.kzg_erstellt_am, w.gewicht_jetzt, n.antwort_auf
+    FROM lzg_knoten AS n
+    CROSS JOIN LATERAL (SELECT LEAST(n.gewicht_absolut,
+                                     knoten_verfall(n.gewicht_decay, n.decay_am, p_am, p_rate)) AS gewicht_jetzt) AS w
+    WHERE n.id = p_id AND n.aktiv AND n.user_id = p_user AND n.character_id = p_character
+      AND n.kzg_erstellt_am <= p_am AND w.gewicht_jetzt >= p_minimum
+    OFFSET 0
+    $$;
+
 -- kanten_neu_berechnen (migration 004) was planned anew on every call: PostgreSQL's generic plan of
 -- its statement, not knowing how many nodes p_knoten holds, hashed every node of the table twice
 -- (both anchors of each edge), so the plan cache kept a custom plan and planned it per call —
