@@ -56,6 +56,11 @@ class ModelMismatch(FailedPrecondition):
     """A store was filled by another embedding model than the one configured (SPEC §2)."""
 
 
+class MigrationMismatch(FailedPrecondition):
+    """A store's applied migrations differ from this build's files (novaberg_core.migrations): a file
+    was changed, renamed or removed after it was applied. The store does not open."""
+
+
 class Unavailable(NovabergError):
     """A dependency (store, other service, model server) cannot be reached; the call may be retried."""
 

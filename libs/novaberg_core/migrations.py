@@ -1,9 +1,14 @@
 """Ordered SQL migrations and named queries (STYLE rule 4, after procrastinate).
 
 Migrations are files ``NNN_description.sql`` applied in numeric order, each in its own
-transaction, recorded in ``<schema>.schema_migrations``; an advisory lock makes concurrent
-replicas wait instead of racing. A file may use ``{{name}}`` placeholders (e.g. the vector
-dimension) that the caller fills in — values are validated integers/identifiers, never user input.
+transaction, recorded in ``<schema>.schema_migrations`` with its file name and checksum; an
+advisory lock makes concurrent replicas wait instead of racing. A file may use ``{{name}}``
+placeholders (e.g. the vector dimension) that the caller fills in — values are validated
+integers/identifiers, never user input.
+
+An applied migration never changes: before applying anything, the recorded ones are checked
+against the files (:func:`check_applied`), and a store whose history differs from this build's
+refuses to open (docs/decisions.md "An applied migration never changes").
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import asyncpg
+
+from novaberg_core.errors import MigrationMismatch
 
 _MIGRATION_FILE = re.compile(r"^(\d{3,})_[a-z0-9_]+\.sql$")
 _QUERY_HEADER = re.compile(r"^--\s*name:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$", re.MULTILINE)
@@ -31,6 +38,46 @@ def migration_files(migrations_dir: Path) -> list[tuple[int, Path]]:
     if len(versions) != len(set(versions)):
         raise ValueError(f"duplicate migration versions in {migrations_dir}")
     return found
+
+
+def file_checksum(path: Path) -> str:
+    """SHA-256 of a migration file as written (before its placeholders are filled), hex."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def check_applied(
+    applied: Mapping[int, tuple[str, str | None]], files: list[tuple[int, Path]], schema: str
+) -> list[int]:
+    """Compare the recorded migrations (version → file name, checksum) with this build's ``files``.
+
+    Returns the versions recorded without a checksum (applied before checksums were kept) whose
+    file still has the recorded name: their checksum is taken from the file as it is now. Raises
+    :class:`MigrationMismatch` naming every difference: a recorded migration whose file is gone
+    (unless it is newer than every file: a replica of an older build beside a store a newer one
+    has migrated, as Flyway ignores "future" migrations), renamed, or changed.
+    """
+    by_version = dict(files)
+    newest = max(by_version, default=0)
+    unchecked: list[int] = []
+    problems: list[str] = []
+    for version, (name, checksum) in sorted(applied.items()):
+        path = by_version.get(version)
+        if path is None:
+            if version <= newest:
+                problems.append(f"{name} was applied and has no file any more")
+        elif path.name != name:
+            problems.append(f"migration {version} was applied as {name}, its file is now {path.name}")
+        elif checksum is None:
+            unchecked.append(version)
+        elif checksum != file_checksum(path):
+            problems.append(f"{name} was changed after it was applied")
+    if problems:
+        raise MigrationMismatch(
+            f"schema {schema} was migrated by other files than this build's: {'; '.join(problems)}. "
+            "An applied migration must never change: restore the file as it was applied and put the "
+            "change into a new migration (a throwaway store may instead be dropped and created anew)"
+        )
+    return unchecked
 
 
 def render(sql: str, params: Mapping[str, str | int]) -> str:
@@ -59,21 +106,34 @@ async def apply_migrations(
             await conn.execute(
                 f"CREATE TABLE IF NOT EXISTS {schema}.schema_migrations ("
                 " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-                " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+                " applied_at TIMESTAMPTZ NOT NULL DEFAULT now(), checksum TEXT)"
             )
-            done = {r["version"] for r in await conn.fetch(f"SELECT version FROM {schema}.schema_migrations")}
-            for version, path in migration_files(migrations_dir):
-                if version in done:
+            # A store migrated before checksums were kept gains the column; its rows are checked by name.
+            await conn.execute(
+                f"ALTER TABLE {schema}.schema_migrations ADD COLUMN IF NOT EXISTS checksum TEXT"
+            )
+            files = migration_files(migrations_dir)
+            applied = {
+                r["version"]: (r["name"], r["checksum"])
+                for r in await conn.fetch(f"SELECT version, name, checksum FROM {schema}.schema_migrations")
+            }
+            by_version = dict(files)
+            for version in check_applied(applied, files, schema):
+                await conn.execute(
+                    f"UPDATE {schema}.schema_migrations SET checksum = $2 WHERE version = $1",
+                    version, file_checksum(by_version[version]),
+                )  # fmt: skip
+            for version, path in files:
+                if version in applied:
                     continue
                 sql = render(path.read_text(encoding="utf-8"), params or {})
                 async with conn.transaction():
                     await conn.execute(f"SET LOCAL search_path = {schema}, public")
                     await conn.execute(sql)
                     await conn.execute(
-                        f"INSERT INTO {schema}.schema_migrations (version, name) VALUES ($1, $2)",
-                        version,
-                        path.name,
-                    )
+                        f"INSERT INTO {schema}.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                        version, path.name, file_checksum(path),
+                    )  # fmt: skip
                 applied_now.append(version)
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", lock_key)
