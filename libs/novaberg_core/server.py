@@ -42,7 +42,7 @@ from opentelemetry.instrumentation.grpc import aio_client_interceptors, aio_serv
 from novaberg_core.authz import server_security
 from novaberg_core.config import CommonConfig
 from novaberg_core.env import ConfigError, env_choice
-from novaberg_core.errors import Unavailable
+from novaberg_core.errors import NovabergError, Unavailable
 from novaberg_core.lifecycle import die_with_parent
 from novaberg_core.load_shedding import ConcurrencyLimitInterceptor
 from novaberg_core.metrics import flush_metrics, setup_metrics
@@ -366,7 +366,9 @@ def run_service(main: Callable[[], Awaitable[None]], *, log_level: str = "INFO")
     hand every call's completion through the loop, and uvloop's loop costs less per hand-off
     (turn benchmark: memory time p50 −0.6 to −1.5 ms per turn, ~0.6 ms less CPU per service and
     turn; docs/decisions.md). A :class:`ConfigError` ends the process with exit code 2 and
-    the message alone (it names the variable); Ctrl-C before the server is up exits 130 without
+    the message alone (it names the variable); a domain error that ends ``main`` (a store that
+    refuses to open: another model's vectors, a changed migration, no answer) exits 1 with its
+    message alone, which says what to change; Ctrl-C before the server is up exits 130 without
     a traceback.
     """
     configure_logging(log_level)
@@ -383,6 +385,9 @@ def run_service(main: Callable[[], Awaitable[None]], *, log_level: str = "INFO")
     except ConfigError as error:
         _LOG.error("configuration error: %s", error)
         sys.exit(2)
+    except NovabergError as error:
+        _LOG.error("cannot start: %s", error)
+        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
 

@@ -74,6 +74,22 @@ def test_config_error_exits_2_naming_the_variable() -> None:
     assert "Traceback" not in out
 
 
+def test_a_store_that_refuses_to_open_exits_1_with_its_message_alone(tmp_path: Path) -> None:
+    script = tmp_path / "refused.py"
+    script.write_text(
+        "from novaberg_core.errors import MigrationMismatch\n"
+        "from novaberg_core.server import run_service\n"
+        "async def main():\n"
+        "    raise MigrationMismatch('schema lzg was migrated by other files than this build')\n"
+        "run_service(main)\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "cannot start: schema lzg was migrated by other files than this build" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_a_service_process_runs_on_the_configured_event_loop(tmp_path: Path) -> None:
     script = tmp_path / "probe.py"
     script.write_text(
