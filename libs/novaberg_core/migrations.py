@@ -47,18 +47,18 @@ def file_checksum(path: Path) -> str:
 
 def check_applied(
     applied: Mapping[int, tuple[str, str | None]], files: list[tuple[int, Path]], schema: str
-) -> list[int]:
+) -> dict[int, str]:
     """Compare the recorded migrations (version → file name, checksum) with this build's ``files``.
 
-    Returns the versions recorded without a checksum (applied before checksums were kept) whose
-    file still has the recorded name: their checksum is taken from the file as it is now. Raises
+    Returns the checksums to record for the versions recorded without one (applied before checksums
+    were kept) whose file still has the recorded name: the file's as it is now. Raises
     :class:`MigrationMismatch` naming every difference: a recorded migration whose file is gone
     (unless it is newer than every file: a replica of an older build beside a store a newer one
     has migrated, as Flyway ignores "future" migrations), renamed, or changed.
     """
     by_version = dict(files)
     newest = max(by_version, default=0)
-    unchecked: list[int] = []
+    unchecked: dict[int, str] = {}
     problems: list[str] = []
     for version, (name, checksum) in sorted(applied.items()):
         path = by_version.get(version)
@@ -68,7 +68,7 @@ def check_applied(
         elif path.name != name:
             problems.append(f"migration {version} was applied as {name}, its file is now {path.name}")
         elif checksum is None:
-            unchecked.append(version)
+            unchecked[version] = file_checksum(path)
         elif checksum != file_checksum(path):
             problems.append(f"{name} was changed after it was applied")
     if problems:
@@ -117,12 +117,10 @@ async def apply_migrations(
                 r["version"]: (r["name"], r["checksum"])
                 for r in await conn.fetch(f"SELECT version, name, checksum FROM {schema}.schema_migrations")
             }
-            by_version = dict(files)
-            for version in check_applied(applied, files, schema):
+            for version, checksum in check_applied(applied, files, schema).items():
                 await conn.execute(
-                    f"UPDATE {schema}.schema_migrations SET checksum = $2 WHERE version = $1",
-                    version, file_checksum(by_version[version]),
-                )  # fmt: skip
+                    f"UPDATE {schema}.schema_migrations SET checksum = $2 WHERE version = $1", version, checksum
+                )
             for version, path in files:
                 if version in applied:
                     continue

@@ -3,6 +3,7 @@ recorded migrations differ from the build's files refuses to open, on a real Pos
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
@@ -31,7 +32,7 @@ async def _tables(conn: asyncpg.Connection) -> set[str]:
 
 
 @pytest.fixture
-async def conn(empty_pg_url: str) -> asyncpg.Connection:
+async def conn(empty_pg_url: str) -> AsyncIterator[asyncpg.Connection]:
     await pg.ensure_schema(empty_pg_url, SCHEMA)
     connection = await asyncpg.connect(empty_pg_url)
     yield connection

@@ -111,9 +111,9 @@ SELECT
     (SELECT count(*) FROM timeline WHERE user_id = $1 AND character_id = $2) AS timelines;
 
 -- name: recall_details
--- Memories of the pair as they were at $4 (SPEC §11, ``knoten_am`` of migrations 011 and 017 — each
--- id looked up by itself: made by then,
--- active, the weight SPEC §5.7's decay gives them at $4 at least $6; $5 the decay rate per day).
+-- Memories of the pair as they were at $4 (SPEC §11, ``knoten_am`` of migrations 011 and 017, each id
+-- looked up by itself: made by then, active, the weight SPEC §5.7's decay gives them at $4 at least $6;
+-- $5 the decay rate per day).
 -- Ids missing here are not memories of the pair at $4.
 SELECT n.*
 FROM unnest($1::int[]) AS i(id)
