@@ -42,7 +42,11 @@ def migration_files(migrations_dir: Path) -> list[tuple[int, Path]]:
 
 def file_checksum(path: Path) -> str:
     """SHA-256 of a migration file as written (before its placeholders are filled), hex."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return _checksum(path.read_bytes())
+
+
+def _checksum(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
 
 
 def check_applied(
@@ -119,18 +123,21 @@ async def apply_migrations(
             }
             for version, checksum in check_applied(applied, files, schema).items():
                 await conn.execute(
-                    f"UPDATE {schema}.schema_migrations SET checksum = $2 WHERE version = $1", version, checksum
+                    f"UPDATE {schema}.schema_migrations SET checksum = $2 WHERE version = $1",
+                    version,
+                    checksum,
                 )
             for version, path in files:
                 if version in applied:
                     continue
-                sql = render(path.read_text(encoding="utf-8"), params or {})
+                raw = path.read_bytes()  # read once: rendered and recorded as the same bytes
+                sql = render(raw.decode("utf-8"), params or {})
                 async with conn.transaction():
                     await conn.execute(f"SET LOCAL search_path = {schema}, public")
                     await conn.execute(sql)
                     await conn.execute(
                         f"INSERT INTO {schema}.schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                        version, path.name, file_checksum(path),
+                        version, path.name, _checksum(raw),
                     )  # fmt: skip
                 applied_now.append(version)
         finally:

@@ -53,6 +53,7 @@ PARALLEL_ROWS = 32_768
 release the GIL); below it the hand-over costs more than it saves (100,000 / 50,000 / 30,000 / 10,000
 nodes, one after the other then side by side: 14.7 → 9.3, 7.4 → 4.6, 4.2 → 3.0, 1.9 → 2.1 ms; ad hoc)."""
 
+
 @cache
 def _second_thread() -> ThreadPoolExecutor:
     """One worker thread, made on first use; it waits on a queue (no spinning) between reads."""
