@@ -19,10 +19,11 @@ from pgvector import Vector
 from novaberg_core.embedding import EmbeddingProvider
 from services.lzg.edges import pair_weights
 from services.lzg.layers import (
+    Compared,
     EdgeLayers,
     Praezision,
     TimelineRef,
-    evaluate_layers,
+    layers_between,
     timeline_tiefe,
 )
 from services.lzg.store import SCHEMA, EdgeInsert, LzgStore
@@ -223,15 +224,11 @@ def formation_edges(pair: PairData, embedding_layer: float) -> list[EdgeInsert]:
             for t in near_tl[own]:
                 partners.update(j for j in by_timeline[t] if j < i)
         for j in partners:
-            layers = evaluate_layers(
-                older_themen=pair.themen[j],
-                newer_themen=pair.themen[i],
-                entitaet_ids_a=pair.entities[i],
-                entitaet_ids_b=pair.entities[j],
-                timeline_a=refs[i],
-                timeline_b=refs[j],
-                cosine=float(emb[i] @ emb[j]),
-                embedding_schwelle=embedding_layer,
+            layers = layers_between(
+                Compared(pair.themen[j], pair.entities[j], refs[j]),
+                Compared(pair.themen[i], pair.entities[i], refs[i]),
+                float(emb[i] @ emb[j]),
+                embedding_layer,
             )
             if layers is not None:
                 connected.append((i, j, layers))

@@ -91,7 +91,7 @@ from novaberg_core.model import Ei, Magnets, Pair
 from novaberg_core.server import EVENT_LOOPS
 from novaberg_dev.embedded import start_stores, stop_stores
 from novaberg_dev.stack import start_stack
-from services.lzg.layers import TimelineRef, evaluate_layers
+from services.lzg.layers import Compared, TimelineRef, layers_between
 from services.lzg.store import EdgeInsert, LzgStore, NewNode
 from services.lzg.weights import damp, edge_raw, node_weights_at_creation
 
@@ -234,12 +234,12 @@ async def seed_pair(
                 chosen = rng.sample(sorted(set(candidates)), k=min(max_edges, len(set(candidates))))
                 for other in chosen:
                     _, o_themen, o_names = rows[other]
-                    layers = evaluate_layers(
-                        older_themen=o_themen, newer_themen=themen,
-                        entitaet_ids_a=[entity_ids[x] for x in o_names], entitaet_ids_b=[entity_ids[x] for x in names],
-                        timeline_a=refs[other], timeline_b=ref, cosine=float(vectors[other] @ vectors[index]),
-                        embedding_schwelle=profile.embedding_layer,
-                    )  # fmt: skip
+                    layers = layers_between(
+                        Compared(o_themen, [entity_ids[x] for x in o_names], refs[other]),
+                        Compared(themen, [entity_ids[x] for x in names], ref),
+                        float(vectors[other] @ vectors[index]),
+                        profile.embedding_layer,
+                    )
                     if layers is None:
                         continue
                     ab, ba = edge_raw(weights_abs[other], w.gewicht_absolut, layers.faktor, layers.tiefe, layers.anzahl)

@@ -147,6 +147,16 @@ def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
     )
 
 
+def exported_entry_pb(entry: KzgEntryData) -> kzg_pb2.ExportedEntry:
+    """An entry of an export: the shared message and whether it waited for promotion."""
+    return kzg_pb2.ExportedEntry(entry=entry_pb(entry), promotion_queued=entry.promotion_queued)
+
+
+def exported_entry_from_pb(message: kzg_pb2.ExportedEntry) -> KzgEntryData:
+    """An exported entry to import (the inverse of :func:`exported_entry_pb`)."""
+    return dataclasses.replace(entry_from_pb(message.entry), promotion_queued=message.promotion_queued)
+
+
 def job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
     return kzg_pb2.PromotionJob(
         job_id=job.job_id,

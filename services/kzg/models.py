@@ -19,7 +19,6 @@ __all__ = [
     "EntryInput",
     "EraseCounts",
     "ExportChunk",
-    "ExportedEntryData",
     "Hit",
     "ImportCounts",
     "KzgEntryData",
@@ -257,18 +256,11 @@ class EraseCounts:
 
 
 @dataclass(frozen=True)
-class ExportedEntryData:
-    """An entry as exported: its fields (without vector) and whether it was queued for promotion."""
-
-    entry: KzgEntryData
-    promotion_queued: bool
-
-
-@dataclass(frozen=True)
 class ExportChunk:
     """One chunk of a pair's export; the first also carries the session and the pipeline's profile."""
 
-    entries: list[ExportedEntryData]
+    entries: list[KzgEntryData]
+    """The entries as exported: their fields (without vector) and whether each was queued for promotion."""
     session: SessionState | None = None
     profile: Profile | None = None
 

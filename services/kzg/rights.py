@@ -13,13 +13,12 @@ from services.kzg.app.erasure import Erasure
 from services.kzg.app.forgetting import Forgetting
 from services.kzg.app.portability import Portability
 from services.kzg.memory import KzgMemory
-from services.kzg.models import EraseCounts, ExportedEntryData, ImportCounts
+from services.kzg.models import EraseCounts, ImportCounts
 from services.kzg.store import glob_escape
 
 __all__ = [
     "ERASURE_NODE",
     "EraseCounts",
-    "ExportedEntryData",
     "ImportCounts",
     "KzgRights",
     "glob_escape",

@@ -16,9 +16,9 @@ from novaberg_core.model import Profile
 from novaberg_core.rights import StreamPair
 from novaberg_core.servicers import EraseServicer
 from services.kzg.convert import (
-    entry_from_pb,
-    entry_pb,
     erase_pb,
+    exported_entry_from_pb,
+    exported_entry_pb,
     import_pb,
     pair_from_pb,
     session_turn_from_pb,
@@ -26,7 +26,7 @@ from services.kzg.convert import (
     turn_ref,
 )
 from services.kzg.memory import KzgMemory
-from services.kzg.models import EraseCounts, ExportedEntryData, Pair, SessionTurnRecord
+from services.kzg.models import EraseCounts, KzgEntryData, Pair, SessionTurnRecord
 from services.kzg.rights import KzgRights
 
 __all__ = ["KzgRightsServicer"]
@@ -52,10 +52,7 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
     ) -> AsyncIterator[kzg_pb2.ExportPairResponse]:
         async for exported in self.rights.export(pair_from_pb(request.pair)):
             chunk = kzg_pb2.ExportPairResponse(
-                entries=[
-                    kzg_pb2.ExportedEntry(entry=entry_pb(e.entry), promotion_queued=e.promotion_queued)
-                    for e in exported.entries
-                ],
+                entries=[exported_entry_pb(e) for e in exported.entries],
             )
             if (session := exported.session) is not None:
                 chunk.session_turns.extend(session_turn_pb(t) for t in session.turns)
@@ -69,7 +66,7 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
         self, request_iterator: AsyncIterator[kzg_pb2.ImportPairRequest], context: grpc.aio.ServicerContext
     ) -> kzg_pb2.ImportPairResponse:
         stream = StreamPair()
-        entries: list[ExportedEntryData] = []
+        entries: list[KzgEntryData] = []
         turns: list[SessionTurnRecord] = []
         summary = ""
         profile: Profile | None = None
@@ -77,9 +74,7 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
         async for request in request_iterator:
             validate_only = validate_only or request.validate_only
             stream.check(request)
-            entries += [
-                ExportedEntryData(entry_from_pb(e.entry), e.promotion_queued) for e in request.entries
-            ]
+            entries += [exported_entry_from_pb(e) for e in request.entries]
             turns += [session_turn_from_pb(t) for t in request.session_turns]
             summary = request.session_summary or summary
             if request.HasField("profile"):

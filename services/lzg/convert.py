@@ -143,7 +143,6 @@ def recall_to_proto(candidate: RecallCandidate) -> lzg_pb2.RecallKandidat:
         zeitpunkt=optional_timestamp(details.kzg_erstellt_am or details.erstellt_am),
         turn_id=details.quell_turn_id,
         kzg_quell_key=details.kzg_quell_key,
-        antwort_auf=details.antwort_auf,
         cosine=candidate.cosine,
         lexical_score=candidate.lexical_score,
         lexical_strength=candidate.lexical_strength,
@@ -151,7 +150,8 @@ def recall_to_proto(candidate: RecallCandidate) -> lzg_pb2.RecallKandidat:
         schale=candidate.schale,
         pfad=_pfad_to_proto(candidate.pfad),
         score=candidate.score,
-    )
+        antwort_auf=details.antwort_auf,
+    )  # in the message's field order
 
 
 def erinnerungen_from_proto(message: lzg_pb2.LzgResonanz) -> list[Erinnerung]:

@@ -45,7 +45,6 @@ __all__ = [
     "Schicht",
     "TimelineRef",
     "embedding_tiefe",
-    "evaluate_layers",
     "layers_between",
     "parse_praezision",
     "shared_entities",
@@ -187,56 +186,6 @@ def calendar_days(a: datetime, b: datetime) -> int:
 # --- one pair of nodes ------------------------------------------------------------------------
 
 
-def evaluate_layers(
-    *,
-    older_themen: Sequence[str],
-    newer_themen: Sequence[str],
-    entitaet_ids_a: Iterable[int],
-    entitaet_ids_b: Iterable[int],
-    timeline_a: TimelineRef | None,
-    timeline_b: TimelineRef | None,
-    cosine: float,
-    embedding_schwelle: float,
-) -> EdgeLayers | None:
-    """All four layers between two nodes (SPEC §5.4); None when none fires (no edge).
-
-    ``older_themen`` belongs to the node with the smaller id (the candidate at creation): its
-    order of the shared themes is the one stored. ``embedding_cosine`` is always recorded (it is frozen and
-    Trigger 2/3 read it); ``timeline_naehe_tage`` only when the timeline layer fires.
-    """
-    gruende: list[Schicht] = []
-    tiefen: list[float] = []
-    entities = shared_entities(entitaet_ids_a, entitaet_ids_b)
-    if entities:
-        gruende.append(Schicht.ENTITAET)
-        tiefen.append(1.0)
-    emb = embedding_tiefe(cosine, embedding_schwelle)
-    if emb is not None:
-        gruende.append(Schicht.EMBEDDING)
-        tiefen.append(emb)
-    themes = shared_themes(older_themen, newer_themen)
-    if themes:
-        gruende.append(Schicht.THEMEN)
-        tiefen.append(themen_tiefe(len(themes), len(older_themen), len(newer_themen)))
-    tl = timeline_tiefe(timeline_a, timeline_b)
-    naehe: int | None = None
-    if tl is not None:
-        assert timeline_a is not None and timeline_b is not None
-        gruende.append(Schicht.TIMELINE)
-        tiefen.append(tl)
-        naehe = calendar_days(timeline_a.zeitpunkt, timeline_b.zeitpunkt)
-    if not gruende:
-        return None
-    return EdgeLayers(
-        gruende=tuple(gruende),
-        tiefe=tiefen[0],
-        geteilte_entitaet_ids=entities,
-        geteilte_themen=themes,
-        timeline_naehe_tage=naehe,
-        embedding_cosine=None if math.isnan(cosine) else float(cosine),
-    )
-
-
 class LayeredNode(Protocol):
     """What the four layers compare of a node (SPEC §5.4): its themes, entities and timeline ref."""
 
@@ -259,14 +208,41 @@ class Compared(NamedTuple):
 def layers_between(
     older: LayeredNode, newer: LayeredNode, cosine: float, embedding_schwelle: float
 ) -> EdgeLayers | None:
-    """:func:`evaluate_layers` of two nodes, ``older`` the one with the smaller id (Triggers 1 and 3)."""
-    return evaluate_layers(
-        older_themen=older.themen,
-        newer_themen=newer.themen,
-        entitaet_ids_a=older.entitaet_ids,
-        entitaet_ids_b=newer.entitaet_ids,
-        timeline_a=older.timeline,
-        timeline_b=newer.timeline,
-        cosine=cosine,
-        embedding_schwelle=embedding_schwelle,
+    """All four layers between two nodes (SPEC §5.4); None when none fires (no edge). Triggers 1 and 3.
+
+    ``older`` is the node with the smaller id (the candidate at creation): its order of the shared
+    themes is the one stored. ``embedding_cosine`` is always recorded (it is frozen and Trigger 2/3
+    read it); ``timeline_naehe_tage`` only when the timeline layer fires.
+    """
+    gruende: list[Schicht] = []
+    tiefen: list[float] = []
+    entities = shared_entities(older.entitaet_ids, newer.entitaet_ids)
+    if entities:
+        gruende.append(Schicht.ENTITAET)
+        tiefen.append(1.0)
+    emb = embedding_tiefe(cosine, embedding_schwelle)
+    if emb is not None:
+        gruende.append(Schicht.EMBEDDING)
+        tiefen.append(emb)
+    themes = shared_themes(older.themen, newer.themen)
+    if themes:
+        gruende.append(Schicht.THEMEN)
+        tiefen.append(themen_tiefe(len(themes), len(older.themen), len(newer.themen)))
+    timeline_a, timeline_b = older.timeline, newer.timeline
+    tl = timeline_tiefe(timeline_a, timeline_b)
+    naehe: int | None = None
+    if tl is not None:
+        assert timeline_a is not None and timeline_b is not None
+        gruende.append(Schicht.TIMELINE)
+        tiefen.append(tl)
+        naehe = calendar_days(timeline_a.zeitpunkt, timeline_b.zeitpunkt)
+    if not gruende:
+        return None
+    return EdgeLayers(
+        gruende=tuple(gruende),
+        tiefe=tiefen[0],
+        geteilte_entitaet_ids=entities,
+        geteilte_themen=themes,
+        timeline_naehe_tage=naehe,
+        embedding_cosine=None if math.isnan(cosine) else float(cosine),
     )

@@ -15,7 +15,6 @@ from services.lzg.layers import (
     Praezision,
     Schicht,
     TimelineRef,
-    evaluate_layers,
     layers_between,
     shared_themes,
     themen_tiefe,
@@ -108,15 +107,8 @@ def test_vectorised_edges_equal_scalar_edges() -> None:
 
 
 def test_example_1_timeline_only() -> None:
-    layers = evaluate_layers(
-        older_themen=[],
-        newer_themen=[],
-        entitaet_ids_a=[],
-        entitaet_ids_b=[],
-        timeline_a=_tag(T0),
-        timeline_b=_tag(T0 + timedelta(days=4)),
-        cosine=0.1,
-        embedding_schwelle=NOMIC_EMBEDDING_LAYER,
+    layers = layers_between(
+        Compared([], [], _tag(T0)), Compared([], [], _tag(T0 + timedelta(days=4))), 0.1, NOMIC_EMBEDDING_LAYER
     )
     assert layers is not None
     assert layers.gruende == (Schicht.TIMELINE,)
@@ -130,15 +122,11 @@ def test_example_1_timeline_only() -> None:
 
 
 def test_example_2_timeline_and_embedding() -> None:
-    layers = evaluate_layers(
-        older_themen=[],
-        newer_themen=[],
-        entitaet_ids_a=[],
-        entitaet_ids_b=[],
-        timeline_a=_tag(T0),
-        timeline_b=_tag(T0 + timedelta(days=4)),
-        cosine=0.90,
-        embedding_schwelle=NOMIC_EMBEDDING_LAYER,
+    layers = layers_between(
+        Compared([], [], _tag(T0)),
+        Compared([], [], _tag(T0 + timedelta(days=4))),
+        0.90,
+        NOMIC_EMBEDDING_LAYER,
     )
     assert layers is not None
     assert layers.gruende == (Schicht.EMBEDDING, Schicht.TIMELINE)
@@ -148,15 +136,8 @@ def test_example_2_timeline_and_embedding() -> None:
 
 
 def test_example_3_shared_entity() -> None:
-    layers = evaluate_layers(
-        older_themen=[],
-        newer_themen=[],
-        entitaet_ids_a=[12, 47],
-        entitaet_ids_b=[12],
-        timeline_a=None,
-        timeline_b=None,
-        cosine=0.2,
-        embedding_schwelle=NOMIC_EMBEDDING_LAYER,
+    layers = layers_between(
+        Compared([], [12, 47], None), Compared([], [12], None), 0.2, NOMIC_EMBEDDING_LAYER
     )
     assert layers is not None
     assert layers.gruende == (Schicht.ENTITAET,)
@@ -186,15 +167,11 @@ def test_layers_between_two_nodes_keep_the_older_nodes_theme_order() -> None:
 
 def test_no_layer_means_no_edge() -> None:
     assert (
-        evaluate_layers(
-            older_themen=["Anna"],
-            newer_themen=["Berlin"],
-            entitaet_ids_a=[1],
-            entitaet_ids_b=[2],
-            timeline_a=_tag(T0),
-            timeline_b=_tag(T0 + timedelta(days=22)),
-            cosine=0.55,  # equal to the threshold: the layer needs to exceed it
-            embedding_schwelle=NOMIC_EMBEDDING_LAYER,
+        layers_between(
+            Compared(["Anna"], [1], _tag(T0)),
+            Compared(["Berlin"], [2], _tag(T0 + timedelta(days=22))),
+            0.55,  # equal to the threshold: the layer needs to exceed it
+            NOMIC_EMBEDDING_LAYER,
         )
         is None
     )
@@ -213,16 +190,7 @@ def test_pair_weights_damp_the_raw_edge() -> None:
 def test_themes_depth_divides_by_the_wider_node() -> None:
     wide = [f"t{i}" for i in range(10)]
     narrow = ["t3"]
-    layers = evaluate_layers(
-        older_themen=wide,
-        newer_themen=narrow,
-        entitaet_ids_a=[],
-        entitaet_ids_b=[],
-        timeline_a=None,
-        timeline_b=None,
-        cosine=0.0,
-        embedding_schwelle=NOMIC_EMBEDDING_LAYER,
-    )
+    layers = layers_between(Compared(wide, [], None), Compared(narrow, [], None), 0.0, NOMIC_EMBEDDING_LAYER)
     assert layers is not None and layers.gruende == (Schicht.THEMEN,)
     assert layers.tiefe == pytest.approx(0.1)  # max(10, 1), not min → 1.0
     assert themen_tiefe(2, 3, 5) == pytest.approx(0.4)

@@ -29,7 +29,6 @@ from services.kzg.domain import (
 from services.kzg.models import (
     EntryInput,
     ExportChunk,
-    ExportedEntryData,
     ImportCounts,
     KzgEntryData,
     Pair,
@@ -51,11 +50,10 @@ _IMPORTED_COUNTS: Final = count_names(
 """What an import's :class:`ImportCounts` are called in its record (log name → attribute)."""
 
 
-def _check_import(live: Sequence[ExportedEntryData]) -> None:
+def _check_import(live: Sequence[KzgEntryData]) -> None:
     """Every exported entry to import: a valid id, content, salience, arousal, magnets and perspective; ids
     unique — what the LZG would refuse to promote is refused here, before it waits in the queue."""
-    for index, exported in enumerate(live):
-        entry = exported.entry
+    for index, entry in enumerate(live):
         check_entry_id(entry.entry_id)
         if not entry.inhalt.strip():
             raise InvalidArgument(f"entries[{index}].inhalt must not be empty")
@@ -65,7 +63,7 @@ def _check_import(live: Sequence[ExportedEntryData]) -> None:
         check_unit_interval(f"entries[{index}].ei.arousal", entry.ei.arousal)
         entry.magnets.check(f"entries[{index}].magnets")
         Beobachter.of_name(entry.beobachter, f"entries[{index}].beobachter")
-    if len({e.entry.entry_id for e in live}) != len(live):
+    if len({e.entry_id for e in live}) != len(live):
         raise InvalidArgument("an entry id appears twice in the import")
 
 
@@ -104,18 +102,16 @@ class Portability:
         keys = await self.store.pair_entry_keys(pair)
         for start in range(0, max(len(keys), 1), chunk):
             entries = [e for e in await self.store.read_entries(keys[start : start + chunk]) if e is not None]
-            exported = [ExportedEntryData(e, e.promotion_queued) for e in entries]
-            yield ExportChunk(exported, session, profile) if start == 0 else ExportChunk(exported)
+            yield ExportChunk(entries, session, profile) if start == 0 else ExportChunk(entries)
 
     async def is_empty(self, pair: Pair) -> bool:
         return await self.store.pair_entry_count(pair) == 0 and not await self.store.session_exists(pair)
 
     def _import_item(
-        self, pair: Pair, exported: ExportedEntryData, themen: list[str], vector: Vector
+        self, pair: Pair, entry: KzgEntryData, themen: list[str], vector: Vector
     ) -> tuple[ImportItem, CanonCheck]:
         """(key, hash, TTL, queued) of one exported entry, with its haeufigkeit, salience's origin and
         expiry in turn time; and its canon check, whose rejections are logged once it is written."""
-        entry = exported.entry
         key = entry_key(pair, entry.entry_id)
         canon = check_canon(entry.ei.modus, entry.ei.intentionen, self.ctx.canon)
         # The remaining TTL, never past the highest tier's (an unknown one gets the session's 4 h).
@@ -127,7 +123,7 @@ class Portability:
             entry.salienz,
             np.asarray(vector, dtype=np.float32),
             now=entry.erstellt_am,
-            queued=exported.promotion_queued,
+            queued=entry.promotion_queued,
             ttl_seconds=ttl,
             # The exported expiry in turn time, reinforcements included (SPEC §4.4, §11); a file
             # without it: the creation time plus the remaining TTL.
@@ -141,7 +137,7 @@ class Portability:
             fields["salienz_eingang_herkunft"] = entry.salienz_eingang_herkunft
         else:
             fields["salienz_eingang_herkunft"] = entry.salienz_eingang_herkunft or "gemessen"
-        return (key, fields, ttl, exported.promotion_queued), canon
+        return (key, fields, ttl, entry.promotion_queued), canon
 
     def _log_imported(self, scope: LogScope, items: Sequence[tuple[ImportItem, CanonCheck]]) -> None:
         """What the written entries lost on their way in: each canon rejection as the write path logs
@@ -159,7 +155,7 @@ class Portability:
     async def import_pair(
         self,
         pair: Pair,
-        entries: Sequence[ExportedEntryData],
+        entries: Sequence[KzgEntryData],
         session_turns: Sequence[SessionTurnRecord],
         session_summary: str,
         profile: Profile | None = None,
@@ -180,19 +176,19 @@ class Portability:
                 "import into an empty pair"
             )
         counts = ImportCounts()
-        live = [e for e in entries if e.entry.ttl_seconds != 0]
+        live = [e for e in entries if e.ttl_seconds != 0]
         counts.skipped_expired = len(entries) - len(live)
-        themen_of = [clean_themen(e.entry.themen) for e in live]
+        themen_of = [clean_themen(e.themen) for e in live]
         _check_import(live)
         if validate_only:
             return counts
         texts = [
-            kzg_embed_text(themen, e.entry.inhalt, e.entry.sprecher) for themen, e in zip(themen_of, live, strict=True)
+            kzg_embed_text(themen, e.inhalt, e.sprecher) for themen, e in zip(themen_of, live, strict=True)
         ]
         vectors = await self.ctx.provider.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
         items = [
-            self._import_item(pair, exported, themen, vectors[index])
-            for index, (exported, themen) in enumerate(zip(live, themen_of, strict=True))
+            self._import_item(pair, entry, themen, vectors[index])
+            for index, (entry, themen) in enumerate(zip(live, themen_of, strict=True))
         ]
         prepared = [item for item, _ in items]
         await self.store.import_pair_keys(pair, prepared, session_turns, session_summary, profile)

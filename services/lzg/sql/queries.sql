@@ -253,15 +253,11 @@ INSERT INTO lzg_kanten (
     knoten_a_id, knoten_b_id, gewicht_roh, gewicht_absolut, erstellt_am, verbindungs_gruende,
     geteilte_entitaet_ids, geteilte_themen, timeline_naehe_tage, embedding_cosine_initial, anzahl_schichten
 ) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-ON CONFLICT (knoten_a_id, knoten_b_id) DO UPDATE SET
-    gewicht_roh = excluded.gewicht_roh,
-    gewicht_absolut = excluded.gewicht_absolut,
-    verbindungs_gruende = excluded.verbindungs_gruende,
-    geteilte_entitaet_ids = excluded.geteilte_entitaet_ids,
-    geteilte_themen = excluded.geteilte_themen,
-    timeline_naehe_tage = excluded.timeline_naehe_tage,
-    embedding_cosine_initial = excluded.embedding_cosine_initial,
-    anzahl_schichten = excluded.anzahl_schichten
+ON CONFLICT (knoten_a_id, knoten_b_id) DO UPDATE SET  -- the weights, the layers, what they share
+    gewicht_roh = excluded.gewicht_roh, gewicht_absolut = excluded.gewicht_absolut,
+    verbindungs_gruende = excluded.verbindungs_gruende, anzahl_schichten = excluded.anzahl_schichten,
+    geteilte_entitaet_ids = excluded.geteilte_entitaet_ids, geteilte_themen = excluded.geteilte_themen,
+    timeline_naehe_tage = excluded.timeline_naehe_tage, embedding_cosine_initial = excluded.embedding_cosine_initial
 RETURNING (xmax = 0) AS inserted;
 
 -- name: delete_edges_between

@@ -18,10 +18,10 @@ from novaberg_core.errors import InvalidArgument
 from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import InMemorySink
 from novaberg_core.timeutil import utc_now
-from services.kzg.convert import entry_from_pb, entry_pb
+from services.kzg.convert import entry_from_pb, entry_pb, exported_entry_from_pb, exported_entry_pb
 from services.kzg.domain import salienz_berechnen
 from services.kzg.memory import KzgMemory
-from services.kzg.models import ExportedEntryData, KzgEntryData, Pair, RetrieveQuery
+from services.kzg.models import KzgEntryData, Pair, RetrieveQuery
 from services.kzg.rights import KzgRights
 from services.pixie.export_format import export_lines, parse_lines
 from tests.integration.kzg.conftest import PAIR, entry, unit_vector
@@ -44,22 +44,20 @@ async def _field(kzg: KzgMemory, key: str, name: str) -> str | None:
     return None if value is None else value.decode()
 
 
-async def _through_a_file(rights: KzgRights, pair: Pair, *, without: str = "") -> list[ExportedEntryData]:
+async def _through_a_file(rights: KzgRights, pair: Pair, *, without: str = "") -> list[KzgEntryData]:
     """The pair's entries as an import reads them back from an export file: domain → the ExportPair
     messages → the file's lines (each entry's ``without`` field left out, as an older file has it) →
     their parse → the ImportPair conversion."""
     chunks = [
-        kzg_pb2.ExportPairResponse(entries=[
-            kzg_pb2.ExportedEntry(entry=entry_pb(e.entry), promotion_queued=e.promotion_queued) for e in chunk.entries
-        ])
+        kzg_pb2.ExportPairResponse(entries=[exported_entry_pb(e) for e in chunk.entries])
         async for chunk in rights.export(pair)
-    ]  # fmt: skip
+    ]
     lines = [json.loads(line) for line in export_lines(pair.to_proto(), "minilm", [], chunks)]
     for record in lines:
         if record.get("type") == "kzg_entry" and without:
             del record[without]
     parsed = parse_lines([json.dumps(record) for record in lines])
-    return [ExportedEntryData(entry_from_pb(e.entry), e.promotion_queued) for e in parsed.entries]
+    return [exported_entry_from_pb(e) for e in parsed.entries]
 
 
 async def test_a_corrected_entry_is_found_by_its_new_words_and_no_longer_by_the_old(
@@ -122,7 +120,7 @@ async def test_an_import_keeps_the_exported_expiry_in_turn_time_reinforcement_in
     assert ablauf_am is not None and float(ablauf_am) == pytest.approx((made + 16 * DAY).timestamp(), abs=1e-3)
     rights = KzgRights(kzg)
     exported = await _through_a_file(rights, PAIR)
-    ttl_of = {e.entry.kzg_key: e.entry.ttl_seconds for e in exported}
+    ttl_of = {e.kzg_key: e.ttl_seconds for e in exported}
     await rights.erase(PAIR, None)
 
     counts = await rights.import_pair(PAIR, exported, [], "")
@@ -130,7 +128,7 @@ async def test_an_import_keeps_the_exported_expiry_in_turn_time_reinforcement_in
     assert counts.entries == 2
     assert await _field(kzg, old.kzg_key, "ablauf_am") == ablauf_am  # not erstellt_am + remaining TTL (14 d)
     assert (await kzg.get_entry(PAIR, old.kzg_key)).ablauf_am == next(
-        e.entry.ablauf_am for e in exported if e.entry.kzg_key == old.kzg_key
+        e.ablauf_am for e in exported if e.kzg_key == old.kzg_key
     )
     # Redis's own clock keeps the remaining TTL, as before.
     for key, ttl in ttl_of.items():
@@ -158,13 +156,13 @@ async def test_an_import_of_a_file_without_ablauf_am_counts_the_remaining_ttl_fr
     stored = await kzg.store_entry(entry(0.5, ("Garten",), embedding=unit_vector(rng), as_of=made))
     rights = KzgRights(kzg)
     (exported,) = await _through_a_file(rights, PAIR, without="ablauf_am")
-    assert exported.entry.ablauf_am is None
+    assert exported.ablauf_am is None
     await rights.erase(PAIR, None)
 
     await rights.import_pair(PAIR, [exported], [], "")
 
     ablauf_am = await _field(kzg, stored.kzg_key, "ablauf_am")
-    assert ablauf_am == f"{exported.entry.erstellt_am.timestamp() + exported.entry.ttl_seconds:.3f}"
+    assert ablauf_am == f"{exported.erstellt_am.timestamp() + exported.ttl_seconds:.3f}"
 
 
 async def test_an_old_files_entry_message_without_ablauf_am_reads_as_none() -> None:
@@ -190,11 +188,11 @@ async def test_an_imported_modus_outside_the_canon_is_stored_empty_with_an_error
     stored = await kzg.store_entry(entry(0.5, embedding=unit_vector(rng), ei=Ei(modus="alltag")))
     rights = KzgRights(kzg)
     (exported,) = await _through_a_file(rights, PAIR)
-    foreign = dataclasses.replace(exported.entry, ei=dataclasses.replace(exported.entry.ei, modus="Alltag"))
+    foreign = dataclasses.replace(exported, ei=dataclasses.replace(exported.ei, modus="Alltag"))
     await rights.erase(PAIR, None)
     caplog.set_level(logging.ERROR, logger="novaberg.kzg")
 
-    await rights.import_pair(PAIR, [dataclasses.replace(exported, entry=foreign)], [], "")
+    await rights.import_pair(PAIR, [foreign], [], "")
 
     assert await _field(kzg, stored.kzg_key, "modus") == ""
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
@@ -213,7 +211,7 @@ async def test_an_entry_exported_without_salienz_eingang_is_imported_without_and
     await kzg.store.redis.hdel(legacy.kzg_key, "salienz_eingang")
     rights = KzgRights(kzg)
     (exported,) = await _through_a_file(rights, PAIR)
-    assert exported.entry.salienz_eingang is None  # the file's 0 is none, not a measured 0
+    assert exported.salienz_eingang is None  # the file's 0 is none, not a measured 0
     await rights.erase(PAIR, None)
     await rights.import_pair(PAIR, [exported], [], "")
     assert await _field(kzg, legacy.kzg_key, "salienz_eingang") is None
@@ -235,6 +233,6 @@ async def test_an_import_refuses_a_salienz_eingang_outside_the_unit_interval(
     await kzg.store_entry(entry(0.5, embedding=unit_vector(rng)))
     rights = KzgRights(kzg)
     (exported,) = await _through_a_file(rights, PAIR)
-    bad = dataclasses.replace(exported, entry=dataclasses.replace(exported.entry, salienz_eingang=1.5))
+    bad = dataclasses.replace(exported, salienz_eingang=1.5)
     with pytest.raises(InvalidArgument, match=r"entries\[0\]\.salienz_eingang"):
         await rights.import_pair(PAIR, [bad], [], "", check_empty=False, validate_only=True)

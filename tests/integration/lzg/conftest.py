@@ -23,7 +23,7 @@ from novaberg_core.model import Ei, Magnets, Pair
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.lzg.edges import pair_weights
 from services.lzg.engine import LzgEngine
-from services.lzg.layers import EdgeLayers, Praezision, TimelineRef, evaluate_layers
+from services.lzg.layers import Compared, EdgeLayers, Praezision, TimelineRef, layers_between
 from services.lzg.store import LzgStore
 from services.lzg.types import PromotionInput, PromotionResult
 
@@ -201,15 +201,11 @@ async def from_scratch(
             ref_x = TimelineRef(x["zeitpunkt"], Praezision(x["praezision"])) if x["zeitpunkt"] else None
             ref_y = TimelineRef(y["zeitpunkt"], Praezision(y["praezision"])) if y["zeitpunkt"] else None
             cosine = float(np.dot(x["embedding"].to_numpy(), y["embedding"].to_numpy()))
-            layers = evaluate_layers(
-                older_themen=x["themen"],
-                newer_themen=y["themen"],
-                entitaet_ids_a=x["entitaet_ids"],
-                entitaet_ids_b=y["entitaet_ids"],
-                timeline_a=ref_x,
-                timeline_b=ref_y,
-                cosine=cosine,
-                embedding_schwelle=NOMIC_PROFILE.embedding_layer,
+            layers = layers_between(
+                Compared(x["themen"], x["entitaet_ids"], ref_x),
+                Compared(y["themen"], y["entitaet_ids"], ref_y),
+                cosine,
+                NOMIC_PROFILE.embedding_layer,
             )
             if layers is None:
                 continue
