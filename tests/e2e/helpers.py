@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 import grpc
 import grpc.aio
@@ -59,20 +60,49 @@ def open_channel(address: str, tls: TlsConfig) -> grpc.aio.Channel:
     return grpc.aio.secure_channel(address, channel_credentials(CertificateFiles(tls).read()))
 
 
+@overload
 async def eventually(
     probe: Callable[[], Awaitable[_T]],
     done: Callable[[_T], bool],
     *,
+    within: float = ...,
+    what: str | Callable[[], str] = ...,
+    every: float = ...,
+) -> _T: ...
+
+
+@overload
+async def eventually(
+    probe: Callable[[], _T],
+    done: Callable[[_T], bool],
+    *,
+    within: float = ...,
+    what: str | Callable[[], str] = ...,
+    every: float = ...,
+) -> _T: ...
+
+
+async def eventually(
+    probe: Callable[[], Any],
+    done: Callable[[Any], bool],
+    *,
     within: float = 20.0,
-    what: str = "",
+    what: str | Callable[[], str] = "",
     every: float = 0.1,
-) -> _T:
-    """Poll ``probe`` every ``every`` s until ``done(result)``; fail with the last result after ``within`` s."""
+) -> Any:
+    """Poll ``probe`` (a coroutine function or a plain one) every ``every`` s until ``done(result)``;
+    fail with the last result after ``within`` s.
+
+    ``what`` names the condition in the failure; a callable is asked then (e.g. for a process's log).
+    """
     deadline = time.monotonic() + within
     while True:
-        result = await probe()
+        result = probe()
+        if inspect.isawaitable(result):
+            result = await result
         if done(result):
             return result
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or 'a condition'}; last: {result!r}")
+            said = what() if callable(what) else what
+            raise AssertionError(f"timed out waiting for {said or 'a condition'}; last: {result!r}")
         await asyncio.sleep(every)

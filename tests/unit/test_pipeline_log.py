@@ -24,18 +24,11 @@ from novaberg_core.pipeline_log import (
     encode_inhalt,
 )
 from novaberg_core.telemetry import install_in_memory_exporter, tracer
+from tests.e2e.helpers import eventually
 
 
 def _arts(records: Sequence[PendingRecord]) -> list[str]:
     return [r.art for r in records]
-
-
-async def _until(condition: object, within: float = 3.0) -> None:
-    deadline = time.monotonic() + within
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.005)
 
 
 async def test_write_returns_in_microseconds_while_sink_is_down_and_records_arrive_after() -> None:
@@ -49,13 +42,13 @@ async def test_write_returns_in_microseconds_while_sink_is_down_and_records_arri
         durations.append(time.perf_counter() - t0)
         if i % 200 == 0:
             await asyncio.sleep(0)  # let the flusher try (and fail) meanwhile
-    await _until(lambda: sink.failed_sends >= 3)
+    await eventually(lambda: sink.failed_sends, lambda failed: failed >= 3, within=3.0, every=0.005)
     durations.sort()
     assert durations[int(len(durations) * 0.99)] < 200e-6  # p99 well under a millisecond, even down
     assert sink.records == [] and plog.buffered == 2000 and plog.dropped == 0
 
     sink.down = False
-    await _until(lambda: len(sink.records) == 2000)
+    await eventually(lambda: len(sink.records), lambda n: n == 2000, within=3.0, every=0.005)
     assert [r.inhalt["i"] for r in sink.records] == list(range(2000))
     assert plog.buffered == 0
     await plog.close()
@@ -115,7 +108,7 @@ async def test_background_flush_runs_on_the_timer_and_early_when_a_batch_fills()
     plog = PipelineLog(sink, flush_seconds=0.05, batch_size=10_000)
     await plog.start()
     plog.write(turn_id="t", node="n", art="eingang", inhalt="a")
-    await _until(lambda: len(sink.records) == 1, within=1.0)
+    await eventually(lambda: len(sink.records), lambda n: n == 1, within=1.0, every=0.005)
     await plog.close()
 
     sink = InMemorySink()
@@ -123,7 +116,7 @@ async def test_background_flush_runs_on_the_timer_and_early_when_a_batch_fills()
     await plog.start()
     for i in range(100):
         plog.write(turn_id="t", node="n", art="eingang", inhalt=i)
-    await _until(lambda: len(sink.records) == 100, within=1.0)  # long before the 60 s timer
+    await eventually(lambda: len(sink.records), lambda n: n == 100, within=1.0, every=0.005)  # long before the 60 s timer
     await plog.close()
 
 
@@ -339,7 +332,7 @@ async def test_write_from_another_thread_wakes_the_flusher() -> None:
     thread = threading.Thread(target=worker)
     thread.start()
     thread.join()
-    await _until(lambda: len(sink.records) == 100, within=1.0)
+    await eventually(lambda: len(sink.records), lambda n: n == 100, within=1.0, every=0.005)
     await plog.close()
 
 

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import AsyncIterator
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc.aio
@@ -35,6 +39,7 @@ from services.pixie.config import PixieConfig
 from services.pixie.promotion_types import StepHook
 from services.pixie.server import PixieApp, create_server
 
+REPO_ROOT = Path(__file__).resolve().parents[3]
 PAIR = common_pb2.Pair(user_id="meister", character_id="nova")
 UNREACHABLE = "localhost:1"
 """An address nothing listens on: calls fail UNAVAILABLE at once."""
@@ -267,3 +272,39 @@ async def kzg_has(kzg: kzg_pb2_grpc.KzgServiceStub, kzg_key: str, pair: common_p
             return False
         raise
     return True
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Pixie processes a test started (:func:`spawn_pixie`); any still running is killed after it."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def spawn_pixie(
+    pg_url: str, kzg_addr: str, lzg_addr: str, replica: str, port: int, log: Path, settings: Mapping[str, str]
+) -> subprocess.Popen[bytes]:
+    """A Pixie process as production runs it (``python -m services.pixie``), its output appended to
+    ``log``, in a session of its own so that a test can kill it without any shutdown step."""
+    env = {
+        **os.environ,
+        "NOVABERG_POSTGRES_URL": pg_url,
+        "NOVABERG_KZG_ADDR": kzg_addr,
+        "NOVABERG_LZG_ADDR": lzg_addr,
+        "NOVABERG_LOG_ADDR": "",
+        "NOVABERG_PIXIE_HOST": "127.0.0.1",
+        "NOVABERG_PIXIE_PORT": str(port),
+        "NOVABERG_PIXIE_REPLICA_ID": replica,
+        "PYTHONUNBUFFERED": "1",
+        "NOVABERG_TLS_MODE": "plaintext",  # the in-process KZG/LZG servers of these tests are plaintext
+        **settings,
+    }
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "services.pixie"], cwd=REPO_ROOT, env=env, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip

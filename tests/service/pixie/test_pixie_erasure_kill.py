@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import subprocess
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
@@ -27,19 +25,8 @@ from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.server import RunningServer
 from novaberg_dev.embedded.state import free_port
-from tests.service.pixie.conftest import PAIR, PixieCluster, kzg_has, nodes_of, store_entry
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+from tests.e2e.helpers import eventually
+from tests.service.pixie.conftest import PAIR, PixieCluster, kzg_has, nodes_of, spawn_pixie, store_entry
 
 
 @pytest.fixture
@@ -63,26 +50,7 @@ async def silent_address() -> AsyncIterator[str]:
         server.close()
 
 
-def _spawn(pg_url: str, kzg_addr: str, lzg_addr: str, replica: str, port: int, log: Path) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "NOVABERG_POSTGRES_URL": pg_url,
-        "NOVABERG_KZG_ADDR": kzg_addr,
-        "NOVABERG_LZG_ADDR": lzg_addr,
-        "NOVABERG_LOG_ADDR": "",
-        "NOVABERG_PIXIE_HOST": "127.0.0.1",
-        "NOVABERG_PIXIE_PORT": str(port),
-        "NOVABERG_PIXIE_REPLICA_ID": replica,
-        "NOVABERG_PIXIE_SCHEDULER_INTERVAL_S": "0.2",
-        "NOVABERG_PIXIE_RPC_TIMEOUT_S": "60",
-        "PYTHONUNBUFFERED": "1",
-        "NOVABERG_TLS_MODE": "plaintext",  # the in-process KZG/LZG servers of this test are plaintext
-    }
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "services.pixie"], cwd=REPO_ROOT, env=env, stdout=out,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+_SETTINGS = {"NOVABERG_PIXIE_SCHEDULER_INTERVAL_S": "0.2", "NOVABERG_PIXIE_RPC_TIMEOUT_S": "60"}
 
 
 async def _erasure(pg_url: str) -> asyncpg.Record | None:
@@ -93,6 +61,10 @@ async def _erasure(pg_url: str) -> asyncpg.Record | None:
         return None
     finally:
         await conn.close()
+
+
+def _tail(log: Path) -> str:
+    return log.read_text()[-3000:]
 
 
 async def _serving(address: str) -> pixie_pb2_grpc.PixieServiceStub:
@@ -123,16 +95,16 @@ async def test_sigkill_mid_erasure_then_restart_finishes_it(
     await cluster.stop(builder)
 
     port = free_port()
-    doomed = _spawn(pg_url, kzg_server.target, silent_address, "pixie-doomed", port, tmp_path / "a.log")
+    doomed = spawn_pixie(
+        pg_url, kzg_server.target, silent_address, "pixie-doomed", port, tmp_path / "a.log", _SETTINGS
+    )
     processes.append(doomed)
     api = await _serving(f"127.0.0.1:{port}")
     call = asyncio.ensure_future(api.ErasePair(pixie_pb2.ErasePairRequest(pair=PAIR, reason="Widerruf")))
-    for _ in range(600):  # until the KZG step is recorded and the LZG step hangs
-        row = await _erasure(pg_url)
-        if row is not None and list(row["steps_done"]) == ["kzg"]:
-            break
-        await asyncio.sleep(0.05)
-    assert row is not None and list(row["steps_done"]) == ["kzg"], (tmp_path / "a.log").read_text()[-3000:]
+    await eventually(  # until the KZG step is recorded and the LZG step hangs
+        lambda: _erasure(pg_url), lambda row: row is not None and list(row["steps_done"]) == ["kzg"],
+        within=30, every=0.05, what=lambda: "the KZG step; Pixie's log: " + _tail(tmp_path / "a.log"),
+    )  # fmt: skip
     assert not await kzg_has(kzg, queued.kzg_key)  # the KZG is erased ...
     assert len(await nodes_of(lzg)) == 3  # ... the LZG not yet
     doomed.kill()
@@ -143,14 +115,15 @@ async def test_sigkill_mid_erasure_then_restart_finishes_it(
     assert row is not None and row["state"] == "running" and row["user_id"] == PAIR.user_id
 
     port2 = free_port()
-    second = _spawn(pg_url, kzg_server.target, lzg_server.target, "pixie-restarted", port2, tmp_path / "b.log")
+    second = spawn_pixie(
+        pg_url, kzg_server.target, lzg_server.target, "pixie-restarted", port2, tmp_path / "b.log", _SETTINGS
+    )
     processes.append(second)
-    for _ in range(600):
-        row = await _erasure(pg_url)
-        if row is not None and row["state"] == "done":
-            break
-        await asyncio.sleep(0.05)
-    assert row is not None and row["state"] == "done", (tmp_path / "b.log").read_text()[-3000:]
+    row = await eventually(
+        lambda: _erasure(pg_url), lambda row: row is not None and row["state"] == "done",
+        within=30, every=0.05, what=lambda: "the erasure done; Pixie's log: " + _tail(tmp_path / "b.log"),
+    )  # fmt: skip
+    assert row is not None
     assert list(row["steps_done"]) == ["kzg", "lzg", "pixie", "log"]
     assert row["user_id"] is None and row["character_id"] is None
     assert await nodes_of(lzg) == []

@@ -9,14 +9,9 @@ exactly one node and leaves the KZG, and nothing stays pending.
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-
-import pytest
 
 from novaberg.common.v1 import common_pb2
 from novaberg.kzg.v1 import kzg_pb2_grpc
@@ -25,9 +20,9 @@ from novaberg_core.server import RunningServer
 from novaberg_dev.embedded.state import free_port
 from services.pixie.store import PixieStore
 from services.pixie.tasks import TASK_DECAY
-from tests.service.pixie.conftest import QueueState, kzg_has, nodes_of, queue_state, store_entry
+from tests.e2e.helpers import eventually
+from tests.service.pixie.conftest import QueueState, kzg_has, nodes_of, queue_state, spawn_pixie, store_entry
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 USERS = ("meister", "anna", "ben")
 SUBJECTS = (
     "Gartenarbeit", "Schachturnier", "Segeltörn", "Kochkurs", "Bergwanderung", "Geigenunterricht",
@@ -36,39 +31,16 @@ SUBJECTS = (
 PLACES = ("in Lübeck", "am Bodensee", "im Allgäu", "in Leipzig", "auf Rügen")
 
 
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
-    started: list[subprocess.Popen[bytes]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+_SETTINGS = {
+    "NOVABERG_PIXIE_BLOCK_MS": "100",
+    "NOVABERG_PIXIE_RECLAIM_IDLE_MS": "300",
+    "NOVABERG_PIXIE_BATCH_SIZE": "6",
+}
 
 
-def _spawn(
-    pg_url: str, kzg_server: RunningServer, lzg_server: RunningServer, replica: str, port: int, log: Path
-) -> subprocess.Popen[bytes]:
-    env = {
-        **os.environ,
-        "NOVABERG_POSTGRES_URL": pg_url,
-        "NOVABERG_KZG_ADDR": kzg_server.target,
-        "NOVABERG_LZG_ADDR": lzg_server.target,
-        "NOVABERG_LOG_ADDR": "",
-        "NOVABERG_PIXIE_HOST": "127.0.0.1",
-        "NOVABERG_PIXIE_PORT": str(port),
-        "NOVABERG_PIXIE_REPLICA_ID": replica,
-        "NOVABERG_PIXIE_BLOCK_MS": "100",
-        "NOVABERG_PIXIE_RECLAIM_IDLE_MS": "300",
-        "NOVABERG_PIXIE_BATCH_SIZE": "6",
-        "PYTHONUNBUFFERED": "1",
-        "NOVABERG_TLS_MODE": "plaintext",  # the in-process KZG/LZG servers of this test are plaintext
-    }
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "services.pixie"], cwd=REPO_ROOT, env=env, stdout=out,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )
+async def _nodes_made(lzg: lzg_pb2_grpc.LzgServiceStub) -> int:
+    pairs = [common_pb2.Pair(user_id=user, character_id="nova") for user in USERS]
+    return sum([len(await nodes_of(lzg, pair)) for pair in pairs])
 
 
 async def test_sigkill_mid_promotion_then_restart_leaves_one_node_per_entry(
@@ -94,27 +66,26 @@ async def test_sigkill_mid_promotion_then_restart_leaves_one_node_per_entry(
         queued.append((pair, stored.kzg_key))
 
     port = free_port()
-    first = _spawn(pg_url, kzg_server, lzg_server, "pixie-doomed", port, tmp_path / "a.log")
+    first = spawn_pixie(
+        pg_url, kzg_server.target, lzg_server.target, "pixie-doomed", port, tmp_path / "a.log", _SETTINGS
+    )
     processes.append(first)
     # Kill as soon as promotion is under way (some nodes exist, jobs are still in flight).
-    for _ in range(6000):
-        done = sum([len(await nodes_of(lzg, common_pb2.Pair(user_id=u, character_id="nova"))) for u in USERS])
-        if done >= 4:
-            break
-        await asyncio.sleep(0.005)
+    await eventually(lambda: _nodes_made(lzg), lambda made: made >= 4, within=30, every=0.005, what="4 nodes")
     first.kill()
     first.wait()
     before_restart = await queue_state(kzg)
     assert before_restart.length > 0, "the kill came too late to test anything"
 
     port2 = free_port()
-    second = _spawn(pg_url, kzg_server, lzg_server, "pixie-restarted", port2, tmp_path / "b.log")
+    second = spawn_pixie(
+        pg_url, kzg_server.target, lzg_server.target, "pixie-restarted", port2, tmp_path / "b.log", _SETTINGS
+    )
     processes.append(second)
-    for _ in range(600):
-        if await queue_state(kzg) == QueueState(0, 0):
-            break
-        await asyncio.sleep(0.05)
-    assert await queue_state(kzg) == QueueState(0, 0), (tmp_path / "b.log").read_text()[-3000:]
+    await eventually(
+        lambda: queue_state(kzg), lambda state: state == QueueState(0, 0), within=30, every=0.05,
+        what=lambda: "an empty queue; the restarted Pixie's log: " + (tmp_path / "b.log").read_text()[-3000:],
+    )  # fmt: skip
 
     # Every entry ended exactly once: as a node that left the KZG, or as a duplicate of an
     # earlier node that stays in the KZG (SPEC §5.3 step 4); no kzg_quell_key twice.

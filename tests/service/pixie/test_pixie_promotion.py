@@ -242,12 +242,11 @@ async def test_two_replicas_run_the_daily_task_once(
     a = await cluster.start("pixie-a", background=True, decay_at=time(0, 0))
     b = await cluster.start("pixie-b", background=True, decay_at=time(0, 0))
     today = utc_now().date()
-    runs: list[pixie_pb2.Run] = []
-    for _ in range(200):
-        runs = list((await a.api.ListRuns(pixie_pb2.ListRunsRequest(task="synapsen_decay"))).runs)
-        if runs and runs[0].outcome != "running":
-            break
-        await asyncio.sleep(0.05)
+    await eventually(
+        lambda: a.api.ListRuns(pixie_pb2.ListRunsRequest(task="synapsen_decay")),
+        lambda answer: bool(answer.runs) and answer.runs[0].outcome != "running",
+        within=10, every=0.05, what="the daily decay's run",
+    )  # fmt: skip
     await asyncio.sleep(0.5)  # ten more ticks of each replica
     runs = list((await b.api.ListRuns(pixie_pb2.ListRunsRequest(task="synapsen_decay"))).runs)
     assert len(runs) == 1, [(r.replica, r.outcome, r.error) for r in runs]
