@@ -8,27 +8,11 @@ import pytest
 
 from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg_core.config import CommonConfig
-from novaberg_core.embedding import EmbeddingProvider, make_provider
-from novaberg_core.pipeline_log import InMemorySink, PipelineLog
+from novaberg_core.embedding import EmbeddingProvider
+from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.server import insecure_channel
 from services.kzg.config import KzgConfig
 from services.kzg.server import create_server
-
-
-@pytest.fixture(scope="session")
-def provider() -> EmbeddingProvider:
-    return make_provider("minilm")
-
-
-@pytest.fixture
-def sink() -> InMemorySink:
-    return InMemorySink()
-
-
-@pytest.fixture
-def plog(sink: InMemorySink) -> PipelineLog:
-    """The server's pipeline-log client; ``await plog.flush()`` moves its records into ``sink``."""
-    return PipelineLog(sink)
 
 
 @pytest.fixture

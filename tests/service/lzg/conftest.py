@@ -8,8 +8,8 @@ import pytest
 
 from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg_core.config import CommonConfig
-from novaberg_core.embedding import EmbeddingProvider, make_provider
-from novaberg_core.pipeline_log import InMemorySink, PipelineLog
+from novaberg_core.embedding import EmbeddingProvider
+from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.server import insecure_channel
 from services.lzg.config import LzgConfig
 from services.lzg.server import create_server
@@ -17,23 +17,6 @@ from services.lzg.server import create_server
 
 def lzg_config(pg_url: str) -> LzgConfig:
     return LzgConfig(common=CommonConfig(service_name="lzg", host="127.0.0.1", port=0), postgres_url=pg_url)
-
-
-@pytest.fixture(scope="session")
-def provider() -> EmbeddingProvider:
-    """all-MiniLM-L6-v2 int8, the offline default; its profile supplies the thresholds."""
-    return make_provider("minilm")
-
-
-@pytest.fixture
-def sink() -> InMemorySink:
-    return InMemorySink()
-
-
-@pytest.fixture
-def plog(sink: InMemorySink) -> PipelineLog:
-    """The server's pipeline-log client; ``await plog.flush()`` moves its records into ``sink``."""
-    return PipelineLog(sink)
 
 
 @pytest.fixture

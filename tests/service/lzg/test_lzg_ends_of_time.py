@@ -14,7 +14,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.contract import TIME_MAX, ZEITPUNKT_MIN
 from novaberg_core.timeutil import to_timestamp
-from tests.service.lzg.memories import PAIR, T0, Stub, _entry, pair_with_memories
+from tests.service.lzg.memories import PAIR, T0, Stub, kzg_entry, pair_with_memories
 
 LATEST = to_timestamp(TIME_MAX)  # the last instant the contract accepts (a fraction after it is refused)
 """The last instant a request's ``as_of`` may name."""
@@ -53,7 +53,7 @@ async def test_memories_dated_in_the_first_and_the_last_year(lzg_stub: Stub) -> 
             timeline = (await lzg_stub.UpsertTimeline(lzg_pb2.UpsertTimelineRequest(
                 pair=PAIR, timeline=lzg_pb2.Timeline(zeitpunkt=to_timestamp(at), praezision="jahr", titel=f"Jahr {year}"),
             ))).timeline  # fmt: skip
-            entry = _entry(f"y{year}-{number}", f"Im Jahr {year} geschah etwas Neues, Nummer {number}.", ("Jahr",), ())
+            entry = kzg_entry(f"y{year}-{number}", f"Im Jahr {year} geschah etwas Neues, Nummer {number}.", themen=("Jahr",))
             entry.magnets.timeline_id = timeline.id
             promoted = await lzg_stub.Promote(lzg_pb2.PromoteRequest(
                 entry=entry, turn=common_pb2.TurnContext(turn_id="job"), ausloeser_turn_id="job", as_of=to_timestamp(T0),

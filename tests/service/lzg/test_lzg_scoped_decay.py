@@ -11,8 +11,9 @@ from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from novaberg_core.timeutil import to_timestamp, utc_now
+from tests.service.lzg.memories import OTHER, PAIR, Stub, kzg_entry, promote
 
-from .test_lzg_service import OTHER, PAIR, Stub, _entry, _error, _promote
+from .test_lzg_service import _error
 
 THIRD = common_pb2.Pair(user_id="ida@example.org", character_id="nova")
 
@@ -27,8 +28,8 @@ async def test_a_scoped_decay_ages_its_pairs_only_and_logs_them(
     now = utc_now().replace(microsecond=0)
     ids = {}
     for pair in (PAIR, OTHER, THIRD):
-        entry = _entry(f"d-{pair.user_id}", f"Ein Ausflug an den See mit {pair.user_id}.", pair=pair)
-        ids[pair.user_id] = (await _promote(lzg_stub, entry, as_of=now - timedelta(days=1))).node_id
+        entry = kzg_entry(f"d-{pair.user_id}", f"Ein Ausflug an den See mit {pair.user_id}.", pair=pair)
+        ids[pair.user_id] = (await promote(lzg_stub, entry, as_of=now - timedelta(days=1))).node_id
     untouched = await _node(lzg_stub, OTHER, ids[OTHER.user_id])
 
     months_ahead = to_timestamp(now + timedelta(days=90))
@@ -51,8 +52,8 @@ async def test_a_scoped_decay_ages_its_pairs_only_and_logs_them(
 
 
 async def test_an_all_pairs_decay_in_the_future_is_refused_and_changes_nothing(lzg_stub: Stub) -> None:
-    entry = _entry("f1", "Wir haben Drachen steigen lassen.")
-    node_id = (await _promote(lzg_stub, entry, as_of=utc_now())).node_id
+    entry = kzg_entry("f1", "Wir haben Drachen steigen lassen.")
+    node_id = (await promote(lzg_stub, entry, as_of=utc_now())).node_id
     before = await _node(lzg_stub, PAIR, node_id)
     ahead = to_timestamp(utc_now() + timedelta(days=90))
     error = await _error(lzg_stub.RunDecay(lzg_pb2.RunDecayRequest(as_of=ahead)))

@@ -2,66 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 
 import asyncpg
 import grpc
 import pytest
 
 from novaberg.common.v1 import common_pb2
-from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
+from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.embedding import EmbeddingProvider, profile_for
 from novaberg_core.errors import ModelMismatch
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from novaberg_core.timeutil import to_timestamp
 from services.lzg.server import create_server
+from tests.service.lzg.memories import OTHER, PAIR, T0, Stub, kzg_entry, promote
 
 from .conftest import lzg_config
-
-PAIR = common_pb2.Pair(user_id="mara@example.org", character_id="nova")
-OTHER = common_pb2.Pair(user_id="tom@example.org", character_id="nova")
-T0 = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
-Stub = lzg_pb2_grpc.LzgServiceStub
-
-
-def _entry(
-    entry_id: str,
-    inhalt: str,
-    *,
-    pair: common_pb2.Pair = PAIR,
-    themen: tuple[str, ...] = (),
-    entitaet_ids: tuple[int, ...] = (),
-    beobachter: int = common_pb2.BEOBACHTER_USER,
-    emotion: str = "freude",
-) -> common_pb2.KzgEntry:
-    return common_pb2.KzgEntry(
-        kzg_key=f"kzg:{pair.user_id}:{pair.character_id}:{entry_id}",
-        entry_id=entry_id,
-        pair=pair,
-        beobachter=beobachter,
-        inhalt=inhalt,
-        themen=list(themen),
-        salienz=0.9,
-        salienz_eingang=0.85,
-        haeufigkeit=1,
-        gedaechtnistyp="episodisch",
-        dimension="beziehungen",
-        ei=common_pb2.EiFields(emotion=emotion, modus="alltag", arousal=0.4, intentionen=["planung"]),
-        magnets=common_pb2.Magnets(entitaet_ids=list(entitaet_ids)),
-        erstellt_am=to_timestamp(T0 - timedelta(days=10)),
-        turn_id=f"turn-{entry_id}",
-    )
-
-
-async def _promote(stub: Stub, entry: common_pb2.KzgEntry, as_of: datetime = T0) -> lzg_pb2.PromoteResponse:
-    return await stub.Promote(
-        lzg_pb2.PromoteRequest(
-            entry=entry,
-            turn=common_pb2.TurnContext(turn_id="job-turn"),
-            ausloeser_turn_id="job-turn",
-            as_of=to_timestamp(as_of),
-        )
-    )
 
 
 async def _error(call: object) -> grpc.aio.AioRpcError:
@@ -71,11 +27,11 @@ async def _error(call: object) -> grpc.aio.AioRpcError:
 
 
 async def test_promotion_outcomes_over_grpc(lzg_stub: Stub) -> None:
-    new = await _promote(lzg_stub, _entry("e1", "Meine Schwester Anna backt jeden Sonntag Kuchen."))
+    new = await promote(lzg_stub, kzg_entry("e1", "Meine Schwester Anna backt jeden Sonntag Kuchen."))
     assert new.outcome == common_pb2.PROMOTION_OUTCOME_NEW_NODE and new.kzg_delete_allowed
-    again = await _promote(lzg_stub, _entry("e1", "Meine Schwester Anna backt jeden Sonntag Kuchen."))
+    again = await promote(lzg_stub, kzg_entry("e1", "Meine Schwester Anna backt jeden Sonntag Kuchen."))
     assert again.already_promoted and again.node_id == new.node_id and again.kzg_delete_allowed
-    duplicate = await _promote(lzg_stub, _entry("e2", "Meine Schwester Anna backt jeden Sonntag Kuchen."))
+    duplicate = await promote(lzg_stub, kzg_entry("e2", "Meine Schwester Anna backt jeden Sonntag Kuchen."))
     assert duplicate.outcome == common_pb2.PROMOTION_OUTCOME_DUPLICATE
     assert not duplicate.kzg_delete_allowed and duplicate.node_id == new.node_id
     assert duplicate.best_cosine == pytest.approx(1.0, abs=1e-5)
@@ -91,8 +47,8 @@ async def test_promotion_outcomes_over_grpc(lzg_stub: Stub) -> None:
 
 
 async def test_bad_input_gets_precise_errors(lzg_stub: Stub, provider: EmbeddingProvider) -> None:
-    theirs = await _promote(lzg_stub, _entry("x1", "Tom fährt gern Rad.", pair=OTHER))
-    mine = await _promote(lzg_stub, _entry("m1", "Mara spielt Geige."))
+    theirs = await promote(lzg_stub, kzg_entry("x1", "Tom fährt gern Rad.", pair=OTHER))
+    mine = await promote(lzg_stub, kzg_entry("m1", "Mara spielt Geige."))
     stats_before = await lzg_stub.GetPairStats(lzg_pb2.GetPairStatsRequest(pair=PAIR))
 
     err = await _error(lzg_stub.GetNode(lzg_pb2.GetNodeRequest(pair=PAIR, node_id=theirs.node_id)))
@@ -127,9 +83,9 @@ async def test_bad_input_gets_precise_errors(lzg_stub: Stub, provider: Embedding
     err = await _error(lzg_stub.RenderMemoryBlock(render))
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "unknown reader 'poet'" in err.details()
 
-    bad = _entry("b1", "zu salient")
+    bad = kzg_entry("b1", "zu salient")
     bad.salienz = 1.5
-    err = await _error(_promote(lzg_stub, bad))
+    err = await _error(promote(lzg_stub, bad))
     assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "entry.salienz must lie within 0..1" in err.details()
 
     assert await lzg_stub.GetPairStats(lzg_pb2.GetPairStatsRequest(pair=PAIR)) == stats_before
@@ -152,7 +108,7 @@ async def test_read_render_reinforce_and_decay_round_trip(
     for entry_id, text, themen in texts:
         ents = (anna.id,) if "Anna" in themen else ()
         ids.append(
-            (await _promote(lzg_stub, _entry(entry_id, text, themen=themen, entitaet_ids=ents))).node_id
+            (await promote(lzg_stub, kzg_entry(entry_id, text, themen=themen, entitaet_ids=ents))).node_id
         )
 
     read = await lzg_stub.SpreadingRead(
@@ -215,8 +171,8 @@ async def test_entity_and_timeline_crud_fire_trigger3(lzg_stub: Stub) -> None:
     )
     anna, annie, again = resolved.entitaet_ids
     assert anna == again and anna != annie
-    await _promote(lzg_stub, _entry("p1", "Annie kommt morgen zu Besuch.", entitaet_ids=(annie,)))
-    await _promote(lzg_stub, _entry("p2", "Mit Anna gehe ich ins Kino.", entitaet_ids=(anna,)))
+    await promote(lzg_stub, kzg_entry("p1", "Annie kommt morgen zu Besuch.", entitaet_ids=(annie,)))
+    await promote(lzg_stub, kzg_entry("p2", "Mit Anna gehe ich ins Kino.", entitaet_ids=(anna,)))
     merged = await lzg_stub.MergeEntities(
         lzg_pb2.MergeEntitiesRequest(pair=PAIR, source_id=annie, target_id=anna)
     )
@@ -270,8 +226,8 @@ async def test_a_store_of_another_model_refuses_to_start(pg_url: str, provider: 
 
 async def test_check_nodes_and_find_timelines_in_one_call(lzg_stub: Stub) -> None:
     """The fan-out savers: a set of node ids checked at once, a timeline ref found by id or by instant."""
-    mine = (await _promote(lzg_stub, _entry("c1", "Anna backt Brot."))).node_id
-    foreign = (await _promote(lzg_stub, _entry("c2", "Tom fährt Rad.", pair=OTHER))).node_id
+    mine = (await promote(lzg_stub, kzg_entry("c1", "Anna backt Brot."))).node_id
+    foreign = (await promote(lzg_stub, kzg_entry("c2", "Tom fährt Rad.", pair=OTHER))).node_id
     checked = await lzg_stub.CheckNodes(lzg_pb2.CheckNodesRequest(pair=PAIR, node_ids=[foreign, mine, 424242]))
     assert list(checked.missing) == [foreign, 424242]
     made = [

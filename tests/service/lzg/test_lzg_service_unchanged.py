@@ -3,59 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
 
 from novaberg.common.v1 import common_pb2
-from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
-from novaberg_core.timeutil import to_timestamp
+from novaberg.lzg.v1 import lzg_pb2
+from tests.service.lzg.memories import OTHER, PAIR, Stub, kzg_entry, promote
 
-PAIR = common_pb2.Pair(user_id="mara@example.org", character_id="nova")
-OTHER = common_pb2.Pair(user_id="tom@example.org", character_id="nova")
-T0 = datetime(2026, 6, 1, 10, 0, tzinfo=UTC)
-Stub = lzg_pb2_grpc.LzgServiceStub
 Snapshot = dict[str, bytes]
-
-
-def _entry(
-    entry_id: str,
-    inhalt: str,
-    *,
-    pair: common_pb2.Pair = PAIR,
-    themen: tuple[str, ...] = (),
-    entitaet_ids: tuple[int, ...] = (),
-    salienz: float = 0.9,
-) -> common_pb2.KzgEntry:
-    return common_pb2.KzgEntry(
-        kzg_key=f"kzg:{pair.user_id}:{pair.character_id}:{entry_id}",
-        entry_id=entry_id,
-        pair=pair,
-        beobachter=common_pb2.BEOBACHTER_USER,
-        inhalt=inhalt,
-        themen=list(themen),
-        salienz=salienz,
-        salienz_eingang=salienz,
-        haeufigkeit=1,
-        gedaechtnistyp="episodisch",
-        dimension="beziehungen",
-        ei=common_pb2.EiFields(emotion="freude", modus="alltag", arousal=0.4, intentionen=["planung"]),
-        magnets=common_pb2.Magnets(entitaet_ids=list(entitaet_ids)),
-        erstellt_am=to_timestamp(T0 - timedelta(days=10)),
-        turn_id=f"turn-{entry_id}",
-    )
-
-
-async def _promote(stub: Stub, entry: common_pb2.KzgEntry) -> lzg_pb2.PromoteResponse:
-    return await stub.Promote(
-        lzg_pb2.PromoteRequest(
-            entry=entry,
-            turn=common_pb2.TurnContext(turn_id="job-turn"),
-            ausloeser_turn_id="job-turn",
-            as_of=to_timestamp(T0),
-        )
-    )
 
 
 async def _snapshot(stub: Stub, nodes: dict[str, list[int]]) -> Snapshot:
@@ -87,14 +43,14 @@ async def test_every_bad_input_rpc_leaves_nodes_and_edges_byte_identical(lzg_stu
         )
     ).entity.id
     mine = [
-        (await _promote(lzg_stub, _entry(i, text, themen=themen, entitaet_ids=ents))).node_id
+        (await promote(lzg_stub, kzg_entry(i, text, themen=themen, entitaet_ids=ents))).node_id
         for i, text, themen, ents in (
             ("m1", "Anna hat mir früher immer Schokolade mitgebracht.", ("Anna", "Schokolade"), (anna,)),
             ("m2", "Anna ist meine ältere Schwester.", ("Anna", "Familie"), (anna,)),
             ("m3", "Im Urlaub waren wir in Norwegen wandern.", ("Urlaub",), ()),
         )
     ]
-    theirs = [(await _promote(lzg_stub, _entry("t1", "Tom fährt gern Rad.", pair=OTHER))).node_id]
+    theirs = [(await promote(lzg_stub, kzg_entry("t1", "Tom fährt gern Rad.", pair=OTHER))).node_id]
     nodes = {"mine": mine, "theirs": theirs}
     before = await _snapshot(lzg_stub, nodes)
     assert len((lzg_pb2.ListEdgesResponse.FromString(before["mine:edges"])).edges) == 2  # m1 ↔ m2
@@ -169,15 +125,15 @@ async def test_every_bad_input_rpc_leaves_nodes_and_edges_byte_identical(lzg_stu
         ),
         (
             "salience outside 0..1 (promote)",
-            lambda: _promote(lzg_stub, _entry("b1", "Anna hat mir Schokolade mitgebracht.", salienz=1.5)),
+            lambda: promote(lzg_stub, kzg_entry("b1", "Anna hat mir Schokolade mitgebracht.", salienz=1.5)),
             grpc.StatusCode.INVALID_ARGUMENT,
             "entry.salienz must lie within 0..1",
         ),
         (
             "empty pair field (promote)",
-            lambda: _promote(
+            lambda: promote(
                 lzg_stub,
-                _entry(
+                kzg_entry(
                     "b2", "Anna ist meine Schwester.", pair=common_pb2.Pair(user_id="", character_id="nova")
                 ),
             ),

@@ -17,7 +17,7 @@ from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pipeline.v1 import pipeline_pb2_grpc
 from novaberg_core.config import CommonConfig
-from novaberg_core.embedding import EmbeddingProvider, make_provider
+from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.pipeline_log import InMemorySink, PendingRecord, PipelineLog
 from novaberg_core.server import RunningServer
 from services.kzg.config import KzgConfig
@@ -28,12 +28,6 @@ from services.pipeline.analyzer import Analyzer
 from services.pipeline.config import PipelineConfig
 from services.pipeline.server import create_server as create_pipeline_server
 from tests.service.pipeline.proxies import PAUSE_S, PeerProxy, Proxied, unary_methods
-
-
-@pytest.fixture(scope="session")
-def provider() -> EmbeddingProvider:
-    """The offline model shared by every server in this process (loaded once)."""
-    return make_provider("minilm")
 
 
 @dataclass

@@ -26,7 +26,7 @@ from novaberg.log.v1 import log_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2_grpc
 from novaberg_core.config import CommonConfig
-from novaberg_core.embedding import EmbeddingProvider, make_provider
+from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.pipeline_log import InMemorySink, LogSink, PendingRecord, PipelineLog
 from novaberg_core.server import RunningServer
 from services.kzg.config import KzgConfig
@@ -45,12 +45,6 @@ UNREACHABLE = "localhost:1"
 """An address nothing listens on: calls fail UNAVAILABLE at once."""
 
 _entry_numbers = itertools.count(1)
-
-
-@pytest.fixture(scope="session")
-def provider() -> EmbeddingProvider:
-    """The offline model shared by KZG and LZG (loaded once per session)."""
-    return make_provider("minilm")
 
 
 @pytest.fixture
