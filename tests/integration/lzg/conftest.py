@@ -25,7 +25,7 @@ from services.lzg.edges import pair_weights
 from services.lzg.engine import LzgEngine
 from services.lzg.layers import Compared, EdgeLayers, Praezision, TimelineRef, layers_between
 from services.lzg.store import LzgStore
-from services.lzg.types import PromotionInput, PromotionResult
+from services.lzg.types import Entity, PromotionInput, PromotionResult, Timeline
 
 DIM = 8
 NOMIC_PROFILE = ModelProfile(
@@ -171,6 +171,16 @@ async def promote(
 ) -> PromotionResult:
     provider.vectors[inhalt] = vector
     return await engine.promote(entry(inhalt, **kwargs))
+
+
+def new_entity(name: str) -> Entity:
+    """A person to register (``upsert_entity``): no id yet, its pair the call's."""
+    return Entity(0, Pair("", ""), name, "person", ())
+
+
+def new_timeline(when: datetime, praezision: str = "tag") -> Timeline:
+    """A timeline to register (``upsert_timeline``): no id yet, its pair the call's."""
+    return Timeline(0, Pair("", ""), when, praezision, "", ())
 
 
 async def dump(store: LzgStore, *tables: str) -> dict[str, list[tuple[Any, ...]]]:

@@ -24,6 +24,8 @@ from .conftest import (
     at_cosine,
     dump,
     entry,
+    new_entity,
+    new_timeline,
     promote,
     unit,
 )
@@ -34,8 +36,8 @@ pytestmark = pytest.mark.integration
 async def test_new_node_takes_every_kzg_field_and_allows_deleting_the_entry(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
-    ent = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0]
-    tl = (await engine.upsert_timeline(Pair(*PAIR), _timeline(T0)))[0]
+    ent = (await engine.upsert_entity(Pair(*PAIR), new_entity("Anna")))[0]
+    tl = (await engine.upsert_timeline(Pair(*PAIR), new_timeline(T0)))[0]
     provider.vectors["Anna hat mir Schokolade gegeben"] = unit(1, 0)
     job = entry(
         "Anna hat mir Schokolade gegeben",
@@ -172,10 +174,10 @@ async def test_inactive_nodes_are_candidates_and_get_edges(
 async def test_edges_to_every_candidate_match_the_formula_for_all_layers(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
-    anna = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0]
-    tag = (await engine.upsert_timeline(Pair(*PAIR), _timeline(T0)))[0]
-    tag_4 = (await engine.upsert_timeline(Pair(*PAIR), _timeline(T0 + timedelta(days=4))))[0]
-    minute = (await engine.upsert_timeline(Pair(*PAIR), _timeline(T0, "minute")))[0]
+    anna = (await engine.upsert_entity(Pair(*PAIR), new_entity("Anna")))[0]
+    tag = (await engine.upsert_timeline(Pair(*PAIR), new_timeline(T0)))[0]
+    tag_4 = (await engine.upsert_timeline(Pair(*PAIR), new_timeline(T0 + timedelta(days=4))))[0]
+    minute = (await engine.upsert_timeline(Pair(*PAIR), new_timeline(T0, "minute")))[0]
     await promote(engine, provider, "a", unit(1, 0, 0), entitaet_ids=[anna.id], salienz=0.5)
     await promote(engine, provider, "b", unit(0, 1, 0), timeline_id=tag.id, themen=["x", "y"], salienz=0.7)
     await promote(engine, provider, "c", unit(0, 0, 1), timeline_id=minute.id, salienz=0.95)
@@ -268,8 +270,8 @@ async def test_bad_input_is_refused_before_anything_is_written(
 async def test_unknown_entity_and_foreign_timeline_are_dropped_and_logged(
     engine: LzgEngine, provider: TableProvider, store: LzgStore, log_sink: object
 ) -> None:
-    foreign_tl = (await engine.upsert_timeline(Pair(*OTHER), _timeline(T0)))[0]
-    mine = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0]
+    foreign_tl = (await engine.upsert_timeline(Pair(*OTHER), new_timeline(T0)))[0]
+    mine = (await engine.upsert_entity(Pair(*PAIR), new_entity("Anna")))[0]
     result = await promote(
         engine, provider, "x", unit(1), entitaet_ids=[999, mine.id], timeline_id=foreign_tl.id
     )
@@ -293,18 +295,6 @@ async def test_promotion_writes_its_steps_to_the_pipeline_log(
     assert switch.inhalt["entscheidung"] == "promotion.treffer" and switch.inhalt["ausgang"] == "neu"
     assert switch.inhalt["massstab"] == {"match": 0.82}
     assert all(r.user_id == PAIR[0] and r.turn_id == "turn-job-1" for r in records)
-
-
-def _entity(name: str):  # type: ignore[no-untyped-def]
-    from services.lzg.types import Entity
-
-    return Entity(0, Pair("", ""), name, "person", ())
-
-
-def _timeline(when, praezision: str = "tag"):  # type: ignore[no-untyped-def]
-    from services.lzg.types import Timeline
-
-    return Timeline(0, Pair("", ""), when, praezision, "", ())
 
 
 async def test_an_entry_without_dimension_is_promoted_not_refused(

@@ -14,16 +14,15 @@ from services.lzg.engine import LzgEngine
 from services.lzg.reading import NamedLookups, RecallQuery, rank_candidates, recall_list
 from services.lzg.spreading import SCHALEN_FAKTOR, sektor_faktor
 from services.lzg.store import LzgStore
-from services.lzg.types import Entity
 from services.lzg.usage import Ausgang
 
-from .conftest import OTHER, PAIR, T0, TableProvider, at_cosine, dump, promote, unit
+from .conftest import OTHER, PAIR, T0, TableProvider, at_cosine, dump, new_entity, promote, unit
 
 pytestmark = pytest.mark.integration
 
 
 async def _entity(engine: LzgEngine, name: str, pair: tuple[str, str] = PAIR) -> int:
-    return (await engine.upsert_entity(Pair(*pair), Entity(0, Pair("", ""), name, "person", ())))[0].id
+    return (await engine.upsert_entity(Pair(*pair), new_entity(name)))[0].id
 
 
 async def _chain(engine: LzgEngine, provider: TableProvider, pair: tuple[str, str] = PAIR) -> list[int]:

@@ -23,7 +23,7 @@ from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.lzg.engine import LzgEngine
 from services.lzg.rows import EdgeInsert
 from services.lzg.store import LzgStore, PairTx
-from services.lzg.types import Entity, PromotionOutcome, Timeline
+from services.lzg.types import Entity, PromotionOutcome
 from services.lzg.weights import damp, days_until
 from tests.e2e.helpers import eventually
 
@@ -38,15 +38,13 @@ from .conftest import (
     at_cosine,
     dump,
     entry,
+    new_entity,
+    new_timeline,
     promote,
     unit,
 )
 
 pytestmark = pytest.mark.integration
-
-
-def _entity(name: str) -> Entity:
-    return Entity(0, Pair("", ""), name, "person", ())
 
 
 async def _edge_rows(store: LzgStore, node_id: int | None = None) -> list[asyncpg.Record]:
@@ -126,7 +124,7 @@ async def test_a_replica_with_a_warm_cache_sees_nodes_another_replica_promoted(
 async def _every_layer_graph(engine: LzgEngine, provider: TableProvider) -> list[int]:
     """About 30 nodes with varied weights: entity, embedding, theme and timeline winners of every precision."""
     rng = np.random.default_rng(20260501)
-    entities = [(await engine.upsert_entity(Pair(*PAIR), _entity(n)))[0].id for n in ("Anna", "Berlin", "Chor")]
+    entities = [(await engine.upsert_entity(Pair(*PAIR), new_entity(n)))[0].id for n in ("Anna", "Berlin", "Chor")]
     timelines: list[int] = []
     for praezision, offsets in (
         ("minute", (0.0, 0.37, 3.9)),
@@ -139,7 +137,7 @@ async def _every_layer_graph(engine: LzgEngine, provider: TableProvider) -> list
     ):
         for days in offsets:
             when = T0 + timedelta(days=days, seconds=int(rng.integers(0, 86400)))
-            tl = Timeline(0, Pair("", ""), when, praezision, "", ())
+            tl = new_timeline(when, praezision)
             timelines.append((await engine.upsert_timeline(Pair(*PAIR), tl))[0].id)
     vocabulary = ["Familie", "Reise", "Musik", "Kuchen", "Garten", "Arbeit"]
     ids: list[int] = []
@@ -209,7 +207,7 @@ async def test_trigger2_without_a_weight_change_leaves_every_edge_byte_identical
 
 
 async def _two_neighbours(engine: LzgEngine, provider: TableProvider) -> list[int]:
-    anna = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
+    anna = (await engine.upsert_entity(Pair(*PAIR), new_entity("Anna")))[0].id
     first = await promote(engine, provider, "Anna singt", unit(1, 0), entitaet_ids=[anna], themen=["Chor"])
     second = await promote(engine, provider, "Chorprobe", unit(0, 1), themen=["Chor"])
     return [first.node_id, second.node_id, anna]
@@ -363,7 +361,7 @@ async def test_shell_three_follows_at_most_two_edges_per_shell_two_node(
     # A —e1— S1 —e2a— S2a —e3a— three leaves; S1 —e2b— S2b —e3b— three leaves. Vectors: A on
     # axis 0 (the query), the others orthogonal or at 0.354 (Hadamard rows): no embedding edges.
     names = ("e1", "e2a", "e2b", "e3a", "e3b")
-    e1, e2a, e2b, e3a, e3b = [(await engine.upsert_entity(Pair(*PAIR), _entity(n)))[0].id for n in names]
+    e1, e2a, e2b, e3a, e3b = [(await engine.upsert_entity(Pair(*PAIR), new_entity(n)))[0].id for n in names]
     hadamard = [
         np.array([1, -1, 1, -1, 1, -1, 1, -1], dtype=np.float32) / np.float32(math.sqrt(8)),
         np.array([1, 1, -1, -1, 1, 1, -1, -1], dtype=np.float32) / np.float32(math.sqrt(8)),

@@ -25,15 +25,13 @@ from .conftest import (
     assert_edges_equal_from_scratch,
     at_cosine,
     dump,
+    new_entity,
+    new_timeline,
     promote,
     unit,
 )
 
 pytestmark = pytest.mark.integration
-
-
-def _entity(name: str) -> Entity:
-    return Entity(0, Pair("", ""), name, "person", ())
 
 
 # --- decay (SPEC §5.7) -----------------------------------------------------------------------
@@ -124,12 +122,10 @@ async def test_decay_waits_for_a_writer_of_a_pair_without_holding_anything(
 
 async def _graph(engine: LzgEngine, provider: TableProvider) -> list[int]:
     """A small graph with every layer: 7 nodes, entities, timelines, themes, close vectors."""
-    anna = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
-    berlin = (await engine.upsert_entity(Pair(*PAIR), _entity("Berlin")))[0].id
+    anna = (await engine.upsert_entity(Pair(*PAIR), new_entity("Anna")))[0].id
+    berlin = (await engine.upsert_entity(Pair(*PAIR), new_entity("Berlin")))[0].id
     tl = [
-        (await engine.upsert_timeline(Pair(*PAIR), Timeline(0, Pair("", ""), T0 + timedelta(days=d), "tag", "", ())))[
-            0
-        ].id
+        (await engine.upsert_timeline(Pair(*PAIR), new_timeline(T0 + timedelta(days=d))))[0].id
         for d in (0, 5, 12)
     ]
     specs = [
@@ -248,7 +244,7 @@ async def test_entity_merge_rewrites_nodes_and_equals_a_from_scratch_recompute(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
     annie = (await engine.upsert_entity(Pair(*PAIR), Entity(0, Pair("", ""), "Annie", "person", ("Ann",))))[0].id
-    anna = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
+    anna = (await engine.upsert_entity(Pair(*PAIR), new_entity("Anna")))[0].id
     a = await promote(engine, provider, "mit Annie", unit(1, 0), entitaet_ids=[annie])
     b = await promote(engine, provider, "mit Anna", unit(0, 1), entitaet_ids=[anna])
     c = await promote(engine, provider, "mit beiden", unit(0, 0, 1), entitaet_ids=[anna, annie])
@@ -269,7 +265,7 @@ async def test_entity_merge_rewrites_nodes_and_equals_a_from_scratch_recompute(
 async def test_entity_delete_removes_the_layer_and_edges_left_without_one(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
-    anna = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
+    anna = (await engine.upsert_entity(Pair(*PAIR), new_entity("Anna")))[0].id
     await promote(engine, provider, "a", unit(1, 0), entitaet_ids=[anna])
     await promote(engine, provider, "b", unit(0, 1), entitaet_ids=[anna], themen=["x"])
     await promote(engine, provider, "c", unit(0, 0, 1), entitaet_ids=[anna], themen=["x"])
@@ -315,9 +311,9 @@ async def test_timeline_move_precision_change_and_delete_equal_a_from_scratch_re
 async def test_trigger3_input_errors_change_nothing(
     engine: LzgEngine, provider: TableProvider, store: LzgStore
 ) -> None:
-    mine = (await engine.upsert_entity(Pair(*PAIR), _entity("Anna")))[0].id
-    theirs = (await engine.upsert_entity(Pair(*OTHER), _entity("Anna")))[0].id
-    foreign_tl = (await engine.upsert_timeline(Pair(*OTHER), Timeline(0, Pair("", ""), T0, "tag", "", ())))[0].id
+    mine = (await engine.upsert_entity(Pair(*PAIR), new_entity("Anna")))[0].id
+    theirs = (await engine.upsert_entity(Pair(*OTHER), new_entity("Anna")))[0].id
+    foreign_tl = (await engine.upsert_timeline(Pair(*OTHER), new_timeline(T0)))[0].id
     await promote(engine, provider, "a", unit(1), entitaet_ids=[mine])
     before = await dump(store)
     with pytest.raises(NotFound, match=f"entity {theirs} \\(source_id\\) is not an entity of this pair"):
@@ -331,5 +327,5 @@ async def test_trigger3_input_errors_change_nothing(
     with pytest.raises(NotFound):
         await engine.update_timeline(Pair(*PAIR), Timeline(foreign_tl, Pair("", ""), T0, "tag", "", ()))
     with pytest.raises(InvalidArgument, match=r"timeline\.praezision 'sekunde' is not a timeline precision"):
-        await engine.upsert_timeline(Pair(*PAIR), Timeline(0, Pair("", ""), T0, "sekunde", "", ()))
+        await engine.upsert_timeline(Pair(*PAIR), new_timeline(T0, "sekunde"))
     assert await dump(store) == before
