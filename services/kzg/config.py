@@ -6,11 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from novaberg_core.config import CommonConfig
-from novaberg_core.env import env_choice, env_int, env_str
+from novaberg_core.env import env_choice, env_int, env_prefix, env_str
 from services.kzg.domain import REINFORCEMENT_MODES
 from services.kzg.store import VECTOR_ALGORITHMS
 
-PREFIX = "NOVABERG_KZG_"
+SERVICE_NAME = "kzg"
+"""The service's short name: its telemetry resource and its variables' prefix."""
+PREFIX = env_prefix(SERVICE_NAME)
+"""``NOVABERG_KZG_``: the prefix of the service's own variables."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +38,7 @@ class KzgConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> KzgConfig:
         return cls(
-            common=CommonConfig.from_env("kzg", PREFIX, env=env),
+            common=CommonConfig.from_env(SERVICE_NAME, PREFIX, env=env),
             redis_url=env_str("NOVABERG_REDIS_URL", env=env),
             reinforcement=env_choice(f"{PREFIX}REINFORCEMENT", REINFORCEMENT_MODES, "thema", env=env),
             vector_algorithm=env_choice(f"{PREFIX}VECTOR_ALGORITHM", VECTOR_ALGORITHMS, "FLAT", env=env),

@@ -14,7 +14,7 @@ from services.kzg.servicer import KzgServicer
 from services.kzg.store import KzgStore
 from services.kzg.summary import Summariser
 
-SERVICE_NAME = kzg_pb2.DESCRIPTOR.services_by_name["KzgService"].full_name
+FULL_SERVICE_NAME = kzg_pb2.DESCRIPTOR.services_by_name["KzgService"].full_name
 
 
 async def create_server(
@@ -50,7 +50,7 @@ async def create_server(
     return await create_grpc_server(
         cfg.common,
         lambda server: kzg_pb2_grpc.add_KzgServiceServicer_to_server(servicer, server),
-        [SERVICE_NAME],
+        [FULL_SERVICE_NAME],
         on_shutdown=[stop_sampling, log.close, store.close],
     )
 

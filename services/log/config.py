@@ -9,6 +9,9 @@ from novaberg_core.config import CommonConfig
 from novaberg_core.env import env_int, env_prefix, env_str
 
 SERVICE_NAME = "log"
+"""The service's short name: its telemetry resource and its variables' prefix."""
+PREFIX = env_prefix(SERVICE_NAME)
+"""``NOVABERG_LOG_``: the prefix of the service's own variables."""
 DEFAULT_RETENTION_DAYS = 365
 """LZG_PIPELINE_LOG_VORHALTUNG_TAGE (syn §10.5)."""
 
@@ -33,11 +36,10 @@ class LogConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> LogConfig:
         """Read the configuration; a missing or malformed variable raises ConfigError naming it."""
-        prefix = env_prefix(SERVICE_NAME)
         seed_days = env_int("LZG_PIPELINE_LOG_VORHALTUNG_TAGE", DEFAULT_RETENTION_DAYS, min_value=1, env=env)
         return cls(
-            common=CommonConfig.from_env(SERVICE_NAME, env=env),
+            common=CommonConfig.from_env(SERVICE_NAME, PREFIX, env=env),
             postgres_url=env_str("NOVABERG_POSTGRES_URL", env=env),
-            retention_days=env_int(f"{prefix}VORHALTUNG_TAGE", seed_days, min_value=1, env=env),
-            pool_max_size=env_int(f"{prefix}POOL_MAX", 8, min_value=1, max_value=100, env=env),
+            retention_days=env_int(f"{PREFIX}VORHALTUNG_TAGE", seed_days, min_value=1, env=env),
+            pool_max_size=env_int(f"{PREFIX}POOL_MAX", 8, min_value=1, max_value=100, env=env),
         )

@@ -6,10 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from novaberg_core.config import CommonConfig
-from novaberg_core.env import env_int, env_str
+from novaberg_core.env import env_int, env_prefix, env_str
 
 SERVICE_NAME = "lzg"
-PREFIX = "NOVABERG_LZG_"
+"""The service's short name: its telemetry resource and its variables' prefix."""
+PREFIX = env_prefix(SERVICE_NAME)
+"""``NOVABERG_LZG_``: the prefix of the service's own variables."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from novaberg_core.config import CommonConfig
-from novaberg_core.env import ConfigError, env_choice, env_float, env_int, env_str
+from novaberg_core.env import ConfigError, env_choice, env_float, env_int, env_prefix, env_str
 from novaberg_core.limits import KZG_TOP_K_DEFAULT
 
 __all__ = ["ANALYZERS", "MAX_CONCURRENT_RPCS", "PipelineConfig"]
@@ -14,7 +14,10 @@ __all__ = ["ANALYZERS", "MAX_CONCURRENT_RPCS", "PipelineConfig"]
 ANALYZERS = ("offline", "ollama")
 """Accepted values of ``NOVABERG_PIPELINE_ANALYZER``."""
 
-_PREFIX = "NOVABERG_PIPELINE_"
+SERVICE_NAME = "pipeline"
+"""The service's short name: its telemetry resource and its variables' prefix."""
+PREFIX = env_prefix(SERVICE_NAME)
+"""``NOVABERG_PIPELINE_``: the prefix of the service's own variables."""
 
 MAX_CONCURRENT_RPCS = 64
 """The edge's limit of calls at once (``NOVABERG_PIPELINE_MAX_CONCURRENT_RPCS``): on two cores about half a
@@ -81,28 +84,30 @@ class PipelineConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PipelineConfig:
-        analyzer = env_choice(f"{_PREFIX}ANALYZER", ANALYZERS, "offline", env=env)
-        model = env_str(f"{_PREFIX}OLLAMA_MODEL", "", env=env)
+        analyzer = env_choice(f"{PREFIX}ANALYZER", ANALYZERS, "offline", env=env)
+        model = env_str(f"{PREFIX}OLLAMA_MODEL", "", env=env)
         if analyzer == "ollama" and not model:
             raise ConfigError(
-                f"{_PREFIX}OLLAMA_MODEL", f"{_PREFIX}OLLAMA_MODEL must be set when {_PREFIX}ANALYZER=ollama"
+                f"{PREFIX}OLLAMA_MODEL", f"{PREFIX}OLLAMA_MODEL must be set when {PREFIX}ANALYZER=ollama"
             )
-        fallback = env_choice(f"{_PREFIX}OLLAMA_FALLBACK", ("offline", "none"), "none", env=env)
+        fallback = env_choice(f"{PREFIX}OLLAMA_FALLBACK", ("offline", "none"), "none", env=env)
         return cls(
-            common=CommonConfig.from_env("pipeline", env=env, max_concurrent_rpcs=MAX_CONCURRENT_RPCS),
+            common=CommonConfig.from_env(
+                SERVICE_NAME, PREFIX, env=env, max_concurrent_rpcs=MAX_CONCURRENT_RPCS
+            ),
             kzg_addr=env_str("NOVABERG_KZG_ADDR", env=env),
             lzg_addr=env_str("NOVABERG_LZG_ADDR", env=env),
             redis_url=env_str("NOVABERG_REDIS_URL", env=env),
             analyzer=analyzer,
             ollama_url=env_str("NOVABERG_OLLAMA_URL", "http://127.0.0.1:11434", env=env),
             ollama_chat_model=model,
-            ollama_timeout_s=env_float(f"{_PREFIX}OLLAMA_TIMEOUT_S", 60.0, min_value=0.1, env=env),
+            ollama_timeout_s=env_float(f"{PREFIX}OLLAMA_TIMEOUT_S", 60.0, min_value=0.1, env=env),
             ollama_fallback_offline=fallback == "offline",
-            kzg_top_k=env_int(f"{_PREFIX}KZG_TOP_K", KZG_TOP_K_DEFAULT, min_value=1, max_value=100, env=env),
-            recall_k=env_int(f"{_PREFIX}RECALL_K", 10, min_value=0, max_value=100, env=env),
-            gewicht_user=env_float(f"{_PREFIX}GEWICHT_USER", 1.0, min_value=0.0, env=env),
-            gewicht_assistant=env_float(f"{_PREFIX}GEWICHT_ASSISTANT", 0.7, min_value=0.0, env=env),
-            registry_cache_s=env_float(f"{_PREFIX}REGISTRY_CACHE_S", 60.0, min_value=0.0, env=env),
-            peer_timeout_s=env_float(f"{_PREFIX}PEER_TIMEOUT_S", 10.0, min_value=0.1, env=env),
-            silent_peer_pause_s=env_float(f"{_PREFIX}SILENT_PEER_PAUSE_S", 5.0, min_value=0.0, env=env),
+            kzg_top_k=env_int(f"{PREFIX}KZG_TOP_K", KZG_TOP_K_DEFAULT, min_value=1, max_value=100, env=env),
+            recall_k=env_int(f"{PREFIX}RECALL_K", 10, min_value=0, max_value=100, env=env),
+            gewicht_user=env_float(f"{PREFIX}GEWICHT_USER", 1.0, min_value=0.0, env=env),
+            gewicht_assistant=env_float(f"{PREFIX}GEWICHT_ASSISTANT", 0.7, min_value=0.0, env=env),
+            registry_cache_s=env_float(f"{PREFIX}REGISTRY_CACHE_S", 60.0, min_value=0.0, env=env),
+            peer_timeout_s=env_float(f"{PREFIX}PEER_TIMEOUT_S", 10.0, min_value=0.1, env=env),
+            silent_peer_pause_s=env_float(f"{PREFIX}SILENT_PEER_PAUSE_S", 5.0, min_value=0.0, env=env),
         )

@@ -20,9 +20,9 @@ from services.pipeline.servicer import PipelineServicer
 from services.pipeline.store import ClusterStore
 from services.pipeline.turns import TurnPipeline
 
-__all__ = ["SERVICE_NAME", "build_analyzer", "create_server", "main"]
+__all__ = ["FULL_SERVICE_NAME", "build_analyzer", "create_server", "main"]
 
-SERVICE_NAME = pipeline_pb2.DESCRIPTOR.services_by_name["PipelineService"].full_name
+FULL_SERVICE_NAME = pipeline_pb2.DESCRIPTOR.services_by_name["PipelineService"].full_name
 
 
 def build_analyzer(cfg: PipelineConfig, registry: EntityRegistry) -> Analyzer:
@@ -79,7 +79,7 @@ async def create_server(
     return await create_grpc_server(
         cfg.common,
         lambda server: pipeline_pb2_grpc.add_PipelineServiceServicer_to_server(servicer, server),
-        [SERVICE_NAME],
+        [FULL_SERVICE_NAME],
         on_shutdown=[log.close, peers.close, clusters.close],
     )
 

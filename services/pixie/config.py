@@ -12,9 +12,12 @@ from datetime import time
 from typing import Any, TypeVar
 
 from novaberg_core.config import CommonConfig
-from novaberg_core.env import ConfigError, env_float, env_int, env_str
+from novaberg_core.env import ConfigError, env_float, env_int, env_prefix, env_str
 
-PREFIX = "NOVABERG_PIXIE_"
+SERVICE_NAME = "pixie"
+"""The service's short name: its telemetry resource and its variables' prefix."""
+PREFIX = env_prefix(SERVICE_NAME)
+"""``NOVABERG_PIXIE_``: the prefix of the service's own variables."""
 
 _HHMM = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
 
@@ -130,7 +133,7 @@ class PixieConfig:
         """Read ``NOVABERG_PIXIE_*`` plus the shared ``NOVABERG_POSTGRES_URL`` and service addresses."""
         p = PREFIX
         return cls(
-            common=CommonConfig.from_env("pixie", p, env=env),
+            common=CommonConfig.from_env(SERVICE_NAME, p, env=env),
             postgres_url=env_str("NOVABERG_POSTGRES_URL", env=env),
             kzg_addr=env_str("NOVABERG_KZG_ADDR", env=env),
             lzg_addr=env_str("NOVABERG_LZG_ADDR", env=env),

@@ -22,7 +22,7 @@ from services.pixie.scheduler import Scheduler
 from services.pixie.servicer import PixieServicer
 from services.pixie.store import PixieStore
 
-SERVICE_NAME = pixie_pb2.DESCRIPTOR.services_by_name["PixieService"].full_name
+FULL_SERVICE_NAME = pixie_pb2.DESCRIPTOR.services_by_name["PixieService"].full_name
 
 
 @dataclass(eq=False)
@@ -103,7 +103,9 @@ async def create_server(
         pixie_pb2_grpc.add_PixieServiceServicer_to_server(PixieServicer(the_app.scheduler), server)
 
     try:
-        running = await create_grpc_server(cfg.common, register, [SERVICE_NAME], on_shutdown=[the_app.close])
+        running = await create_grpc_server(
+            cfg.common, register, [FULL_SERVICE_NAME], on_shutdown=[the_app.close]
+        )
     except BaseException:
         await the_app.close()
         raise
@@ -117,4 +119,4 @@ async def main() -> None:
     await serve_from_env(PixieConfig.from_env, create_server)
 
 
-__all__ = ["SERVICE_NAME", "PixieApp", "create_server", "main"]
+__all__ = ["FULL_SERVICE_NAME", "PixieApp", "create_server", "main"]
