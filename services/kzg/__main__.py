@@ -1,3 +1,8 @@
+"""``python -m services.kzg`` — run the KZG service until SIGTERM."""
+
+from __future__ import annotations
+
 from services.kzg.server import main
 
-main()
+if __name__ == "__main__":
+    main()

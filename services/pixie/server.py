@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import grpc.aio
 
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
-from novaberg_core.bootstrap import serve_from_env
+from novaberg_core.bootstrap import run_from_env
 from novaberg_core.channels import Peers
 from novaberg_core.metrics import StoreSampler
 from novaberg_core.pipeline_log import PipelineLog
@@ -114,9 +114,9 @@ async def create_server(
     return running
 
 
-async def main() -> None:
-    """Serves PixieService until SIGTERM (``python -m services.pixie`` runs it under ``run_service``)."""
-    await serve_from_env(PixieConfig.from_env, create_server)
+def main() -> None:
+    """``python -m services.pixie``."""
+    run_from_env(PixieConfig.from_env, create_server)
 
 
 __all__ = ["FULL_SERVICE_NAME", "PixieApp", "create_server", "main"]
