@@ -16,7 +16,7 @@ from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
 from novaberg_core.model import Ei, Magnets, Profile
 from novaberg_core.pair_keys import pipeline_profile_key
 from services.kzg.memory import KzgMemory
-from services.kzg.models import Pair, RetrieveQuery, SessionTurnRecord
+from services.kzg.models import KzgEntryData, Pair, RetrieveQuery, SessionTurnRecord
 from services.kzg.rights import KzgRights, glob_escape
 from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
 from services.pipeline.store import ClusterStore
@@ -140,7 +140,7 @@ async def test_export_then_import_restores_entries_session_queue_and_profile(
     session, profile = chunks[0].session, chunks[0].profile
     assert session is not None and all(c.session is None and c.profile is None for c in chunks[1:])
     assert profile == Profile(user_name=f"Eder {PAIR.user_id}", character_name="Nova", sprache="de")
-    assert sorted(e.entry.kzg_key for e in exported) == sorted(keys)
+    assert sorted(e.kzg_key for e in exported) == sorted(keys)
     await rights.erase(PAIR, None)
     counts = await rights.import_pair(PAIR, exported, list(session.turns), session.summary, profile)
     assert (counts.entries, counts.queued, counts.session_turns, counts.profile) == (3, 1, 2, 1)
@@ -148,15 +148,13 @@ async def test_export_then_import_restores_entries_session_queue_and_profile(
     # the pipeline reads the names back as it keeps them
     assert await ClusterStore(kzg.store.redis).profile(PAIR.to_proto()) == profile
 
-    def content(e: object) -> tuple[object, ...]:
-        entry_ = e.entry  # type: ignore[attr-defined]
-        return (entry_.kzg_key, entry_.inhalt, entry_.themen, entry_.salienz, entry_.salienz_eingang,
-                entry_.haeufigkeit, entry_.beobachter, entry_.turn_id, entry_.erstellt_am.replace(microsecond=entry_.erstellt_am.microsecond // 1000 * 1000),
-                e.promotion_queued)  # type: ignore[attr-defined]  # fmt: skip
+    def content(e: KzgEntryData) -> tuple[object, ...]:
+        return (e.kzg_key, e.inhalt, e.themen, e.salienz, e.salienz_eingang, e.haeufigkeit, e.beobachter, e.turn_id,
+                e.erstellt_am.replace(microsecond=e.erstellt_am.microsecond // 1000 * 1000), e.promotion_queued)  # fmt: skip
 
     assert sorted(map(content, restored)) == sorted(map(content, exported))
-    assert all(0 < e.entry.ttl_seconds <= x.entry.ttl_seconds + 1 for e, x in zip(
-        sorted(restored, key=lambda e: e.entry.kzg_key), sorted(exported, key=lambda e: e.entry.kzg_key), strict=True))  # fmt: skip
+    assert all(0 < e.ttl_seconds <= x.ttl_seconds + 1 for e, x in zip(
+        sorted(restored, key=lambda e: e.kzg_key), sorted(exported, key=lambda e: e.kzg_key), strict=True))  # fmt: skip
     assert [t.text for t in (await kzg.get_session(PAIR)).turns] == ["Satz 0", "Satz 1"]
     jobs = await kzg.read_promotion_jobs("pixie-b", 10)
     assert [j.kzg_key for j in jobs if j.pair == PAIR] == [keys[0]]
@@ -165,7 +163,7 @@ async def test_export_then_import_restores_entries_session_queue_and_profile(
     assert keys[1] in [h.entry.kzg_key for h in found.hits]
     with pytest.raises(FailedPrecondition):
         await rights.import_pair(PAIR, exported, [], "")
-    narrator = [dataclasses.replace(exported[0], entry=dataclasses.replace(exported[0].entry, beobachter="narrator"))]
+    narrator = [dataclasses.replace(exported[0], beobachter="narrator")]
     with pytest.raises(InvalidArgument, match=r"entries\[0\]\.beobachter must be one of user, assistant, got 'narrator'"):
         await rights.import_pair(PAIR, narrator, [], "", check_empty=False, validate_only=True)
     # What the LZG would refuse to promote is refused at the import (no poison job waits in the queue).
@@ -174,7 +172,7 @@ async def test_export_then_import_restores_entries_session_queue_and_profile(
         ({"magnets": Magnets.of([-2], None)}, r"entries\[0\]\.magnets\.entitaet_ids must be positive ids"),
         ({"ei": Ei(arousal=float("nan"))}, r"entries\[0\]\.ei\.arousal must be"),
     ):
-        bad = [dataclasses.replace(exported[0], entry=dataclasses.replace(exported[0].entry, **change))]
+        bad = [dataclasses.replace(exported[0], **change)]
         with pytest.raises(InvalidArgument, match=refusal):
             await rights.import_pair(PAIR, bad, [], "", check_empty=False, validate_only=True)
 
@@ -185,7 +183,7 @@ async def test_a_pair_without_a_profile_exports_none_and_its_import_writes_none(
     stored = await kzg.store_entry(entry(0.5, ("tee",), pair=SECOND, embedding=unit_vector(rng), turn_id="turn-0"))
     rights = KzgRights(kzg)
     (chunk,) = [chunk async for chunk in rights.export(SECOND)]
-    assert [e.entry.kzg_key for e in chunk.entries] == [stored.kzg_key] and chunk.profile is None
+    assert [e.kzg_key for e in chunk.entries] == [stored.kzg_key] and chunk.profile is None
     await rights.erase(SECOND, None)
     counts = await rights.import_pair(SECOND, chunk.entries, [], "")
     assert (counts.entries, counts.profile) == (1, 0)
