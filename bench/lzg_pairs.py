@@ -185,6 +185,7 @@ def formation_edges(pair: PairData, embedding_layer: float) -> list[EdgeInsert]:
     """Every edge a promotion sequence in id order would have formed (Trigger 1 for each node)."""
     n = len(pair.texts)
     refs = [None if t is None else pair.timeline_refs[t] for t in pair.timelines]
+    compared = [Compared(pair.themen[k], pair.entities[k], refs[k]) for k in range(n)]
     by_theme: dict[str, list[int]] = defaultdict(list)
     by_entity: dict[int, list[int]] = defaultdict(list)
     by_timeline: dict[int, list[int]] = defaultdict(list)
@@ -224,12 +225,7 @@ def formation_edges(pair: PairData, embedding_layer: float) -> list[EdgeInsert]:
             for t in near_tl[own]:
                 partners.update(j for j in by_timeline[t] if j < i)
         for j in partners:
-            layers = layers_between(
-                Compared(pair.themen[j], pair.entities[j], refs[j]),
-                Compared(pair.themen[i], pair.entities[i], refs[i]),
-                float(emb[i] @ emb[j]),
-                embedding_layer,
-            )
+            layers = layers_between(compared[j], compared[i], float(emb[i] @ emb[j]), embedding_layer)
             if layers is not None:
                 connected.append((i, j, layers))
     weights = pair_weights(

@@ -18,7 +18,7 @@ from novaberg_core.metrics import StoreSampler
 from novaberg_core.server import RunningServer, ShutdownStep, run_service, serve
 from novaberg_core.telemetry import configure_logging
 
-__all__ = ["ServiceConfig", "profiled_provider", "run_from_env", "sampled_until_shutdown", "serve_from_env"]
+__all__ = ["ServiceConfig", "profiled_provider", "run_from_env", "sampled_until_shutdown"]
 
 
 class ServiceConfig(Protocol):
@@ -31,21 +31,15 @@ class ServiceConfig(Protocol):
 _C = TypeVar("_C", bound=ServiceConfig)
 
 
-async def serve_from_env(
-    from_env: Callable[[], _C], create_server: Callable[[_C], Awaitable[RunningServer]]
-) -> None:
-    """Config from the environment, logging at its level, the server, then serve until SIGTERM."""
-    cfg = from_env()
-    configure_logging(cfg.common.log_level)
-    running = await create_server(cfg)
-    await serve(running, cfg.common.grace_seconds)
-
-
 def run_from_env(from_env: Callable[[], _C], create_server: Callable[[_C], Awaitable[RunningServer]]) -> None:
-    """The entry point of ``python -m services.<svc>``: :func:`serve_from_env` under ``run_service``."""
+    """The entry point of ``python -m services.<svc>``, under ``run_service``: config from the
+    environment, logging at its level, the server, then serve until SIGTERM."""
 
     async def main() -> None:
-        await serve_from_env(from_env, create_server)
+        cfg = from_env()
+        configure_logging(cfg.common.log_level)
+        running = await create_server(cfg)
+        await serve(running, cfg.common.grace_seconds)
 
     run_service(main)
 
