@@ -76,7 +76,7 @@ from bench.lzg_pairs import (
 from bench.processes import machine_pace
 from novaberg_core.clusters import default_clusters
 from novaberg_core.embedding import profile_for
-from novaberg_core.model import Ei, Magnets, Pair
+from novaberg_core.model import Ei, KzgEntry, Magnets, Pair
 from novaberg_core.pipeline_log import NullSink, PipelineLog
 from novaberg_dev.embedded import create_database, start_stores, stop_stores
 from services.lzg.engine import LzgEngine, PromotionInput
@@ -100,18 +100,20 @@ async def bench_promotions(
     for i in range(rounds + 3):
         provider.vectors[fresh.texts[i]] = fresh.embeddings[i]
         timeline = fresh.timelines[i]
-        job = PromotionInput(
-            kzg_key=f"kzg:{pair.user_id}:nova:p{i}", pair=Pair(pair.user_id, "nova"), beobachter="user",
-            inhalt=fresh.texts[i], themen=fresh.themen[i], salienz=float(fresh.salienz[i]), haeufigkeit=1,
+        entry = KzgEntry(
+            kzg_key=f"kzg:{pair.user_id}:nova:p{i}", entry_id=f"p{i}", pair=Pair(pair.user_id, "nova"),
+            beobachter="user", inhalt=fresh.texts[i], themen=tuple(fresh.themen[i]),
+            salienz=float(fresh.salienz[i]), salienz_eingang=None, salienz_eingang_herkunft="", haeufigkeit=1,
             gedaechtnistyp="episodisch", dimension="beziehungen",
             ei=Ei(emotion=fresh.emotion[i], modus="alltag", arousal=0.5, intentionen=("planung",)),
             magnets=Magnets.of(
                 [pair.entity_ids[e] for e in fresh.entities[i]],
                 None if timeline is None else pair.timeline_ids[timeline],
             ),
-            erstellt_am=T_LOAD, entry_turn_id="bench", ausloeser_turn_id="bench", log_turn_id="bench",
-            span_id=None, as_of=T_LOAD + timedelta(hours=1),
-        )  # fmt: skip
+            erstellt_am=T_LOAD, turn_id="bench", ttl_seconds=0,
+        )
+        job = PromotionInput(entry, ausloeser_turn_id="bench", log_turn_id="bench", span_id=None,
+                             as_of=T_LOAD + timedelta(hours=1))  # fmt: skip
         started = time.perf_counter()
         result = await engine.promote(job)
         elapsed = (time.perf_counter() - started) * 1000

@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
+from datetime import datetime
 from enum import StrEnum
 from functools import cache
 from typing import Any
@@ -26,8 +27,9 @@ from novaberg_core.embedding.guard import ModelStamp
 from novaberg_core.embedding.texts import DEFAULT_CHARACTER_NAME, DEFAULT_USER_NAME
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.lexical import DEFAULT_LANGUAGE, LANGUAGES, language_of
+from novaberg_core.timeutil import from_timestamp, optional_timestamp, to_timestamp
 
-__all__ = ["DEFAULT_ZONE", "EI_FIELDS", "EI_SCALARS", "READERS", "Beobachter", "Ei", "Magnets", "Pair", "Praezision", "Profile", "PromotionOutcome", "check_reader", "check_unit_interval", "check_vector", "model_info", "model_stamp", "time_zone"]
+__all__ = ["DEFAULT_ZONE", "EI_FIELDS", "EI_SCALARS", "READERS", "Beobachter", "Ei", "KzgEntry", "Magnets", "Pair", "Praezision", "Profile", "PromotionOutcome", "check_reader", "check_unit_interval", "check_vector", "model_info", "model_stamp", "time_zone"]
 
 
 class Beobachter(StrEnum):
@@ -289,6 +291,99 @@ class Magnets:
         if self.timeline_id is not None:
             message.timeline_id = self.timeline_id
         return message
+
+
+@dataclass(frozen=True)
+class KzgEntry:
+    """One short-term memory (SPEC §4.1): what the KZG stores, exports and serves, and what a promotion
+    reads fresh (SPEC §5.3 step 1). Each use case checks it by its own rule (an import, a promotion)."""
+
+    kzg_key: str
+    entry_id: str
+    pair: Pair
+    beobachter: str
+    """The perspective by its :class:`Beobachter` name, as stored ("" for an unknown number)."""
+    inhalt: str
+    themen: tuple[str, ...]
+    salienz: float
+    salienz_eingang: float | None
+    salienz_eingang_herkunft: str
+    haeufigkeit: int
+    gedaechtnistyp: str
+    dimension: str
+    ei: Ei
+    magnets: Magnets
+    erstellt_am: datetime
+    turn_id: str
+    ttl_seconds: int
+    promotion_queued: bool = False
+    """Whether a promotion job waits for it (the KZG's state; the shared message does not carry it)."""
+    embedding: npt.NDArray[np.float32] | None = None
+    sprecher: str = ""
+    sprache: str = ""
+    ablauf_am: datetime | None = None
+    """Expiry in the turn's own time (SPEC §11); None for entries written before it was kept."""
+    traceparent: str = ""
+    antwort_auf: str = ""
+
+    @classmethod
+    def from_proto(cls, message: common_pb2.KzgEntry, field: str = "entry") -> KzgEntry:
+        """The entry a message carries, as sent: ``salienz_eingang`` 0 is none (a stored one is at least
+        the gate's raw 0.3, SPEC §4.3), an unset ``entry_id`` the key's last part; an unset
+        ``erstellt_am`` is refused (InvalidArgument naming ``field``), every other check is the use case's."""
+        if not message.HasField("erstellt_am"):
+            raise InvalidArgument(f"{field}.erstellt_am must be set")
+        return cls(
+            **{name: getattr(message, name) for name in _ENTRY_AS_IS},
+            entry_id=message.entry_id or message.kzg_key.rsplit(":", 1)[-1],
+            pair=Pair.of_proto(message.pair),
+            beobachter=Beobachter.name_of_proto(message.beobachter),
+            themen=tuple(message.themen),
+            salienz_eingang=message.salienz_eingang or None,
+            haeufigkeit=message.haeufigkeit,
+            ei=Ei.from_proto(message.ei),
+            magnets=Magnets.from_proto(message.magnets),
+            erstellt_am=from_timestamp(message.erstellt_am),
+            embedding=np.asarray(message.embedding, dtype=np.float32) if len(message.embedding) else None,
+            ablauf_am=from_timestamp(message.ablauf_am) if message.HasField("ablauf_am") else None,
+            traceparent=message.traceparent,
+        )
+
+    def brief_proto(self) -> common_pb2.KzgEntry:
+        """The fields of a brief retrieval hit (what a recall item needs, SPEC §11); every other one unset."""
+        return common_pb2.KzgEntry(**self._brief_fields())
+
+    def to_proto(self) -> common_pb2.KzgEntry:
+        message = common_pb2.KzgEntry(
+            **self._brief_fields(),
+            **{name: getattr(self, name) for name in _WHOLE_AS_IS},
+            themen=list(self.themen),
+            salienz_eingang=self.salienz_eingang if self.salienz_eingang is not None else 0.0,
+            haeufigkeit=self.haeufigkeit,
+            ei=self.ei.to_proto(),
+            magnets=self.magnets.to_proto(),
+            traceparent=self.traceparent,
+        )
+        if self.embedding is not None:
+            message.embedding.extend(self.embedding.tolist())
+        return message
+
+    def _brief_fields(self) -> dict[str, Any]:
+        return {
+            **{name: getattr(self, name) for name in _BRIEF_AS_IS},
+            "entry_id": self.entry_id,
+            "pair": self.pair.to_proto(),
+            "beobachter": Beobachter.proto_of_name(self.beobachter),
+            "erstellt_am": to_timestamp(self.erstellt_am),
+            "ablauf_am": optional_timestamp(self.ablauf_am),
+        }
+
+
+_BRIEF_AS_IS = ("kzg_key", "inhalt", "turn_id", "ttl_seconds", "sprecher", "sprache", "antwort_auf")
+"""The fields of a brief hit that an entry and its message share by name and type."""
+_WHOLE_AS_IS = ("salienz", "salienz_eingang_herkunft", "gedaechtnistyp", "dimension")
+"""The fields a whole entry adds to a brief hit's, shared with its message by name and type."""
+_ENTRY_AS_IS = (*_BRIEF_AS_IS, *_WHOLE_AS_IS)
 
 
 class PromotionOutcome(StrEnum):

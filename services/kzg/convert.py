@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -16,14 +16,14 @@ from novaberg_core.messages import to_message
 from novaberg_core.model import Beobachter, Ei, Magnets, Profile
 from novaberg_core.telemetry import current_traceparent
 from novaberg_core.timeline import parse_praezision
-from novaberg_core.timeutil import from_timestamp, optional_timestamp, to_timestamp
+from novaberg_core.timeutil import from_timestamp, optional_timestamp
 from services.kzg.models import (
     AppendResult,
     EntryInput,
     EraseCounts,
     Hit,
     ImportCounts,
-    KzgEntryData,
+    KzgEntry,
     Pair,
     PromotionJobData,
     RetrieveFilters,
@@ -37,9 +37,7 @@ __all__ = [
     "TurnRef",
     "append_pb",
     "as_of",
-    "entry_from_pb",
     "entry_input",
-    "entry_pb",
     "erase_pb",
     "import_pb",
     "job_pb",
@@ -78,83 +76,17 @@ def _moment(ts: Timestamp) -> datetime | None:
     return None if ts.seconds == 0 and ts.nanos == 0 else from_timestamp(ts)
 
 
-_BRIEF_AS_IS = ("kzg_key", "inhalt", "turn_id", "ttl_seconds", "sprecher", "sprache", "antwort_auf")
-"""The fields of a brief hit that an entry and its KzgEntry message share by name and type."""
-_WHOLE_AS_IS = ("salienz", "salienz_eingang_herkunft", "gedaechtnistyp", "dimension")
-"""The fields a whole entry adds to a brief hit's, shared with its message by name and type."""
-_ENTRY_AS_IS = (*_BRIEF_AS_IS, *_WHOLE_AS_IS)
-"""The fields an entry and its KzgEntry message share by name and type, copied as they are both ways."""
-
-
-def _as_is(source: Any) -> dict[str, Any]:
-    return {name: getattr(source, name) for name in _ENTRY_AS_IS}
-
-
-def _brief_fields(entry: KzgEntryData) -> dict[str, Any]:
-    """What a brief hit carries (``services.kzg.store.codec.BRIEF_FIELDS``), as message keywords."""
-    return {
-        **{name: getattr(entry, name) for name in _BRIEF_AS_IS},
-        "entry_id": entry.entry_id,
-        "pair": entry.pair.to_proto(),
-        "beobachter": Beobachter.proto_of_name(entry.beobachter),
-        "erstellt_am": to_timestamp(entry.erstellt_am),
-        "ablauf_am": optional_timestamp(entry.ablauf_am),
-    }
-
-
-def brief_entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
-    """The fields of a brief hit as the shared message; every other field unset."""
-    return common_pb2.KzgEntry(**_brief_fields(entry))
-
-
-def entry_pb(entry: KzgEntryData) -> common_pb2.KzgEntry:
-    """A domain entry as the shared proto message (SPEC §4.1)."""
-    message = common_pb2.KzgEntry(
-        **_brief_fields(entry),
-        **{name: getattr(entry, name) for name in _WHOLE_AS_IS},
-        themen=list(entry.themen),
-        salienz_eingang=entry.salienz_eingang if entry.salienz_eingang is not None else 0.0,
-        haeufigkeit=entry.haeufigkeit,
-        ei=entry.ei.to_proto(),
-        magnets=entry.magnets.to_proto(),
-        traceparent=entry.traceparent,
-    )
-    if entry.embedding is not None:
-        message.embedding.extend(entry.embedding.tolist())
-    return message
-
-
-def entry_from_pb(message: common_pb2.KzgEntry) -> KzgEntryData:
-    """An exported entry message as domain data (the inverse of :func:`entry_pb`, no vector).
-
-    ``salienz_eingang`` 0 is none (:func:`entry_pb` writes 0 for an entry without one; a stored entry's
-    is at least the gate's raw 0.3, SPEC §4.3); ``ablauf_am`` unset (a file exported before it was
-    carried) is none, and the import computes it from the remaining TTL.
-    """
-    return KzgEntryData(
-        **_as_is(message),
-        entry_id=message.entry_id or message.kzg_key.rsplit(":", 1)[-1],
-        pair=pair_from_pb(message.pair),
-        beobachter=Beobachter.name_of_proto(message.beobachter),
-        themen=tuple(message.themen),
-        salienz_eingang=message.salienz_eingang or None,
-        haeufigkeit=message.haeufigkeit or 1,
-        ei=Ei.from_proto(message.ei),
-        magnets=Magnets.from_proto(message.magnets),
-        erstellt_am=from_timestamp(message.erstellt_am),
-        ablauf_am=_moment(message.ablauf_am),
-        traceparent=message.traceparent,
-    )
-
-
-def exported_entry_pb(entry: KzgEntryData) -> kzg_pb2.ExportedEntry:
+def exported_entry_pb(entry: KzgEntry) -> kzg_pb2.ExportedEntry:
     """An entry of an export: the shared message and whether it waited for promotion."""
-    return kzg_pb2.ExportedEntry(entry=entry_pb(entry), promotion_queued=entry.promotion_queued)
+    return kzg_pb2.ExportedEntry(entry=entry.to_proto(), promotion_queued=entry.promotion_queued)
 
 
-def exported_entry_from_pb(message: kzg_pb2.ExportedEntry) -> KzgEntryData:
-    """An exported entry to import (the inverse of :func:`exported_entry_pb`)."""
-    return dataclasses.replace(entry_from_pb(message.entry), promotion_queued=message.promotion_queued)
+def exported_entry_from_pb(message: kzg_pb2.ExportedEntry, field: str = "entry") -> KzgEntry:
+    """An exported entry to import (the inverse of :func:`exported_entry_pb`); ``field`` names it in a
+    refusal."""
+    return dataclasses.replace(
+        KzgEntry.from_proto(message.entry, field), promotion_queued=message.promotion_queued
+    )
 
 
 def job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
@@ -268,7 +200,7 @@ def retrieve_query(request: kzg_pb2.RetrieveRequest) -> RetrieveQuery:
 def hit_pb(hit: Hit) -> kzg_pb2.RetrieveHit:
     """One hit, its entry whole or brief (``RetrieveRequest.full_entries``)."""
     return kzg_pb2.RetrieveHit(
-        entry=brief_entry_pb(hit.entry) if hit.brief else entry_pb(hit.entry),
+        entry=hit.entry.brief_proto() if hit.brief else hit.entry.to_proto(),
         similarity=hit.similarity,
         quellen=list(hit.quellen),
         brief=hit.brief,

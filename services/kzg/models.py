@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from novaberg_core.model import Ei, Magnets, Pair, Praezision, Profile
+from novaberg_core.model import Ei, KzgEntry, Magnets, Pair, Praezision, Profile
 from services.kzg.domain import Tier
 
 __all__ = [
@@ -21,7 +21,7 @@ __all__ = [
     "ExportChunk",
     "Hit",
     "ImportCounts",
-    "KzgEntryData",
+    "KzgEntry",
     "Magnets",
     "Pair",
     "PromotionJobData",
@@ -33,7 +33,7 @@ __all__ = [
     "SessionTurnRecord",
     "StoreResult",
     "Vector",
-]  # Ei, Magnets and Pair are the shared model's, re-exported for the KZG's modules
+]  # Ei, KzgEntry, Magnets and Pair are the shared model's, re-exported for the KZG's modules
 
 Vector = npt.NDArray[np.float32]
 
@@ -93,37 +93,6 @@ class StoreResult:
 
 
 @dataclass(frozen=True)
-class KzgEntryData:
-    """One entry as read from its hash (SPEC §4.1)."""
-
-    kzg_key: str
-    entry_id: str
-    pair: Pair
-    beobachter: str
-    inhalt: str
-    themen: tuple[str, ...]
-    salienz: float
-    salienz_eingang: float | None
-    salienz_eingang_herkunft: str
-    haeufigkeit: int
-    gedaechtnistyp: str
-    dimension: str
-    ei: Ei
-    magnets: Magnets
-    erstellt_am: datetime
-    turn_id: str
-    ttl_seconds: int
-    promotion_queued: bool = False
-    embedding: Vector | None = None
-    sprecher: str = ""
-    sprache: str = ""
-    ablauf_am: datetime | None = None
-    """Expiry in the turn's own time (SPEC §11); None for entries written before it was kept."""
-    traceparent: str = ""
-    antwort_auf: str = ""
-
-
-@dataclass(frozen=True)
 class RetrieveFilters:
     """Optional filters of a retrieval (SPEC §4.5); each list means "any of"."""
 
@@ -165,7 +134,7 @@ class RetrieveQuery:
 
 @dataclass(frozen=True)
 class Hit:
-    entry: KzgEntryData
+    entry: KzgEntry
     similarity: float
     quellen: tuple[str, ...] = ("dense",)
     """Which sources found it: dense, lexical, entity."""
@@ -259,7 +228,7 @@ class EraseCounts:
 class ExportChunk:
     """One chunk of a pair's export; the first also carries the session and the pipeline's profile."""
 
-    entries: list[KzgEntryData]
+    entries: list[KzgEntry]
     """The entries as exported: their fields (without vector) and whether each was queued for promotion."""
     session: SessionState | None = None
     profile: Profile | None = None

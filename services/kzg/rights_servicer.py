@@ -26,7 +26,7 @@ from services.kzg.convert import (
     turn_ref,
 )
 from services.kzg.memory import KzgMemory
-from services.kzg.models import EraseCounts, KzgEntryData, Pair, SessionTurnRecord
+from services.kzg.models import EraseCounts, KzgEntry, Pair, SessionTurnRecord
 from services.kzg.rights import KzgRights
 
 __all__ = ["KzgRightsServicer"]
@@ -66,7 +66,7 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
         self, request_iterator: AsyncIterator[kzg_pb2.ImportPairRequest], context: grpc.aio.ServicerContext
     ) -> kzg_pb2.ImportPairResponse:
         stream = StreamPair()
-        entries: list[KzgEntryData] = []
+        entries: list[KzgEntry] = []
         turns: list[SessionTurnRecord] = []
         summary = ""
         profile: Profile | None = None
@@ -74,7 +74,10 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
         async for request in request_iterator:
             validate_only = validate_only or request.validate_only
             stream.check(request)
-            entries += [exported_entry_from_pb(e) for e in request.entries]
+            first = len(entries)
+            entries += [
+                exported_entry_from_pb(e, f"entries[{first + i}]") for i, e in enumerate(request.entries)
+            ]
             turns += [session_turn_from_pb(t) for t in request.session_turns]
             summary = request.session_summary or summary
             if request.HasField("profile"):

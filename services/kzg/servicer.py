@@ -15,7 +15,6 @@ from services.kzg.convert import (
     append_pb,
     as_of,
     entry_input,
-    entry_pb,
     job_pb,
     pair_from_pb,
     retrieve_pb,
@@ -96,7 +95,7 @@ class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServi
             pair_from_pb(request.pair), request.kzg_key, include_embedding=request.include_embedding,
             **turn_ref(request.turn), as_of=as_of(request.as_of),
         )  # fmt: skip
-        return kzg_pb2.GetEntryResponse(entry=entry_pb(entry))
+        return kzg_pb2.GetEntryResponse(entry=entry.to_proto())
 
     async def DeleteEntry(
         self, request: kzg_pb2.DeleteEntryRequest, context: grpc.aio.ServicerContext

@@ -12,7 +12,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.embedding.base import Vectors
 from novaberg_core.messages import from_message, to_message
-from novaberg_core.model import Beobachter, Ei, Magnets, Pair, check_vector
+from novaberg_core.model import Beobachter, Ei, KzgEntry, Magnets, Pair, check_vector
 from novaberg_core.pipeline_log import LogScope
 from novaberg_core.timeutil import as_of_or_now, from_timestamp, optional_timestamp, to_timestamp
 from services.lzg.reading import RecallCandidate
@@ -258,25 +258,10 @@ def trigger3_to_proto(result: Trigger3Result) -> lzg_pb2.Trigger3Response:
 
 
 def promotion_input(request: lzg_pb2.PromoteRequest) -> PromotionInput:
-    """A PromoteRequest as the promotion's input (validation happens in ``app/promotion.py``)."""
-    entry = request.entry
+    """A PromoteRequest as the promotion's input (the entry's checks happen in ``app/promotion.py``)."""
+    entry = KzgEntry.from_proto(request.entry, "entry")
     return PromotionInput(
-        kzg_key=entry.kzg_key,
-        pair=Pair.of_proto(entry.pair),
-        beobachter=Beobachter.name_of_proto(entry.beobachter),
-        inhalt=entry.inhalt,
-        themen=list(entry.themen),
-        salienz=entry.salienz,
-        haeufigkeit=entry.haeufigkeit,
-        gedaechtnistyp=entry.gedaechtnistyp,
-        dimension=entry.dimension,
-        ei=Ei.from_proto(entry.ei),
-        magnets=Magnets.from_proto(entry.magnets),
-        erstellt_am=_optional_ts(entry, "erstellt_am"),
-        sprecher=entry.sprecher,
-        sprache=entry.sprache,
-        antwort_auf=entry.antwort_auf,
-        entry_turn_id=entry.turn_id,
+        entry=entry,
         ausloeser_turn_id=request.ausloeser_turn_id,
         log_turn_id=request.turn.turn_id or request.ausloeser_turn_id or f"promotion:{entry.kzg_key}",
         span_id=span_of(request.turn),

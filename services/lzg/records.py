@@ -48,12 +48,12 @@ class PromotionRecords:
     where: LogScope
 
     @classmethod
-    def of(cls, log: PipelineLog, entry: PromotionInput) -> PromotionRecords:
-        return cls(log, LogScope.of_pair(entry.log_turn_id, entry.pair, entry.span_id, entry.as_of))
+    def of(cls, log: PipelineLog, job: PromotionInput) -> PromotionRecords:
+        return cls(log, LogScope.of_pair(job.log_turn_id, job.entry.pair, job.span_id, job.as_of))
 
-    def received(self, entry: PromotionInput) -> None:
+    def received(self, job: PromotionInput) -> None:
         """The entry arrived (step 1)."""
-        inhalt = {"kzg_key": entry.kzg_key, "ausloeser_turn_id": entry.ausloeser_turn_id}
+        inhalt = {"kzg_key": job.entry.kzg_key, "ausloeser_turn_id": job.ausloeser_turn_id}
         self.log.write(node=NODE_PROMOTION, art="eingang", inhalt=inhalt, **self.where)
 
     def already_promoted(self, kzg_key: str, node_id: int) -> None:

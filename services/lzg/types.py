@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.lexical import QueryTerms
-from novaberg_core.model import Beobachter, Ei, Magnets, Pair, PromotionOutcome
+from novaberg_core.model import Beobachter, KzgEntry, PromotionOutcome
 from services.lzg.reading import RecallCandidate
 from services.lzg.rows import Entity, Timeline, entity_from_row, timeline_from_row
 from services.lzg.spreading import LzgResonanz
@@ -42,31 +41,16 @@ def check_finite(value: float, name: str) -> float:
 
 @dataclass(frozen=True)
 class PromotionInput:
-    """A KZG entry as read fresh by the caller (SPEC §5.3 step 1), plus the job's context."""
+    """A promotion job (SPEC §5.3): the KZG entry as read fresh by the caller (step 1), and its context."""
 
-    kzg_key: str
-    pair: Pair
-    beobachter: str
-    inhalt: str
-    themen: Sequence[str]
-    salienz: float
-    haeufigkeit: int
-    gedaechtnistyp: str
-    dimension: str
-    ei: Ei
-    magnets: Magnets
-    erstellt_am: datetime | None
-    entry_turn_id: str
+    entry: KzgEntry
     ausloeser_turn_id: str
+    """The turn whose write queued the job (the bridge row's ``ausloeser_turn_id``, syn §11.2)."""
     log_turn_id: str
+    """The turn the promotion's pipeline-log records name."""
     span_id: str | None
     as_of: datetime
-    sprecher: str = ""
-    """The speaker's display name (SPEC §11), embedded with the content."""
-    sprache: str = ""
-    """The pair's language code for lexical search."""
-    antwort_auf: str = ""
-    """The other speaker's question the turn answered (SPEC §11), read by lexical search."""
+    """The promotion's instant (a replay's simulated time, SPEC §11)."""
 
 
 @dataclass(frozen=True)

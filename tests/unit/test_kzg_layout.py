@@ -84,7 +84,7 @@ def test_only_the_store_names_query_syntax(path: Path) -> None:
 
 def test_proto_conversions_live_in_convert_only() -> None:
     """The servicers construct no domain record from a message themselves: ``convert`` does."""
-    records = {"Pair", "EntryInput", "KzgEntryData", "SessionTurnRecord", "RetrieveQuery", "RetrieveFilters"}
+    records = {"Pair", "EntryInput", "KzgEntry", "SessionTurnRecord", "RetrieveQuery", "RetrieveFilters"}
     found = sorted(
         f"{_name(path)}:{node.lineno} {node.func.id}"
         for path in (KZG / "servicer.py", KZG / "rights_servicer.py")

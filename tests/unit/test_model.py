@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -16,6 +18,7 @@ from novaberg_core.model import (
     EI_SCALARS,
     Beobachter,
     Ei,
+    KzgEntry,
     Magnets,
     Pair,
     Profile,
@@ -178,3 +181,48 @@ def test_a_stored_profile_round_trips_and_an_unreadable_one_is_none() -> None:
     berlin = Profile(zeitzone="Europe/Berlin")
     assert Profile.from_json(berlin.to_json()) == berlin and Profile.from_proto(berlin.to_proto()) == berlin
     assert Profile.from_json('{"zeitzone": "Mars/Base"}') == Profile()  # a zone the database lacks reads as UTC
+
+
+def _kzg_entry() -> KzgEntry:
+    return KzgEntry(
+        kzg_key="kzg:u:c:e1", entry_id="e1", pair=Pair("u", "c"), beobachter="assistant", inhalt="Anna kocht",
+        themen=("kochen",), salienz=0.7, salienz_eingang=0.6, salienz_eingang_herkunft="gemessen", haeufigkeit=3,
+        gedaechtnistyp="episodisch", dimension="alltag", ei=Ei(emotion="freude", arousal=0.4, intentionen=("teilen",)),
+        magnets=Magnets((4, 2), 9), erstellt_am=datetime(2026, 4, 20, 9, 0, 1, 500, tzinfo=UTC), turn_id="t1",
+        ttl_seconds=600, embedding=np.array([0.6, 0.8], dtype=np.float32), sprecher="Nova", sprache="de",
+        ablauf_am=datetime(2026, 4, 27, 9, tzinfo=UTC), traceparent="00-ab-cd-01", antwort_auf="Was kochst du?",
+    )  # fmt: skip
+
+
+def test_a_kzg_entry_round_trips_through_its_message_but_the_queue_state() -> None:
+    entry = _kzg_entry()
+    back = KzgEntry.from_proto(entry.to_proto())
+    assert back.embedding is not None and back.embedding.tolist() == pytest.approx([0.6, 0.8])
+    assert replace(back, embedding=None) == replace(entry, embedding=None)
+    queued = replace(entry, promotion_queued=True)
+    assert KzgEntry.from_proto(queued.to_proto()).promotion_queued is False  # the export's message carries it
+
+
+def test_a_kzg_entry_message_reads_zero_and_unset_as_none_where_the_field_is_optional() -> None:
+    entry = replace(_kzg_entry(), salienz_eingang=None, ablauf_am=None, embedding=None)
+    message = entry.to_proto()
+    assert not message.HasField("ablauf_am") and message.salienz_eingang == 0.0 and not message.embedding
+    assert KzgEntry.from_proto(message) == entry
+    message.entry_id = ""  # a file written before the id was carried: the key's last part
+    assert KzgEntry.from_proto(message).entry_id == "e1"
+
+
+def test_a_kzg_entry_without_its_creation_time_is_refused_naming_the_field() -> None:
+    message = _kzg_entry().to_proto()
+    message.ClearField("erstellt_am")
+    with pytest.raises(InvalidArgument, match=r"^entries\[3\]\.erstellt_am must be set$"):
+        KzgEntry.from_proto(message, "entries[3]")
+
+
+def test_a_brief_kzg_entry_carries_what_a_recall_item_needs_only() -> None:
+    brief = _kzg_entry().brief_proto()
+    assert {f.name for f, _ in brief.ListFields()} == {
+        "kzg_key", "entry_id", "pair", "beobachter", "inhalt", "turn_id", "ttl_seconds", "sprecher", "sprache",
+        "antwort_auf", "erstellt_am", "ablauf_am",
+    }  # fmt: skip
+    assert brief.beobachter == common_pb2.BEOBACHTER_ASSISTANT and brief.erstellt_am.nanos == 500_000

@@ -7,7 +7,7 @@ from datetime import datetime
 from novaberg_core.errors import NotFound
 from services.kzg.app.checks import check_key
 from services.kzg.app.context import READ_NODE, WRITE_NODE, KzgContext, log_scope
-from services.kzg.models import KzgEntryData, Pair
+from services.kzg.models import KzgEntry, Pair
 
 __all__ = ["Entries"]
 
@@ -22,7 +22,7 @@ class Entries:
     async def get_entry(
         self, pair: Pair, key: str, *, include_embedding: bool = False, turn_id: str = "", span_id: str = "",
         as_of: datetime | None = None,
-    ) -> KzgEntryData:
+    ) -> KzgEntry:
         """The entry, read fresh (SPEC §5.3 step 1); the read is logged here, under the caller's turn."""
         check_key(pair, key)
         entry = await self.store.get_entry(key, with_embedding=include_embedding)

@@ -30,7 +30,7 @@ from services.kzg.models import (
     EntryInput,
     ExportChunk,
     ImportCounts,
-    KzgEntryData,
+    KzgEntry,
     Pair,
     SessionTurnRecord,
     Vector,
@@ -50,7 +50,7 @@ _IMPORTED_COUNTS: Final = count_names(
 """What an import's :class:`ImportCounts` are called in its record (log name → attribute)."""
 
 
-def _check_import(live: Sequence[KzgEntryData]) -> None:
+def _check_import(live: Sequence[KzgEntry]) -> None:
     """Every exported entry to import: a valid id, content, salience, arousal, magnets and perspective; ids
     unique — what the LZG would refuse to promote is refused here, before it waits in the queue."""
     for index, entry in enumerate(live):
@@ -67,7 +67,7 @@ def _check_import(live: Sequence[KzgEntryData]) -> None:
         raise InvalidArgument("an entry id appears twice in the import")
 
 
-def _source(pair: Pair, entry: KzgEntryData, themen: Sequence[str]) -> EntryInput:
+def _source(pair: Pair, entry: KzgEntry, themen: Sequence[str]) -> EntryInput:
     """The write request an exported entry stands for (its measured salience as the input)."""
     return EntryInput(
         pair=pair,
@@ -108,7 +108,7 @@ class Portability:
         return await self.store.pair_entry_count(pair) == 0 and not await self.store.session_exists(pair)
 
     def _import_item(
-        self, pair: Pair, entry: KzgEntryData, themen: list[str], vector: Vector
+        self, pair: Pair, entry: KzgEntry, themen: list[str], vector: Vector
     ) -> tuple[ImportItem, CanonCheck]:
         """(key, hash, TTL, queued) of one exported entry, with its haeufigkeit, salience's origin and
         expiry in turn time; and its canon check, whose rejections are logged once it is written."""
@@ -155,7 +155,7 @@ class Portability:
     async def import_pair(
         self,
         pair: Pair,
-        entries: Sequence[KzgEntryData],
+        entries: Sequence[KzgEntry],
         session_turns: Sequence[SessionTurnRecord],
         session_summary: str,
         profile: Profile | None = None,

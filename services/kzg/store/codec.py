@@ -20,7 +20,7 @@ from novaberg_core.lexical import LANGUAGES, language_of
 from novaberg_core.model import EI_SCALARS, Ei, Magnets
 from novaberg_core.timeutil import EPOCH
 from services.kzg.domain import CanonCheck, dedupe_entitaet_ids, themen_norm
-from services.kzg.models import EntryInput, KzgEntryData, Pair, PromotionJobData, SessionTurnRecord, Vector
+from services.kzg.models import EntryInput, KzgEntry, Pair, PromotionJobData, SessionTurnRecord, Vector
 
 __all__ = [
     "BRIEF_FIELDS",
@@ -206,17 +206,17 @@ _NO_EI = Ei()
 _NO_MAGNETS = Magnets()
 
 
-def decode_read(key: str, values: Sequence[Any]) -> KzgEntryData:
+def decode_read(key: str, values: Sequence[Any]) -> KzgEntry:
     """An entry from the read script's answer for it: the values of :data:`ENTRY_FIELDS`, then its TTL."""
     raw = {name: value for name, value in zip(_ENTRY_FIELD_KEYS, values, strict=False) if value is not None}
     return decode_entry(key, raw, int(values[len(ENTRY_FIELDS)]), with_embedding=False)
 
 
-def decode_brief(key: str, values: Sequence[Any]) -> KzgEntryData:
+def decode_brief(key: str, values: Sequence[Any]) -> KzgEntry:
     """A brief entry from the read script's answer for it: the values of :data:`BRIEF_FIELDS`, then its
     TTL; every other field keeps its empty default."""
     raw = {name: value for name, value in zip(_BRIEF_FIELD_KEYS, values, strict=False) if value is not None}
-    return KzgEntryData(
+    return KzgEntry(
         **_recall_part(key, raw),
         ttl_seconds=int(values[len(BRIEF_FIELDS)]),
         themen=(),
@@ -248,7 +248,7 @@ def _recall_part(key: str, raw: Mapping[bytes, bytes]) -> dict[str, Any]:
     }
 
 
-def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embedding: bool) -> KzgEntryData:
+def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embedding: bool) -> KzgEntry:
     """An entry from its hash fields (SPEC §4.1)."""
 
     def field(name: str) -> str:
@@ -258,7 +258,7 @@ def decode_entry(key: str, raw: Mapping[bytes, bytes], ttl: int, *, with_embeddi
     if with_embedding and raw.get(b"embedding"):
         embedding = decode_vector(raw[b"embedding"]).copy()
     haeufigkeit = int_or_none(raw.get(b"haeufigkeit"))
-    return KzgEntryData(
+    return KzgEntry(
         **_recall_part(key, raw),
         themen=_split(raw.get(b"themen"), THEMEN_SEPARATOR),
         salienz=float_or_none(raw.get(b"salienz")) or 0.0,

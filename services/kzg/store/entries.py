@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from services.kzg.domain import Reinforcement
-from services.kzg.models import KzgEntryData, Pair, Vector
+from services.kzg.models import KzgEntry, Pair, Vector
 from services.kzg.store.base import StoreBase
 from services.kzg.store.codec import (
     BRIEF_FIELDS,
@@ -135,7 +135,7 @@ class EntryStore(StoreBase):
         raw = await self.per_key(keys, lambda pipe, key: pipe.hget(key, "embedding"))
         return [None if value is None else decode_vector(value) for value in raw]
 
-    async def read_entries(self, keys: Sequence[str], *, brief: bool = False) -> list[KzgEntryData | None]:
+    async def read_entries(self, keys: Sequence[str], *, brief: bool = False) -> list[KzgEntry | None]:
         """The entries of ``keys`` without their vectors, with remaining TTL; None for a key that is gone.
 
         ``brief``: only :data:`~services.kzg.store.codec.BRIEF_FIELDS` are read, the rest left empty.
@@ -146,7 +146,7 @@ class EntryStore(StoreBase):
         answers = await self._read_entries(keys=list(keys), args=list(fields))
         return [decode(key, values) if values else None for key, values in zip(keys, answers, strict=True)]
 
-    async def get_entry(self, key: str, *, with_embedding: bool) -> KzgEntryData | None:
+    async def get_entry(self, key: str, *, with_embedding: bool) -> KzgEntry | None:
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hgetall(key)
             pipe.ttl(key)

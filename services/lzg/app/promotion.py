@@ -19,7 +19,7 @@ import numpy.typing as npt
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.limits import GEDAECHTNISTYP_MAX_LEN
-from novaberg_core.model import Beobachter, Magnets
+from novaberg_core.model import Beobachter, KzgEntry, Magnets
 from novaberg_core.rights import kzg_key_prefix
 from services.lzg.app.context import UseCase
 from services.lzg.cache import PairSnapshot
@@ -54,8 +54,9 @@ _FROM_ENTRY = ("pair", "beobachter", "inhalt", "dimension", "haeufigkeit", "spre
 class Promotion(UseCase):
     """SPEC §5.3 over the shared context: one per process."""
 
-    def validate(self, entry: PromotionInput) -> None:
-        """Everything a promotion refuses before touching the store (SPEC §10: nothing changed)."""
+    def validate(self, entry: KzgEntry) -> None:
+        """Everything a promotion refuses of its entry before touching the store (SPEC §10: nothing changed);
+        an entry without ``erstellt_am`` the conversion refused already (:meth:`KzgEntry.from_proto`)."""
         entry.pair.check("entry.pair")
         if not entry.kzg_key:
             raise InvalidArgument("entry.kzg_key must not be empty")
@@ -76,17 +77,16 @@ class Promotion(UseCase):
         # An empty `dimension` is stored as '' (the column is NOT NULL, not non-empty): the KZG
         # accepts such entries, and refusing them here would turn them into poison jobs.
         check_finite(entry.ei.arousal, "entry.ei.arousal")
-        if entry.erstellt_am is None:
-            raise InvalidArgument("entry.erstellt_am must be set")
         entry.magnets.check("entry.magnets")
 
-    async def promote(self, entry: PromotionInput) -> PromotionResult:
+    async def promote(self, job: PromotionInput) -> PromotionResult:
         """SPEC §5.3: duplicate, half-reactivation or a new node with its edges (Trigger 1)."""
+        entry = job.entry
         self.validate(entry)
         if await self._erased(self.store.pool, entry):  # before any log record names the pair
             return ERASED
-        records = PromotionRecords.of(self.log, entry)
-        records.received(entry)
+        records = PromotionRecords.of(self.log, job)
+        records.received(job)
         vector = await self.provider.embed_one(lzg_embed_text(entry.inhalt, entry.sprecher))
         async with self.store.pair_writer(entry.pair.user_id, entry.pair.character_id) as tx:
             if await self._erased(tx.conn, entry):  # an erasure committed while this one waited
@@ -106,7 +106,7 @@ class Promotion(UseCase):
             records.cache_read(len(snapshot), best_cosine)
             if best_row >= 0 and best_cosine >= self.profile.match:
                 return await self._promotion_hit(
-                    tx, entry, int(snapshot.ids[best_row]), best_cosine, len(snapshot), records
+                    tx, job, int(snapshot.ids[best_row]), best_cosine, len(snapshot), records
                 )
             eingang = {"bester_cosine": round(best_cosine, 6), "kandidaten": len(snapshot)}
             records.hit(PromotionOutcome.NEW_NODE, eingang, self.profile.match)
@@ -118,12 +118,12 @@ class Promotion(UseCase):
                 gewicht_roh=weights.gewicht_roh,
                 gewicht_absolut=weights.gewicht_absolut,
                 gewicht_decay=weights.gewicht_decay,
-                erstellt_am=entry.as_of,
-                kzg_erstellt_am=entry.erstellt_am or entry.as_of,
+                erstellt_am=job.as_of,
+                kzg_erstellt_am=entry.erstellt_am,
                 themen=list(entry.themen),
                 gedaechtnistyp=entry.gedaechtnistyp or None,
                 magnets=Magnets.of(entitaet_ids, entry.magnets.timeline_id if timeline is not None else None),
-                quell_turn_id=entry.entry_turn_id,
+                quell_turn_id=entry.turn_id,
             )
             # Step 3: the candidates' fresh data are read before the insert.
             candidates, near = await trigger1_candidates(
@@ -147,14 +147,13 @@ class Promotion(UseCase):
                 records.error(type(exc).__name__, str(exc))
             else:
                 records.wrote("lzg_kanten", "insert", knoten_id=node_id, kanten=edges_created)
-            await _bridge(tx, entry, node_id, PromotionOutcome.NEW_NODE, records)
+            await _bridge(tx, job, node_id, PromotionOutcome.NEW_NODE, records)
         return PromotionResult(
             PromotionOutcome.NEW_NODE, node_id, best_cosine, edges_created, True, False, len(snapshot)
         )
 
-    async def _erased(self, conn: Any, entry: PromotionInput) -> bool:
+    async def _erased(self, conn: Any, entry: KzgEntry) -> bool:
         """A tombstone of the pair (or its user) newer than the entry (services/lzg/rights.py)."""
-        assert entry.erstellt_am is not None
         if await promotion_erased(conn, entry.pair.user_id, entry.pair.character_id, entry.erstellt_am):
             _LOG.warning("promotion of an entry of an erased pair dropped (docs/decisions.md 'Erasure')")
             erased_promotion_dropped(self.log)
@@ -164,7 +163,7 @@ class Promotion(UseCase):
     async def _promotion_hit(
         self,
         tx: PairTx,
-        entry: PromotionInput,
+        job: PromotionInput,
         node_id: int,
         best_cosine: float,
         candidates: int,
@@ -173,20 +172,20 @@ class Promotion(UseCase):
         """Step 4: an active hit is a duplicate (nothing changes); an inactive one is half-reactivated —
         active as of the promotion's instant, as the reads judge it (SPEC §11)."""
         aktiv, gewicht_absolut = await tx.node_activity(
-            node_id, entry.as_of, LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
+            node_id, job.as_of, LZG_KNOTEN_DECAY_RATE, LZG_KNOTEN_MIN_GEWICHT
         )
         outcome = PromotionOutcome.DUPLICATE if aktiv else PromotionOutcome.HALF_REACTIVATION
         eingang = {"bester_cosine": round(best_cosine, 6), "knoten_id": node_id, "aktiv": aktiv}
         records.hit(outcome, eingang, self.profile.match)
         if not aktiv:
             half = half_reactivation_decay(gewicht_absolut)
-            await tx.half_reactivate(node_id, half, entry.as_of)
+            await tx.half_reactivate(node_id, half, job.as_of)
             records.wrote("lzg_knoten", "update", knoten_id=node_id, gewicht_decay=half)
-        await _bridge(tx, entry, node_id, outcome, records)
+        await _bridge(tx, job, node_id, outcome, records)
         return PromotionResult(outcome, node_id, best_cosine, 0, False, False, candidates)
 
 
-async def _known_entities(tx: PairTx, entry: PromotionInput, records: PromotionRecords) -> list[int]:
+async def _known_entities(tx: PairTx, entry: KzgEntry, records: PromotionRecords) -> list[int]:
     """Entity ids of the pair, each once in first-mention order; unknown ones dropped with an ERROR."""
     ordered = list(dict.fromkeys(entry.magnets.entitaet_ids))
     known = await tx.known_entity_ids(ordered)
@@ -201,7 +200,7 @@ async def _known_entities(tx: PairTx, entry: PromotionInput, records: PromotionR
     return [i for i in ordered if i in known]
 
 
-async def _known_timeline(tx: PairTx, entry: PromotionInput, records: PromotionRecords) -> TimelineRef | None:
+async def _known_timeline(tx: PairTx, entry: KzgEntry, records: PromotionRecords) -> TimelineRef | None:
     """The entry's timeline reference if it belongs to the pair; otherwise dropped with an ERROR."""
     timeline_id = entry.magnets.timeline_id
     if timeline_id is None:
@@ -217,23 +216,23 @@ async def _known_timeline(tx: PairTx, entry: PromotionInput, records: PromotionR
     return ref
 
 
-def _dropped(entry: PromotionInput, records: PromotionRecords, typ: str, message: str) -> None:
+def _dropped(entry: KzgEntry, records: PromotionRecords, typ: str, message: str) -> None:
     """A reference of the entry the pair does not hold: left out of the node, logged as an error."""
     _LOG.error("promotion %s: %s", entry.kzg_key, message)
     records.error(typ, message)
 
 
 async def _bridge(
-    tx: PairTx, entry: PromotionInput, node_id: int, outcome: PromotionOutcome, records: PromotionRecords
+    tx: PairTx, job: PromotionInput, node_id: int, outcome: PromotionOutcome, records: PromotionRecords
 ) -> None:
     """Step 6: the bridge row turn → KZG key → node (syn §11.2)."""
     await tx.insert_bridge(
-        turn_id=entry.entry_turn_id,
-        kzg_key=entry.kzg_key,
+        turn_id=job.entry.turn_id,
+        kzg_key=job.entry.kzg_key,
         node_id=node_id,
         ausgang=outcome.value,
-        ausloeser_turn_id=entry.ausloeser_turn_id,
-        as_of=entry.as_of,
+        ausloeser_turn_id=job.ausloeser_turn_id,
+        as_of=job.as_of,
     )
     records.wrote("verbindung", "insert", knoten_id=node_id, ausgang=outcome.value)
 

@@ -18,10 +18,10 @@ from novaberg_core.errors import InvalidArgument
 from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import InMemorySink
 from novaberg_core.timeutil import utc_now
-from services.kzg.convert import entry_from_pb, entry_pb, exported_entry_from_pb, exported_entry_pb
+from services.kzg.convert import exported_entry_from_pb, exported_entry_pb
 from services.kzg.domain import salienz_berechnen
 from services.kzg.memory import KzgMemory
-from services.kzg.models import KzgEntryData, Pair, RetrieveQuery
+from services.kzg.models import KzgEntry, Pair, RetrieveQuery
 from services.kzg.rights import KzgRights
 from services.pixie.export_format import export_lines, parse_lines
 from tests.integration.kzg.conftest import PAIR, entry, unit_vector
@@ -44,7 +44,7 @@ async def _field(kzg: KzgMemory, key: str, name: str) -> str | None:
     return None if value is None else value.decode()
 
 
-async def _through_a_file(rights: KzgRights, pair: Pair, *, without: str = "") -> list[KzgEntryData]:
+async def _through_a_file(rights: KzgRights, pair: Pair, *, without: str = "") -> list[KzgEntry]:
     """The pair's entries as an import reads them back from an export file: domain → the ExportPair
     messages → the file's lines (each entry's ``without`` field left out, as an older file has it) →
     their parse → the ImportPair conversion."""
@@ -166,15 +166,15 @@ async def test_an_import_of_a_file_without_ablauf_am_counts_the_remaining_ttl_fr
 
 
 async def test_an_old_files_entry_message_without_ablauf_am_reads_as_none() -> None:
-    message = entry_pb(dataclasses.replace(_domain_entry(), ablauf_am=None))
+    message = dataclasses.replace(_domain_entry(), ablauf_am=None).to_proto()
     assert not message.HasField("ablauf_am")
-    assert entry_from_pb(message).ablauf_am is None
+    assert KzgEntry.from_proto(message).ablauf_am is None
     at = utc_now().replace(microsecond=123000)
-    assert entry_from_pb(entry_pb(dataclasses.replace(_domain_entry(), ablauf_am=at))).ablauf_am == at
+    assert KzgEntry.from_proto(dataclasses.replace(_domain_entry(), ablauf_am=at).to_proto()).ablauf_am == at
 
 
-def _domain_entry() -> KzgEntryData:
-    return KzgEntryData(
+def _domain_entry() -> KzgEntry:
+    return KzgEntry(
         kzg_key=f"kzg:{PAIR.user_id}:{PAIR.character_id}:e1", entry_id="e1", pair=PAIR, beobachter="user",
         inhalt="x", themen=("a",), salienz=0.7, salienz_eingang=0.5, salienz_eingang_herkunft="gemessen",
         haeufigkeit=1, gedaechtnistyp="", dimension="", ei=Ei(), magnets=Magnets(), erstellt_am=utc_now(),

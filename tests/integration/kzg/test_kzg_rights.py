@@ -16,7 +16,7 @@ from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
 from novaberg_core.model import Ei, Magnets, Profile
 from novaberg_core.pair_keys import pipeline_profile_key
 from services.kzg.memory import KzgMemory
-from services.kzg.models import KzgEntryData, Pair, RetrieveQuery, SessionTurnRecord
+from services.kzg.models import KzgEntry, Pair, RetrieveQuery, SessionTurnRecord
 from services.kzg.rights import KzgRights, glob_escape
 from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
 from services.pipeline.store import ClusterStore
@@ -148,7 +148,7 @@ async def test_export_then_import_restores_entries_session_queue_and_profile(
     # the pipeline reads the names back as it keeps them
     assert await ClusterStore(kzg.store.redis).profile(PAIR.to_proto()) == profile
 
-    def content(e: KzgEntryData) -> tuple[object, ...]:
+    def content(e: KzgEntry) -> tuple[object, ...]:
         return (e.kzg_key, e.inhalt, e.themen, e.salienz, e.salienz_eingang, e.haeufigkeit, e.beobachter, e.turn_id,
                 e.erstellt_am.replace(microsecond=e.erstellt_am.microsecond // 1000 * 1000), e.promotion_queued)  # fmt: skip
 

@@ -19,7 +19,7 @@ import pytest
 
 from novaberg_core.clusters import default_clusters
 from novaberg_core.embedding import EmbeddingProvider, ModelProfile, ThresholdSources
-from novaberg_core.model import Ei, Magnets, Pair
+from novaberg_core.model import Ei, KzgEntry, Magnets, Pair
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.lzg.edges import pair_weights
 from services.lzg.engine import LzgEngine
@@ -134,14 +134,19 @@ def entry(
     as_of: datetime = T0,
     **overrides: Any,
 ) -> PromotionInput:
-    """A promotion input with sensible KZG fields."""
-    base = PromotionInput(
-        kzg_key=key or f"kzg:{pair[0]}:{pair[1]}:e{next(_counter)}",
+    """A promotion job of an entry with sensible KZG fields; ``overrides`` name the entry's fields
+    (:class:`KzgEntry`) or the job's."""
+    entry_id = f"e{next(_counter)}"
+    base = KzgEntry(
+        kzg_key=key or f"kzg:{pair[0]}:{pair[1]}:{entry_id}",
+        entry_id=entry_id,
         pair=Pair(*pair),
         beobachter=beobachter,
         inhalt=inhalt,
-        themen=list(themen),
+        themen=tuple(themen),
         salienz=salienz,
+        salienz_eingang=salienz,
+        salienz_eingang_herkunft="gemessen",
         haeufigkeit=2,
         gedaechtnistyp="episodisch",
         dimension="beziehungen",
@@ -157,13 +162,24 @@ def entry(
         ),
         magnets=Magnets.of(entitaet_ids, timeline_id),
         erstellt_am=datetime(2026, 4, 20, 9, 0, tzinfo=UTC),
-        entry_turn_id="turn-kzg-1",
-        ausloeser_turn_id="turn-job-1",
-        log_turn_id="turn-job-1",
-        span_id=None,
+        turn_id="turn-kzg-1",
+        ttl_seconds=3600,
+    )
+    job = {name: overrides.pop(name) for name in _JOB_FIELDS if name in overrides}
+    return PromotionInput(
+        replace(base, **overrides),
+        **{"ausloeser_turn_id": "turn-job-1", "log_turn_id": "turn-job-1", "span_id": None, **job},
         as_of=as_of,
     )
-    return replace(base, **overrides)
+
+
+_JOB_FIELDS = ("ausloeser_turn_id", "log_turn_id", "span_id")
+"""What an ``entry(...)`` override names of the job rather than its entry."""
+
+
+def with_entry(job: PromotionInput, **changes: Any) -> PromotionInput:
+    """``job`` with its entry's ``changes``."""
+    return replace(job, entry=replace(job.entry, **changes))
 
 
 async def promote(

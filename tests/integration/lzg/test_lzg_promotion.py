@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -28,6 +27,7 @@ from .conftest import (
     new_timeline,
     promote,
     unit,
+    with_entry,
 )
 
 pytestmark = pytest.mark.integration
@@ -52,24 +52,24 @@ async def test_new_node_takes_every_kzg_field_and_allows_deleting_the_entry(
     assert result.candidates == 0 and result.best_cosine == 0.0
 
     node = await engine.node(Pair(*PAIR), result.node_id)
-    assert node.kzg_quell_key == job.kzg_key
-    assert node.inhalt == job.inhalt and node.beobachter == "user"
+    assert node.kzg_quell_key == job.entry.kzg_key
+    assert node.inhalt == job.entry.inhalt and node.beobachter == "user"
     assert node.gewicht_roh == 0.673
     assert round(node.gewicht_absolut, 3) == 3.248
     assert node.gewicht_decay == node.gewicht_absolut
     assert node.aktiv and node.haeufigkeit == 2
     assert node.erstellt_am == node.verstaerkt_am == node.decay_am == T0
-    assert node.kzg_erstellt_am == job.erstellt_am
+    assert node.kzg_erstellt_am == job.entry.erstellt_am
     assert list(node.themen) == ["Anna", "Schokolade"]
     assert list(node.magnets.entitaet_ids) == [ent.id]  # each id once
     assert node.magnets.timeline_id == tl.id
-    assert node.ei == job.ei
-    assert node.dimension == job.dimension
+    assert node.ei == job.entry.ei
+    assert node.dimension == job.entry.dimension
     assert node.gedaechtnistyp == "episodisch" and node.ei.arousal == 0.6
     assert list(node.ei.intentionen) == ["information_teilen"]
     assert node.embedding.tolist() == pytest.approx(unit(1, 0).tolist())
     bridge = (await dump(store, "verbindung"))["verbindung"]
-    assert len(bridge) == 1 and "neu" in bridge[0] and job.kzg_key in bridge[0]
+    assert len(bridge) == 1 and "neu" in bridge[0] and job.entry.kzg_key in bridge[0]
 
 
 async def test_duplicate_leaves_the_node_byte_identical_and_keeps_the_kzg_entry(
@@ -257,13 +257,12 @@ async def test_bad_input_is_refused_before_anything_is_written(
         (dict(beobachter="narrator"), "entry.beobachter must be one of user, assistant"),
         (dict(inhalt="  "), "entry.inhalt must not be empty"),
         (dict(kzg_key="kzg:someone-else:nova:e1"), "is not a key of the entry's pair"),
-        (dict(erstellt_am=None), "entry.erstellt_am must be set"),
         (dict(pair=Pair("", PAIR[1])), "entry.pair.user_id must not be empty"),
         (dict(haeufigkeit=0), "entry.haeufigkeit must be >= 1"),
     ]
     for change, message in bad:
         with pytest.raises(InvalidArgument, match=message):
-            await engine.promote(replace(entry("neu"), **change))
+            await engine.promote(with_entry(entry("neu"), **change))
     assert await dump(store) == before
 
 

@@ -243,12 +243,12 @@ async def test_a_failed_edge_insert_leaves_the_node_without_edges_and_logs_an_er
     assert result.edges_created == 0 and result.kzg_delete_allowed and not result.already_promoted
 
     node = await engine.node(Pair(*PAIR), result.node_id)
-    assert node.kzg_quell_key == job.kzg_key and list(node.magnets.entitaet_ids) == [anna]
+    assert node.kzg_quell_key == job.entry.kzg_key and list(node.magnets.entitaet_ids) == [anna]
     assert await _edge_rows(store, result.node_id) == []
     assert await dump(store, "lzg_kanten") == edges_before  # the neighbours' edge untouched
     assert await _node_ids(store, PAIR) == [first, second, result.node_id]
     bridge = (await dump(store, "verbindung"))["verbindung"]
-    assert sum(job.kzg_key in row and "neu" in row for row in bridge) == 1
+    assert sum(job.entry.kzg_key in row and "neu" in row for row in bridge) == 1
 
     await engine.log.flush()
     errors = [r for r in log_sink.records if r.art == "fehler" and r.node == "promotion"]

@@ -288,3 +288,33 @@ async def test_an_import_writes_the_profile_it_carries_and_refuses_an_unknown_la
         assert chunk.profile == common_pb2.PairProfile(user_name="Ben", character_name="Luna", sprache="en", zeitzone="UTC")  # a profile without a zone is UTC
     finally:
         await redis.aclose()
+
+
+async def test_an_import_refuses_an_entry_without_its_creation_time_naming_it_across_messages(
+    kzg_stub: kzg_pb2_grpc.KzgServiceStub, redis_url: str
+) -> None:
+    """The shared KzgEntry conversion refuses a message without ``erstellt_am`` (it was read as 1970
+    before): the third entry of the stream, sent in its second message, is named; nothing is written."""
+
+    def exported(entry_id: str, created: Timestamp | None) -> kzg_pb2.ExportedEntry:
+        return kzg_pb2.ExportedEntry(entry=common_pb2.KzgEntry(
+            kzg_key=f"kzg:{OTHER.user_id}:{OTHER.character_id}:{entry_id}", entry_id=entry_id, pair=OTHER,
+            beobachter=common_pb2.BEOBACHTER_USER, inhalt=f"Eintrag {entry_id}", salienz=0.6, haeufigkeit=1,
+            ttl_seconds=600, erstellt_am=created,
+        ))  # fmt: skip
+
+    async def messages():  # type: ignore[no-untyped-def]
+        made = Timestamp(seconds=1_776_000_000)
+        yield kzg_pb2.ImportPairRequest(pair=OTHER, entries=[exported("e1", made), exported("e2", made)])
+        yield kzg_pb2.ImportPairRequest(pair=OTHER, entries=[exported("e3", None)])
+
+    redis = Redis.from_url(redis_url)
+    try:
+        before = sorted(await redis.keys("*"))
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await kzg_stub.ImportPair(messages())
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert caught.value.details() == "entries[2].erstellt_am must be set"
+        assert sorted(await redis.keys("*")) == before
+    finally:
+        await redis.aclose()

@@ -46,6 +46,17 @@ async def test_promotion_outcomes_over_grpc(lzg_stub: Stub) -> None:
     assert node.erstellt_am.ToDatetime(tzinfo=UTC) == T0
 
 
+async def test_a_promotion_of_an_entry_without_its_creation_time_is_refused_naming_it(lzg_stub: Stub) -> None:
+    """The shared KzgEntry conversion refuses it before the use case runs (SPEC §10: nothing written)."""
+    pair = common_pb2.Pair(user_id="ohne-zeit@example.org", character_id="nova")
+    entry = kzg_entry("e0", "Ohne Zeitpunkt.", pair=pair)
+    entry.ClearField("erstellt_am")
+    err = await _error(promote(lzg_stub, entry))
+    assert (err.code(), err.details()) == (grpc.StatusCode.INVALID_ARGUMENT, "entry.erstellt_am must be set")
+    nodes = await lzg_stub.ListNodes(lzg_pb2.ListNodesRequest(pair=pair))
+    assert list(nodes.nodes) == []
+
+
 async def test_bad_input_gets_precise_errors(lzg_stub: Stub, provider: EmbeddingProvider) -> None:
     theirs = await promote(lzg_stub, kzg_entry("x1", "Tom fährt gern Rad.", pair=OTHER))
     mine = await promote(lzg_stub, kzg_entry("m1", "Mara spielt Geige."))
