@@ -349,6 +349,16 @@ class KzgEntry:
             traceparent=message.traceparent,
         )
 
+    def check(self, field: str = "entry") -> KzgEntry:
+        """What every reader holds an entry to (SPEC §4.1): a known perspective, content, a salience within
+        0..1 and magnets naming registry rows; a refusal is InvalidArgument naming ``field``."""
+        Beobachter.of_name(self.beobachter, f"{field}.beobachter")
+        if not self.inhalt.strip():
+            raise InvalidArgument(f"{field}.inhalt must not be empty")
+        check_unit_interval(f"{field}.salienz", self.salienz)
+        self.magnets.check(f"{field}.magnets")
+        return self
+
     def brief_proto(self) -> common_pb2.KzgEntry:
         """The fields of a brief retrieval hit (what a recall item needs, SPEC §11); every other one unset."""
         return common_pb2.KzgEntry(**self._brief_fields())

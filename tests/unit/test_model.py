@@ -226,3 +226,18 @@ def test_a_brief_kzg_entry_carries_what_a_recall_item_needs_only() -> None:
         "antwort_auf", "erstellt_am", "ablauf_am",
     }  # fmt: skip
     assert brief.beobachter == common_pb2.BEOBACHTER_ASSISTANT and brief.erstellt_am.nanos == 500_000
+
+
+def test_a_kzg_entry_is_checked_by_the_rules_every_reader_holds_it_to_naming_the_field() -> None:
+    entry = _kzg_entry()
+    assert entry.check() is entry
+    bad = [
+        (dict(beobachter="narrator"), r"^entries\[1\]\.beobachter must be one of user, assistant"),
+        (dict(inhalt=" \n"), r"^entries\[1\]\.inhalt must not be empty$"),
+        (dict(salienz=float("nan")), r"^entries\[1\]\.salienz must be a number within 0\.\.1, got nan$"),
+        (dict(salienz=1.01), r"^entries\[1\]\.salienz must be a number within 0\.\.1, got 1\.01$"),
+        (dict(magnets=Magnets((3, 0))), r"^entries\[1\]\.magnets\.entitaet_ids must be positive ids"),
+    ]
+    for change, message in bad:
+        with pytest.raises(InvalidArgument, match=message):
+            replace(entry, **change).check("entries[1]")

@@ -14,7 +14,7 @@ import numpy as np
 from novaberg_core.embedding import clean_themen, kzg_embed_text
 from novaberg_core.errors import FailedPrecondition, InvalidArgument
 from novaberg_core.limits import SESSION_TTL
-from novaberg_core.model import Beobachter, Profile
+from novaberg_core.model import Profile
 from novaberg_core.pipeline_log import LogScope, count_fields, count_names
 from novaberg_core.rights import rights_write
 from services.kzg.app.context import RIGHTS_NODE, KzgContext, log_canon_rejections
@@ -55,14 +55,10 @@ def _check_import(live: Sequence[KzgEntry]) -> None:
     unique — what the LZG would refuse to promote is refused here, before it waits in the queue."""
     for index, entry in enumerate(live):
         check_entry_id(entry.entry_id)
-        if not entry.inhalt.strip():
-            raise InvalidArgument(f"entries[{index}].inhalt must not be empty")
-        check_unit_interval(f"entries[{index}].salienz", entry.salienz)
+        entry.check(f"entries[{index}]")
         if entry.salienz_eingang is not None:
             check_unit_interval(f"entries[{index}].salienz_eingang", entry.salienz_eingang)
         check_unit_interval(f"entries[{index}].ei.arousal", entry.ei.arousal)
-        entry.magnets.check(f"entries[{index}].magnets")
-        Beobachter.of_name(entry.beobachter, f"entries[{index}].beobachter")
     if len({e.entry_id for e in live}) != len(live):
         raise InvalidArgument("an entry id appears twice in the import")
 

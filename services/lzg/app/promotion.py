@@ -19,7 +19,7 @@ import numpy.typing as npt
 from novaberg_core.embedding import lzg_embed_text
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.limits import GEDAECHTNISTYP_MAX_LEN
-from novaberg_core.model import Beobachter, KzgEntry, Magnets
+from novaberg_core.model import KzgEntry, Magnets
 from novaberg_core.rights import kzg_key_prefix
 from services.lzg.app.context import UseCase
 from services.lzg.cache import PairSnapshot
@@ -65,11 +65,7 @@ class Promotion(UseCase):
             raise InvalidArgument(
                 f"entry.kzg_key {entry.kzg_key!r} is not a key of the entry's pair (expected '{prefix}<entry_id>')"
             )
-        Beobachter.of_name(entry.beobachter, "entry.beobachter")
-        if not entry.inhalt.strip():
-            raise InvalidArgument("entry.inhalt must not be empty")
-        if not (math.isfinite(entry.salienz) and 0.0 <= entry.salienz <= 1.0):
-            raise InvalidArgument(f"entry.salienz must be in 0..1, got {entry.salienz}")
+        entry.check("entry")
         if entry.haeufigkeit < 1:
             raise InvalidArgument(f"entry.haeufigkeit must be >= 1, got {entry.haeufigkeit}")
         if len(entry.gedaechtnistyp) > GEDAECHTNISTYP_MAX_LEN:
@@ -77,7 +73,6 @@ class Promotion(UseCase):
         # An empty `dimension` is stored as '' (the column is NOT NULL, not non-empty): the KZG
         # accepts such entries, and refusing them here would turn them into poison jobs.
         check_finite(entry.ei.arousal, "entry.ei.arousal")
-        entry.magnets.check("entry.magnets")
 
     async def promote(self, job: PromotionInput) -> PromotionResult:
         """SPEC §5.3: duplicate, half-reactivation or a new node with its edges (Trigger 1)."""

@@ -253,7 +253,7 @@ async def test_bad_input_is_refused_before_anything_is_written(
     await promote(engine, provider, "da", unit(1))
     before = await dump(store)
     bad = [
-        (dict(salienz=1.2), "entry.salienz must be in 0..1"),
+        (dict(salienz=1.2), "entry.salienz must be a number within 0..1, got 1.2"),
         (dict(beobachter="narrator"), "entry.beobachter must be one of user, assistant"),
         (dict(inhalt="  "), "entry.inhalt must not be empty"),
         (dict(kzg_key="kzg:someone-else:nova:e1"), "is not a key of the entry's pair"),
