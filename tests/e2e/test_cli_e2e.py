@@ -21,7 +21,8 @@ from novaberg.log.v1 import log_pb2
 from novaberg_core.timeutil import from_timestamp, utc_now
 from novaberg_dev import cli
 from novaberg_dev.stack import Stack
-from tests.e2e.helpers import Clients, eventually
+from tests.e2e.helpers import Clients
+from tests.polling import eventually
 
 USER, ASSISTANT = common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT
 OBSERVER = common_pb2.Pair(user_id="cli-meister", character_id="nova")

@@ -8,11 +8,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.polling import eventually
 
 
 def _alive(pid: int) -> bool:
@@ -24,14 +25,12 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _wait_gone(pids: list[int], within: float) -> list[int]:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        left = [pid for pid in pids if _alive(pid)]
-        if not left:
-            return []
-        time.sleep(0.2)
-    return [pid for pid in pids if _alive(pid)]
+async def _gone(pids: list[int], within: float) -> None:
+    """Every one of ``pids`` has ended within ``within`` s."""
+    await eventually(
+        lambda: [pid for pid in pids if _alive(pid)], lambda left: not left, within=within, every=0.2,
+        what="the service processes to end",
+    )  # fmt: skip
 
 
 class Up:
@@ -46,17 +45,17 @@ class Up:
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
         )  # fmt: skip
 
-    def service_pids(self, within: float = 150.0) -> dict[str, int]:
+    async def service_pids(self, within: float = 150.0) -> dict[str, int]:
         """The service pids from the stack file, once every service serves."""
         path = self.data_dir / "stack.json"
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
+
+        def written() -> bool:
             assert self.process.poll() is None, f"novaberg up exited {self.process.returncode}"
-            if path.exists():
-                pids = json.loads(path.read_text())["services"]
-                return {str(name): int(pid) for name, pid in pids.items()}
-            time.sleep(0.2)
-        raise AssertionError("novaberg up did not write its stack file")
+            return path.exists()
+
+        await eventually(written, bool, within=within, every=0.2, what="novaberg up's stack file")
+        pids = json.loads(path.read_text())["services"]
+        return {str(name): int(pid) for name, pid in pids.items()}
 
     def stop_stores(self) -> None:
         subprocess.run(
@@ -78,19 +77,19 @@ def up(tmp_path: Path) -> Iterator[Up]:
         launched.stop_stores()
 
 
-def test_killing_the_launcher_takes_its_services_with_it(up: Up) -> None:
-    pids = up.service_pids()
+async def test_killing_the_launcher_takes_its_services_with_it(up: Up) -> None:
+    pids = await up.service_pids()
     assert set(pids) == {"log", "kzg", "lzg", "pixie", "pipeline"} and all(map(_alive, pids.values()))
     up.process.kill()  # SIGKILL: no finally, no stop — the kernel tells the services (PDEATHSIG)
     up.process.wait()
-    assert _wait_gone(list(pids.values()), within=30.0) == []
+    await _gone(list(pids.values()), within=30.0)
 
 
-def test_ctrl_c_under_a_tee_that_died_stops_everything(up: Up) -> None:
-    pids = up.service_pids()
+async def test_ctrl_c_under_a_tee_that_died_stops_everything(up: Up) -> None:
+    pids = await up.service_pids()
     assert up.process.stdout is not None
     up.process.stdout.close()  # `make run | tee`: Ctrl-C ends tee first, the pipe has no reader
     up.process.send_signal(signal.SIGINT)
     assert up.process.wait(timeout=90) == 0
-    assert _wait_gone(list(pids.values()), within=5.0) == []
+    await _gone(list(pids.values()), within=5.0)
     assert not (up.data_dir / "stack.json").exists()

@@ -15,7 +15,8 @@ import pytest
 from novaberg.common.v1 import common_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_dev.stack import SERVICES, Stack
-from tests.e2e.helpers import Clients, eventually
+from tests.e2e.helpers import Clients
+from tests.polling import eventually
 
 PAIR = common_pb2.Pair(user_id="metrics-meister", character_id="nova")
 

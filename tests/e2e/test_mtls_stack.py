@@ -21,7 +21,8 @@ from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.tls import CertificateFiles, TlsConfig
 from novaberg_dev.devcerts import write_identity_files
 from novaberg_dev.stack import SERVICES, Stack
-from tests.e2e.helpers import Clients, eventually, open_channel
+from tests.e2e.helpers import Clients, open_channel
+from tests.polling import eventually
 
 PAIR = common_pb2.Pair(user_id="mtls-user", character_id="nova")
 USER = common_pb2.BEOBACHTER_USER

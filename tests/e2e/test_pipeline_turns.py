@@ -28,7 +28,8 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.timeutil import from_timestamp, to_timestamp
 from novaberg_dev.stack import Stack
-from tests.e2e.helpers import Clients, eventually
+from tests.e2e.helpers import Clients
+from tests.polling import eventually
 
 USER = common_pb2.BEOBACHTER_USER
 ASSISTANT = common_pb2.BEOBACHTER_ASSISTANT

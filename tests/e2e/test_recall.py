@@ -14,7 +14,8 @@ from novaberg.lzg.v1 import lzg_pb2
 from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import kzg_embed_text, make_provider
 from novaberg_core.timeutil import from_timestamp, to_timestamp
-from tests.e2e.helpers import Clients, eventually
+from tests.e2e.helpers import Clients
+from tests.polling import eventually
 
 PAIR = common_pb2.Pair(user_id="recall-caroline", character_id="melanie")
 PROFILE = common_pb2.PairProfile(user_name="Caroline", character_name="Melanie", sprache="en")

@@ -32,7 +32,8 @@ from novaberg_dev import cli
 from novaberg_dev.cli import rights as cli_rights
 from novaberg_dev.stack import Stack
 from services.pixie.store import JobRef, PixieStore
-from tests.e2e.helpers import Clients, eventually
+from tests.e2e.helpers import Clients
+from tests.polling import eventually
 
 USER = common_pb2.BEOBACHTER_USER
 ERASE = common_pb2.Pair(user_id="rights-u-7q2", character_id="rights-c-7q2")

@@ -39,7 +39,7 @@ from novaberg_dev.embedded import (
 from novaberg_dev.embedded import (
     main as embedded_main,
 )
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from novaberg_core.config import CommonConfig
 from novaberg_core.server import RunningServer, create_server
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 
 SERVICE = "novaberg.test.v1.HoldService"
 

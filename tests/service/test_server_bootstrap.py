@@ -36,7 +36,7 @@ from novaberg_core.telemetry import (
     setup_telemetry,
     tracer,
 )
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 
 SERVICE = "novaberg.test.v1.EchoService"
 SECRET = "password=hunter2 at /srv/internal/db.py"

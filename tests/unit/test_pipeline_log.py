@@ -24,7 +24,7 @@ from novaberg_core.pipeline_log import (
     encode_inhalt,
 )
 from novaberg_core.telemetry import install_in_memory_exporter, tracer
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 
 
 def _arts(records: Sequence[PendingRecord]) -> list[str]:

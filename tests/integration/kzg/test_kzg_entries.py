@@ -17,8 +17,8 @@ from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.kzg.memory import KzgMemory
 from services.kzg.models import Vector
 from services.kzg.store import MODEL_KEY, KzgStore, entry_scope
-from tests.e2e.helpers import eventually
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
+from tests.polling import eventually
 
 # SPEC §4.5 with the pair as its tokens (paar, nutzer) instead of the raw ids (docs/decisions.md).
 INDEX_FIELDS = {

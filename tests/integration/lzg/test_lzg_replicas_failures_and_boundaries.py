@@ -25,7 +25,7 @@ from services.lzg.rows import EdgeInsert
 from services.lzg.store import LzgStore, PairTx
 from services.lzg.types import Entity, PromotionOutcome
 from services.lzg.weights import damp, days_until
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 
 from .conftest import (
     DIM,

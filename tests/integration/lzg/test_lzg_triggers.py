@@ -15,7 +15,7 @@ from services.lzg.engine import LzgEngine
 from services.lzg.store import LzgStore
 from services.lzg.types import Entity, Timeline
 from services.lzg.weights import damp, reinforced_weights
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 
 from .conftest import (
     OTHER,

@@ -22,7 +22,7 @@ from novaberg_core.pipeline_log import GrpcLogSink, PipelineLog
 from novaberg_core.server import RunningServer, insecure_channel
 from novaberg_core.timeutil import from_timestamp, to_timestamp
 from services.log.server import create_server
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 from tests.service.log.conftest import log_config
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2
 from novaberg_core.timeutil import to_timestamp
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 from tests.service.pixie.conftest import PixieCluster, QueueState, expire, kzg_has, queue_state, store_entry
 
 

@@ -25,7 +25,7 @@ from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.server import RunningServer
 from novaberg_dev.embedded.state import free_port
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 from tests.service.pixie.conftest import PAIR, PixieCluster, kzg_has, nodes_of, spawn_pixie, store_entry
 
 

@@ -10,7 +10,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from novaberg.kzg.v1 import kzg_pb2_grpc
 from novaberg.lzg.v1 import lzg_pb2_grpc
 from novaberg_core.telemetry import install_in_memory_exporter
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 from tests.service.pixie.conftest import PixieCluster, nodes_of, store_entry
 
 POLL = "/novaberg.kzg.v1.KzgService/ReadPromotionJobs"

@@ -20,7 +20,7 @@ from novaberg_core.server import RunningServer
 from novaberg_dev.embedded.state import free_port
 from services.pixie.store import PixieStore
 from services.pixie.tasks import TASK_DECAY
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 from tests.service.pixie.conftest import QueueState, kzg_has, nodes_of, queue_state, spawn_pixie, store_entry
 
 USERS = ("meister", "anna", "ben")

@@ -31,7 +31,7 @@ from novaberg_core.timeutil import to_timestamp, utc_now
 from services.kzg.models import Pair as KzgPair
 from services.kzg.store import hash_dirty_key
 from services.pixie.promotion_types import StepHook
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 from tests.service.pixie.conftest import (
     PAIR,
     PixieCluster,

@@ -24,7 +24,7 @@ from novaberg_core.contract import TIME_MAX, pair_token
 from novaberg_core.timeutil import to_timestamp
 from services.pixie.promotion_types import new_tally
 from services.pixie.store import JobRef
-from tests.e2e.helpers import eventually
+from tests.polling import eventually
 from tests.service.pixie.conftest import (
     PAIR,
     UNREACHABLE,
