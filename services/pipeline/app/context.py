@@ -13,7 +13,6 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 from opentelemetry import trace
@@ -142,26 +141,25 @@ class PipelineContext:
     silent_peers: PeerSilence = field(default_factory=PeerSilence)
     """Peers left out for a few seconds after they gave no answer (services.pipeline.deadline)."""
 
-    async def begin(self, turn_id: str, pair: common_pb2.Pair) -> dict[str, Any]:
+    async def begin(self, turn_id: str, pair: common_pb2.Pair) -> None:
         """What every step does once its request is checked: the peers' models are the pipeline's
         (SPEC §2; a peer that does not answer is asked on a later call, :meth:`ModelGuard.check`) and
-        the call's span names the turn. Returns the pair as the log's keywords."""
+        the call's span names the turn."""
         await self.models.check(silence=self.silent_peers)
         set_turn_attributes(trace.get_current_span(), turn_id, pair.user_id, pair.character_id)
-        return {"user_id": pair.user_id, "character_id": pair.character_id}
 
     async def open_turn(
         self, request: pipeline_pb2.ObserveTurnRequest | pipeline_pb2.DispatchRequest, analysis: str
-    ) -> tuple[common_pb2.Pair, dict[str, Any], datetime]:
+    ) -> tuple[common_pb2.Pair, datetime]:
         """How observe and dispatch open a checked turn: :meth:`begin`, the turn's time, and the
         magnets of the caller's analysis (the field ``analysis``, when sent) checked as the pair's own.
-        Returns the pair, the pair as the log's keywords and the turn's time."""
+        Returns the pair and the turn's time."""
         pair = request.pair
-        pair_kwargs = await self.begin(request.turn_id, pair)
+        await self.begin(request.turn_id, pair)
         as_of = turn_time(request)
         if request.HasField(analysis):
             await self.check_magnets(pair, getattr(request, analysis).magnets, analysis)
-        return pair, pair_kwargs, as_of
+        return pair, as_of
 
     async def embed_texts(self, texts: list[str], timing: Timing) -> np.ndarray:
         """One batch through the model, counted as model time."""

@@ -19,7 +19,6 @@ import json
 
 import grpc
 import numpy as np
-from google.protobuf.json_format import MessageToDict
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
@@ -29,12 +28,12 @@ from novaberg_core.errors import NovabergError, Unavailable
 from novaberg_core.timeutil import to_timestamp
 from services.pipeline.app.context import (
     NODE_DISPATCHER,
-    NODE_VERWENDUNG,
     ROLE,
     Timing,
 )
 from services.pipeline.app.turn_writer import TurnStep, Written, given_analysis, is_repeat, kzg_entry_text
 from services.pipeline.deadline import DOING_WITHOUT, answer_or_none, within_time_left
+from services.pipeline.records import step_records
 from services.pipeline.text_rules import answered_question
 from services.pipeline.validation import check_dispatch
 
@@ -49,18 +48,14 @@ class Dispatch(TurnStep):
         ctx = self.ctx
         timing = Timing()
         cluster = check_dispatch(request, ctx.cluster_table)
-        pair, pair_kwargs, as_of = await ctx.open_turn(request, "answer_analysis")
+        pair, as_of = await ctx.open_turn(request, "answer_analysis")
         served = list(dict.fromkeys(request.served_node_ids))
         await ctx.check_served(pair, served)
         profile = await ctx.clusters.profile(pair)
         assistant = common_pb2.BEOBACHTER_ASSISTANT
-        async with ctx.log.span(turn_id=request.turn_id, node=NODE_DISPATCHER, erstellt_am=as_of, **pair_kwargs) as span_id:
-            turn = common_pb2.TurnContext(turn_id=request.turn_id, span_id=span_id)
-            ctx.log.write(
-                turn_id=request.turn_id, node=NODE_DISPATCHER, art="eingang", span_id=span_id,
-                inhalt={"cluster": cluster, "lzg_resonanz_ids": served, "user_prompt": request.user_prompt},
-                erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
+        async with step_records(ctx.log, NODE_DISPATCHER, request.turn_id, pair, as_of) as records:
+            turn = records.turn
+            records.received({"cluster": cluster, "lzg_resonanz_ids": served, "user_prompt": request.user_prompt})
 
             # The answer follows the user's prompt of this turn: a question there is what it answers.
             question = answered_question(ROLE[common_pb2.BEOBACHTER_USER], request.user_prompt, ROLE[assistant])
@@ -127,16 +122,11 @@ class Dispatch(TurnStep):
 
             async def persist_cluster() -> None:
                 previous = await ctx.clusters.put(pair, cluster, turn_id=request.turn_id, as_of=as_of)
-                ctx.log.decision(
-                    turn_id=request.turn_id, node=NODE_DISPATCHER, entscheidung=f"{NODE_DISPATCHER}.cluster",
-                    ausgang=cluster, eingang={"vorher": previous.cluster if previous else None},
-                    massstab={"tabelle": list(ctx.cluster_table.known)},
-                    span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+                records.decided(
+                    "cluster", cluster, {"vorher": previous.cluster if previous else None},
+                    {"tabelle": list(ctx.cluster_table.known)},
                 )  # fmt: skip
-                ctx.log.db_write(
-                    turn_id=request.turn_id, node=NODE_DISPATCHER, tabelle="pipeline:cluster", operation="set",
-                    cluster=cluster, span_id=span_id, erstellt_am=as_of, **pair_kwargs,
-                )  # fmt: skip
+                records.wrote("pipeline:cluster", "set", cluster=cluster)
 
             # The three writes are independent of each other; the request was checked in full above.
             # Whatever fails of them, the turn is recorded (SPEC §5.6, §7, §8): its usage record,
@@ -148,10 +138,7 @@ class Dispatch(TurnStep):
             for part, outcome in zip(("usage reinforcement", "own KZG entry", "cluster"), outcomes, strict=True):
                 if isinstance(outcome, NovabergError | grpc.aio.AioRpcError):
                     failed.append(f"{part}: {outcome}")
-                    ctx.log.error(
-                        turn_id=request.turn_id, node=NODE_DISPATCHER, typ=type(outcome).__name__,
-                        message=f"{part}: {outcome}", span_id=span_id, erstellt_am=as_of, **pair_kwargs,
-                    )  # fmt: skip
+                    records.failed(type(outcome).__name__, f"{part}: {outcome}")
                 elif isinstance(outcome, BaseException):
                     unexpected = outcome
                     break
@@ -164,10 +151,7 @@ class Dispatch(TurnStep):
             # lists the answer once.
             resent = {"wiederholt": True} if written is not None and is_repeat(written) else {}
             # The character's answer as its own output (syn §10.4 "last answers" reads these).
-            ctx.log.write(
-                turn_id=request.turn_id, node=NODE_DISPATCHER, art="ausgabe", quelle=pair.character_id,
-                span_id=span_id, inhalt={"text": request.answer_text, **resent}, erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
+            records.answered({"text": request.answer_text, **resent}, quelle=pair.character_id)
             if isinstance(reinforced, lzg_pb2.ReinforceUsedResponse):
                 protokoll = reinforced.protokoll  # the LZG logged it (``verwendung.verstaerken``)
             else:
@@ -175,26 +159,16 @@ class Dispatch(TurnStep):
                 protokoll = lzg_pb2.VerwendungsProtokoll(
                     ausgang=lzg_pb2.VERWENDUNG_AUSGANG_DB_FEHLER, error=f"usage reinforcement: {reinforced}"
                 )
-                ctx.log.write(
-                    turn_id=request.turn_id, node=NODE_VERWENDUNG, art="berechnung", span_id=span_id,
-                    inhalt=MessageToDict(
-                        protokoll, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-                    ),
-                    erstellt_am=as_of, **pair_kwargs,
-                )  # fmt: skip
+                records.usage_without_lzg(protokoll)
             failed.extend(unresolved)
-            ctx.log.turn_roh(
-                turn_id=request.turn_id, node=NODE_DISPATCHER,
-                inhalt={
-                    "user_prompt": request.user_prompt,
-                    "response": request.answer_text,
-                    "user_emotion": json.loads(request.user_emotion_json) if request.user_emotion_json else None,
-                    "nova_emotion": json.loads(request.nova_emotion_json) if request.nova_emotion_json else None,
-                    "herkunft": "pipeline.dispatch",
-                    **resent,
-                },
-                span_id=span_id, erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
+            records.turn_roh({
+                "user_prompt": request.user_prompt,
+                "response": request.answer_text,
+                "user_emotion": json.loads(request.user_emotion_json) if request.user_emotion_json else None,
+                "nova_emotion": json.loads(request.nova_emotion_json) if request.nova_emotion_json else None,
+                "herkunft": "pipeline.dispatch",
+                **resent,
+            })
         if unexpected is not None:
             raise unexpected
         response = pipeline_pb2.DispatchResponse(

@@ -30,6 +30,7 @@ from services.pipeline.deadline import DOING_WITHOUT, answer_or_none
 from services.pipeline.dossier import weigh_hits
 from services.pipeline.gravitation import Goal, gravitation_factor, shift_query
 from services.pipeline.recall import merge_recall, named_entity_ids, query_terms_of
+from services.pipeline.records import step_records
 from services.pipeline.text_rules import find_mentions, has_subject
 from services.pipeline.validation import check_build_dossier
 
@@ -59,7 +60,7 @@ class Dossier:
         DOING_WITHOUT.set(missing)  # names the registry cannot resolve now stay unresolved (deadline.py)
         readers = check_build_dossier(request, ctx.provider.dimension)
         pair = request.pair
-        pair_kwargs = await ctx.begin(request.turn_id, pair)
+        await ctx.begin(request.turn_id, pair)
         as_of = turn_time(request)
         recall_k = request.recall_k or ctx.recall_k
         # The previous-turn cluster and the profile (Redis) and the names the question mentions (the
@@ -88,22 +89,19 @@ class Dossier:
         with TRACER.start_as_current_span("pipeline.gravitation"):
             search = shift_query(query, goals, decision.faktor)
         search_values = search.tolist()
-        async with ctx.log.span(turn_id=request.turn_id, node=NODE_ENRICHER, erstellt_am=as_of, **pair_kwargs) as span_id:
-            turn = common_pb2.TurnContext(turn_id=request.turn_id, span_id=span_id)
-            ctx.log.write(
-                turn_id=request.turn_id, node=NODE_ENRICHER, art="eingang", quelle=pair.user_id, span_id=span_id,
-                inhalt={"query_text": request.query_text, "intentionen": list(request.intentionen),
-                        "ziele": len(request.goals), "nova_emotion": request.nova_emotion, "leser": readers,
-                        "datum": dated.record() if dated else None},
-                erstellt_am=as_of, **pair_kwargs,
+        async with step_records(ctx.log, NODE_ENRICHER, request.turn_id, pair, as_of) as records:
+            turn = records.turn
+            records.received(
+                {"query_text": request.query_text, "intentionen": list(request.intentionen),
+                 "ziele": len(request.goals), "nova_emotion": request.nova_emotion, "leser": readers,
+                 "datum": dated.record() if dated else None},
+                quelle=pair.user_id,
             )  # fmt: skip
-            ctx.log.decision(
-                turn_id=request.turn_id, node=NODE_ENRICHER, entscheidung="enricher.gravitation",
-                ausgang=decision.faktor,
-                eingang={"cluster": cluster, "cluster_gespeichert": stored is not None,
-                         "anweisung": decision.override, "ziele": len(request.goals)},
-                massstab={"cluster_faktor": decision.cluster_faktor, "anweisung_faktor": 0.0},
-                span_id=span_id, erstellt_am=as_of, **pair_kwargs,
+            records.decided(
+                "gravitation", decision.faktor,
+                {"cluster": cluster, "cluster_gespeichert": stored is not None, "anweisung": decision.override,
+                 "ziele": len(request.goals)},
+                {"cluster_faktor": decision.cluster_faktor, "anweisung_faktor": 0.0},
             )  # fmt: skip
             # KZG retrieval runs while the LZG reads and renders the blocks in the same call (SPEC §7:
             # both with the shifted vector).
@@ -130,10 +128,7 @@ class Dossier:
             retrieved = answered_kzg or kzg_pb2.RetrieveResponse()
             spread = answered_lzg or lzg_pb2.SpreadingReadResponse(memory_blocks=dict.fromkeys(readers, ""))
             for failure in missing:
-                ctx.log.error(
-                    turn_id=request.turn_id, node=NODE_ENRICHER, typ="ohne_antwort", message=failure,
-                    span_id=span_id, erstellt_am=as_of, **pair_kwargs,
-                )  # fmt: skip
+                records.failed("ohne_antwort", failure)
             resonanz = spread.lzg_resonanz
             missing_blocks = [reader for reader in readers if reader not in spread.memory_blocks]
             if missing_blocks:
@@ -157,12 +152,10 @@ class Dossier:
             # The reads themselves are logged where they happen: the KZG's retrieval (node ``kzg``: hits,
             # threshold, sources) and the LZG's spreading read (``enricher`` ``db_read``: anchors, pool,
             # hops); the pipeline logs what it chose from both answers.
-            ctx.log.write(
-                turn_id=request.turn_id, node=NODE_ENRICHER, art="ausgabe", span_id=span_id,
-                inhalt={"lzg_resonanz_ids": served, "kzg_keys": [h.hit.entry.kzg_key for h in kzg_hits],
-                        "cluster": cluster, "gravitation_faktor": decision.faktor},
-                erstellt_am=as_of, **pair_kwargs,
-            )  # fmt: skip
+            records.answered({
+                "lzg_resonanz_ids": served, "kzg_keys": [h.hit.entry.kzg_key for h in kzg_hits], "cluster": cluster,
+                "gravitation_faktor": decision.faktor,
+            })  # fmt: skip
         response = pipeline_pb2.BuildDossierResponse(
             cluster=cluster,
             gravitation_faktor=decision.faktor,

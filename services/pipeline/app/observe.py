@@ -26,6 +26,7 @@ from novaberg_core.timeutil import to_timestamp
 from services.pipeline.app.context import NODE_OBSERVE, ROLE, Timing, turn_time
 from services.pipeline.app.turn_writer import TurnStep, Written, given_analysis, is_repeat
 from services.pipeline.deadline import DOING_WITHOUT
+from services.pipeline.records import StepRecords, step_records
 from services.pipeline.text_rules import answered_question
 from services.pipeline.validation import check_observe, check_observe_batch
 
@@ -60,15 +61,15 @@ class Observe(TurnStep):
         ctx = self.ctx
         timing = Timing()
         check_observe(request)
-        pair, pair_kwargs, as_of = await ctx.open_turn(request, "analysis")
+        pair, as_of = await ctx.open_turn(request, "analysis")
         profile, asked = await asyncio.gather(
             self._profile(pair, request.profile if request.HasField("profile") else None),
             self._asked_before(pair, request, as_of),
         )
         missing: list[str] = []
         DOING_WITHOUT.set(missing)  # one turn goes on without the LZG's registry (services.pipeline.deadline)
-        async with ctx.log.span(turn_id=request.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs) as span_id:
-            turn, analysis = await self._take_in(pair, request, as_of, span_id, profile, asked)
+        async with step_records(ctx.log, NODE_OBSERVE, request.turn_id, pair, as_of) as records:
+            turn, analysis = await self._take_in(pair, request, as_of, records, profile, asked)
             written = await self.writer.write_turn(
                 pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing, profile,
                 antwort_auf=asked,
@@ -96,7 +97,7 @@ class Observe(TurnStep):
         check_observe_batch(request)
         pair = request.pair
         turns = list(request.turns)
-        pair_kwargs = await ctx.begin(turns[0].turn_id, pair)
+        await ctx.begin(turns[0].turn_id, pair)
         trace.get_current_span().set_attribute("novaberg.turns", len(turns))
         for index, observed in enumerate(turns):
             if observed.HasField("analysis"):
@@ -120,10 +121,10 @@ class Observe(TurnStep):
                         await writes[-1]  # a failed write ends the batch before more names are registered
                     chunk = slice(start, start + WRITE_CHUNK)
                     for observed, as_of, question in zip(turns[chunk], as_ofs[chunk], asked[chunk], strict=True):
-                        span_id = await spans.enter_async_context(
-                            ctx.log.span(turn_id=observed.turn_id, node=NODE_OBSERVE, erstellt_am=as_of, **pair_kwargs)
+                        records = await spans.enter_async_context(
+                            step_records(ctx.log, NODE_OBSERVE, observed.turn_id, pair, as_of)
                         )
-                        turn, analysis = await self._take_in(pair, observed, as_of, span_id, profile, question)
+                        turn, analysis = await self._take_in(pair, observed, as_of, records, profile, question)
                         contexts.append(turn)
                         analyses.append(analysis)
                     writes.append(asyncio.ensure_future(self.writer.write_turns(
@@ -165,18 +166,16 @@ class Observe(TurnStep):
         return answered_question(before.role, before.text, ROLE[observed.beobachter])
 
     async def _take_in(
-        self, pair: common_pb2.Pair, observed: ObservedTurn, as_of: datetime, span_id: str, profile: Profile,
-        question_before: str,
+        self, pair: common_pb2.Pair, observed: ObservedTurn, as_of: datetime, records: StepRecords,
+        profile: Profile, question_before: str,
     ) -> tuple[common_pb2.TurnContext, pipeline_pb2.TurnAnalysis]:
         """One turn's input record, and its analysis: the caller's, or the analyzer's (SPEC §7), which
         sees the question the turn answers, if any."""
-        turn = common_pb2.TurnContext(turn_id=observed.turn_id, span_id=span_id)
+        turn = records.turn
         quelle = pair.user_id if observed.beobachter == common_pb2.BEOBACHTER_USER else pair.character_id
-        self.ctx.log.write(
-            turn_id=observed.turn_id, node=NODE_OBSERVE, art="eingang", quelle=quelle, span_id=span_id,
-            inhalt={"text": observed.text, "beobachter": ROLE[observed.beobachter], "as_of": as_of.isoformat()},
-            user_id=pair.user_id, character_id=pair.character_id, erstellt_am=as_of,
-        )  # fmt: skip
+        records.received(
+            {"text": observed.text, "beobachter": ROLE[observed.beobachter], "as_of": as_of.isoformat()}, quelle
+        )
         if observed.HasField("analysis"):
             return turn, given_analysis(observed.analysis, observed.text)
         analyzed = await self.writer.analyze(
