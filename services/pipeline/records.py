@@ -20,6 +20,17 @@ from novaberg_core.pipeline_log.nodes import NODE_VERWENDUNG
 __all__ = ["StepRecords", "step_records"]
 
 
+@contextlib.asynccontextmanager
+async def step_records(
+    log: PipelineLog, node: str, turn_id: str, pair: common_pb2.Pair, as_of: datetime
+) -> AsyncIterator[StepRecords]:
+    """The step's span (``span_start`` … ``span_end``, syn §10.2) and the records written within it."""
+    async with log.span(
+        turn_id=turn_id, node=node, erstellt_am=as_of, user_id=pair.user_id, character_id=pair.character_id
+    ) as span_id:
+        yield StepRecords(log, node, LogScope.of_pair(turn_id, pair, span_id, as_of))
+
+
 @dataclass(frozen=True, slots=True)
 class StepRecords:
     """The records of one step of one turn, written by ``node`` within the step's span."""
@@ -40,7 +51,12 @@ class StepRecords:
     def decided(self, weiche: str, ausgang: Any, eingang: Any, massstab: Any) -> None:
         """A decision of the step (``switch``), ``<node>.<weiche>``: its outcome, inputs and scale."""
         self.log.decision(
-            node=self.node, entscheidung=weiche, ausgang=ausgang, eingang=eingang, massstab=massstab, **self.where
+            node=self.node,
+            entscheidung=weiche,
+            ausgang=ausgang,
+            eingang=eingang,
+            massstab=massstab,
+            **self.where,
         )
 
     def wrote(self, tabelle: str, operation: str, **details: Any) -> None:
@@ -57,20 +73,11 @@ class StepRecords:
 
     def usage_without_lzg(self, protokoll: lzg_pb2.VerwendungsProtokoll) -> None:
         """The turn's usage record (SPEC §5.6) where the LZG, which writes it otherwise, did not answer."""
-        inhalt = MessageToDict(protokoll, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+        inhalt = MessageToDict(
+            protokoll, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+        )
         self.log.write(node=NODE_VERWENDUNG, art="berechnung", inhalt=inhalt, **self.where)
 
     def turn_roh(self, inhalt: dict[str, Any]) -> None:
         """The whole exchange as it happened (``turn_roh``, syn §10.4 "last answers")."""
         self.log.turn_roh(node=self.node, inhalt=inhalt, **self.where)
-
-
-@contextlib.asynccontextmanager
-async def step_records(
-    log: PipelineLog, node: str, turn_id: str, pair: common_pb2.Pair, as_of: datetime
-) -> AsyncIterator[StepRecords]:
-    """The step's span (``span_start`` … ``span_end``, syn §10.2) and the records written within it."""
-    async with log.span(
-        turn_id=turn_id, node=node, erstellt_am=as_of, user_id=pair.user_id, character_id=pair.character_id
-    ) as span_id:
-        yield StepRecords(log, node, LogScope.of_pair(turn_id, pair, span_id, as_of))
