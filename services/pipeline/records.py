@@ -8,16 +8,24 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from google.protobuf.json_format import MessageToDict
 
 from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.pipeline_log import LogScope, PipelineLog
-from novaberg_core.pipeline_log.nodes import NODE_VERWENDUNG
+from novaberg_core.pipeline_log.nodes import NODE_ENRICHER, NODE_VERWENDUNG
 
-__all__ = ["StepRecords", "step_records"]
+__all__ = ["NODE_DISPATCHER", "NODE_ENRICHER", "NODE_OBSERVE", "NODE_SALIENCE", "StepRecords", "step_records"]
+
+NODE_OBSERVE: Final = "observe"
+"""ObserveTurn's records (a turn taken in)."""
+NODE_SALIENCE: Final = "salience"
+"""The analysis of a turn: its salience, themes and emotional fields (SPEC §7)."""
+NODE_DISPATCHER: Final = "dispatcher"
+"""Dispatch's records (after the answer)."""
+# NODE_ENRICHER, BuildDossier's, is shared with the LZG, whose spreading read logs under it.
 
 
 @contextlib.asynccontextmanager

@@ -25,7 +25,6 @@ from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.errors import InvalidArgument, NotFound
 from novaberg_core.peers import KzgPeer, LzgPeer
 from novaberg_core.pipeline_log import PipelineLog
-from novaberg_core.pipeline_log.nodes import NODE_ENRICHER, NODE_VERWENDUNG
 from novaberg_core.telemetry import set_turn_attributes, tracer
 from novaberg_core.timeutil import as_of_or_now
 from services.pipeline.analyzer import Analyzer, EntityRegistry
@@ -35,11 +34,6 @@ from services.pipeline.model_guard import ModelGuard
 from services.pipeline.store import ClusterStore
 
 __all__ = [
-    "NODE_DISPATCHER",
-    "NODE_ENRICHER",
-    "NODE_OBSERVE",
-    "NODE_SALIENCE",
-    "NODE_VERWENDUNG",
     "ROLE",
     "TRACER",
     "PairNodeCache",
@@ -50,10 +44,6 @@ __all__ = [
 ]
 
 TRACER = tracer("services.pipeline")
-
-NODE_OBSERVE = "observe"
-NODE_SALIENCE = "salience"
-NODE_DISPATCHER = "dispatcher"
 
 ROLE = {common_pb2.BEOBACHTER_USER: "user", common_pb2.BEOBACHTER_ASSISTANT: "assistant"}
 """A turn's ``beobachter`` as the session and the pipeline log name it."""

@@ -26,14 +26,10 @@ from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import NovabergError, Unavailable
 from novaberg_core.timeutil import to_timestamp
-from services.pipeline.app.context import (
-    NODE_DISPATCHER,
-    ROLE,
-    Timing,
-)
+from services.pipeline.app.context import ROLE, Timing
 from services.pipeline.app.turn_writer import TurnStep, Written, given_analysis, is_repeat, kzg_entry_text
 from services.pipeline.deadline import DOING_WITHOUT, answer_or_none, within_time_left
-from services.pipeline.records import step_records
+from services.pipeline.records import NODE_DISPATCHER, step_records
 from services.pipeline.text_rules import answered_question
 from services.pipeline.validation import check_dispatch
 

@@ -24,13 +24,13 @@ from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import Unavailable
 from novaberg_core.fusion import RECALL_DEPTH
 from novaberg_core.timeutil import to_timestamp
-from services.pipeline.app.context import NODE_ENRICHER, TRACER, PipelineContext, Timing, turn_time
+from services.pipeline.app.context import TRACER, PipelineContext, Timing, turn_time
 from services.pipeline.dates import find_dated_mention
 from services.pipeline.deadline import DOING_WITHOUT, answer_or_none
 from services.pipeline.dossier import weigh_hits
 from services.pipeline.gravitation import Goal, gravitation_factor, shift_query
 from services.pipeline.recall import merge_recall, named_entity_ids, query_terms_of
-from services.pipeline.records import step_records
+from services.pipeline.records import NODE_ENRICHER, step_records
 from services.pipeline.text_rules import find_mentions, has_subject
 from services.pipeline.validation import check_build_dossier
 

@@ -23,10 +23,10 @@ from novaberg.pipeline.v1 import pipeline_pb2
 from novaberg_core.limits import SESSION_TTL
 from novaberg_core.model import Profile
 from novaberg_core.timeutil import to_timestamp
-from services.pipeline.app.context import NODE_OBSERVE, ROLE, Timing, turn_time
+from services.pipeline.app.context import ROLE, Timing, turn_time
 from services.pipeline.app.turn_writer import TurnStep, Written, given_analysis, is_repeat
 from services.pipeline.deadline import DOING_WITHOUT
-from services.pipeline.records import StepRecords, step_records
+from services.pipeline.records import NODE_OBSERVE, StepRecords, step_records
 from services.pipeline.text_rules import answered_question
 from services.pipeline.validation import check_observe, check_observe_batch
 

@@ -34,8 +34,9 @@ from novaberg_core.pipeline_log import LogScope
 from novaberg_core.telemetry import set_turn_attributes
 from novaberg_core.timeutil import to_timestamp
 from services.pipeline.analyzer import AnalyzedTurn
-from services.pipeline.app.context import NODE_SALIENCE, ROLE, TRACER, PipelineContext, Timing
+from services.pipeline.app.context import ROLE, TRACER, PipelineContext, Timing
 from services.pipeline.deadline import DOING_WITHOUT
+from services.pipeline.records import NODE_SALIENCE
 
 __all__ = [
     "TurnStep",
