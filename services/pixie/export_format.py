@@ -8,7 +8,7 @@ speakers are named, its language). Ids are those of the exporting store; an impo
 ones. Vectors are not exported: they are derived from the text by the model and re-made at import.
 
 The lines of an export (:func:`export_lines`), their parse (:func:`parse_lines`) and the chunking of
-lines and records (:func:`chunks`); the calls that move them are :mod:`services.pixie.rights`.
+lines and records (:func:`chunks`); the calls that move them are :mod:`services.pixie.app.rights`.
 """
 
 from __future__ import annotations

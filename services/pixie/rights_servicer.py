@@ -1,6 +1,6 @@
 """gRPC ↔ domain translation of a person's rights on PixieService (mixed into ``PixieServicer``).
 
-The behaviour is in :mod:`services.pixie.erasure` and :mod:`services.pixie.rights`.
+The behaviour is in :mod:`services.pixie.app.erasure` and :mod:`services.pixie.app.rights`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from novaberg_core.errors import InvalidArgument
 from novaberg_core.messages import to_message
 from novaberg_core.rights import chunks, named_target
 from novaberg_core.servicers import RightsServicer
-from services.pixie.erasure import Erasures
+from services.pixie.app.erasure import Erasures
+from services.pixie.app.rights import PixieRights
 from services.pixie.export_format import LINES_PER_CHUNK
 from services.pixie.paging import page_limit
-from services.pixie.rights import PixieRights
 from services.pixie.scheduler import Scheduler
 from services.pixie.store import ErasureRecord
 

@@ -30,9 +30,9 @@ from novaberg_core.maintenance import PairKey, check_scope
 from novaberg_core.peers import PEER_FAILURES, LogPeer, LzgPeer, describe
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.timeutil import to_timestamp, utc_now
+from services.pixie.app.promotion import PromotionWorker
 from services.pixie.background import every
 from services.pixie.config import PixieConfig
-from services.pixie.promotion import PromotionWorker
 from services.pixie.runlog import RunSpan, log_single_run, new_turn_id, pair_fields
 from services.pixie.store import PixieStore, RunRecord
 from services.pixie.tasks import (

@@ -13,9 +13,9 @@ from novaberg_core.metrics import StoreSampler
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.server import RunningServer
 from novaberg_core.server import create_server as create_grpc_server
+from services.pixie.app.erasure import Erasures
+from services.pixie.app.promotion import PromotionWorker
 from services.pixie.config import PixieConfig
-from services.pixie.erasure import Erasures
-from services.pixie.promotion import PromotionWorker
 from services.pixie.promotion_types import StepHook
 from services.pixie.rights_servicer import erasures_of
 from services.pixie.scheduler import Scheduler

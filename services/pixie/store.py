@@ -333,7 +333,7 @@ class PixieStore:
         caller leaves the job for later.
         """
         key = pair_lock_key(user_id, character_id)
-        # The user's lock, shared: a user's erasure takes it exclusively (services/pixie/erasure.py).
+        # The user's lock, shared: a user's erasure takes it exclusively (services/pixie/app/erasure.py).
         user_key = user_lock_key(user_id)
         async with self.pool.acquire() as conn:
             transaction = conn.transaction()

@@ -51,6 +51,13 @@ def test_the_split_modules_exist() -> None:
     assert len(CORE_MODULES) == 10 and len(PIXIE_MODULES) >= 17 and len(LOG_MODULES) >= 9
 
 
+def test_pixies_use_cases_live_in_app_as_the_other_services_do() -> None:
+    """Promotion, erasure and the rights' RPC family in ``app/`` (docs/architecture.md), none beside it."""
+    names = {str(path.relative_to(PIXIE)) for path in PIXIE_MODULES}
+    assert {"app/__init__.py", "app/promotion.py", "app/promotion_job.py", "app/erasure.py", "app/rights.py"} <= names
+    assert not names & {"promotion.py", "promotion_job.py", "erasure.py", "rights.py"}
+
+
 @pytest.mark.parametrize("service", [PIXIE, LOG], ids=lambda p: p.name)
 def test_each_service_has_the_same_rooms(service: Path) -> None:
     """config, server, servicer, store and its domain modules; SQL in sql/queries.sql and migrations."""

@@ -1,4 +1,4 @@
--- Named queries of a person's rights in Pixie's schema (services/pixie/erasure.py, rights.py).
+-- Named queries of a person's rights in Pixie's schema (services/pixie/app/erasure.py, app/rights.py).
 
 -- name: insert_erasure
 INSERT INTO erasures (scope, user_id, character_id, schluessel, state, reason, requested_at, replica)

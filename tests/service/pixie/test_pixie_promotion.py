@@ -440,7 +440,7 @@ async def test_a_failing_kzg_delete_is_logged_counted_and_the_job_acked(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """SPEC §5.3 step 6: a failing DEL is logged loudly, not raised (the node exists)."""
-    caplog.set_level(logging.ERROR, logger="services.pixie.promotion")
+    caplog.set_level(logging.ERROR, logger="services.pixie.app.promotion")
     a = await cluster.start("pixie-a")
     failing = FailingDelete(a.app.worker.kzg, mode)
     a.app.worker.kzg = cast(kzg_pb2_grpc.KzgServiceStub, failing)
@@ -461,7 +461,7 @@ async def test_a_failing_kzg_delete_is_logged_counted_and_the_job_acked(
     assert (error.turn_id, error.inhalt["typ"], error.inhalt["kzg_key"]) == ("turn-del", "kzg_delete", stored.kzg_key)
     assert stored.kzg_key in error.inhalt["message"]
     assert not [r for r in await a.logged("promotion") if r.art == "db_write"]
-    loud = [r for r in caplog.records if r.levelno == logging.ERROR and r.name == "services.pixie.promotion"]
+    loud = [r for r in caplog.records if r.levelno == logging.ERROR and r.name == "services.pixie.app.promotion"]
     assert len(loud) == 1 and stored.kzg_key in loud[0].getMessage()
     # Nothing comes back: the job is done, and no second node can appear.
     assert _nonzero(await _trigger(a.api)) == {}

@@ -1,6 +1,6 @@
 """One promotion job's steps (SPEC §5.3): read the entry fresh from the KZG, let the LZG promote it,
 mark the pair's ``hash_dirty`` and, after a new node, delete the KZG key; a failing job is
-counted, backed off or parked. The batches and runs around them: :mod:`services.pixie.promotion`.
+counted, backed off or parked. The batches and runs around them: :mod:`services.pixie.app.promotion`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from services.pixie.store import JobRef, PixieStore
 from services.pixie.tasks import next_attempt_at, should_park
 
 # The worker's logger and tracer, as before the split (operators and tests filter on the name).
-_LOG = logging.getLogger("services.pixie.promotion")
-_TRACER = tracer("services.pixie.promotion")
+_LOG = logging.getLogger("services.pixie.app.promotion")
+_TRACER = tracer("services.pixie.app.promotion")
 
 _OUTCOME_COUNT = {
     common_pb2.PROMOTION_OUTCOME_DUPLICATE: ("duplicates", PromotionOutcome.DUPLICATE.value),
@@ -49,7 +49,7 @@ def _job_ref(job: kzg_pb2.PromotionJob) -> JobRef:
 @dataclass(kw_only=True, eq=False)
 class PromotionSteps:
     """The steps of one job against the KZG, the LZG and the store; the worker
-    (:class:`~services.pixie.promotion.PromotionWorker`) runs them for its batches."""
+    (:class:`~services.pixie.app.promotion.PromotionWorker`) runs them for its batches."""
 
     kzg: kzg_pb2_grpc.KzgServiceStub
     lzg: lzg_pb2_grpc.LzgServiceStub

@@ -1,5 +1,5 @@
 """A person's rights over their memories, across the stores Pixie reaches: export, import, forget,
-correct, requeue (the erasure is :mod:`services.pixie.erasure`).
+correct, requeue (the erasure is :mod:`services.pixie.app.erasure`).
 
 The lines of an export and their format ``novaberg.export/1`` are :mod:`services.pixie.export_format`.
 """

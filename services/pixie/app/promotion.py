@@ -27,9 +27,9 @@ from novaberg_core.metrics import record_promotion
 from novaberg_core.peers import describe, peer_is_down
 from novaberg_core.server import UNTRACED_CALL
 from novaberg_core.telemetry import tracer
+from services.pixie.app.erasure import erased_job_ids
+from services.pixie.app.promotion_job import PromotionSteps
 from services.pixie.background import wait_or_stop
-from services.pixie.erasure import erased_job_ids
-from services.pixie.promotion_job import PromotionSteps
 from services.pixie.promotion_types import (
     NODE,
     DependencyDown,
@@ -54,7 +54,7 @@ _TRACER = tracer(__name__)
 class PromotionWorker(PromotionSteps):
     """Reads promotion jobs as consumer ``replica_id`` and processes them (SPEC §4.6, §5.3, §9).
 
-    Batches, pairs and runs here; one job's steps are :class:`~services.pixie.promotion_job.PromotionSteps`.
+    Batches, pairs and runs here; one job's steps are :class:`~services.pixie.app.promotion_job.PromotionSteps`.
     """
 
     # --- reading ------------------------------------------------------------------------
@@ -157,7 +157,7 @@ class PromotionWorker(PromotionSteps):
                 # Another replica promotes this pair right now: leave the jobs pending for later.
                 tally["deferred_locked"] += len(jobs)
                 return False
-            # Jobs an erasure of the pair took are acked unprocessed (services/pixie/erasure.py).
+            # Jobs an erasure of the pair took are acked unprocessed (services/pixie/app/erasure.py).
             erased = await erased_job_ids(self.store, first.pair.user_id, first.pair.character_id,
                                           [j.job_id for j in jobs])  # fmt: skip
             if erased:
