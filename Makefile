@@ -59,7 +59,7 @@ test-browser: $(STAMP) chromium
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check --no-cache libs/novaberg_core libs/novaberg_dev services tests bench
-	$(VENV)/bin/mypy libs/novaberg_core libs/novaberg_dev services bench
+	$(VENV)/bin/mypy libs/novaberg_core libs/novaberg_dev services bench tests
 
 ## Start embedded stores and all five services, show them working; ONCE=1 exits after the demo.
 run: $(STAMP)

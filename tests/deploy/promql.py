@@ -39,7 +39,7 @@ def selectors(expr: str) -> list[tuple[str, set[str]]]:
 
     def visit(node: promql_parser.Expr) -> bool:
         if isinstance(node, promql_parser.VectorSelector):
-            found.append((node.name, {m.name for m in node.matchers.matchers} - {"__name__"}))
+            found.append((node.name or "", {m.name for m in node.matchers.matchers} - {"__name__"}))
         elif isinstance(node, promql_parser.AggregateExpr) and node.modifier is not None:
             grouped.update(node.modifier.labels)
         return True

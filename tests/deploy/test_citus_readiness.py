@@ -85,7 +85,9 @@ def _strip_comments(sql: str) -> str:
 
 
 def _split_top_level(body: str) -> list[str]:
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
     for char in body:
         if char == "(":
             depth += 1

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 import redis
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from hypothesis import strategies as st
 
@@ -76,7 +76,7 @@ class FieldPath:
         return self.fields[-1]
 
 
-def field_paths(descriptor: Descriptor, depth: int = 3, _seen: tuple[str, ...] = ()) -> list[FieldPath]:
+def field_paths(descriptor: Any, depth: int = 3, _seen: tuple[str, ...] = ()) -> list[FieldPath]:
     """Every scalar, repeated-scalar and Timestamp field reachable within ``depth`` message hops."""
     paths: list[FieldPath] = []
     for field in descriptor.fields:

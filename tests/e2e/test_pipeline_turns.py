@@ -343,7 +343,7 @@ async def test_a_turn_that_answers_the_other_speakers_question_is_kept_as_asked_
     pair = common_pb2.Pair(user_id="e2e-antwort", character_id="nova")
     t0 = datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
 
-    async def observe(turn_id: str, beobachter: int, text: str, at: datetime) -> pipeline_pb2.ObserveTurnResponse:
+    async def observe(turn_id: str, beobachter: common_pb2.Beobachter, text: str, at: datetime) -> pipeline_pb2.ObserveTurnResponse:
         return await clients.pipeline.ObserveTurn(pipeline_pb2.ObserveTurnRequest(
             pair=pair, turn_id=turn_id, beobachter=beobachter, text=text, as_of=to_timestamp(at)))  # fmt: skip
 

@@ -34,6 +34,7 @@ from novaberg_dev.stack import Stack
 from services.pixie.store import JobRef, PixieStore
 from tests.e2e.helpers import Clients
 from tests.polling import eventually
+from tests.redis_values import as_bytes, bytes_stream
 
 USER = common_pb2.BEOBACHTER_USER
 ERASE = common_pb2.Pair(user_id="rights-u-7q2", character_id="rights-c-7q2")
@@ -102,7 +103,7 @@ async def _redis_texts(url: str) -> dict[str, str]:
     try:
         async for raw in client.scan_iter(count=1000):
             key = raw.decode(errors="replace")
-            kind = (await client.type(raw)).decode()
+            kind = as_bytes(await client.type(raw)).decode()
             if kind == "hash":
                 value: Any = await client.hgetall(raw)
             elif kind == "list":
@@ -143,7 +144,7 @@ async def _pair_fingerprint(stack: Stack, pair: common_pb2.Pair) -> tuple[dict[s
                   if needle in k and not k.startswith("kzg:promotion")}  # fmt: skip
     client = aioredis.from_url(stack.urls.redis_url)
     try:
-        entries = await client.xrange("kzg:promotion:queue")
+        entries = bytes_stream(await client.xrange("kzg:promotion:queue"))
     finally:
         await client.aclose()
     redis_part["stream entries of the pair"] = repr([e for e in entries if e[1].get(b"user_id") == needle.encode()])

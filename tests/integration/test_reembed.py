@@ -28,6 +28,7 @@ from services.kzg.store import MODEL_KEY, KzgStore
 from services.lzg.store import LzgStore
 from services.pipeline.app.turn_writer import kzg_entry_text
 from tests.recording_provider import RecordingProvider
+from tests.redis_values import as_bytes
 
 PAIR = Pair("reembed-u", "nova")
 TEXTS = [("Anna backt Brot.", "Meister"), ("Ich liebe den Garten.", "Meister"), ("Das freut mich sehr.", "Nova")]
@@ -71,7 +72,7 @@ async def test_kzg_vectors_are_rewritten_with_the_speaker_and_the_stamp_follows(
     assert done.vectors == len(TEXTS) and seen[-1] == (len(TEXTS), len(TEXTS))
     await kzg.store.check_model(minilm.stamp)  # serves again
     for key, (inhalt, sprecher) in zip(keys, TEXTS, strict=True):
-        stored_vector = np.frombuffer(await kzg.store.redis.hget(key, "embedding"), dtype=np.float32)
+        stored_vector = np.frombuffer(as_bytes(await kzg.store.redis.hget(key, "embedding")), dtype=np.float32)
         expected = await minilm.embed_one(kzg_embed_text(["alltag"], inhalt, sprecher))
         assert stored_vector == pytest.approx(expected, abs=1e-6)
 
@@ -88,7 +89,7 @@ async def test_the_pipelines_entry_text_is_the_one_re_embedding_builds_from_the_
     stored = await kzg.store_entry(EntryInput(
         pair=PAIR, beobachter="user", inhalt=inhalt, salienz=0.6, themen=tuple(analysis.salience.themen),
         dimension="alltag", sprecher="Nutzer", embedding=await minilm.embed_one(live)))  # fmt: skip
-    live_vector = np.frombuffer(await kzg.store.redis.hget(stored.kzg_key, "embedding"), dtype=np.float32)
+    live_vector = np.frombuffer(as_bytes(await kzg.store.redis.hget(stored.kzg_key, "embedding")), dtype=np.float32)
 
     await kzg.store.redis.hset(stored.kzg_key, "antwort_auf", "Was steht morgen an?")
     await kzg.store.redis.hset(stored.kzg_key, "suchtext", "")  # as an older version left it
@@ -97,9 +98,9 @@ async def test_the_pipelines_entry_text_is_the_one_re_embedding_builds_from_the_
     await reembed_kzg(redis_url, recording)
 
     assert recording.texts == [live]  # the question the entry answers is searched, never embedded (SPEC §11)
-    searched = (await kzg.store.redis.hget(stored.kzg_key, "suchtext")).decode()
+    searched = as_bytes(await kzg.store.redis.hget(stored.kzg_key, "suchtext")).decode()
     assert searched == f"Nutzer: {inhalt}\nWas steht morgen an?"
-    rewritten = np.frombuffer(await kzg.store.redis.hget(stored.kzg_key, "embedding"), dtype=np.float32)
+    rewritten = np.frombuffer(as_bytes(await kzg.store.redis.hget(stored.kzg_key, "embedding")), dtype=np.float32)
     assert rewritten == pytest.approx(live_vector, abs=1e-6)
 
 
@@ -108,7 +109,7 @@ async def test_lzg_vectors_edge_cosines_and_stamp_are_rewritten(pg_url: str, min
     try:
         await store.check_model(minilm.stamp)
         async with store.pool.acquire() as conn:
-            ids = []
+            ids: list[int] = []
             for inhalt, sprecher in TEXTS:
                 ids.append(await conn.fetchval(
                     "INSERT INTO lzg_knoten (kzg_quell_key, user_id, character_id, inhalt, embedding, dimension, "

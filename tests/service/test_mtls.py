@@ -118,7 +118,7 @@ def certs(ca: CertificateAuthority, tmp_path_factory: pytest.TempPathFactory) ->
 def _copy(tls: TlsConfig, directory: Path) -> TlsConfig:
     """``tls``'s files copied into ``directory`` (so a test can replace them)."""
     directory.mkdir(parents=True, exist_ok=True)
-    paths = {}
+    paths: dict[str, Any] = {}
     for field in ("cert_file", "key_file", "ca_file"):
         target = directory / Path(getattr(tls, field)).name
         shutil.copyfile(getattr(tls, field), target)
@@ -291,7 +291,7 @@ async def test_a_certificate_without_a_usable_identity_is_unauthenticated(
 
 def _admin_cases() -> list[tuple[str, str]]:
     """(method, identity) for every admin entry of the shipped policy and every identity it does not name."""
-    cases = []
+    cases: list[tuple[str, str]] = []
     for rule in load_policy().admin_rules:
         for pattern in rule.methods:
             method = pattern.replace("novaberg.*/", f"{RIGHTS_SERVICE}/")

@@ -56,7 +56,7 @@ def test_every_string_field_of_every_request_has_a_kind() -> None:
         (kzg_pb2.StoreEntryRequest(pair=PAIR, salience=common_pb2.SalienceResult(themen=["ok", "a|b"])), r"salience.themen\[1\] must not contain '\|'"),
         (kzg_pb2.StoreEntryRequest(pair=PAIR, embedding=[0.1, float("nan")]), "embedding must hold finite numbers"),
         (kzg_pb2.StoreEntryRequest(pair=PAIR, ei=common_pb2.EiFields(arousal=1.5)), r"ei.arousal must lie within 0..1"),
-        (kzg_pb2.StoreEntryRequest(pair=PAIR, beobachter=7), "beobachter = 7 is not a value of Beobachter"),
+        (kzg_pb2.StoreEntryRequest(pair=PAIR, beobachter=7), "beobachter = 7 is not a value of Beobachter"),  # type: ignore[arg-type]
         (kzg_pb2.StoreEntryRequest(pair=PAIR, as_of=Timestamp(seconds=-62135596800)), "as_of must lie between 1970-01-01"),
         (kzg_pb2.StoreEntryRequest(pair=PAIR, as_of=Timestamp(seconds=253402300800)), "as_of must lie between"),
         (kzg_pb2.AppendSessionTurnRequest(pair=PAIR, turn=kzg_pb2.SessionTurn(created_at=Timestamp(seconds=253402128000, nanos=1))),

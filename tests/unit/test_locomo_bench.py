@@ -151,7 +151,7 @@ def test_each_conversation_is_scored_on_its_own_questions() -> None:
         Question("conv-2", 0, "q1", 1, frozenset({"b"})),
         Question("conv-1", 1, "q2", 2, frozenset({"c", "d"})),
     ]
-    rankings = {
+    rankings: dict[str, list[list[str]]] = {
         "dossier": [["a"], ["x"], ["c"]],
         "dense": [["x"], ["b"], ["d", "c"]],
         "bm25": [[], [], []],

@@ -18,8 +18,8 @@ LAST = datetime.max.replace(tzinfo=UTC)
 FIRST = datetime.min.replace(tzinfo=UTC)
 
 
-def at(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+def at(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0, micro: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, second, micro, tzinfo=UTC)
 
 
 WINDOWS = [

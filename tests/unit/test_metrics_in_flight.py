@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader, Sum
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint, Sum
 
 from novaberg_core import metrics
 
@@ -14,14 +14,16 @@ from novaberg_core import metrics
 def _points(reader: InMemoryMetricReader, name: str) -> dict[tuple[tuple[str, Any], ...], float]:
     data = reader.get_metrics_data()
     assert data is not None
-    return {
-        tuple(sorted(point.attributes.items())): point.value
-        for resource in data.resource_metrics
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-        if metric.name == name
-        for point in metric.data.data_points
-    }
+    points: dict[tuple[tuple[str, Any], ...], float] = {}
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name != name:
+                    continue
+                for point in metric.data.data_points:
+                    assert isinstance(point, NumberDataPoint) and point.attributes is not None
+                    points[tuple(sorted(point.attributes.items()))] = point.value
+    return points
 
 
 def test_a_live_count_shows_the_calls_in_flight_at_the_collection() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -231,7 +232,7 @@ def test_a_brief_kzg_entry_carries_what_a_recall_item_needs_only() -> None:
 def test_a_kzg_entry_is_checked_by_the_rules_every_reader_holds_it_to_naming_the_field() -> None:
     entry = _kzg_entry()
     assert entry.check() is entry
-    bad = [
+    bad: list[tuple[dict[str, Any], str]] = [
         (dict(beobachter="narrator"), r"^entries\[1\]\.beobachter must be one of user, assistant"),
         (dict(inhalt=" \n"), r"^entries\[1\]\.inhalt must not be empty$"),
         (dict(salienz=float("nan")), r"^entries\[1\]\.salienz must be a number within 0\.\.1, got nan$"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from novaberg.common.v1 import common_pb2
@@ -16,8 +18,8 @@ PAIR = common_pb2.Pair(user_id="meister", character_id="nova")
 USER, ASSISTANT = common_pb2.BEOBACHTER_USER, common_pb2.BEOBACHTER_ASSISTANT
 
 
-def observe(**fields: object) -> pipeline_pb2.ObserveTurnRequest:
-    base: dict[str, object] = {"pair": PAIR, "turn_id": "t1", "beobachter": USER, "text": "Hallo Nova"}
+def observe(**fields: Any) -> pipeline_pb2.ObserveTurnRequest:
+    base: dict[str, Any] = {"pair": PAIR, "turn_id": "t1", "beobachter": USER, "text": "Hallo Nova"}
     return pipeline_pb2.ObserveTurnRequest(**{**base, **fields})
 
 
@@ -73,8 +75,8 @@ def test_observe_accepts_a_plain_turn() -> None:
     check_observe(observe())
 
 
-def dossier(**fields: object) -> pipeline_pb2.BuildDossierRequest:
-    base: dict[str, object] = {"pair": PAIR, "turn_id": "t1", "query_text": "Wann hat Anna Geburtstag?"}
+def dossier(**fields: Any) -> pipeline_pb2.BuildDossierRequest:
+    base: dict[str, Any] = {"pair": PAIR, "turn_id": "t1", "query_text": "Wann hat Anna Geburtstag?"}
     return pipeline_pb2.BuildDossierRequest(**{**base, **fields})
 
 
@@ -101,8 +103,8 @@ def test_dossier_refusals(request_: pipeline_pb2.BuildDossierRequest, message: s
         check_build_dossier(request_, 4)
 
 
-def dispatch(**fields: object) -> pipeline_pb2.DispatchRequest:
-    base: dict[str, object] = {"pair": PAIR, "turn_id": "t1", "answer_text": "Am 12. März!", "cluster": "bier"}
+def dispatch(**fields: Any) -> pipeline_pb2.DispatchRequest:
+    base: dict[str, Any] = {"pair": PAIR, "turn_id": "t1", "answer_text": "Am 12. März!", "cluster": "bier"}
     return pipeline_pb2.DispatchRequest(**{**base, **fields})
 
 

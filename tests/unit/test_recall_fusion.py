@@ -74,7 +74,7 @@ def _query_terms(texts: list[str]):  # type: ignore[no-untyped-def]
 
 
 def _hit(
-    turn_id: str, text: str, similarity: float, quellen: list[str], sprecher: str = "", beobachter: int = USER
+    turn_id: str, text: str, similarity: float, quellen: list[str], sprecher: str = "", beobachter: common_pb2.Beobachter = USER
 ) -> kzg_pb2.RetrieveHit:
     entry = common_pb2.KzgEntry(kzg_key=f"kzg:u:c:{turn_id}", turn_id=turn_id, inhalt=text, beobachter=beobachter,
                                 sprecher=sprecher)  # fmt: skip

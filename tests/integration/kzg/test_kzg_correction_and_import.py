@@ -25,6 +25,7 @@ from services.kzg.models import KzgEntry, Pair, RetrieveQuery
 from services.kzg.rights import KzgRights
 from services.pixie.export_format import export_lines, parse_lines
 from tests.integration.kzg.conftest import PAIR, entry, unit_vector
+from tests.redis_values import as_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +42,7 @@ async def _lexical(kzg: KzgMemory, words: str, rng: np.random.Generator) -> list
 
 async def _field(kzg: KzgMemory, key: str, name: str) -> str | None:
     value = await kzg.store.redis.hget(key, name)
-    return None if value is None else value.decode()
+    return None if value is None else as_bytes(value).decode()
 
 
 async def _through_a_file(rights: KzgRights, pair: Pair, *, without: str = "") -> list[KzgEntry]:

@@ -19,6 +19,7 @@ from services.kzg.models import Vector
 from services.kzg.store import MODEL_KEY, KzgStore, entry_scope
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 from tests.polling import eventually
+from tests.redis_values import as_bytes
 
 # SPEC §4.5 with the pair as its tokens (paar, nutzer) instead of the raw ids (docs/decisions.md).
 INDEX_FIELDS = {
@@ -129,10 +130,10 @@ async def test_a_store_filled_by_another_model_refuses_to_start(
 
 
 async def test_the_model_stamp_is_recorded_once(kzg: KzgMemory) -> None:
-    stamp = json.loads(await kzg.store.redis.get(MODEL_KEY))
+    stamp = json.loads(as_bytes(await kzg.store.redis.get(MODEL_KEY)))
     assert stamp == {"model_id": kzg.provider.model_id, "dimension": kzg.provider.dimension, "recipe": EMBED_RECIPE}
     await kzg.start()  # a restart with the same model is fine
-    assert json.loads(await kzg.store.redis.get(MODEL_KEY)) == stamp
+    assert json.loads(as_bytes(await kzg.store.redis.get(MODEL_KEY))) == stamp
 
 
 async def _knn_once_indexed(store: KzgStore, vector: Vector, within: float = 5.0) -> list[tuple[str, float]]:

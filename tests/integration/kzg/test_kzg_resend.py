@@ -20,6 +20,7 @@ from services.kzg.memory import KzgMemory
 from services.kzg.models import SessionTurnRecord
 from services.kzg.store import PROMOTION_STREAM, session_taken_key, session_turns_key, sessions
 from tests.integration.kzg.conftest import PAIR, entry, unit_vector
+from tests.redis_values import as_bytes, bytes_hash
 
 
 @pytest.fixture
@@ -38,7 +39,8 @@ async def _session(kzg: KzgMemory) -> list[tuple[str, str, str]]:
 
 async def _hashes(kzg: KzgMemory) -> dict[bytes, dict[bytes, bytes]]:
     redis = kzg.store.redis
-    return {key: await redis.hgetall(key) for key in await redis.keys(f"kzg:{PAIR.user_id}:{PAIR.character_id}:*")}
+    keys = await redis.keys(f"kzg:{PAIR.user_id}:{PAIR.character_id}:*")
+    return {as_bytes(key): bytes_hash(await redis.hgetall(key)) for key in keys}
 
 
 async def test_a_resent_session_turn_is_not_appended_again(kzg: KzgMemory) -> None:

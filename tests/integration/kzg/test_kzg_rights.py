@@ -21,6 +21,7 @@ from services.kzg.rights import KzgRights, glob_escape
 from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
 from services.pipeline.store import ClusterStore
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
+from tests.redis_values import as_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +53,7 @@ async def _everything(redis: Redis) -> dict[str, str]:
     out: dict[str, str] = {}
     async for raw in redis.scan_iter(count=1000):
         key = raw.decode()
-        kind = (await redis.type(key)).decode()
+        kind = as_bytes(await redis.type(key)).decode()
         if kind == "hash":
             value = repr(await redis.hgetall(key))
         elif kind == "list":

@@ -54,7 +54,7 @@ async def test_the_26th_turn_folds_the_oldest_ten_into_the_summary(kzg: KzgMemor
 
 
 async def test_a_failing_summariser_keeps_the_newest_twenty(kzg: KzgMemory) -> None:
-    async def broken(previous: str, turns: Sequence[SessionTurnRecord]) -> str:
+    async def broken(previous_summary: str, turns: Sequence[SessionTurnRecord]) -> str:
         raise RuntimeError("model down")
 
     kzg.summariser = broken

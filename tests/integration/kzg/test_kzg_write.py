@@ -26,6 +26,7 @@ from services.kzg.memory import KzgMemory
 from services.kzg.models import EntryInput, Pair
 from services.kzg.store import PROMOTION_STREAM, KzgStore, hash_dirty_key, pair_prefix
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
+from tests.redis_values import as_bytes, bytes_hash, bytes_stream
 
 FIELDS_OF_SPEC_4_1 = {
     "inhalt", "themen", "salienz", "salienz_eingang", "salienz_eingang_herkunft", "haeufigkeit",
@@ -43,12 +44,12 @@ def retrieval_threshold() -> float:
 
 
 async def _hash(kzg: KzgMemory, key: str) -> dict[str, bytes]:
-    raw = await kzg.store.redis.hgetall(key)
+    raw = bytes_hash(await kzg.store.redis.hgetall(key))
     return {k.decode(): v for k, v in raw.items()}
 
 
 async def _kzg_keys(kzg: KzgMemory) -> list[str]:
-    return sorted(k.decode() for k in await kzg.store.redis.keys(f"{pair_prefix(PAIR)}*"))
+    return sorted(as_bytes(k).decode() for k in await kzg.store.redis.keys(f"{pair_prefix(PAIR)}*"))
 
 
 async def test_tiers_set_ttl_and_only_high_queues(kzg: KzgMemory, rng: np.random.Generator) -> None:
@@ -65,7 +66,7 @@ async def test_tiers_set_ttl_and_only_high_queues(kzg: KzgMemory, rng: np.random
     assert len(await _kzg_keys(kzg)) == 3
 
     assert (low.queued_for_promotion, mid.queued_for_promotion, high.queued_for_promotion) == (False, False, True)
-    jobs = await kzg.store.redis.xrange(PROMOTION_STREAM)
+    jobs = bytes_stream(await kzg.store.redis.xrange(PROMOTION_STREAM))
     assert len(jobs) == 1
     fields = jobs[0][1]
     assert fields[b"kzg_key"] == high.kzg_key.encode()
@@ -182,7 +183,7 @@ async def test_crossing_high_by_reinforcement_queues_once(kzg: KzgMemory, rng: n
     assert queued == [0, 0, 0, 0, 0, 0, 1, 0]
     assert float(stored["salienz"]) >= KZG_SALIENZ_HIGH
     assert KZG_TTL_HIGH_SEKUNDEN - 2 <= await kzg.store.redis.ttl(target.kzg_key) <= KZG_TTL_HIGH_SEKUNDEN
-    jobs = await kzg.store.redis.xrange(PROMOTION_STREAM)
+    jobs = bytes_stream(await kzg.store.redis.xrange(PROMOTION_STREAM))
     assert [j[1][b"kzg_key"].decode() for j in jobs] == [target.kzg_key]
     assert jobs[0][1][b"ausloeser_turn_id"] == b"turn-origin"
     # Reinforcement queues, but hash_dirty belongs to a write at HIGH only (SPEC §4.3, §4.4).

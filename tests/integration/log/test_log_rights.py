@@ -10,6 +10,7 @@ import pytest
 
 from novaberg_core.contract import pair_token, user_token
 from novaberg_core.errors import InvalidArgument
+from services.log.domain import NewRow
 from services.log.rights import LogRights
 from services.log.store import LogStore
 from tests.integration.log.conftest import batches, row
@@ -21,7 +22,7 @@ SECOND = ("erase-u", "other-c")
 KEEP = ("keep-u", "keep-c")
 
 
-def _rows(now: datetime, pair: tuple[str, str]) -> list[tuple[object, ...]]:
+def _rows(now: datetime, pair: tuple[str, str]) -> list[NewRow]:
     user, character = pair
     return [
         row(now, f"t-{character}", "eingang", '{"text": "Hallo"}', pair=pair),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -67,7 +68,7 @@ async def test_new_node_takes_every_kzg_field_and_allows_deleting_the_entry(
     assert node.dimension == job.entry.dimension
     assert node.gedaechtnistyp == "episodisch" and node.ei.arousal == 0.6
     assert list(node.ei.intentionen) == ["information_teilen"]
-    assert node.embedding.tolist() == pytest.approx(unit(1, 0).tolist())
+    assert node.embedding is not None and node.embedding.tolist() == pytest.approx(unit(1, 0).tolist())
     bridge = (await dump(store, "verbindung"))["verbindung"]
     assert len(bridge) == 1 and "neu" in bridge[0] and job.entry.kzg_key in bridge[0]
 
@@ -252,7 +253,7 @@ async def test_bad_input_is_refused_before_anything_is_written(
 ) -> None:
     await promote(engine, provider, "da", unit(1))
     before = await dump(store)
-    bad = [
+    bad: list[tuple[dict[str, Any], str]] = [
         (dict(salienz=1.2), "entry.salienz must be a number within 0..1, got 1.2"),
         (dict(beobachter="narrator"), "entry.beobachter must be one of user, assistant"),
         (dict(inhalt="  "), "entry.inhalt must not be empty"),

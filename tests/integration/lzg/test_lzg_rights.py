@@ -104,6 +104,7 @@ async def _pair_rows(store: LzgStore, pair: tuple[str, str]) -> dict[str, list[s
             "SELECT id FROM lzg.lzg_knoten WHERE user_id = $1 AND character_id = $2", *pair)]  # fmt: skip
         out = {}
         for table in TABLES:
+            args: list[Any]
             if table == "lzg_kanten":
                 where, args = "knoten_a_id = ANY($1::int[]) OR knoten_b_id = ANY($1::int[])", [nodes]
             elif table == "lzg_kanten_rang":
@@ -226,7 +227,7 @@ async def test_correct_re_embeds_and_forms_the_edges_again_by_trigger1(
     # exactly what Trigger 1 forms from scratch, with the node's weight unchanged
     await assert_edges_equal_from_scratch(store, PAIR)
     node = await engine.node(Pair(*PAIR), c.node_id, )
-    assert np.allclose(node.embedding, provider.vectors["die Katze miaut"])
+    assert node.embedding is not None and np.allclose(node.embedding, provider.vectors["die Katze miaut"])
     # the cache serves the new vector: a read for the cat finds the corrected node
     read = await engine.spreading_read(Pair(*PAIR), query_values=unit(0, 1, 0).tolist(), query_text=None,
                                        cluster="werkstatt", nova_emotion="")  # fmt: skip

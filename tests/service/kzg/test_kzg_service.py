@@ -13,6 +13,7 @@ from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg_core.embedding import EmbeddingProvider, kzg_embed_text, profile_for
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.kzg.domain import KZG_TTL_HIGH_SEKUNDEN, salienz_berechnen
+from tests.redis_values import as_bytes
 
 PAIR = common_pb2.Pair(user_id="anna@example.org", character_id="nova")
 OTHER = common_pb2.Pair(user_id="ben", character_id="nova")
@@ -283,7 +284,7 @@ async def test_an_import_writes_the_profile_it_carries_and_refuses_an_unknown_la
         answer = await imported(common_pb2.PairProfile(user_name="Ben", character_name="Luna", sprache="en"))
         assert (answer.session_turns, answer.profile) == (1, 1)
         stored = await redis.get(f"pipeline:profile:{OTHER.user_id}:{OTHER.character_id}")
-        assert stored is not None and stored.decode() == '{"user_name": "Ben", "character_name": "Luna", "sprache": "en", "zeitzone": "UTC"}'
+        assert as_bytes(stored).decode() == '{"user_name": "Ben", "character_name": "Luna", "sprache": "en", "zeitzone": "UTC"}'
         (chunk,) = [c async for c in kzg_stub.ExportPair(kzg_pb2.ExportPairRequest(pair=OTHER))]
         assert chunk.profile == common_pb2.PairProfile(user_name="Ben", character_name="Luna", sprache="en", zeitzone="UTC")  # a profile without a zone is UTC
     finally:

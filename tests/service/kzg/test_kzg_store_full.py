@@ -36,6 +36,7 @@ def _append(turn_id: str) -> kzg_pb2.AppendSessionTurnRequest:
 async def redis(redis_url: str) -> AsyncIterator[Redis]:
     client = Redis.from_url(redis_url)
     policy = (await client.config_get("maxmemory-policy"))["maxmemory-policy"]
+    assert isinstance(policy, bytes | str)
     try:
         yield client
     finally:

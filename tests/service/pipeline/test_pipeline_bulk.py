@@ -40,6 +40,7 @@ from services.lzg.config import LzgConfig
 from services.lzg.server import create_server as create_lzg_server
 from services.pipeline.analyzer import AnalyzedTurn
 from services.pipeline.app.observe import WRITE_CHUNK
+from tests.redis_values import bytes_stream
 from tests.service.pipeline.conftest import Peers, start_pipeline
 
 LOCOMO = Path("/work/shared/data/locomo/locomo_dev.json")
@@ -164,7 +165,7 @@ async def embeddings(bulk: Bulk, pair: common_pb2.Pair, keys: Sequence[str]) -> 
 async def queued_jobs(redis_url: str, pair: common_pb2.Pair) -> int:
     client = aioredis.Redis.from_url(redis_url)
     try:
-        jobs = await client.xrange(PROMOTION_STREAM)
+        jobs = bytes_stream(await client.xrange(PROMOTION_STREAM))
     finally:
         await client.aclose()
     return sum(1 for _, fields in jobs if fields[b"user_id"] == pair.user_id.encode())

@@ -301,7 +301,7 @@ class LzgWithoutReinforcement(lzg_pb2_grpc.LzgServiceServicer):
     def __init__(self, lzg: lzg_pb2_grpc.LzgServiceStub) -> None:
         self.lzg = lzg
 
-    async def GetModel(self, request: common_pb2.Empty, context: grpc.aio.ServicerContext) -> common_pb2.ModelInfo:  # type: ignore[override]
+    async def GetModel(self, request: common_pb2.GetModelRequest, context: grpc.aio.ServicerContext) -> common_pb2.ModelInfo:  # type: ignore[override]
         return await self.lzg.GetModel(request)
 
     async def ReinforceUsed(  # type: ignore[override]

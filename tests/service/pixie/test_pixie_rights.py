@@ -8,6 +8,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -211,7 +212,7 @@ async def test_a_session_turn_at_the_last_instant_travels_with_its_pair(
     assert [(t.text, t.created_at) for t in copied] == [("Am Ende", last)]
 
 
-async def _graph(lzg: lzg_pb2_grpc.LzgServiceStub, pair: common_pb2.Pair) -> tuple[list[object], list[object]]:
+async def _graph(lzg: lzg_pb2_grpc.LzgServiceStub, pair: common_pb2.Pair) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """Nodes (content, weights) and edges (by content, weights, reasons): everything but ids."""
     nodes = await nodes_of(lzg, pair)
     text = {n.id: n.inhalt for n in nodes}
@@ -269,7 +270,7 @@ async def test_a_forget_or_correction_while_the_pair_is_promoted_is_not_undone_b
     request answered OK and was undone. They hold the pair's promotion lock now, as an erasure does."""
     text = "Meister hat Angst vor Spinnen und erzählt es niemandem."
     entry = await store_entry(kzg, text, salienz=0.9, turn_id="t-geheim")
-    request: list[asyncio.Task[object]] = []
+    request: list[asyncio.Task[Any]] = []
 
     async def meanwhile(step: str, job: kzg_pb2.PromotionJob) -> None:
         if step != "read" or request:
