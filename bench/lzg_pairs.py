@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -73,7 +72,7 @@ class VectorTable(EmbeddingProvider):
     def __init__(self) -> None:
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}
 
-    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    async def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         return np.stack([self.vectors[t] for t in texts])
 
 

@@ -3,8 +3,6 @@ texts it was given."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from novaberg_core.embedding import EmbeddingProvider, Vectors
 
 
@@ -17,6 +15,6 @@ class RecordingProvider(EmbeddingProvider):
         self.dimension = inner.dimension
         self.texts: list[str] = []
 
-    async def embed(self, texts: Sequence[str]) -> Vectors:
+    async def _embed(self, texts: list[str]) -> Vectors:
         self.texts.extend(texts)
         return await self.inner.embed(texts)

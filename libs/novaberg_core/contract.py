@@ -32,7 +32,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError, Message
@@ -220,6 +220,16 @@ def check_text(value: str, path: str, *, kind: Kind = Kind.TEXT, max_len: int | 
     if kind in _NORMALISED and not value.isascii():
         value = unicodedata.normalize("NFC", value)
     return value
+
+
+class NamesPair(Protocol):
+    """Anything that names a pair (SPEC §0): the shared ``Pair``, a ``common_pb2.Pair``, a request."""
+
+    @property
+    def user_id(self) -> str: ...
+
+    @property
+    def character_id(self) -> str: ...
 
 
 def check_pair(user_id: str, character_id: str, field: str = "pair") -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Final, Protocol
+from typing import Final
 
-from novaberg_core.contract import check_pair
+from novaberg_core.contract import NamesPair, check_pair
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.timeutil import utc_now
 
@@ -40,12 +40,7 @@ PairKey = tuple[str, str]
 """``(user_id, character_id)``."""
 
 
-class _PairLike(Protocol):
-    user_id: str
-    character_id: str
-
-
-def scope_pairs(pairs: Iterable[_PairLike], field: str = "pairs") -> tuple[PairKey, ...]:
+def scope_pairs(pairs: Iterable[NamesPair], field: str = "pairs") -> tuple[PairKey, ...]:
     """The request's pairs, each checked (SPEC §0), duplicates dropped in order; () means all pairs."""
     keys: dict[PairKey, None] = {}
     for index, pair in enumerate(pairs):

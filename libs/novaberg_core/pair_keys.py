@@ -6,7 +6,9 @@ these keys with the rest of a person's keys (docs/decisions.md "Erasure"), so bo
 
 from __future__ import annotations
 
-from typing import Final, Protocol
+from typing import Final
+
+from novaberg_core.contract import NamesPair
 
 __all__ = ["PIPELINE_CLUSTER_KEY", "PIPELINE_PROFILE_KEY", "pipeline_cluster_key", "pipeline_profile_key"]
 
@@ -16,21 +18,11 @@ PIPELINE_PROFILE_KEY: Final = "pipeline:profile:{user_id}:{character_id}"
 """A pair's profile: how its two speakers are named, and its language (SPEC §11; a JSON object, no TTL)."""
 
 
-class _NamesAPair(Protocol):
-    """A pair as the shared model or a request names it."""
-
-    @property
-    def user_id(self) -> str: ...
-
-    @property
-    def character_id(self) -> str: ...
-
-
-def pipeline_cluster_key(pair: _NamesAPair) -> str:
+def pipeline_cluster_key(pair: NamesPair) -> str:
     """The key of ``pair``'s previous-turn cluster."""
     return PIPELINE_CLUSTER_KEY.format(user_id=pair.user_id, character_id=pair.character_id)
 
 
-def pipeline_profile_key(pair: _NamesAPair) -> str:
+def pipeline_profile_key(pair: NamesPair) -> str:
     """The key of ``pair``'s profile."""
     return PIPELINE_PROFILE_KEY.format(user_id=pair.user_id, character_id=pair.character_id)

@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 import pytest
 
-from novaberg_core.embedding import EmbeddingProvider, make_provider
+from novaberg_core.embedding import EmbeddingProvider, Vectors, make_provider
 from novaberg_core.errors import InvalidArgument
 
 SENTENCES = [
@@ -135,3 +135,28 @@ def test_minilm_runs_are_bounded_in_size_and_padding() -> None:
     assert all(len(run) <= BATCH_SIZE for run in runs)
     assert all(lengths[run].max() <= lengths[run[0]] * RUN_LENGTH_SLACK + 2 for run in runs)
     assert [len(run) for run in runs] == [5, 16, 16, 8, 3, 2]  # 12s+11+13, 20s, 40s, then 90 and 100
+
+
+class _KeepsBatches(EmbeddingProvider):
+    """A provider that keeps every batch the interface hands it."""
+
+    model_id = "keeps-batches"
+    dimension = 3
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    async def _embed(self, texts: list[str]) -> Vectors:
+        self.batches.append(texts)
+        return np.full((len(texts), self.dimension), 1.0 / np.sqrt(self.dimension), dtype=np.float32)
+
+
+async def test_every_provider_is_handed_only_checked_non_empty_lists() -> None:
+    provider = _KeepsBatches()
+    assert (await provider.embed([])).shape == (0, 3)
+    with pytest.raises(InvalidArgument, match="embed_one"):
+        await provider.embed("abc")
+    with pytest.raises(InvalidArgument, match="text 1 to embed is a int"):
+        await provider.embed(["a", 1])  # type: ignore[list-item]
+    assert (await provider.embed(("a", "b"))).shape == (2, 3)
+    assert provider.batches == [["a", "b"]]

@@ -5,7 +5,6 @@ rights use case built once, Erase, a record as a message, the provider checked a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -125,7 +124,7 @@ class _Provider(EmbeddingProvider):
     def __init__(self, model_id: str, dimension: int) -> None:
         self.model_id, self.dimension = model_id, dimension
 
-    async def embed(self, texts: Sequence[str]) -> Vectors:
+    async def _embed(self, texts: list[str]) -> Vectors:
         return np.zeros((len(texts), self.dimension), dtype=np.float32)
 
 

@@ -33,9 +33,18 @@ class EmbeddingProvider(ABC):
     dimension: int
     """Length of every vector this provider returns."""
 
-    @abstractmethod
     async def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts`` into an (n, dimension) float32 matrix of L2-normalised rows, in order."""
+        batch = checked_texts(texts)
+        return await self._embed(batch) if batch else self.no_vectors()
+
+    @abstractmethod
+    async def _embed(self, texts: list[str]) -> Vectors:
+        """:meth:`embed` of a checked, non-empty list of texts."""
+
+    def no_vectors(self) -> Vectors:
+        """The (0, dimension) matrix of an empty batch."""
+        return np.zeros((0, self.dimension), dtype=np.float32)
 
     async def embed_one(self, text: str) -> Vectors:
         """Embed one text into a (dimension,) vector of norm 1."""
@@ -71,18 +80,16 @@ def l2_normalize(matrix: npt.ArrayLike) -> Vectors:
 class LocalEmbeddingProvider(EmbeddingProvider):
     """A model that runs in this process on the CPU, off the event loop."""
 
-    async def embed(self, texts: Sequence[str]) -> Vectors:
-        batch = checked_texts(texts)
-        if not batch:
-            return np.zeros((0, self.dimension), dtype=np.float32)
+    async def _embed(self, texts: list[str]) -> Vectors:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(_CPU_EXECUTOR, self.embed_sync, batch)
+        return await loop.run_in_executor(_CPU_EXECUTOR, self._embed_sync, texts)
 
     def embed_sync(self, texts: Sequence[str]) -> Vectors:
         """The same as :meth:`embed`, blocking; for tools and benchmarks outside an event loop."""
         batch = checked_texts(texts)
-        if not batch:
-            return np.zeros((0, self.dimension), dtype=np.float32)
+        return self._embed_sync(batch) if batch else self.no_vectors()
+
+    def _embed_sync(self, batch: list[str]) -> Vectors:
         vectors = l2_normalize(self._encode(batch))
         if vectors.shape != (len(batch), self.dimension):
             raise RuntimeError(

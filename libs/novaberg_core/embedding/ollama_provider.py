@@ -8,13 +8,12 @@ another length than the profile's become :class:`novaberg_core.errors.ModelMisma
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 
 import httpx
 import numpy as np
 import ollama
 
-from novaberg_core.embedding.base import EmbeddingProvider, Vectors, checked_texts, l2_normalize
+from novaberg_core.embedding.base import EmbeddingProvider, Vectors, l2_normalize
 from novaberg_core.errors import ModelMismatch, Unavailable
 
 DEFAULT_MODEL = "nomic-embed-text-v2-moe"
@@ -56,14 +55,11 @@ class OllamaProvider(EmbeddingProvider):
             self._client_loop = loop
         return self._client
 
-    async def embed(self, texts: Sequence[str]) -> Vectors:
-        batch = checked_texts(texts)
-        if not batch:
-            return np.zeros((0, self.dimension), dtype=np.float32)
+    async def _embed(self, texts: list[str]) -> Vectors:
         client = self._client_for_running_loop()
         parts = [
-            await self._embed_batch(client, batch[start : start + self.batch_size])
-            for start in range(0, len(batch), self.batch_size)
+            await self._embed_batch(client, texts[start : start + self.batch_size])
+            for start in range(0, len(texts), self.batch_size)
         ]
         return np.concatenate(parts)
 

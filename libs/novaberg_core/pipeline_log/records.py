@@ -12,7 +12,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final, Protocol
 
-from novaberg_core.contract import PAIR_ID_MAX_LEN, TURN_ID_MAX_LEN
+from novaberg_core.contract import PAIR_ID_MAX_LEN, TURN_ID_MAX_LEN, NamesPair
 
 ARTEN: Final[frozenset[str]] = frozenset(
     {
@@ -65,14 +65,6 @@ _STRICT_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separato
 # --- where a record belongs ------------------------------------------------------------------
 
 
-class _HasPair(Protocol):
-    @property
-    def user_id(self) -> str: ...
-
-    @property
-    def character_id(self) -> str: ...
-
-
 @dataclass(frozen=True, slots=True)
 class LogScope(Mapping[str, Any]):
     """Where records belong (SPEC §8 columns): the turn, the span they ran in, the pair and the
@@ -90,7 +82,7 @@ class LogScope(Mapping[str, Any]):
 
     @classmethod
     def of_pair(
-        cls, turn_id: str, pair: _HasPair, span_id: str | None = None, erstellt_am: datetime | None = None
+        cls, turn_id: str, pair: NamesPair, span_id: str | None = None, erstellt_am: datetime | None = None
     ) -> LogScope:
         """The scope of a step of one pair (anything with ``user_id`` and ``character_id``)."""
         return cls(turn_id, span_id, pair.user_id, pair.character_id, erstellt_am)

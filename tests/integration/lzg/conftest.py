@@ -69,10 +69,10 @@ class TableProvider(EmbeddingProvider):
         self.vectors: dict[str, npt.NDArray[np.float32]] = {}
         self.fail = False
 
-    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    async def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         if self.fail:
             raise RuntimeError("model server down")
-        return np.stack([self.vector(t) for t in texts]) if texts else np.zeros((0, DIM), np.float32)
+        return np.stack([self.vector(t) for t in texts])
 
     def vector(self, text: str) -> npt.NDArray[np.float32]:
         if text in self.vectors:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
 import grpc
 import pytest
@@ -27,7 +27,7 @@ class FlakyModel(EmbeddingProvider):
         self.dimension = inner.dimension
         self.down = False
 
-    async def embed(self, texts: Sequence[str]) -> Vectors:
+    async def _embed(self, texts: list[str]) -> Vectors:
         if self.down:
             raise Unavailable("model server at 127.0.0.1:11434 cannot be reached")
         return await self.inner.embed(texts)
