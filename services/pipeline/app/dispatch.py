@@ -27,7 +27,14 @@ from novaberg_core.embedding import query_embed_text
 from novaberg_core.errors import NovabergError, Unavailable
 from novaberg_core.timeutil import to_timestamp
 from services.pipeline.app.context import ROLE, Timing
-from services.pipeline.app.turn_writer import TurnStep, Written, given_analysis, is_repeat, kzg_entry_text
+from services.pipeline.app.turn_writer import (
+    TurnStep,
+    TurnToWrite,
+    Written,
+    given_analysis,
+    is_repeat,
+    kzg_entry_text,
+)
 from services.pipeline.deadline import DOING_WITHOUT, answer_or_none, within_time_left
 from services.pipeline.records import NODE_DISPATCHER, step_records
 from services.pipeline.text_rules import answered_question
@@ -111,10 +118,8 @@ class Dispatch(TurnStep):
 
             async def own_entry() -> Written:
                 """The character's own session turn (sent once analysed) and KZG entry (beobachter = assistant)."""
-                return await self.writer.write_turn(
-                    pair, assistant, request.answer_text, await analysed, turn, as_of, "pipeline.dispatcher", timing,
-                    profile, entry_vector(), antwort_auf=question,
-                )  # fmt: skip
+                item = TurnToWrite(assistant, request.answer_text, await analysed, turn, as_of, question)
+                return await self.writer.write_turn(pair, item, "pipeline.dispatcher", timing, profile, entry_vector())
 
             async def persist_cluster() -> None:
                 previous = await ctx.clusters.put(pair, cluster, turn_id=request.turn_id, as_of=as_of)

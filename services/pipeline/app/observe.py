@@ -24,7 +24,7 @@ from novaberg_core.limits import SESSION_TTL
 from novaberg_core.model import Profile
 from novaberg_core.timeutil import to_timestamp
 from services.pipeline.app.context import ROLE, Timing, turn_time
-from services.pipeline.app.turn_writer import TurnStep, Written, given_analysis, is_repeat
+from services.pipeline.app.turn_writer import TurnStep, TurnToWrite, Written, given_analysis, is_repeat
 from services.pipeline.deadline import DOING_WITHOUT
 from services.pipeline.records import NODE_OBSERVE, StepRecords, step_records
 from services.pipeline.text_rules import answered_question
@@ -69,13 +69,10 @@ class Observe(TurnStep):
         missing: list[str] = []
         DOING_WITHOUT.set(missing)  # one turn goes on without the LZG's registry (services.pipeline.deadline)
         async with step_records(ctx.log, NODE_OBSERVE, request.turn_id, pair, as_of) as records:
-            turn, analysis = await self._take_in(pair, request, as_of, records, profile, asked)
-            written = await self.writer.write_turn(
-                pair, request.beobachter, request.text, analysis, turn, as_of, "pipeline.observe", timing, profile,
-                antwort_auf=asked,
-            )
+            item = await self._take_in(pair, request, as_of, records, profile, asked)
+            written = await self.writer.write_turn(pair, item, "pipeline.observe", timing, profile)
         response = pipeline_pb2.ObserveTurnResponse(
-            kzg=written.stored, analysis=analysis, analyzed_by_service=not request.HasField("analysis"),
+            kzg=written.stored, analysis=item.analysis, analyzed_by_service=not request.HasField("analysis"),
             session_turn_count=written.appended.turn_count, fehler=missing, repeated=is_repeat(written),
         )  # fmt: skip
         return response, timing
@@ -110,8 +107,7 @@ class Observe(TurnStep):
         asked = [asked_first, *_questions_within(turns, as_ofs)]
         results: list[pipeline_pb2.ObserveTurnResponse] = []
         async with contextlib.AsyncExitStack() as spans:
-            contexts: list[common_pb2.TurnContext] = []
-            analyses: list[pipeline_pb2.TurnAnalysis] = []
+            items: list[TurnToWrite] = []
             # Each chunk's turns are written as soon as they are analysed and embedded, while the
             # next chunk is analysed; the writes run strictly one chunk after the other.
             writes: list[asyncio.Future[list[Written]]] = []
@@ -124,12 +120,9 @@ class Observe(TurnStep):
                         records = await spans.enter_async_context(
                             step_records(ctx.log, NODE_OBSERVE, observed.turn_id, pair, as_of)
                         )
-                        turn, analysis = await self._take_in(pair, observed, as_of, records, profile, question)
-                        contexts.append(turn)
-                        analyses.append(analysis)
+                        items.append(await self._take_in(pair, observed, as_of, records, profile, question))
                     writes.append(asyncio.ensure_future(self.writer.write_turns(
-                        pair, turns[chunk], analyses[chunk], contexts[chunk], as_ofs[chunk], timing, profile,
-                        asked[chunk], after=writes[-1] if writes else None,
+                        pair, items[chunk], timing, profile, after=writes[-1] if writes else None,
                     )))  # fmt: skip
                 written = [one for write in writes for one in await write]
             except BaseException:
@@ -137,9 +130,9 @@ class Observe(TurnStep):
                 # finish (or fail) before the error is answered, as ObserveTurn calls sent before it would.
                 await asyncio.gather(*writes, return_exceptions=True)
                 raise
-            for observed, analysis, one in zip(turns, analyses, written, strict=True):
+            for observed, item, one in zip(turns, items, written, strict=True):
                 results.append(pipeline_pb2.ObserveTurnResponse(
-                    kzg=one.stored, analysis=analysis, analyzed_by_service=not observed.HasField("analysis"),
+                    kzg=one.stored, analysis=item.analysis, analyzed_by_service=not observed.HasField("analysis"),
                     session_turn_count=one.appended.turn_count, repeated=is_repeat(one),
                 ))  # fmt: skip
         return pipeline_pb2.ObserveTurnsResponse(results=results), timing
@@ -168,17 +161,19 @@ class Observe(TurnStep):
     async def _take_in(
         self, pair: common_pb2.Pair, observed: ObservedTurn, as_of: datetime, records: StepRecords,
         profile: Profile, question_before: str,
-    ) -> tuple[common_pb2.TurnContext, pipeline_pb2.TurnAnalysis]:
-        """One turn's input record, and its analysis: the caller's, or the analyzer's (SPEC §7), which
-        sees the question the turn answers, if any."""
+    ) -> TurnToWrite:
+        """One turn's input record, and the turn with its analysis: the caller's, or the analyzer's
+        (SPEC §7), which sees the question the turn answers, if any."""
         turn = records.turn
         quelle = pair.user_id if observed.beobachter == common_pb2.BEOBACHTER_USER else pair.character_id
         records.received(
             {"text": observed.text, "beobachter": ROLE[observed.beobachter], "as_of": as_of.isoformat()}, quelle
         )
         if observed.HasField("analysis"):
-            return turn, given_analysis(observed.analysis, observed.text)
-        analyzed = await self.writer.analyze(
-            observed.text, pair, observed.beobachter, as_of, turn, profile.zone, question_before
-        )
-        return turn, analyzed.analysis
+            analysis = given_analysis(observed.analysis, observed.text)
+        else:
+            analyzed = await self.writer.analyze(
+                observed.text, pair, observed.beobachter, as_of, turn, profile.zone, question_before
+            )
+            analysis = analyzed.analysis
+        return TurnToWrite(observed.beobachter, observed.text, analysis, turn, as_of, question_before)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import NamedTuple
 
@@ -40,12 +41,12 @@ from services.pipeline.records import NODE_SALIENCE
 
 __all__ = [
     "TurnStep",
+    "TurnToWrite",
     "TurnWriter",
     "Written",
     "given_analysis",
     "is_repeat",
     "kzg_entry_text",
-    "session_turn",
     "turn_entry_id",
 ]
 
@@ -91,20 +92,31 @@ def given_analysis(given: pipeline_pb2.TurnAnalysis, text: str) -> pipeline_pb2.
     return analysis
 
 
-def session_turn(
-    beobachter: common_pb2.Beobachter,
-    text: str,
-    analysis: pipeline_pb2.TurnAnalysis,
-    turn: common_pb2.TurnContext,
-    as_of: datetime,
-) -> kzg_pb2.SessionTurn:
-    """A turn as the session keeps it (SPEC §3)."""
-    ei = analysis.ei
-    return kzg_pb2.SessionTurn(
-        role=ROLE[beobachter], text=text, turn_id=turn.turn_id, created_at=to_timestamp(as_of),
-        intention=ei.intentionen[0] if ei.intentionen else "", emotion=ei.emotion, modus=ei.modus,
-        arousal=ei.arousal, emotions_vektor=ei.emotions_vektor,
-    )  # fmt: skip
+@dataclass(frozen=True, slots=True)
+class TurnToWrite:
+    """One analysed turn as the session and the KZG are given it (SPEC §3, §4, §7)."""
+
+    beobachter: common_pb2.Beobachter
+    text: str
+    analysis: pipeline_pb2.TurnAnalysis
+    turn: common_pb2.TurnContext
+    as_of: datetime
+    antwort_auf: str = ""
+    """The other speaker's question the turn answers ("" for none; SPEC §11: lexical search reads it)."""
+
+    def session_append(self, pair: common_pb2.Pair) -> kzg_pb2.AppendSessionTurnRequest:
+        """The session append of the turn (SPEC §3), resend-safe."""
+        ei = self.analysis.ei
+        turn = kzg_pb2.SessionTurn(
+            role=ROLE[self.beobachter], text=self.text, turn_id=self.turn.turn_id, created_at=to_timestamp(self.as_of),
+            intention=ei.intentionen[0] if ei.intentionen else "", emotion=ei.emotion, modus=ei.modus,
+            arousal=ei.arousal, emotions_vektor=ei.emotions_vektor,
+        )  # fmt: skip
+        return kzg_pb2.AppendSessionTurnRequest(pair=pair, turn=turn, as_of=to_timestamp(self.as_of), resend_safe=True)
+
+    def entry_text(self, profile: Profile) -> str | None:
+        """The turn's KZG embed text (:func:`kzg_entry_text`) with the pair's name for its speaker."""
+        return kzg_entry_text(self.analysis, profile.speaker(self.beobachter))
 
 
 class TurnWriter:
@@ -175,85 +187,60 @@ class TurnWriter:
     async def write_turn(
         self,
         pair: common_pb2.Pair,
-        beobachter: common_pb2.Beobachter,
-        text: str,
-        analysis: pipeline_pb2.TurnAnalysis,
-        turn: common_pb2.TurnContext,
-        as_of: datetime,
+        item: TurnToWrite,
         writer: str,
         timing: Timing,
         profile: Profile,
         vector: Awaitable[np.ndarray | None] | None = None,
-        antwort_auf: str = "",
     ) -> Written:
         """Session append and KZG write of one turn (SPEC §3, §4), the KZG embed text computed here.
 
-        ``vector``: the embedding of :func:`kzg_entry_text` when the caller computes it (awaited only
-        by the KZG write, so the session append does not wait for the model). ``antwort_auf``: the other
-        speaker's question the turn answers ("" for none), which the entry keeps for lexical search.
+        ``vector``: the embedding of the turn's :meth:`TurnToWrite.entry_text` when the caller computes
+        it (awaited only by the KZG write, so the session append does not wait for the model).
         """
         ctx = self.ctx
 
         async def store() -> kzg_pb2.StoreEntryResponse:
             embedding: list[float] = []
             given = await vector if vector is not None else None
-            text_to_embed = kzg_entry_text(analysis, profile.speaker(beobachter))
+            text_to_embed = item.entry_text(profile)
             if text_to_embed is not None and given is not None:
                 embedding = given.tolist()
             elif text_to_embed is not None and vector is None:
                 embedding = (await ctx.embed(text_to_embed, timing)).tolist()
             # else: the caller's batch could not embed it (the model failed): the KZG embeds the same text.
-            request = self.store_request(pair, beobachter, analysis, turn, as_of, writer, profile, embedding, antwort_auf)
-            return await ctx.kzg.store_entry(request)
+            return await ctx.kzg.store_entry(self.store_request(pair, item, writer, profile, embedding))
 
         # The session append runs while the model embeds the entry.
-        append = kzg_pb2.AppendSessionTurnRequest(
-            pair=pair, turn=session_turn(beobachter, text, analysis, turn, as_of), as_of=to_timestamp(as_of),
-            resend_safe=True,
-        )
         with count_resendings() as resendings:
-            appended, stored = await asyncio.gather(ctx.kzg.append_session_turn(append), store())
+            appended, stored = await asyncio.gather(ctx.kzg.append_session_turn(item.session_append(pair)), store())
         return Written(appended, stored, resendings.count > 0)
 
     async def write_turns(
         self,
         pair: common_pb2.Pair,
-        turns: list[pipeline_pb2.ObservedTurn],
-        analyses: list[pipeline_pb2.TurnAnalysis],
-        contexts: list[common_pb2.TurnContext],
-        as_ofs: list[datetime],
+        items: Sequence[TurnToWrite],
         timing: Timing,
         profile: Profile,
-        questions: list[str],
         after: Awaitable[object] | None = None,
     ) -> list[Written]:
-        """:meth:`write_turn` for a chunk of turns (``questions``: what each answers, "" for none): one model
-        batch, one KZG call for the appends, one for the entries — sent once ``after`` (the previous
-        chunk's write) has succeeded."""
+        """:meth:`write_turn` for a chunk of turns: one model batch, one KZG call for the appends, one for
+        the entries — sent once ``after`` (the previous chunk's write) has succeeded."""
         ctx = self.ctx
-        writer = "pipeline.observe"
         # A batch takes the KZG longer than one turn: the deadline grows with it.
-        timeout_s = ctx.kzg.timeout_s * (1.0 + len(turns) / 16)
-        appends = kzg_pb2.AppendSessionTurnsRequest(appends=[
-            kzg_pb2.AppendSessionTurnRequest(
-                pair=pair, turn=session_turn(t.beobachter, t.text, a, c, as_of), as_of=to_timestamp(as_of),
-                resend_safe=True,
-            )
-            for t, a, c, as_of in zip(turns, analyses, contexts, as_ofs, strict=True)
-        ])  # fmt: skip
+        timeout_s = ctx.kzg.timeout_s * (1.0 + len(items) / 16)
+        appends = kzg_pb2.AppendSessionTurnsRequest(appends=[item.session_append(pair) for item in items])
 
-        texts = [kzg_entry_text(a, profile.speaker(t.beobachter)) for t, a in zip(turns, analyses, strict=True)]
+        texts = [item.entry_text(profile) for item in items]
         wanted = [index for index, text in enumerate(texts) if text is not None]
-        embeddings: list[list[float]] = [[] for _ in turns]
+        embeddings: list[list[float]] = [[] for _ in items]
         if wanted:  # while the previous chunk is written
             vectors = await ctx.embed_texts([texts[index] or "" for index in wanted], timing)
             for index, vector in zip(wanted, vectors, strict=True):
                 embeddings[index] = vector.tolist()
         entries = kzg_pb2.StoreEntriesRequest(entries=[
-            self.store_request(pair, t.beobachter, a, c, as_of, writer, profile, embedding, question)
-            for t, a, c, as_of, embedding, question in zip(
-                turns, analyses, contexts, as_ofs, embeddings, questions, strict=True
-            )
+            self.store_request(pair, item, "pipeline.observe", profile, embedding)
+            for item, embedding in zip(items, embeddings, strict=True)
         ])  # fmt: skip
         if after is not None:
             await after
@@ -265,26 +252,17 @@ class TurnWriter:
         return [Written(a, s, sent_again) for a, s in zip(appended.results, stored.results, strict=True)]
 
     def store_request(
-        self,
-        pair: common_pb2.Pair,
-        beobachter: common_pb2.Beobachter,
-        analysis: pipeline_pb2.TurnAnalysis,
-        turn: common_pb2.TurnContext,
-        as_of: datetime,
-        writer: str,
-        profile: Profile,
-        embedding: list[float],
-        antwort_auf: str = "",
+        self, pair: common_pb2.Pair, item: TurnToWrite, writer: str, profile: Profile, embedding: list[float]
     ) -> kzg_pb2.StoreEntryRequest:
         """The KZG write of one turn; an empty ``embedding`` leaves the embedding to the KZG. The entry's id
-        is the turn's (:func:`turn_entry_id`), so a resent turn answers STORE_OUTCOME_REPEATED; ``antwort_auf``
-        the question the turn answers (SPEC §11: lexical search reads it with the content)."""
+        is the turn's (:func:`turn_entry_id`), so a resent turn answers STORE_OUTCOME_REPEATED."""
+        analysis, beobachter = item.analysis, item.beobachter
         return kzg_pb2.StoreEntryRequest(
             pair=pair, beobachter=beobachter, inhalt=analysis.inhalt, salience=analysis.salience, ei=analysis.ei,
-            magnets=analysis.magnets, turn=turn, embedding=embedding, as_of=to_timestamp(as_of), writer=writer,
-            sprecher=profile.speaker(beobachter), sprache=profile.sprache,
+            magnets=analysis.magnets, turn=item.turn, embedding=embedding, as_of=to_timestamp(item.as_of),
+            writer=writer, sprecher=profile.speaker(beobachter), sprache=profile.sprache,
             embedding_model_id=self.ctx.provider.model_id if embedding else "",
-            entry_id=turn_entry_id(turn.turn_id, beobachter), resend_safe=True, antwort_auf=antwort_auf,
+            entry_id=turn_entry_id(item.turn.turn_id, beobachter), resend_safe=True, antwort_auf=item.antwort_auf,
         )  # fmt: skip
 
 
