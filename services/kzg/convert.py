@@ -35,23 +35,19 @@ from services.kzg.models import (
 
 __all__ = [
     "TurnRef",
-    "append_pb",
+    "append_to_proto",
     "as_of",
     "entry_input",
-    "erase_pb",
-    "import_pb",
-    "job_pb",
-    "pair_from_pb",
-    "retrieve_pb",
+    "erase_to_proto",
+    "import_to_proto",
+    "job_to_proto",
     "retrieve_query",
-    "session_turn_from_pb",
-    "session_turn_pb",
-    "store_pb",
+    "retrieve_to_proto",
+    "session_turn_from_proto",
+    "session_turn_to_proto",
+    "store_to_proto",
     "turn_ref",
 ]
-
-pair_from_pb = Pair.of_proto
-"""The pair a request names, unchecked: each use case checks it by its own rule (an erasure may name a user only)."""
 
 
 class TurnRef(TypedDict):
@@ -76,20 +72,20 @@ def _moment(ts: Timestamp) -> datetime | None:
     return None if ts.seconds == 0 and ts.nanos == 0 else from_timestamp(ts)
 
 
-def exported_entry_pb(entry: KzgEntry) -> kzg_pb2.ExportedEntry:
+def exported_entry_to_proto(entry: KzgEntry) -> kzg_pb2.ExportedEntry:
     """An entry of an export: the shared message and whether it waited for promotion."""
     return kzg_pb2.ExportedEntry(entry=entry.to_proto(), promotion_queued=entry.promotion_queued)
 
 
-def exported_entry_from_pb(message: kzg_pb2.ExportedEntry, field: str = "entry") -> KzgEntry:
-    """An exported entry to import (the inverse of :func:`exported_entry_pb`); ``field`` names it in a
+def exported_entry_from_proto(message: kzg_pb2.ExportedEntry, field: str = "entry") -> KzgEntry:
+    """An exported entry to import (the inverse of :func:`exported_entry_to_proto`); ``field`` names it in a
     refusal."""
     return dataclasses.replace(
         KzgEntry.from_proto(message.entry, field), promotion_queued=message.promotion_queued
     )
 
 
-def job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
+def job_to_proto(job: PromotionJobData) -> kzg_pb2.PromotionJob:
     return kzg_pb2.PromotionJob(
         job_id=job.job_id,
         kzg_key=job.kzg_key,
@@ -100,7 +96,7 @@ def job_pb(job: PromotionJobData) -> kzg_pb2.PromotionJob:
     )
 
 
-def session_turn_from_pb(message: kzg_pb2.SessionTurn) -> SessionTurnRecord:
+def session_turn_from_proto(message: kzg_pb2.SessionTurn) -> SessionTurnRecord:
     """A session turn of a request (unset ``created_at`` → None, stamped by the use case)."""
     return SessionTurnRecord(
         role=message.role, text=message.text, turn_id=message.turn_id, created_at=_moment(message.created_at),
@@ -109,7 +105,7 @@ def session_turn_from_pb(message: kzg_pb2.SessionTurn) -> SessionTurnRecord:
     )
 
 
-def session_turn_pb(turn: SessionTurnRecord) -> kzg_pb2.SessionTurn:
+def session_turn_to_proto(turn: SessionTurnRecord) -> kzg_pb2.SessionTurn:
     return kzg_pb2.SessionTurn(
         role=turn.role, text=turn.text, turn_id=turn.turn_id, created_at=optional_timestamp(turn.created_at),
         intention=turn.intention, emotion=turn.emotion, modus=turn.modus, arousal=turn.arousal,
@@ -117,7 +113,7 @@ def session_turn_pb(turn: SessionTurnRecord) -> kzg_pb2.SessionTurn:
     )
 
 
-def append_pb(result: AppendResult) -> kzg_pb2.AppendSessionTurnResponse:
+def append_to_proto(result: AppendResult) -> kzg_pb2.AppendSessionTurnResponse:
     return to_message(kzg_pb2.AppendSessionTurnResponse, result)
 
 
@@ -129,7 +125,7 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
     """
     salience = request.salience
     return EntryInput(
-        pair=pair_from_pb(request.pair),
+        pair=Pair.of_proto(request.pair),
         beobachter=Beobachter.name_of_proto(request.beobachter, f"<{request.beobachter}>"),
         inhalt=request.inhalt,
         salienz=salience.salienz,
@@ -151,7 +147,7 @@ def entry_input(request: kzg_pb2.StoreEntryRequest) -> EntryInput:
     )
 
 
-def store_pb(result: StoreResult) -> kzg_pb2.StoreEntryResponse:
+def store_to_proto(result: StoreResult) -> kzg_pb2.StoreEntryResponse:
     """A store's result, field for field; ``stored`` and ``repeated`` as the outcome, the tier as its number."""
     if result.repeated:
         outcome = kzg_pb2.STORE_OUTCOME_REPEATED
@@ -169,7 +165,7 @@ def retrieve_query(request: kzg_pb2.RetrieveRequest) -> RetrieveQuery:
     f = request.filters
     which = request.WhichOneof("query")
     return RetrieveQuery(
-        pair=pair_from_pb(request.pair),
+        pair=Pair.of_proto(request.pair),
         query_text=request.query_text if which == "query_text" else None,
         query_vector=(
             np.asarray(request.query_vector.values, dtype=np.float32) if which == "query_vector" else None
@@ -197,7 +193,7 @@ def retrieve_query(request: kzg_pb2.RetrieveRequest) -> RetrieveQuery:
     )
 
 
-def hit_pb(hit: Hit) -> kzg_pb2.RetrieveHit:
+def hit_to_proto(hit: Hit) -> kzg_pb2.RetrieveHit:
     """One hit, its entry whole or brief (``RetrieveRequest.full_entries``)."""
     return kzg_pb2.RetrieveHit(
         entry=hit.entry.brief_proto() if hit.brief else hit.entry.to_proto(),
@@ -207,22 +203,22 @@ def hit_pb(hit: Hit) -> kzg_pb2.RetrieveHit:
     )
 
 
-def retrieve_pb(result: RetrieveResult) -> kzg_pb2.RetrieveResponse:
+def retrieve_to_proto(result: RetrieveResult) -> kzg_pb2.RetrieveResponse:
     return kzg_pb2.RetrieveResponse(
-        hits=[hit_pb(h) for h in result.hits],
+        hits=[hit_to_proto(h) for h in result.hits],
         threshold=result.threshold,
         model_id=result.model_id,
         dropped_below_threshold=result.dropped_below_threshold,
     )
 
 
-def erase_pb(counts: EraseCounts) -> kzg_pb2.EraseResponse:
+def erase_to_proto(counts: EraseCounts) -> kzg_pb2.EraseResponse:
     """An erasure's counts (field for field; the characters as their number)."""
     fields = dataclasses.asdict(counts)
     fields["characters"] = len(counts.characters)
     return kzg_pb2.EraseResponse(**fields)
 
 
-def import_pb(counts: ImportCounts) -> kzg_pb2.ImportPairResponse:
+def import_to_proto(counts: ImportCounts) -> kzg_pb2.ImportPairResponse:
     """An import's counts, field for field."""
     return kzg_pb2.ImportPairResponse(**dataclasses.asdict(counts))

@@ -16,13 +16,12 @@ from novaberg_core.model import Profile
 from novaberg_core.rights import StreamPair
 from novaberg_core.servicers import EraseServicer
 from services.kzg.convert import (
-    erase_pb,
-    exported_entry_from_pb,
-    exported_entry_pb,
-    import_pb,
-    pair_from_pb,
-    session_turn_from_pb,
-    session_turn_pb,
+    erase_to_proto,
+    exported_entry_from_proto,
+    exported_entry_to_proto,
+    import_to_proto,
+    session_turn_from_proto,
+    session_turn_to_proto,
     turn_ref,
 )
 from services.kzg.memory import KzgMemory
@@ -42,20 +41,20 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
         return KzgRights(self.memory)
 
     def erase_pair(self, pair: common_pb2.Pair) -> Pair:
-        return pair_from_pb(pair)
+        return Pair.of_proto(pair)
 
     def erase_answer(self, counts: EraseCounts) -> kzg_pb2.EraseResponse:
-        return erase_pb(counts)
+        return erase_to_proto(counts)
 
     async def ExportPair(
         self, request: kzg_pb2.ExportPairRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[kzg_pb2.ExportPairResponse]:
-        async for exported in self.rights.export(pair_from_pb(request.pair)):
+        async for exported in self.rights.export(Pair.of_proto(request.pair)):
             chunk = kzg_pb2.ExportPairResponse(
-                entries=[exported_entry_pb(e) for e in exported.entries],
+                entries=[exported_entry_to_proto(e) for e in exported.entries],
             )
             if (session := exported.session) is not None:
-                chunk.session_turns.extend(session_turn_pb(t) for t in session.turns)
+                chunk.session_turns.extend(session_turn_to_proto(t) for t in session.turns)
                 chunk.session_summary = session.summary
                 chunk.session_ttl_seconds = session.ttl_seconds
             if exported.profile is not None:
@@ -76,23 +75,23 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
             stream.check(request)
             first = len(entries)
             entries += [
-                exported_entry_from_pb(e, f"entries[{first + i}]") for i, e in enumerate(request.entries)
+                exported_entry_from_proto(e, f"entries[{first + i}]") for i, e in enumerate(request.entries)
             ]
-            turns += [session_turn_from_pb(t) for t in request.session_turns]
+            turns += [session_turn_from_proto(t) for t in request.session_turns]
             summary = request.session_summary or summary
             if request.HasField("profile"):
                 profile = Profile.from_proto(request.profile)
         if stream.pair is None:
             raise InvalidArgument("ImportPair needs at least one message naming the pair")
-        pair = pair_from_pb(stream.pair)
+        pair = Pair.of_proto(stream.pair)
         imported = await self.rights.import_pair(pair, entries, turns, summary, profile, validate_only=validate_only)
-        return import_pb(imported)
+        return import_to_proto(imported)
 
     async def ForgetEntries(
         self, request: kzg_pb2.ForgetEntriesRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.ForgetEntriesResponse:
         deleted, removed = await self.rights.forget(
-            pair_from_pb(request.pair), list(request.kzg_keys), request.source_turn_id,
+            Pair.of_proto(request.pair), list(request.kzg_keys), request.source_turn_id,
             **turn_ref(request.turn),
         )
         return kzg_pb2.ForgetEntriesResponse(deleted_keys=deleted, session_turns_removed=removed)
@@ -101,7 +100,7 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
         self, request: kzg_pb2.CorrectEntryRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.CorrectEntryResponse:
         previous = await self.rights.correct(
-            pair_from_pb(request.pair), request.kzg_key, request.inhalt, **turn_ref(request.turn)
+            Pair.of_proto(request.pair), request.kzg_key, request.inhalt, **turn_ref(request.turn)
         )
         return kzg_pb2.CorrectEntryResponse(previous_inhalt=previous)
 
@@ -109,7 +108,7 @@ class KzgRightsServicer(EraseServicer[KzgRights]):
         self, request: kzg_pb2.EnqueuePromotionJobsRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.EnqueuePromotionJobsResponse:
         ids = await self.rights.enqueue(
-            [(pair_from_pb(j.pair), j.kzg_key, j.ausloeser_turn_id) for j in request.jobs]
+            [(Pair.of_proto(j.pair), j.kzg_key, j.ausloeser_turn_id) for j in request.jobs]
         )
         enqueued = sum(1 for i in ids if i)
         return kzg_pb2.EnqueuePromotionJobsResponse(job_ids=ids, enqueued=enqueued, gone=len(ids) - enqueued)

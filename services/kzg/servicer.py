@@ -10,18 +10,18 @@ import grpc
 
 from novaberg.kzg.v1 import kzg_pb2, kzg_pb2_grpc
 from novaberg_core.errors import InvalidArgument
+from novaberg_core.model import Pair
 from novaberg_core.servicers import ModelServicer
 from services.kzg.convert import (
-    append_pb,
+    append_to_proto,
     as_of,
     entry_input,
-    job_pb,
-    pair_from_pb,
-    retrieve_pb,
+    job_to_proto,
     retrieve_query,
-    session_turn_from_pb,
-    session_turn_pb,
-    store_pb,
+    retrieve_to_proto,
+    session_turn_from_proto,
+    session_turn_to_proto,
+    store_to_proto,
     turn_ref,
 )
 from services.kzg.memory import KzgMemory
@@ -41,37 +41,37 @@ class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServi
         self, request: kzg_pb2.AppendSessionTurnRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.AppendSessionTurnResponse:
         result = await self.memory.append_session_turn(
-            pair_from_pb(request.pair), session_turn_from_pb(request.turn), as_of=as_of(request.as_of),
+            Pair.of_proto(request.pair), session_turn_from_proto(request.turn), as_of=as_of(request.as_of),
             resend_safe=request.resend_safe,
         )
-        return append_pb(result)
+        return append_to_proto(result)
 
     async def AppendSessionTurns(
         self, request: kzg_pb2.AppendSessionTurnsRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.AppendSessionTurnsResponse:
         results = await self.memory.append_session_turns(
             [
-                (pair_from_pb(a.pair), session_turn_from_pb(a.turn), as_of(a.as_of), a.resend_safe)
+                (Pair.of_proto(a.pair), session_turn_from_proto(a.turn), as_of(a.as_of), a.resend_safe)
                 for a in request.appends
             ]
         )
-        return kzg_pb2.AppendSessionTurnsResponse(results=[append_pb(result) for result in results])
+        return kzg_pb2.AppendSessionTurnsResponse(results=[append_to_proto(result) for result in results])
 
     async def GetSession(
         self, request: kzg_pb2.GetSessionRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.GetSessionResponse:
         state = await self.memory.get_session(
-            pair_from_pb(request.pair), as_of=as_of(request.as_of), **turn_ref(request.turn)
+            Pair.of_proto(request.pair), as_of=as_of(request.as_of), **turn_ref(request.turn)
         )
         return kzg_pb2.GetSessionResponse(
-            turns=[session_turn_pb(t) for t in state.turns], summary=state.summary, ttl_seconds=state.ttl_seconds
+            turns=[session_turn_to_proto(t) for t in state.turns], summary=state.summary, ttl_seconds=state.ttl_seconds
         )
 
     async def StoreEntry(
         self, request: kzg_pb2.StoreEntryRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.StoreEntryResponse:
         self.check_model("embedding", request.embedding_model_id)
-        return store_pb(await self.memory.store_entry(entry_input(request)))
+        return store_to_proto(await self.memory.store_entry(entry_input(request)))
 
     async def StoreEntries(
         self, request: kzg_pb2.StoreEntriesRequest, context: grpc.aio.ServicerContext
@@ -79,20 +79,20 @@ class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServi
         for index, entry in enumerate(request.entries):
             self.check_model(f"entries[{index}].embedding", entry.embedding_model_id)
         results = await self.memory.store_entries([entry_input(entry) for entry in request.entries])
-        return kzg_pb2.StoreEntriesResponse(results=[store_pb(result) for result in results])
+        return kzg_pb2.StoreEntriesResponse(results=[store_to_proto(result) for result in results])
 
     async def Retrieve(
         self, request: kzg_pb2.RetrieveRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.RetrieveResponse:
         if request.WhichOneof("query") == "query_vector":
             self.check_model("query_vector", request.query_vector.model_id)
-        return retrieve_pb(await self.memory.retrieve(retrieve_query(request)))
+        return retrieve_to_proto(await self.memory.retrieve(retrieve_query(request)))
 
     async def GetEntry(
         self, request: kzg_pb2.GetEntryRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.GetEntryResponse:
         entry = await self.memory.get_entry(
-            pair_from_pb(request.pair), request.kzg_key, include_embedding=request.include_embedding,
+            Pair.of_proto(request.pair), request.kzg_key, include_embedding=request.include_embedding,
             **turn_ref(request.turn), as_of=as_of(request.as_of),
         )  # fmt: skip
         return kzg_pb2.GetEntryResponse(entry=entry.to_proto())
@@ -103,7 +103,7 @@ class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServi
         if request.HasField("as_of") and not request.hash_dirty_reason:
             raise InvalidArgument("as_of is the hash_dirty marker's time; it needs hash_dirty_reason")
         deleted, gone = await self.memory.delete_entry(
-            pair_from_pb(request.pair), request.kzg_key, **turn_ref(request.turn),
+            Pair.of_proto(request.pair), request.kzg_key, **turn_ref(request.turn),
             hash_dirty_reason=request.hash_dirty_reason, as_of=as_of(request.as_of),
         )  # fmt: skip
         return kzg_pb2.DeleteEntryResponse(
@@ -113,7 +113,7 @@ class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServi
     async def MarkHashDirty(
         self, request: kzg_pb2.MarkHashDirtyRequest, context: grpc.aio.ServicerContext
     ) -> kzg_pb2.MarkHashDirtyResponse:
-        await self.memory.mark_hash_dirty(pair_from_pb(request.pair), request.reason, as_of=as_of(request.as_of))
+        await self.memory.mark_hash_dirty(Pair.of_proto(request.pair), request.reason, as_of=as_of(request.as_of))
         return kzg_pb2.MarkHashDirtyResponse()
 
     async def ReadPromotionJobs(
@@ -122,7 +122,7 @@ class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServi
         jobs = await self.memory.read_promotion_jobs(
             request.consumer, request.count, block_ms=request.block_ms, reclaim_idle_ms=request.reclaim_idle_ms
         )
-        return kzg_pb2.ReadPromotionJobsResponse(jobs=[job_pb(j) for j in jobs])
+        return kzg_pb2.ReadPromotionJobsResponse(jobs=[job_to_proto(j) for j in jobs])
 
     async def AckPromotionJobs(
         self, request: kzg_pb2.AckPromotionJobsRequest, context: grpc.aio.ServicerContext
@@ -137,5 +137,5 @@ class KzgServicer(ModelServicer, KzgRightsServicer, kzg_pb2_grpc.KzgServiceServi
             length=state.length,
             pending=state.pending,
             consumers=list(state.consumers),
-            pending_jobs=[job_pb(j) for j in state.pending_jobs],
+            pending_jobs=[job_to_proto(j) for j in state.pending_jobs],
         )

@@ -55,7 +55,7 @@ def _optional_time(message: object, field: str) -> datetime | None:
         raise InvalidArgument(f"{field} {exc}") from None
 
 
-def _record(row: StoredRow) -> log_pb2.LogRecord:
+def record_to_proto(row: StoredRow) -> log_pb2.LogRecord:
     """A stored row as the record of the same field names (NULL columns left unset)."""
     return to_message(log_pb2.LogRecord, row)
 
@@ -100,7 +100,7 @@ class LogServicer(LogRightsServicer, log_pb2_grpc.LogServiceServicer):
             descending=request.descending,
         )
         rows = await self._store.query(query)
-        return log_pb2.QueryResponse(records=[_record(r) for r in rows])
+        return log_pb2.QueryResponse(records=[record_to_proto(r) for r in rows])
 
     async def Purge(
         self, request: log_pb2.PurgeRequest, context: grpc.aio.ServicerContext

@@ -18,7 +18,7 @@ from novaberg_core.errors import InvalidArgument
 from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import InMemorySink
 from novaberg_core.timeutil import utc_now
-from services.kzg.convert import exported_entry_from_pb, exported_entry_pb
+from services.kzg.convert import exported_entry_from_proto, exported_entry_to_proto
 from services.kzg.domain import salienz_berechnen
 from services.kzg.memory import KzgMemory
 from services.kzg.models import KzgEntry, Pair, RetrieveQuery
@@ -50,7 +50,7 @@ async def _through_a_file(rights: KzgRights, pair: Pair, *, without: str = "") -
     messages → the file's lines (each entry's ``without`` field left out, as an older file has it) →
     their parse → the ImportPair conversion."""
     chunks = [
-        kzg_pb2.ExportPairResponse(entries=[exported_entry_pb(e) for e in chunk.entries])
+        kzg_pb2.ExportPairResponse(entries=[exported_entry_to_proto(e) for e in chunk.entries])
         async for chunk in rights.export(pair)
     ]
     lines = [json.loads(line) for line in export_lines(pair.to_proto(), "minilm", [], chunks)]
@@ -58,7 +58,7 @@ async def _through_a_file(rights: KzgRights, pair: Pair, *, without: str = "") -
         if record.get("type") == "kzg_entry" and without:
             del record[without]
     parsed = parse_lines([json.dumps(record) for record in lines])
-    return [exported_entry_from_pb(e) for e in parsed.entries]
+    return [exported_entry_from_proto(e) for e in parsed.entries]
 
 
 async def test_a_corrected_entry_is_found_by_its_new_words_and_no_longer_by_the_old(
