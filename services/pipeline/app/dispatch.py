@@ -33,7 +33,6 @@ from services.pipeline.app.turn_writer import (
     Written,
     given_analysis,
     is_repeat,
-    kzg_entry_text,
 )
 from services.pipeline.deadline import DOING_WITHOUT, answer_or_none, within_time_left
 from services.pipeline.records import NODE_DISPATCHER, step_records
@@ -63,19 +62,22 @@ class Dispatch(TurnStep):
             # The answer follows the user's prompt of this turn: a question there is what it answers.
             question = answered_question(ROLE[common_pb2.BEOBACHTER_USER], request.user_prompt, ROLE[assistant])
 
-            async def analyse_answer() -> pipeline_pb2.TurnAnalysis:
+            async def analyse_answer() -> TurnToWrite:
+                """The character's answer as a turn to write, with the caller's analysis or the analyzer's."""
                 if request.HasField("answer_analysis"):
-                    return given_analysis(request.answer_analysis, request.answer_text)
-                analyzed = await self.writer.analyze(
-                    request.answer_text, pair, assistant, as_of, turn, profile.zone, question
-                )
-                return analyzed.analysis
+                    analysis = given_analysis(request.answer_analysis, request.answer_text)
+                else:
+                    analyzed = await self.writer.analyze(
+                        request.answer_text, pair, assistant, as_of, turn, profile.zone, question
+                    )
+                    analysis = analyzed.analysis
+                return TurnToWrite(assistant, request.answer_text, analysis, turn, as_of, question)
 
             async def embed_answer() -> tuple[np.ndarray | None, np.ndarray | None]:
                 """One model batch: the answer (for the usage reinforcement, when a served node can be
                 compared with it) and the character's KZG entry text (when the entry passes the gate)."""
                 texts = [query_embed_text(request.answer_text)] if served else []
-                entry_text = kzg_entry_text(await analysed, profile.character_name)
+                entry_text = (await answer_turn).entry_text(profile)
                 if entry_text is not None:
                     texts.append(entry_text)
                 if not texts:
@@ -92,7 +94,7 @@ class Dispatch(TurnStep):
             failed: list[str] = []
             unresolved: list[str] = []  # the answer's analysis goes on without the LZG's registry
             DOING_WITHOUT.set(unresolved)
-            analysed = asyncio.ensure_future(analyse_answer())
+            answer_turn = asyncio.ensure_future(analyse_answer())
             embedded = asyncio.ensure_future(embed_answer())
 
             async def entry_vector() -> np.ndarray | None:
@@ -118,8 +120,9 @@ class Dispatch(TurnStep):
 
             async def own_entry() -> Written:
                 """The character's own session turn (sent once analysed) and KZG entry (beobachter = assistant)."""
-                item = TurnToWrite(assistant, request.answer_text, await analysed, turn, as_of, question)
-                return await self.writer.write_turn(pair, item, "pipeline.dispatcher", timing, profile, entry_vector())
+                return await self.writer.write_turn(
+                    pair, await answer_turn, "pipeline.dispatcher", timing, profile, entry_vector()
+                )
 
             async def persist_cluster() -> None:
                 previous = await ctx.clusters.put(pair, cluster, turn_id=request.turn_id, as_of=as_of)
