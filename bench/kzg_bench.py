@@ -36,8 +36,8 @@ from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import PipelineLog
 from novaberg_dev.embedded import reset_redis, start_stores, stop_stores
 from services.kzg.memory import KzgMemory
-from services.kzg.models import EntryInput, Pair, RetrieveQuery
 from services.kzg.store import KzgStore
+from services.kzg.types import EntryInput, Pair, RetrieveQuery
 
 PAIR = Pair("meister@example.org", "nova")
 DIMENSION = 384

@@ -34,8 +34,8 @@ from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.timeutil import utc_now
 from novaberg_dev.embedded import reset_redis, start_stores, stop_stores
 from services.kzg.memory import KzgMemory
-from services.kzg.models import RetrieveQuery
 from services.kzg.store import KzgStore
+from services.kzg.types import RetrieveQuery
 
 COMMON_THEMES, COMMON_SHARE = 60, 0.5
 """Fewer common themes, drawn more often than in ``kzg_bench.py``: a busy pair, many neighbours per write."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 
 from novaberg.common.v1 import common_pb2
-from services.kzg.models import Pair
 from services.kzg.store import pair_prefix
+from services.kzg.types import Pair
 
 
 async def kzg_entry_turns(redis_url: str, pair: common_pb2.Pair) -> list[tuple[str, str]]:

@@ -17,7 +17,7 @@ from novaberg_core.model import Beobachter, Ei, Magnets, Profile
 from novaberg_core.telemetry import current_traceparent
 from novaberg_core.timeline import parse_praezision
 from novaberg_core.timeutil import from_timestamp, optional_timestamp
-from services.kzg.models import (
+from services.kzg.types import (
     AppendResult,
     EntryInput,
     EraseCounts,

@@ -13,8 +13,8 @@ from services.kzg.app.erasure import Erasure
 from services.kzg.app.forgetting import Forgetting
 from services.kzg.app.portability import Portability
 from services.kzg.memory import KzgMemory
-from services.kzg.models import EraseCounts, ImportCounts
 from services.kzg.store import glob_escape
+from services.kzg.types import EraseCounts, ImportCounts
 
 __all__ = [
     "ERASURE_NODE",

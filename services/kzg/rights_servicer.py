@@ -25,8 +25,8 @@ from services.kzg.convert import (
     turn_ref,
 )
 from services.kzg.memory import KzgMemory
-from services.kzg.models import EraseCounts, KzgEntry, Pair, SessionTurnRecord
 from services.kzg.rights import KzgRights
+from services.kzg.types import EraseCounts, KzgEntry, Pair, SessionTurnRecord
 
 __all__ = ["KzgRightsServicer"]
 

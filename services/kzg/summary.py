@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from services.kzg.models import SessionTurnRecord
+from services.kzg.types import SessionTurnRecord
 
 __all__ = ["SUMMARY_MAX_CHARS", "ExtractiveSummariser", "Summariser"]
 

@@ -16,11 +16,11 @@ from novaberg_core.server import create_server as create_grpc_server
 from services.pixie.app.erasure import Erasures
 from services.pixie.app.promotion import PromotionWorker
 from services.pixie.config import PixieConfig
-from services.pixie.promotion_types import StepHook
 from services.pixie.rights_servicer import erasures_of
 from services.pixie.scheduler import Scheduler
 from services.pixie.servicer import PixieServicer
 from services.pixie.store import PixieStore
+from services.pixie.types import StepHook
 
 FULL_SERVICE_NAME = pixie_pb2.DESCRIPTOR.services_by_name["PixieService"].full_name
 

@@ -23,8 +23,8 @@ from novaberg_core.errors import ModelMismatch
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from novaberg_dev.reembed import reembed_kzg, reembed_lzg
 from services.kzg.memory import KzgMemory
-from services.kzg.models import EntryInput, Pair
 from services.kzg.store import MODEL_KEY, KzgStore
+from services.kzg.types import EntryInput, Pair
 from services.lzg.store import LzgStore
 from services.pipeline.app.turn_writer import kzg_entry_text
 from tests.recording_provider import RecordingProvider

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from novaberg_dev import cli
-from services.pixie.promotion_types import COUNT_KEYS
+from services.pixie.types import COUNT_KEYS
 
 REPO = Path(__file__).resolve().parents[2]
 GLOSSARY = REPO / "docs" / "glossary.md"

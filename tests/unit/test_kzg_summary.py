@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.kzg.models import SessionTurnRecord
 from services.kzg.summary import ExtractiveSummariser
+from services.kzg.types import SessionTurnRecord
 
 
 async def test_extractive_summary_keeps_first_sentences_after_the_previous_summary() -> None:

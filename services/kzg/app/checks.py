@@ -7,8 +7,8 @@ from collections.abc import Iterator, Sequence
 
 from novaberg_core.contract import BATCH_MAX_TURNS
 from novaberg_core.errors import InvalidArgument
-from services.kzg.models import Pair
 from services.kzg.store import pair_prefix
+from services.kzg.types import Pair
 
 __all__ = ["batch_item", "check_batch", "check_key"]
 

@@ -12,9 +12,9 @@ from novaberg_core.canon import Canon
 from novaberg_core.embedding import EmbeddingProvider
 from novaberg_core.pipeline_log import LogScope, PipelineLog
 from novaberg_core.rights import RIGHTS_NODE
-from services.kzg.models import Pair
 from services.kzg.store import KzgStore
 from services.kzg.summary import Summariser
+from services.kzg.types import Pair
 
 __all__ = [
     "READ_NODE", "RIGHTS_NODE", "WRITE_NODE", "KzgContext", "log_canon_rejections", "log_scope", "log_span",

@@ -7,7 +7,7 @@ from datetime import datetime
 from novaberg_core.errors import NotFound
 from services.kzg.app.checks import check_key
 from services.kzg.app.context import READ_NODE, WRITE_NODE, KzgContext, log_scope
-from services.kzg.models import KzgEntry, Pair
+from services.kzg.types import KzgEntry, Pair
 
 __all__ = ["Entries"]
 

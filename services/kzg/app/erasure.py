@@ -12,7 +12,7 @@ from typing import Final
 from novaberg_core.pipeline_log import count_fields, count_names
 from novaberg_core.rights import check_erasure_target, erasure_written
 from services.kzg.app.context import KzgContext
-from services.kzg.models import EraseCounts, Pair
+from services.kzg.types import EraseCounts, Pair
 
 __all__ = ["Erasure"]
 

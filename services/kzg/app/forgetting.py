@@ -11,7 +11,7 @@ from novaberg_core.rights import rights_write
 from services.kzg.app.checks import check_key
 from services.kzg.app.context import KzgContext, log_scope
 from services.kzg.domain import check_pair
-from services.kzg.models import Pair
+from services.kzg.types import Pair
 
 __all__ = ["Forgetting"]
 

@@ -26,7 +26,8 @@ from services.kzg.domain import (
     check_pair,
     check_unit_interval,
 )
-from services.kzg.models import (
+from services.kzg.store import ImportItem, entry_fields, entry_key
+from services.kzg.types import (
     EntryInput,
     ExportChunk,
     ImportCounts,
@@ -35,7 +36,6 @@ from services.kzg.models import (
     SessionTurnRecord,
     Vector,
 )
-from services.kzg.store import ImportItem, entry_fields, entry_key
 
 __all__ = ["IMPORT_WRITER", "Portability"]
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from novaberg_core.errors import InvalidArgument
 from services.kzg.app.checks import check_key
 from services.kzg.app.context import KzgContext, log_turn
-from services.kzg.models import Pair, PromotionJobData, QueueState
+from services.kzg.types import Pair, PromotionJobData, QueueState
 
 __all__ = ["DEFAULT_RECLAIM_IDLE_MS", "PromotionQueue"]
 

@@ -18,8 +18,8 @@ from novaberg_core.model import Beobachter, check_vector
 from novaberg_core.timeline import timeline_window
 from services.kzg.app.context import READ_NODE, KzgContext, log_scope
 from services.kzg.domain import themen_norm
-from services.kzg.models import Hit, RetrieveQuery, RetrieveResult, Vector
 from services.kzg.store import entry_scope
+from services.kzg.types import Hit, RetrieveQuery, RetrieveResult, Vector
 
 __all__ = ["DEFAULT_TOP_K", "MAX_TOP_K", "Retrieval", "nearest_first"]
 

@@ -12,7 +12,7 @@ from novaberg_core.limits import SESSION_TTL
 from services.kzg.app.checks import batch_item, check_batch
 from services.kzg.app.context import KzgContext, log_scope
 from services.kzg.domain import SESSION_ROLES, SESSION_SUMMARIZE_AT, session_stretch_start
-from services.kzg.models import AppendResult, Pair, SessionState, SessionTurnRecord
+from services.kzg.types import AppendResult, Pair, SessionState, SessionTurnRecord
 
 __all__ = ["Session", "session_as_of"]
 

@@ -32,8 +32,8 @@ from services.kzg.domain import (
     tier_for,
     ttl_seconds,
 )
-from services.kzg.models import EntryInput, Pair, StoreResult
 from services.kzg.store import Neighbour, NeighbourUpdate, entry_fields, entry_key, hash_dirty_key
+from services.kzg.types import EntryInput, Pair, StoreResult
 
 __all__ = ["Storing"]
 

@@ -20,7 +20,7 @@ from novaberg_core.lexical import LANGUAGES, language_of
 from novaberg_core.model import EI_SCALARS, Ei, Magnets
 from novaberg_core.timeutil import EPOCH
 from services.kzg.domain import CanonCheck, dedupe_entitaet_ids, themen_norm
-from services.kzg.models import EntryInput, KzgEntry, Pair, PromotionJobData, SessionTurnRecord, Vector
+from services.kzg.types import EntryInput, KzgEntry, Pair, PromotionJobData, SessionTurnRecord, Vector
 
 __all__ = [
     "BRIEF_FIELDS",

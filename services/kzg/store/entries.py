@@ -10,7 +10,6 @@ from datetime import datetime
 from typing import Any
 
 from services.kzg.domain import Reinforcement
-from services.kzg.models import KzgEntry, Pair, Vector
 from services.kzg.store.base import StoreBase
 from services.kzg.store.codec import (
     BRIEF_FIELDS,
@@ -25,6 +24,7 @@ from services.kzg.store.codec import (
     text,
 )
 from services.kzg.store.keys import PROMOTION_STREAM, hash_dirty_key
+from services.kzg.types import KzgEntry, Pair, Vector
 
 __all__ = ["EntryStore", "Neighbour", "NeighbourUpdate", "WriteOutcome"]
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from novaberg_core.contract import pair_token, user_token
 from novaberg_core.rights import kzg_key, kzg_key_prefix
-from services.kzg.models import Pair
+from services.kzg.types import Pair
 
 __all__ = [
     "INDEX_META_KEY",

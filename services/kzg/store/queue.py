@@ -9,10 +9,10 @@ from typing import Any
 from redis.exceptions import ResponseError
 
 from novaberg_core.redis_client import read_timeout_s
-from services.kzg.models import PromotionJobData, QueueState
 from services.kzg.store.base import StoreBase
 from services.kzg.store.codec import consumer_name, job_from_fields, stream_entries, text
 from services.kzg.store.keys import PROMOTION_GROUP, PROMOTION_STREAM
+from services.kzg.types import PromotionJobData, QueueState
 
 __all__ = ["QueueStore"]
 

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from novaberg_core.model import Profile
 from novaberg_core.pair_keys import pipeline_cluster_key, pipeline_profile_key
 from services.kzg.domain import SESSION_TTL
-from services.kzg.models import EraseCounts, Pair, SessionTurnRecord
 from services.kzg.store.codec import encode_turn, text
 from services.kzg.store.entries import EntryStore
 from services.kzg.store.keys import (
@@ -31,6 +30,7 @@ from services.kzg.store.keys import (
     user_key_kind,
 )
 from services.kzg.store.search import KEY_PAGE, SearchStore
+from services.kzg.types import EraseCounts, Pair, SessionTurnRecord
 
 __all__ = ["ImportItem", "RightsStore"]
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from services.kzg.models import Pair, RetrieveFilters, Vector
 from services.kzg.store.base import StoreBase
 from services.kzg.store.codec import encode_vector, float_or_none, search_rows, search_total, seconds, text
 from services.kzg.store.entries import Neighbour
 from services.kzg.store.keys import escape_tag, pair_clause, tag_any
+from services.kzg.types import Pair, RetrieveFilters, Vector
 
 __all__ = ["KEY_PAGE", "EntryScope", "Search", "SearchStore", "entry_scope"]
 

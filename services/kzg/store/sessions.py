@@ -14,10 +14,10 @@ from services.kzg.domain import (
     SESSION_SUMMARIZE_OLDEST,
     SESSION_TAKEN_KEPT,
 )
-from services.kzg.models import Appended, Pair, SessionState, SessionTurnRecord
 from services.kzg.store.base import StoreBase
 from services.kzg.store.codec import decode_turn, encode_turn, taken_member, text
 from services.kzg.store.keys import session_summary_key, session_taken_key, session_turns_key
+from services.kzg.types import Appended, Pair, SessionState, SessionTurnRecord
 
 __all__ = ["SessionStore"]
 

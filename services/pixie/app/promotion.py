@@ -30,13 +30,6 @@ from novaberg_core.telemetry import tracer
 from services.pixie.app.erasure import erased_job_ids
 from services.pixie.app.promotion_job import PromotionSteps
 from services.pixie.background import wait_or_stop
-from services.pixie.promotion_types import (
-    NODE,
-    DependencyDown,
-    JobFailed,
-    Tally,
-    new_tally,
-)
 from services.pixie.runlog import RunSpan, log_single_run, new_turn_id
 from services.pixie.store import JobState, RunRecord
 from services.pixie.tasks import (
@@ -45,6 +38,13 @@ from services.pixie.tasks import (
     OUTCOME_SKIPPED,
     TASK_PROMOTION,
     group_by_key,
+)
+from services.pixie.types import (
+    NODE,
+    DependencyDown,
+    JobFailed,
+    Tally,
+    new_tally,
 )
 
 _LOG = logging.getLogger(__name__)

@@ -21,9 +21,9 @@ from novaberg_core.pipeline_log import PipelineLog
 from novaberg_core.telemetry import link_to, tracer
 from novaberg_core.timeutil import from_timestamp, optional_timestamp, utc_now
 from services.pixie.config import PixieConfig
-from services.pixie.promotion_types import NODE, JobFailed, StepHook, Tally
 from services.pixie.store import JobRef, PixieStore
 from services.pixie.tasks import next_attempt_at, should_park
+from services.pixie.types import NODE, JobFailed, StepHook, Tally
 
 # The worker's logger and tracer, as before the split (operators and tests filter on the name).
 _LOG = logging.getLogger("services.pixie.app.promotion")

@@ -10,8 +10,8 @@ import pytest
 from novaberg_core.embedding import EmbeddingProvider, make_provider, profile_for
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.kzg.memory import KzgMemory
-from services.kzg.models import EntryInput, Pair, Vector
 from services.kzg.store import KzgStore
+from services.kzg.types import EntryInput, Pair, Vector
 
 PAIR = Pair("anna-maria@example.org", "nova.v2")
 OTHER_PAIR = Pair("anna-maria@example", "nova.v2")

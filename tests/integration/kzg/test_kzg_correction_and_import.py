@@ -21,8 +21,8 @@ from novaberg_core.timeutil import utc_now
 from services.kzg.convert import exported_entry_from_proto, exported_entry_to_proto
 from services.kzg.domain import salienz_berechnen
 from services.kzg.memory import KzgMemory
-from services.kzg.models import KzgEntry, Pair, RetrieveQuery
 from services.kzg.rights import KzgRights
+from services.kzg.types import KzgEntry, Pair, RetrieveQuery
 from services.pixie.export_format import export_lines, parse_lines
 from tests.integration.kzg.conftest import PAIR, entry, unit_vector
 from tests.redis_values import as_bytes

@@ -10,7 +10,7 @@ import numpy as np
 
 from novaberg_core.model import Ei, Praezision
 from services.kzg.memory import KzgMemory
-from services.kzg.models import RetrieveFilters, RetrieveQuery
+from services.kzg.types import RetrieveFilters, RetrieveQuery
 from tests.integration.kzg.conftest import PAIR, entry, unit_vector
 
 APRIL_20 = datetime(2026, 4, 20, 9, 0, tzinfo=UTC)

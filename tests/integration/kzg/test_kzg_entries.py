@@ -15,8 +15,8 @@ from novaberg_core.errors import InvalidArgument, ModelMismatch, NotFound
 from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from services.kzg.memory import KzgMemory
-from services.kzg.models import Vector
 from services.kzg.store import MODEL_KEY, KzgStore, entry_scope
+from services.kzg.types import Vector
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 from tests.polling import eventually
 from tests.redis_values import as_bytes

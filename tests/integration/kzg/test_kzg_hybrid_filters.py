@@ -9,7 +9,7 @@ import pytest
 
 from novaberg_core.model import Ei, Magnets
 from services.kzg.memory import KzgMemory
-from services.kzg.models import RetrieveFilters, RetrieveQuery, StoreResult
+from services.kzg.types import RetrieveFilters, RetrieveQuery, StoreResult
 from tests.integration.kzg.conftest import PAIR, entry, unit_vector
 
 

@@ -18,8 +18,8 @@ import redis.exceptions
 
 from novaberg_core import redis_client
 from novaberg_core.store_errors import store_outage
-from services.kzg.models import SessionTurnRecord
 from services.kzg.store import PROMOTION_STREAM, KzgStore
+from services.kzg.types import SessionTurnRecord
 from tests.integration.kzg.conftest import PAIR
 
 READ_TIMEOUT = 0.5

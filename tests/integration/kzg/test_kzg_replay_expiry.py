@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from services.kzg.memory import KzgMemory
-from services.kzg.models import RetrieveQuery
+from services.kzg.types import RetrieveQuery
 from tests.integration.kzg.conftest import PAIR, entry
 
 T0 = datetime.fromtimestamp(1_700_000_000, UTC)  # a replayed turn's own time, long before the wall clock

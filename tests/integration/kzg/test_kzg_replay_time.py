@@ -8,7 +8,7 @@ import numpy as np
 
 from novaberg_core.limits import SESSION_TTL
 from services.kzg.memory import KzgMemory, session_as_of
-from services.kzg.models import RetrieveQuery, SessionState, SessionTurnRecord
+from services.kzg.types import RetrieveQuery, SessionState, SessionTurnRecord
 from tests.integration.kzg.conftest import PAIR, entry
 
 T0 = datetime.fromtimestamp(1_700_000_000, UTC)  # a replayed turn's own time, long before the wall clock

@@ -17,8 +17,8 @@ from novaberg_core.errors import AlreadyExists, InvalidArgument
 from novaberg_core.pipeline_log import InMemorySink
 from services.kzg.domain import KZG_TTL_HIGH_SEKUNDEN, Tier
 from services.kzg.memory import KzgMemory
-from services.kzg.models import SessionTurnRecord
 from services.kzg.store import PROMOTION_STREAM, session_taken_key, session_turns_key, sessions
+from services.kzg.types import SessionTurnRecord
 from tests.integration.kzg.conftest import PAIR, entry, unit_vector
 from tests.redis_values import as_bytes, bytes_hash
 

@@ -9,8 +9,8 @@ from novaberg_core.errors import InvalidArgument
 from novaberg_core.model import Ei, Magnets
 from novaberg_core.pipeline_log import InMemorySink
 from services.kzg.memory import KzgMemory
-from services.kzg.models import RetrieveFilters, RetrieveQuery, Vector
 from services.kzg.store import entry_scope
+from services.kzg.types import RetrieveFilters, RetrieveQuery, Vector
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 
 ANNA = [

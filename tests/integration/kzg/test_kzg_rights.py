@@ -16,9 +16,9 @@ from novaberg_core.errors import FailedPrecondition, InvalidArgument, NotFound
 from novaberg_core.model import Ei, Magnets, Profile
 from novaberg_core.pair_keys import pipeline_profile_key
 from services.kzg.memory import KzgMemory
-from services.kzg.models import KzgEntry, Pair, RetrieveQuery, SessionTurnRecord
 from services.kzg.rights import KzgRights, glob_escape
 from services.kzg.store import PROMOTION_GROUP, PROMOTION_STREAM
+from services.kzg.types import KzgEntry, Pair, RetrieveQuery, SessionTurnRecord
 from services.pipeline.store import ClusterStore
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 from tests.redis_values import as_bytes

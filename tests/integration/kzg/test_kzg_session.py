@@ -10,8 +10,8 @@ import pytest
 from novaberg_core.errors import InvalidArgument
 from novaberg_core.limits import SESSION_TTL
 from services.kzg.memory import KzgMemory
-from services.kzg.models import SessionTurnRecord
 from services.kzg.store import session_summary_key, session_turns_key
+from services.kzg.types import SessionTurnRecord
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from novaberg_core.limits import SESSION_TTL
 from services.kzg.memory import KzgMemory, session_as_of
-from services.kzg.models import SessionState, SessionTurnRecord
 from services.kzg.store import session_summary_key, session_taken_key, session_turns_key
+from services.kzg.types import SessionState, SessionTurnRecord
 from tests.integration.kzg.conftest import PAIR
 
 T0 = datetime.fromtimestamp(1_700_000_000, UTC)  # a replayed conversation's time, long before the wall clock

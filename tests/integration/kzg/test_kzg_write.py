@@ -23,8 +23,8 @@ from services.kzg.domain import (
     salienz_berechnen,
 )
 from services.kzg.memory import KzgMemory
-from services.kzg.models import EntryInput, Pair
 from services.kzg.store import PROMOTION_STREAM, KzgStore, hash_dirty_key, pair_prefix
+from services.kzg.types import EntryInput, Pair
 from tests.integration.kzg.conftest import OTHER_PAIR, PAIR, entry, unit_vector
 from tests.redis_values import as_bytes, bytes_hash, bytes_stream
 

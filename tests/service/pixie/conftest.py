@@ -36,8 +36,8 @@ from services.log.server import create_server as create_log_server
 from services.lzg.config import LzgConfig
 from services.lzg.server import create_server as create_lzg_server
 from services.pixie.config import PixieConfig
-from services.pixie.promotion_types import StepHook
 from services.pixie.server import PixieApp, create_server
+from services.pixie.types import StepHook
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PAIR = common_pb2.Pair(user_id="meister", character_id="nova")

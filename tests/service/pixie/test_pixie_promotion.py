@@ -28,9 +28,9 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.pipeline_log import InMemorySink, PipelineLog
 from novaberg_core.timeutil import to_timestamp, utc_now
-from services.kzg.models import Pair as KzgPair
 from services.kzg.store import hash_dirty_key
-from services.pixie.promotion_types import StepHook
+from services.kzg.types import Pair as KzgPair
+from services.pixie.types import StepHook
 from tests.polling import eventually
 from tests.service.pixie.conftest import (
     PAIR,

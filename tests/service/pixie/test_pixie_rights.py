@@ -23,8 +23,8 @@ from novaberg.lzg.v1 import lzg_pb2, lzg_pb2_grpc
 from novaberg.pixie.v1 import pixie_pb2, pixie_pb2_grpc
 from novaberg_core.contract import TIME_MAX, pair_token
 from novaberg_core.timeutil import to_timestamp
-from services.pixie.promotion_types import new_tally
 from services.pixie.store import JobRef
+from services.pixie.types import new_tally
 from tests.polling import eventually
 from tests.service.pixie.conftest import (
     PAIR,

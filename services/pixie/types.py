@@ -1,4 +1,4 @@
-"""The promotion worker's vocabulary (SPEC §5.3, §9): a run's counts, the step hook,
+"""Pixie's domain types, the promotion worker's vocabulary (SPEC §5.3, §9): a run's counts, the step hook,
 the two ways a job stops short (a job failure, an outage). How a peer's error reads and whether it
 is an outage: :mod:`novaberg_core.peers` (re-exported here for the worker's modules)."""
 

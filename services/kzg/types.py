@@ -1,4 +1,5 @@
-"""Data the KZG passes between servicer, write/read path and store (SPEC §3, §4); no I/O, no formulas."""
+"""The KZG's domain types: what its operations take and return, between servicer, use cases and store
+(SPEC §3, §4); no I/O, no formulas."""
 
 from __future__ import annotations
 
