@@ -14,7 +14,7 @@ from services.pipeline.analyzer import Analyzer, EntityRegistry, OfflineAnalyzer
 from services.pipeline.config import PipelineConfig
 from services.pipeline.deadline import PeerSilence
 from services.pipeline.dossier import PerspectiveWeights
-from services.pipeline.peers import LzgRegistry
+from services.pipeline.lzg_registry import LzgRegistry
 from services.pipeline.registry_cache import RegistryCache
 from services.pipeline.servicer import PipelineServicer
 from services.pipeline.store import ClusterStore

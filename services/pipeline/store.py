@@ -3,7 +3,7 @@
 The pipeline owns nothing persistent but the cluster of the previous turn per pair (SPEC §1),
 kept under ``pipeline:cluster:{user_id}:{character_id}``, and how the pair is talked about
 (``pipeline:profile:…``). Everything else is reached through the KZG and LZG services' gRPC
-contracts (:mod:`services.pipeline.peers`).
+contracts (:class:`novaberg_core.peers.KzgPeer`, :class:`~novaberg_core.peers.LzgPeer`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from novaberg.common.v1 import common_pb2
 from novaberg.lzg.v1 import lzg_pb2
 from novaberg_core.timeutil import to_timestamp
 from services.pipeline.dates import DatedMention
-from services.pipeline.peers import LzgRegistry
+from services.pipeline.lzg_registry import LzgRegistry
 from services.pipeline.registry_cache import RegistryCache
 
 A = common_pb2.Pair(user_id="meister", character_id="nova")

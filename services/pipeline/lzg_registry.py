@@ -1,11 +1,10 @@
-"""The pipeline's gRPC peers: the typed KZG and LZG clients its use cases call, and the registry.
+"""The analyzers' entity and timeline registry over the LZG service (SPEC §5.1, §7).
 
-Every call the use cases make goes through :class:`~novaberg_core.peers.KzgPeer` /
-:class:`~novaberg_core.peers.LzgPeer` (written once in ``novaberg_core.peers``, shared with Pixie):
-with the peer deadline, waiting for the channel to be ready, and a refusal turned into the domain
-error naming the peer and the method. The channels: :class:`novaberg_core.channels.Peers`.
+Its calls go through :class:`~novaberg_core.peers.LzgPeer` (written once in ``novaberg_core.peers``,
+shared with Pixie and the pipeline's use cases): with the peer deadline, waiting for the channel to
+be ready, and a refusal turned into the domain error naming the peer and the method.
 
-The analyzers' registry lookups (:class:`LzgRegistry`) are remembered per pair for a short while
+The lookups are remembered per pair for a short while
 (:class:`~services.pipeline.registry_cache.RegistryCache`), because every observed turn names the
 same few people and places.
 """
