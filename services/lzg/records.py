@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from novaberg_core.pipeline_log import LogScope, PipelineLog, count_names
-from novaberg_core.pipeline_log.nodes import NODE_PROMOTION
+from novaberg_core.pipeline_log.nodes import DECISION_PROMOTION_OUTCOME, NODE_PROMOTION
 from novaberg_core.rights import RIGHTS_NODE as RIGHTS_LOG_NODE
 from novaberg_core.rights import rights_write
 from services.lzg.store.rights import EraseCounts
@@ -35,7 +35,7 @@ def erased_promotion_dropped(log: PipelineLog) -> None:
     """A promotion of an entry whose pair was erased after it was written: nothing written; the
     record names no pair (docs/decisions.md "Erasure")."""
     log.decision(
-        turn_id="loeschung", node=NODE_PROMOTION, entscheidung="promotion.ausgang",
+        turn_id="loeschung", node=NODE_PROMOTION, entscheidung=DECISION_PROMOTION_OUTCOME,
         ausgang=PromotionOutcome.ERASED.value, massstab="Paar nach dem Schreiben des Eintrags geloescht",
     )  # fmt: skip
 

@@ -18,6 +18,7 @@ from novaberg_core.errors import NotFound
 from novaberg_core.model import PromotionOutcome
 from novaberg_core.peers import PEER_FAILURES, KzgPeer, LzgPeer, describe, peer_is_down
 from novaberg_core.pipeline_log import PipelineLog
+from novaberg_core.pipeline_log.nodes import DECISION_PROMOTION_OUTCOME
 from novaberg_core.telemetry import link_to, tracer
 from novaberg_core.timeutil import from_timestamp, optional_timestamp, utc_now
 from services.pixie.config import PixieConfig
@@ -92,7 +93,7 @@ class PromotionSteps:
             entry = await self._read_entry(job, common_pb2.TurnContext(turn_id=turn_id, span_id=span_id), as_of)
             if entry is None:
                 self.plog.decision(
-                    turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang="verfallen",
+                    turn_id=turn_id, node=NODE, entscheidung=DECISION_PROMOTION_OUTCOME, ausgang="verfallen",
                     eingang=job_info, massstab="KZG-Eintrag beim frischen Lesen nicht mehr vorhanden",
                     **logged,
                 )
@@ -133,7 +134,7 @@ class PromotionSteps:
             else:
                 raise JobFailed(f"LZG Promote answered an unknown outcome {promoted.outcome}")
             self.plog.decision(
-                turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang=ausgang,
+                turn_id=turn_id, node=NODE, entscheidung=DECISION_PROMOTION_OUTCOME, ausgang=ausgang,
                 eingang=job_info, massstab=massstab, **logged,
             )
             return key
@@ -235,7 +236,7 @@ class PromotionSteps:
             await self._ack([job.job_id], tally)
             tally["parked"] += 1
             self.plog.decision(
-                turn_id=turn_id, node=NODE, entscheidung="promotion.ausgang", ausgang="geparkt",
+                turn_id=turn_id, node=NODE, entscheidung=DECISION_PROMOTION_OUTCOME, ausgang="geparkt",
                 eingang={"job_id": job.job_id, "kzg_key": job.kzg_key},
                 massstab={"attempts": attempts, "max_attempts": s.max_attempts, "error": message}, **where,
             )
