@@ -20,7 +20,31 @@ from novaberg_core.env import env_choice, env_float, env_int, env_prefix, env_st
 from novaberg_core.otel_config import check_sampler, signal_exporters
 from novaberg_core.tls import PLAINTEXT, TlsConfig
 
-__all__ = ["LOG_FORMATS", "LOG_LEVELS", "MAX_CONCURRENT_RPCS_DEFAULT", "OTEL_EXPORTERS", "CommonConfig"]
+__all__ = [
+    "ENV_KZG_ADDR",
+    "ENV_LOG_ADDR",
+    "ENV_LZG_ADDR",
+    "ENV_POSTGRES_URL",
+    "ENV_REDIS_URL",
+    "LOG_FORMATS",
+    "LOG_LEVELS",
+    "MAX_CONCURRENT_RPCS_DEFAULT",
+    "OTEL_EXPORTERS",
+    "CommonConfig",
+]
+
+# The shared stores and the peers: one variable each, read alike by every service that needs it
+# (and set alike by the chart and the dev stack).
+ENV_POSTGRES_URL: Final = "NOVABERG_POSTGRES_URL"
+"""PostgreSQL with pgvector: the LZG's, Pixie's and the log's schemas."""
+ENV_REDIS_URL: Final = "NOVABERG_REDIS_URL"
+"""Redis with the search module: the KZG's memory and the pipeline's per-pair state."""
+ENV_KZG_ADDR: Final = "NOVABERG_KZG_ADDR"
+"""``host:port`` of the KZG service (the pipeline's and Pixie's peer)."""
+ENV_LZG_ADDR: Final = "NOVABERG_LZG_ADDR"
+"""``host:port`` of the LZG service (the pipeline's and Pixie's peer)."""
+ENV_LOG_ADDR: Final = "NOVABERG_LOG_ADDR"
+"""``host:port`` of the log service: every service's pipeline-log writer, and Pixie's retention."""
 
 OTEL_EXPORTERS: Final = ("none", "console", "otlp")
 """The common values of :attr:`CommonConfig.otel_exporter`; any exporter the SDK registers is accepted,

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from novaberg_core.config import ENV_POSTGRES_URL, ENV_REDIS_URL
 from novaberg_core.errors import Unavailable
 from novaberg_core.lifecycle import PARENT_PID_ENV
 from novaberg_core.server import wait_for_serving
@@ -170,8 +171,8 @@ def stack_env(
     env = dict(os.environ)
     env.update(
         {
-            "NOVABERG_POSTGRES_URL": urls.postgres_url,
-            "NOVABERG_REDIS_URL": urls.redis_url,
+            ENV_POSTGRES_URL: urls.postgres_url,
+            ENV_REDIS_URL: urls.redis_url,
             "PYTHONUNBUFFERED": "1",
             # Each service gets SIGTERM should this process die without stopping it.
             PARENT_PID_ENV: str(os.getpid()),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from novaberg_core.config import CommonConfig
+from novaberg_core.config import ENV_REDIS_URL, CommonConfig
 from novaberg_core.env import env_choice, env_int, env_prefix, env_str
 from services.kzg.domain import REINFORCEMENT_MODES
 from services.kzg.store import VECTOR_ALGORITHMS
@@ -39,7 +39,7 @@ class KzgConfig:
     def from_env(cls, env: Mapping[str, str] | None = None) -> KzgConfig:
         return cls(
             common=CommonConfig.from_env(SERVICE_NAME, PREFIX, env=env),
-            redis_url=env_str("NOVABERG_REDIS_URL", env=env),
+            redis_url=env_str(ENV_REDIS_URL, env=env),
             reinforcement=env_choice(f"{PREFIX}REINFORCEMENT", REINFORCEMENT_MODES, "thema", env=env),
             vector_algorithm=env_choice(f"{PREFIX}VECTOR_ALGORITHM", VECTOR_ALGORITHMS, "FLAT", env=env),
             reclaim_idle_ms=env_int(f"{PREFIX}RECLAIM_IDLE_MS", 60_000, min_value=1, env=env),

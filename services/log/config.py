@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from novaberg_core.config import CommonConfig
+from novaberg_core.config import ENV_POSTGRES_URL, CommonConfig
 from novaberg_core.env import env_int, env_prefix, env_str
 
 SERVICE_NAME = "log"
@@ -39,7 +39,7 @@ class LogConfig:
         seed_days = env_int("LZG_PIPELINE_LOG_VORHALTUNG_TAGE", DEFAULT_RETENTION_DAYS, min_value=1, env=env)
         return cls(
             common=CommonConfig.from_env(SERVICE_NAME, PREFIX, env=env),
-            postgres_url=env_str("NOVABERG_POSTGRES_URL", env=env),
+            postgres_url=env_str(ENV_POSTGRES_URL, env=env),
             retention_days=env_int(f"{PREFIX}VORHALTUNG_TAGE", seed_days, min_value=1, env=env),
             pool_max_size=env_int(f"{PREFIX}POOL_MAX", 8, min_value=1, max_value=100, env=env),
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from novaberg_core.config import CommonConfig
+from novaberg_core.config import ENV_POSTGRES_URL, CommonConfig
 from novaberg_core.env import env_int, env_prefix, env_str
 
 SERVICE_NAME = "lzg"
@@ -36,7 +36,7 @@ class LzgConfig:
         """Read the configuration; a missing or malformed variable raises ConfigError naming it."""
         return cls(
             common=CommonConfig.from_env(SERVICE_NAME, PREFIX, env=env),
-            postgres_url=env_str("NOVABERG_POSTGRES_URL", env=env),
+            postgres_url=env_str(ENV_POSTGRES_URL, env=env),
             pool_max_size=env_int(f"{PREFIX}POOL_MAX", 10, min_value=2, max_value=100, env=env),
             cache_max_mb=env_int(f"{PREFIX}CACHE_MB", 1024, min_value=1, env=env),
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from novaberg_core.config import CommonConfig
+from novaberg_core.config import ENV_KZG_ADDR, ENV_LZG_ADDR, ENV_REDIS_URL, CommonConfig
 from novaberg_core.env import ConfigError, env_choice, env_float, env_int, env_prefix, env_str
 from novaberg_core.limits import KZG_TOP_K_DEFAULT
 
@@ -95,9 +95,9 @@ class PipelineConfig:
             common=CommonConfig.from_env(
                 SERVICE_NAME, PREFIX, env=env, max_concurrent_rpcs=MAX_CONCURRENT_RPCS
             ),
-            kzg_addr=env_str("NOVABERG_KZG_ADDR", env=env),
-            lzg_addr=env_str("NOVABERG_LZG_ADDR", env=env),
-            redis_url=env_str("NOVABERG_REDIS_URL", env=env),
+            kzg_addr=env_str(ENV_KZG_ADDR, env=env),
+            lzg_addr=env_str(ENV_LZG_ADDR, env=env),
+            redis_url=env_str(ENV_REDIS_URL, env=env),
             analyzer=analyzer,
             ollama_url=env_str("NOVABERG_OLLAMA_URL", "http://127.0.0.1:11434", env=env),
             ollama_chat_model=model,

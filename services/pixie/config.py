@@ -11,7 +11,7 @@ from dataclasses import Field, dataclass, field, fields
 from datetime import time
 from typing import Any, TypeVar
 
-from novaberg_core.config import CommonConfig
+from novaberg_core.config import ENV_KZG_ADDR, ENV_LOG_ADDR, ENV_LZG_ADDR, ENV_POSTGRES_URL, CommonConfig
 from novaberg_core.env import ConfigError, env_float, env_int, env_prefix, env_str
 
 SERVICE_NAME = "pixie"
@@ -134,10 +134,10 @@ class PixieConfig:
         p = PREFIX
         return cls(
             common=CommonConfig.from_env(SERVICE_NAME, p, env=env),
-            postgres_url=env_str("NOVABERG_POSTGRES_URL", env=env),
-            kzg_addr=env_str("NOVABERG_KZG_ADDR", env=env),
-            lzg_addr=env_str("NOVABERG_LZG_ADDR", env=env),
-            log_addr=env_str("NOVABERG_LOG_ADDR", "", env=env),
+            postgres_url=env_str(ENV_POSTGRES_URL, env=env),
+            kzg_addr=env_str(ENV_KZG_ADDR, env=env),
+            lzg_addr=env_str(ENV_LZG_ADDR, env=env),
+            log_addr=env_str(ENV_LOG_ADDR, "", env=env),
             replica_id=env_str(f"{p}REPLICA_ID", _default_replica_id(), env=env),
             decay_at=parse_hhmm(f"{p}DECAY_AT", env_str(f"{p}DECAY_AT", "03:30", env=env)),
             **{f.name: _read_setting(f, env) for f in fields(cls) if _BOUNDS in f.metadata},

@@ -10,6 +10,7 @@ import json
 import logging
 from collections.abc import Mapping
 
+from novaberg_core.config import ENV_LOG_ADDR
 from novaberg_core.env import env_float, env_int, env_str
 from novaberg_core.metrics import register_pipeline_log
 from novaberg_core.pipeline_log.kinds import RecordKinds
@@ -20,7 +21,6 @@ from novaberg_core.pipeline_log.records import (
     ENV_BATCH_SIZE,
     ENV_FLUSH_SECONDS,
     ENV_FLUSH_SECONDS_SEED,
-    ENV_LOG_ADDR,
     ENV_MAX_BUFFER,
     SHAPED_ARTEN,
     TURN_ROH,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from novaberg.common.v1 import common_pb2
 from novaberg.pixie.v1 import pixie_pb2
+from novaberg_core.config import ENV_POSTGRES_URL, ENV_REDIS_URL
 from novaberg_core.timeutil import from_timestamp, to_timestamp
 from novaberg_dev.cli.common import CliError, ProgressBar, parse_as_of
 from novaberg_dev.cli.rights import PIXIE_ACTIONS
@@ -126,8 +127,8 @@ async def cmd_reembed(args: argparse.Namespace, out: Callable[[str], None]) -> i
     from novaberg_dev.embedded import stores_status
     from novaberg_dev.reembed import reembed_kzg, reembed_lzg
 
-    redis_url = os.environ.get("NOVABERG_REDIS_URL", "")
-    postgres_url = os.environ.get("NOVABERG_POSTGRES_URL", "")
+    redis_url = os.environ.get(ENV_REDIS_URL, "")
+    postgres_url = os.environ.get(ENV_POSTGRES_URL, "")
     if not redis_url or not postgres_url:
         status = stores_status(Path(args.data_dir) / "stores")
         if status.redis is None or status.postgres is None or not status.running:
