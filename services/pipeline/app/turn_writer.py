@@ -106,13 +106,13 @@ class TurnToWrite:
 
     def session_append(self, pair: common_pb2.Pair) -> kzg_pb2.AppendSessionTurnRequest:
         """The session append of the turn (SPEC §3), resend-safe."""
-        ei = self.analysis.ei
+        ei, at = self.analysis.ei, to_timestamp(self.as_of)
         turn = kzg_pb2.SessionTurn(
-            role=ROLE[self.beobachter], text=self.text, turn_id=self.turn.turn_id, created_at=to_timestamp(self.as_of),
+            role=ROLE[self.beobachter], text=self.text, turn_id=self.turn.turn_id, created_at=at,
             intention=ei.intentionen[0] if ei.intentionen else "", emotion=ei.emotion, modus=ei.modus,
             arousal=ei.arousal, emotions_vektor=ei.emotions_vektor,
         )  # fmt: skip
-        return kzg_pb2.AppendSessionTurnRequest(pair=pair, turn=turn, as_of=to_timestamp(self.as_of), resend_safe=True)
+        return kzg_pb2.AppendSessionTurnRequest(pair=pair, turn=turn, as_of=at, resend_safe=True)
 
     def entry_text(self, profile: Profile) -> str | None:
         """The turn's KZG embed text (:func:`kzg_entry_text`) with the pair's name for its speaker."""

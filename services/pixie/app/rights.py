@@ -295,7 +295,8 @@ class PixieRights:
             previous = node.previous_inhalt or previous
             source = node.node.kzg_quell_key
             if not corrected_key and source:
-                try:
+                # NotFound: promoted as new, the entry left the KZG (SPEC §5.3 step 6); the node alone is corrected.
+                with contextlib.suppress(NotFound):
                     await call_peer(
                         "KZG",
                         "CorrectEntry",
@@ -305,8 +306,6 @@ class PixieRights:
                         ),
                     )
                     corrected_key = source
-                except NotFound:
-                    pass  # promoted as new: the entry left the KZG (SPEC §5.3 step 6)
         outcome = CorrectOutcome(
             node_id=node.node.id if node is not None else 0,
             kzg_key=corrected_key,
